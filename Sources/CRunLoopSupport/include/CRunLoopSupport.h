@@ -1,0 +1,45 @@
+#ifndef CRUNLOOPSUPPORT_H
+#define CRUNLOOPSUPPORT_H
+// Small C helpers RunLoopKit needs but cannot write safely in Swift: variadic syscalls,
+// a load-time hook on the main thread, and an async-signal-safe signal handler.
+// Only compiler headers here: including glibc headers would make this module and CLibevent both
+// define glibc's types, which clang's module system rejects.
+#include <stdint.h>
+#include <stdbool.h>
+
+/// The kernel thread id of the calling thread.
+int rlk_gettid(void);
+/// True on the process's main thread (the one that loaded the program).
+bool rlk_is_main_thread(void);
+/// The main thread's pthread handle.
+unsigned long rlk_main_pthread(void);
+
+/// A non-blocking, close-on-exec eventfd; -1 and errno on failure.
+int rlk_eventfd_create(void);
+/// Adds 1 to the counter. Returns 0, or errno (EAGAIN means the counter is saturated, still readable).
+int rlk_eventfd_signal(int fd);
+/// Reads and resets the counter; 0 if it was already zero.
+uint64_t rlk_eventfd_drain(int fd);
+
+/// A non-blocking, close-on-exec CLOCK_MONOTONIC timerfd; -1 and errno on failure.
+int rlk_timerfd_create(void);
+/// Arms the timer at an absolute CLOCK_MONOTONIC time in nanoseconds; 0 disarms. Returns 0 or errno.
+int rlk_timerfd_arm(int fd, uint64_t deadline_ns);
+/// Reads the expiration count (consumes readiness); 0 when not expired.
+uint64_t rlk_timerfd_drain(int fd);
+
+/// CLOCK_MONOTONIC in nanoseconds.
+uint64_t rlk_monotonic_now(void);
+
+/// 0 if fd is an open descriptor epoll can watch; otherwise an errno value
+/// (EBADF: not open; EPERM: a regular file or directory, which epoll refuses).
+int rlk_check_pollable_fd(int fd);
+
+/// Claims a delivery slot for signal `signo`: installs the process-wide handler on first use and
+/// returns an eventfd the handler writes on each delivery (stored in *fd). Returns the slot index,
+/// or -1 with errno (EINVAL: bad or uncatchable signal; EMFILE: no free slot or no eventfd).
+int rlk_signal_slot_acquire(int signo, int *fd);
+/// Releases a slot; the previous disposition of the signal returns when no slot remains.
+void rlk_signal_slot_release(int signo, int slot);
+
+#endif

@@ -1,0 +1,41 @@
+import CRunLoopSupport
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The loop's wake-up port: one eventfd watched by every mode's event base.
+///
+/// `pending` collapses wake-ups: while one write is still unread, further wake-ups skip the syscall.
+/// That is safe because the loop clears `pending` as soon as it drains the eventfd, and after any wait
+/// it re-checks sources, blocks, stop requests and deadlines before it could sleep again — so work
+/// published before a wake-up is never missed ("signal, then wake" never loses work).
+final class WakeUpPort: @unchecked Sendable {
+    let fileDescriptor: Int32
+    private let pending = Atomic<Bool>(false)
+
+    init() throws(RunLoopError) {
+        let fd = rlk_eventfd_create()
+        guard fd >= 0 else { throw .resourceUnavailable("wake-up eventfd (errno \(errno))") }
+        fileDescriptor = fd
+    }
+
+    deinit { close(fileDescriptor) }
+
+    func wake() {
+        if !pending.exchange(true, ordering: .acquiringAndReleasing) {
+            _ = rlk_eventfd_signal(fileDescriptor)
+        }
+    }
+
+    /// Consumes a pending wake-up, if any. Called on the loop thread.
+    func drain() {
+        pending.store(false, ordering: .releasing)
+        _ = rlk_eventfd_drain(fileDescriptor)
+    }
+
+    /// Drops a wake-up that nobody is waiting for (the loop was idle when it arrived).
+    func discardStale() {
+        if pending.load(ordering: .acquiring) { drain() }
+    }
+}

@@ -1,0 +1,68 @@
+import Synchronization
+
+/// Watches the activities of a run loop: entry, before timers, before sources, before waiting,
+/// after waiting, exit.
+///
+/// Within a mode, observers are called in ascending `order`, equal orders in the order they were added.
+/// An observer is never re-entered: while its callback runs (even across a nested run) it is skipped.
+/// A non-repeating observer fires once, for the first matching activity in any of its modes, and is
+/// then invalidated. Observers alone do not keep a mode alive: a mode with only observers is empty.
+///
+/// Thread safety: `invalidate()` and `isValid` may be used from any thread; the callback runs on the
+/// loop's thread.
+public final class RunLoopObserver: @unchecked Sendable {
+    public let activities: RunLoop.Activity
+    public let repeats: Bool
+    public let order: Int
+    public let label: String?
+    let callback: (RunLoopObserver, RunLoop.Activity) -> Void
+    private let valid = Atomic<Bool>(true)
+
+    let attachmentLock = Lock()
+    weak var loop: RunLoop?
+
+    // Guarded by the owning loop's lock.
+    var modes: [RunLoop.Mode] = []
+    var isInCallout = false
+
+    /// - Parameters:
+    ///   - activities: the activities to report.
+    ///   - repeats: false to fire once and invalidate.
+    ///   - order: lower orders are called first.
+    ///   - label: a name for traces.
+    ///   - callback: runs on the loop's thread with the single activity being reported.
+    public init(
+        activities: RunLoop.Activity,
+        repeats: Bool = true,
+        order: Int = 0,
+        label: String? = nil,
+        _ callback: @escaping (RunLoopObserver, RunLoop.Activity) -> Void
+    ) {
+        self.activities = activities
+        self.repeats = repeats
+        self.order = order
+        self.label = label
+        self.callback = callback
+    }
+
+    public var isValid: Bool { valid.load(ordering: .acquiring) }
+
+    /// The run loop the observer is added to, if any.
+    public var runLoop: RunLoop? { attachmentLock.withLock { loop } }
+
+    /// Removes the observer from every mode for good. Safe from any thread and from its own callback.
+    public func invalidate() {
+        guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        runLoop?.removeEverywhere(self)
+    }
+
+    func attach(to newLoop: RunLoop) -> Bool {
+        attachmentLock.withLock {
+            if let loop { return loop === newLoop }
+            loop = newLoop
+            return true
+        }
+    }
+
+    func detach() { attachmentLock.withLock { loop = nil } }
+}

@@ -1,0 +1,116 @@
+import CRunLoopSupport
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A port-based source (CFRunLoop's version-1 source): a file descriptor — socket, pipe, eventfd,
+/// timerfd, tty — that the loop watches for readiness while it runs one of the source's modes.
+///
+/// Readiness is level-triggered: the source is performed in every iteration in which the descriptor
+/// is ready, until the callout consumes what made it ready (reads the data, accepts the connection,
+/// drains the eventfd). Readiness that arrives while the loop runs another mode is kept by the kernel
+/// and handled when one of the source's modes runs again.
+///
+/// Unlike CFRunLoop, which services one ready port per iteration, the loop performs every ready port
+/// source of an iteration, in ascending `order` (ties in the order they were added); with
+/// `returnAfterSourceHandled` it returns after the first and the rest stay ready for the next run.
+///
+/// Descriptor lifetime: invalidate (or remove) the source before closing its descriptor, or pass
+/// `closesDescriptorOnInvalidate: true` and let the source close it once the loop has stopped watching
+/// it. Closing a watched descriptor first is the classic epoll mistake: a new descriptor that reuses the
+/// number could go unwatched.
+///
+/// Thread safety: `invalidate()` and `isValid` may be used from any thread; `perform` runs on the loop's
+/// thread; adding from another thread takes effect at the loop's next iteration (the loop is woken).
+public class RunLoopPortSource: RunLoopSourceBase, @unchecked Sendable {
+    /// The watched descriptor.
+    public let fileDescriptor: Int32
+    /// The readiness the source waits for.
+    public let interest: PortEvents
+    let closesDescriptor: Bool
+    let performCallout: (RunLoopPortSource, PortEvents) -> Void
+    /// Registrations whose libevent event exists; the descriptor may be closed only at zero.
+    let liveEvents = Atomic<Int>(0)
+    private let closed = Atomic<Bool>(false)
+
+    /// - Parameters:
+    ///   - fileDescriptor: an open descriptor epoll can watch (not a regular file or directory).
+    ///   - interest: `.readable`, `.writable` or both.
+    ///   - order: lower orders are performed first among ports ready in the same iteration.
+    ///   - closesDescriptorOnInvalidate: close the descriptor once the source is invalidated and the
+    ///     loop no longer watches it.
+    ///   - perform: runs on the loop's thread with the readiness observed.
+    /// - Throws: ``RunLoopError/invalidDescriptor(_:)`` or ``RunLoopError/unsupportedDescriptor(_:)``.
+    public init(
+        fileDescriptor: Int32,
+        interest: PortEvents = .readable,
+        order: Int = 0,
+        label: String? = nil,
+        closesDescriptorOnInvalidate: Bool = false,
+        schedule: ((RunLoop, RunLoop.Mode) -> Void)? = nil,
+        cancel: ((RunLoop, RunLoop.Mode) -> Void)? = nil,
+        perform: @escaping (RunLoopPortSource, PortEvents) -> Void
+    ) throws(RunLoopError) {
+        try Self.checkPollable(fileDescriptor)
+        self.fileDescriptor = fileDescriptor
+        self.interest = interest.isEmpty ? .readable : interest
+        self.closesDescriptor = closesDescriptorOnInvalidate
+        self.performCallout = perform
+        super.init(order: order, label: label, schedule: schedule, cancel: cancel)
+    }
+
+    static func checkPollable(_ fd: Int32) throws(RunLoopError) {
+        switch rlk_check_pollable_fd(fd) {
+        case 0: return
+        case EPERM: throw .unsupportedDescriptor(fd)
+        default: throw .invalidDescriptor(fd)
+        }
+    }
+
+    override func didInvalidate() {
+        if liveEvents.load(ordering: .acquiring) == 0 { closeDescriptorIfOwned() }
+    }
+
+    /// Called by the loop thread after freeing one libevent event for this source.
+    func eventReleased() {
+        if liveEvents.subtract(1, ordering: .acquiringAndReleasing).newValue == 0, !isValid {
+            closeDescriptorIfOwned()
+        }
+    }
+
+    private func closeDescriptorIfOwned() {
+        guard closesDescriptor, !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        close(fileDescriptor)
+    }
+
+    /// Subclasses (signal sources) turn readiness into their own callout.
+    func perform(_ events: PortEvents) {
+        performCallout(self, events)
+    }
+}
+
+/// One port source in one mode: the libevent event and the readiness collected for it.
+final class PortRegistration {
+    let source: RunLoopPortSource
+    unowned let store: ModeStore
+    /// Position in the mode, for a stable dispatch order among equal `order`s.
+    let sequence: UInt64
+    /// False once removed from the mode (guarded by the loop lock).
+    var isActive = true
+    // Loop thread only:
+    var event: OpaquePointer?
+    var pendingEvents: Int16 = 0
+    var isQueued = false
+
+    init(source: RunLoopPortSource, store: ModeStore, sequence: UInt64) {
+        self.source = source
+        self.store = store
+        self.sequence = sequence
+    }
+
+    @inline(__always)
+    static func precedes(_ a: PortRegistration, _ b: PortRegistration) -> Bool {
+        a.source.order < b.source.order || (a.source.order == b.source.order && a.sequence < b.sequence)
+    }
+}

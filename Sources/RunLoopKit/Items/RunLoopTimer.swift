@@ -1,0 +1,174 @@
+import Synchronization
+
+/// A timer scheduled in one or more modes of one run loop: one-shot or repeating, with tolerance.
+///
+/// Semantics follow CFRunLoopTimer:
+/// - it only fires while the loop runs one of its modes; a deadline that passes meanwhile fires once
+///   when such a mode next runs;
+/// - a repeating timer keeps the phase of its original schedule and skips missed periods rather than
+///   firing a burst;
+/// - a one-shot timer is invalidated after it fires;
+/// - equal deadlines fire in the order the timers were scheduled.
+///
+/// Tolerance follows Darwin: the timer fires somewhere in `[fireDate, fireDate + tolerance]`, never
+/// early; for a repeating timer the tolerance is capped at half the interval. The loop uses the window
+/// to fire several timers on one wake-up.
+///
+/// Thread safety: `invalidate()`, `nextFireDate`, `tolerance` and `isValid` may be used from any thread.
+/// The callback always runs on the loop's thread.
+public final class RunLoopTimer: @unchecked Sendable {
+    /// A name shown in traces and stall reports.
+    public let label: String?
+    /// The repeat interval; `nil` for a one-shot timer.
+    public let interval: Duration?
+
+    let callback: (RunLoopTimer) -> Void
+    let intervalNanoseconds: UInt64
+    private let valid = Atomic<Bool>(true)
+
+    /// Guards `loop` only; every other mutable field is guarded by the owning loop's lock.
+    let attachmentLock = Lock()
+    weak var loop: RunLoop?
+
+    // Guarded by the owning loop's lock.
+    var deadline: UInt64 = 0
+    var sequence: UInt64 = 0
+    var memberships: [TimerMembership] = []
+    var isInCallout = false
+    var firingDeadline: UInt64 = 0
+    var wasRedatedInCallout = false
+    var toleranceNanoseconds: UInt64 = 0
+    /// Before the first schedule a timer may hold a delay relative to "when it is added".
+    var pendingStart: PendingStart
+
+    enum PendingStart {
+        case none
+        case after(Int64)
+        case at(UInt64)
+    }
+
+    /// Creates a timer that first fires `delay` after it is added to a loop.
+    /// - Parameters:
+    ///   - delay: time from scheduling to the first fire; zero or negative fires at the first opportunity.
+    ///   - interval: the repeat interval; `nil` (or a non-positive duration) makes a one-shot timer.
+    ///   - tolerance: how late the timer may fire, to let the loop coalesce wake-ups.
+    ///   - label: a name for traces.
+    ///   - callback: runs on the loop's thread; receives the timer so it can invalidate or re-date it.
+    public init(
+        after delay: Duration,
+        repeating interval: Duration? = nil,
+        tolerance: Duration = .zero,
+        label: String? = nil,
+        _ callback: @escaping (RunLoopTimer) -> Void
+    ) {
+        self.label = label
+        let intervalNanoseconds = interval.map { max(0, $0.clampedNanoseconds) } ?? 0
+        self.interval = intervalNanoseconds > 0 ? interval : nil
+        self.intervalNanoseconds = UInt64(intervalNanoseconds)
+        self.callback = callback
+        self.pendingStart = .after(delay.clampedNanoseconds)
+        self.toleranceNanoseconds = Self.cap(tolerance: tolerance, interval: self.intervalNanoseconds)
+    }
+
+    /// Creates a timer that first fires at `fireDate` on the clock of the loop it is added to.
+    public init(
+        fireAt fireDate: LoopInstant,
+        repeating interval: Duration? = nil,
+        tolerance: Duration = .zero,
+        label: String? = nil,
+        _ callback: @escaping (RunLoopTimer) -> Void
+    ) {
+        self.label = label
+        let intervalNanoseconds = interval.map { max(0, $0.clampedNanoseconds) } ?? 0
+        self.interval = intervalNanoseconds > 0 ? interval : nil
+        self.intervalNanoseconds = UInt64(intervalNanoseconds)
+        self.callback = callback
+        self.pendingStart = .at(fireDate.nanoseconds)
+        self.toleranceNanoseconds = Self.cap(tolerance: tolerance, interval: self.intervalNanoseconds)
+    }
+
+    private static func cap(tolerance: Duration, interval: UInt64) -> UInt64 {
+        let requested = UInt64(max(0, tolerance.clampedNanoseconds))
+        return interval > 0 ? min(requested, interval / 2) : requested
+    }
+
+    /// Whether the timer repeats.
+    public var repeats: Bool { intervalNanoseconds > 0 }
+
+    /// False once the timer was invalidated (or, for a one-shot timer, fired).
+    public var isValid: Bool { valid.load(ordering: .acquiring) }
+
+    /// The run loop the timer is scheduled on, if any.
+    public var runLoop: RunLoop? { attachmentLock.withLock { loop } }
+
+    /// The next time the timer fires, on its loop's clock.
+    ///
+    /// `nil` only for a timer created with a delay that has not been added to a loop yet. Inside the
+    /// timer's own callback it reads the deadline being serviced. Setting it from inside the callback
+    /// overrides the repeat schedule for that fire; a date in the past means "as soon as possible".
+    /// May be set from any thread.
+    public var nextFireDate: LoopInstant? {
+        get {
+            if let loop = runLoop { return loop.lock.withLock { LoopInstant(nanoseconds: isInCallout ? firingDeadline : deadline) } }
+            return attachmentLock.withLock {
+                if case .at(let at) = pendingStart { return LoopInstant(nanoseconds: at) }
+                return nil
+            }
+        }
+        set {
+            guard let date = newValue else { return }
+            if let loop = runLoop {
+                loop.redate(self, to: date.nanoseconds)
+            } else {
+                attachmentLock.withLock { pendingStart = .at(date.nanoseconds) }
+            }
+        }
+    }
+
+    /// How late the timer may fire. Capped at half the interval for a repeating timer.
+    public var tolerance: Duration {
+        get {
+            if let loop = runLoop { return loop.lock.withLock { .nanoseconds(Int64(clamping: toleranceNanoseconds)) } }
+            return attachmentLock.withLock { .nanoseconds(Int64(clamping: toleranceNanoseconds)) }
+        }
+        set {
+            let capped = Self.cap(tolerance: newValue, interval: intervalNanoseconds)
+            if let loop = runLoop {
+                loop.setTolerance(self, capped)
+            } else {
+                attachmentLock.withLock { toleranceNanoseconds = capped }
+            }
+        }
+    }
+
+    /// Stops the timer for good and removes it from every mode. Safe from any thread and from the
+    /// timer's own callback (the callback completes; there is no further fire).
+    public func invalidate() {
+        guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        runLoop?.removeEverywhere(self)
+    }
+
+    /// Claims the timer for `loop`. A timer belongs to at most one loop; false if it has another.
+    func attach(to newLoop: RunLoop) -> Bool {
+        attachmentLock.withLock {
+            if let loop { return loop === newLoop }
+            loop = newLoop
+            return true
+        }
+    }
+
+    func detach() {
+        attachmentLock.withLock { loop = nil }
+    }
+
+    @inline(__always)
+    static func precedes(_ a: RunLoopTimer, _ b: RunLoopTimer) -> Bool {
+        a.deadline < b.deadline || (a.deadline == b.deadline && a.sequence < b.sequence)
+    }
+}
+
+/// A timer's place in one mode's heap.
+struct TimerMembership {
+    unowned let store: ModeStore
+    var heapIndex: Int
+}

@@ -1,0 +1,49 @@
+import Synchronization
+
+/// Everything one mode of one loop holds. Guarded by the loop lock, except `readyPorts` and the
+/// backend's dispatch state, which only the loop thread touches.
+final class ModeStore {
+    let mode: RunLoop.Mode
+    let backend: ModeBackend
+    var sources: [RunLoopSource] = []
+    var ports: [PortRegistration] = []
+    /// Sorted by order; equal orders keep insertion order.
+    var observers: [RunLoopObserver] = []
+    /// Union of the activities the mode's observers ever asked for (only grows, like CFRunLoop's),
+    /// read without the lock so an unobserved activity costs one load.
+    private let observedMask = Atomic<UInt32>(0)
+    lazy var timers = TimerHeap(owner: self)
+    /// Deadline of the activation waiting in this mode; `.max` when none or unbounded.
+    var runDeadline: UInt64 = .max
+    /// Port registrations with readiness not yet performed (loop thread only).
+    var readyPorts: [PortRegistration] = []
+    /// A spare buffer swapped with `readyPorts` so steady-state dispatch does not allocate.
+    var spareReadyPorts: [PortRegistration] = []
+
+    init(mode: RunLoop.Mode, wakePort: WakeUpPort) throws(RunLoopError) {
+        self.mode = mode
+        self.backend = try ModeBackend(wakePort: wakePort)
+        backend.store = self
+    }
+
+    /// Sources, ports and timers keep a mode alive; observers do not. Pending blocks are checked by the
+    /// loop, which owns the block queue.
+    var hasItems: Bool { !sources.isEmpty || !ports.isEmpty || !timers.isEmpty }
+
+    func insertObserver(_ observer: RunLoopObserver) {
+        let index = observers.firstIndex { $0.order > observer.order } ?? observers.endIndex
+        observers.insert(observer, at: index)
+        observedMask.bitwiseOr(observer.activities.rawValue, ordering: .relaxed)
+    }
+
+    @inline(__always)
+    func observes(_ activity: RunLoop.Activity) -> Bool {
+        observedMask.load(ordering: .relaxed) & activity.rawValue != 0
+    }
+
+    /// The instant the mode must wake: its next timer (with tolerance) or the end of the waiting run.
+    var wakeDeadline: UInt64 { min(timers.wakeDeadline(), runDeadline) }
+
+    /// Re-arms the kernel timer if the wake instant moved. Caller holds the loop lock.
+    func rearm() { backend.arm(at: wakeDeadline) }
+}

@@ -1,0 +1,41 @@
+extension RunLoop {
+    /// Ends the innermost running activation, which returns ``RunResult/stopped`` (unless it handled a
+    /// source with `returnAfterSourceHandled` or timed out in the same iteration). Ignored when the loop
+    /// is not running. Safe from any thread: a sleeping loop is woken.
+    public func stop() {
+        let running = lock.withLock { () -> Bool in
+            guard let top = activations.indices.last else { return false }
+            activations[top].stopRequested = true
+            return true
+        }
+        if running { wakePort.wake() }
+    }
+
+    /// Wakes the loop if it is waiting, so it re-checks signalled sources, blocks, stop requests and
+    /// deadlines. A wake-up alone does not end an activation. A wake-up while the loop is not running
+    /// has no effect on a later run. Safe from any thread.
+    ///
+    /// The cross-thread hand-off is "publish, then wake": ``RunLoopSource/signal()`` or add the item
+    /// first, then call this. Work published before the wake-up is never missed.
+    public func wakeUp() {
+        wakePort.wake()
+    }
+
+    /// Queues `block` to run on the loop's thread the next time the loop runs one of `modes`
+    /// (``Mode/common`` matches every common mode). Blocks run in FIFO order at fixed points of an
+    /// iteration; a pending block keeps its mode alive. Safe from any thread.
+    ///
+    /// Unlike CFRunLoopPerformBlock, a block queued from another thread also wakes the loop, so it never
+    /// sits until something else happens. From the loop's own thread no wake-up is needed (the loop
+    /// checks blocks before it sleeps), and none is made.
+    public func perform(inModes modes: [Mode] = [.default], _ block: @escaping @Sendable () -> Void) {
+        let queued = lock.withLock { () -> Bool in
+            guard !isTornDown, !modes.isEmpty else { return false }
+            for mode in modes where mode != .common { _ = storeLocked(mode) }
+            blocks.append(PendingBlock(modes: modes, body: block))
+            pendingBlockCount.add(1, ordering: .releasing)
+            return true
+        }
+        if queued && !isCurrentThread { wakePort.wake() }
+    }
+}

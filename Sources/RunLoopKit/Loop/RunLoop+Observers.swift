@@ -1,0 +1,69 @@
+extension RunLoop {
+    /// Adds `observer` to `mode` (or every common mode, with ``Mode/common``). Safe from any thread.
+    ///
+    /// An observer belongs to one loop: adding it to another is ignored (and logged). Added during a
+    /// notification, it is first called for a later activity.
+    public func add(_ observer: RunLoopObserver, forMode mode: Mode = .default) {
+        guard observer.isValid else { return }
+        guard observer.attach(to: self) else {
+            Self.logger.warning("observer \(observer.label ?? "") is added to another run loop; not added")
+            return
+        }
+        let stillAttached = lock.withLock { () -> Bool in
+            guard !isTornDown else { return false }
+            if mode == .common {
+                if !commonItems.observers.contains(where: { $0 === observer }) { commonItems.observers.append(observer) }
+                for common in commonModeList { insertObserverLocked(observer, into: common) }
+            } else {
+                insertObserverLocked(observer, into: mode)
+            }
+            return !observer.modes.isEmpty
+        }
+        if !stillAttached { observer.detach() }
+        if !observer.isValid { removeEverywhere(observer) }
+    }
+
+    /// Removes `observer` from `mode` (from every common mode, with ``Mode/common``). Safe from any thread.
+    public func remove(_ observer: RunLoopObserver, forMode mode: Mode = .default) {
+        let detached = lock.withLock { () -> Bool in
+            if mode == .common {
+                commonItems.observers.removeAll { $0 === observer }
+                for common in commonModeList { removeObserverLocked(observer, from: common) }
+            } else {
+                removeObserverLocked(observer, from: mode)
+            }
+            return observer.modes.isEmpty
+        }
+        if detached, observer.runLoop === self { observer.detach() }
+    }
+
+    /// Whether `observer` is in `mode`. Safe from any thread.
+    public func contains(_ observer: RunLoopObserver, forMode mode: Mode = .default) -> Bool {
+        lock.withLock {
+            if mode == .common { return commonItems.observers.contains { $0 === observer } }
+            return observer.modes.contains(mode) && observer.runLoop === self
+        }
+    }
+
+    func insertObserverLocked(_ observer: RunLoopObserver, into mode: Mode) {
+        guard observer.isValid, !observer.modes.contains(mode), let store = storeLocked(mode) else { return }
+        store.insertObserver(observer)
+        observer.modes.append(mode)
+    }
+
+    func removeObserverLocked(_ observer: RunLoopObserver, from mode: Mode) {
+        guard let position = observer.modes.firstIndex(of: mode) else { return }
+        observer.modes.remove(at: position)
+        modes[mode]?.observers.removeAll { $0 === observer }
+    }
+
+    /// Invalidation path; takes the lock.
+    func removeEverywhere(_ observer: RunLoopObserver) {
+        lock.withLock {
+            for mode in observer.modes { modes[mode]?.observers.removeAll { $0 === observer } }
+            observer.modes.removeAll()
+            commonItems.observers.removeAll { $0 === observer }
+        }
+        if observer.runLoop === self { observer.detach() }
+    }
+}

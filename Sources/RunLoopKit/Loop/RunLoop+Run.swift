@@ -1,0 +1,336 @@
+extension RunLoop {
+    /// Runs one activation of `mode` on the calling thread: CFRunLoopRunInMode.
+    ///
+    /// Each iteration notifies `beforeTimers` and `beforeSources`, runs eligible blocks, performs
+    /// signalled custom sources, waits (announced by `beforeWaiting`/`afterWaiting` unless it only
+    /// polls), fires due timers, performs ready port sources and runs blocks again. The activation
+    /// ends with the first of: a source handled (with `returnAfterSourceHandled`), the timeout, a
+    /// ``stop()``, or the mode running out of sources, timers and blocks.
+    ///
+    /// A mode that does not exist or is empty returns ``RunResult/finished`` at once, with no observer
+    /// callout. May be called from a callout (nested run); the nested activation services only its own
+    /// mode, and items in their callout are not re-entered.
+    ///
+    /// - Parameters:
+    ///   - mode: a concrete mode (not ``Mode/common``).
+    ///   - timeout: `nil` waits without limit; zero or negative polls once without blocking.
+    ///   - returnAfterSourceHandled: return after the first source performed (timers never count).
+    /// - Throws: ``RunLoopError/notOwningThread`` off the loop's thread,
+    ///   ``RunLoopError/commonModesNotRunnable`` for the pseudo-mode.
+    @discardableResult
+    public func run(
+        _ mode: Mode = .default,
+        timeout: Duration? = nil,
+        returnAfterSourceHandled: Bool = false
+    ) throws(RunLoopError) -> RunResult {
+        guard isCurrentThread else { throw .notOwningThread }
+        guard mode != .common else { throw .commonModesNotRunnable }
+        let clock = clockStorage  // only this thread writes it
+        let isPoll: Bool
+        let deadline: UInt64
+        if let timeout {
+            let nanoseconds = timeout.clampedNanoseconds
+            isPoll = nanoseconds <= 0
+            deadline = isPoll ? 0 : clock.nowNanoseconds.adding(nanoseconds: nanoseconds)
+        } else {
+            isPoll = false
+            deadline = .max
+        }
+        let entered: (store: ModeStore, previous: ModeStore?)? = lock.withLock {
+            guard !isTornDown, let store = modes[mode], !isEmptyLocked(store) else { return nil }
+            if activations.isEmpty { wakePort.discardStale() }
+            activations.append(Activation(store: store))
+            let previous = currentStore
+            currentStore = store
+            return (store, previous)
+        }
+        guard let (store, previous) = entered else { return .finished }
+
+        notify(store, .entry)
+        let result = iterate(store, clock: clock, deadline: deadline, isPoll: isPoll, returnAfterSourceHandled: returnAfterSourceHandled)
+        notify(store, .exit)
+
+        lock.withLock {
+            activations.removeLast()
+            currentStore = previous
+            if !activations.contains(where: { $0.store === store }) { store.runDeadline = .max }
+        }
+        return result
+    }
+
+    /// Runs the default mode until ``stop()`` is called or the mode has nothing left: CFRunLoopRun.
+    /// - Throws: as ``run(_:timeout:returnAfterSourceHandled:)``.
+    public func run() throws(RunLoopError) {
+        while true {
+            let result = try run(.default)
+            if result == .stopped || result == .finished { return }
+        }
+    }
+
+    /// Runs `mode` until `date`, ``stop()``, or the mode has nothing left; returns why it ended.
+    /// - Throws: as ``run(_:timeout:returnAfterSourceHandled:)``.
+    @discardableResult
+    public func run(_ mode: Mode = .default, until date: LoopInstant) throws(RunLoopError) -> RunResult {
+        while true {
+            let now = self.now
+            if now >= date { return .timedOut }
+            let result = try run(mode, timeout: date - now)
+            if result == .stopped || result == .finished { return result }
+        }
+    }
+
+    /// The inner loop of one activation (CFRunLoop's __CFRunLoopRun).
+    private func iterate(
+        _ store: ModeStore, clock: LoopClock, deadline: UInt64, isPoll: Bool, returnAfterSourceHandled: Bool
+    ) -> RunResult {
+        if takeStopRequest() { return .stopped }
+        while true {
+            notify(store, .beforeTimers)
+            notify(store, .beforeSources)
+            runBlocks(for: store)
+            var handled = performSources(in: store, returnAfterFirst: returnAfterSourceHandled)
+            if handled { runBlocks(for: store) }
+
+            let poll = handled || isPoll || !store.readyPorts.isEmpty
+            if !poll { notify(store, .beforeWaiting) }
+            wait(in: store, clock: clock, polling: poll, deadline: deadline)
+            if !poll { notify(store, .afterWaiting) }
+
+            fireTimers(in: store, clock: clock)
+            if performPorts(in: store, returnAfterFirst: returnAfterSourceHandled) { handled = true }
+            runBlocks(for: store)
+
+            if handled && returnAfterSourceHandled { return .handledSource }
+            if isPoll || (deadline != .max && clock.nowNanoseconds >= deadline) { return .timedOut }
+            if takeStopRequest() { return .stopped }
+            if lock.withLock({ isEmptyLocked(store) }) { return .finished }
+        }
+    }
+
+    /// A mode is empty when it has no sources, ports or timers and no block waits for it.
+    /// Observers do not count. Caller holds the lock.
+    func isEmptyLocked(_ store: ModeStore) -> Bool {
+        if store.hasItems { return false }
+        if blocks.isEmpty { return true }
+        let isCommon = commonModeList.contains(store.mode)
+        return !blocks.contains { $0.matches(store.mode, isCommon: isCommon) }
+    }
+
+    private func takeStopRequest() -> Bool {
+        lock.withLock {
+            guard let top = activations.indices.last, activations[top].stopRequested else { return false }
+            activations[top].stopRequested = false
+            return true
+        }
+    }
+
+    // MARK: waiting
+
+    private func wait(in store: ModeStore, clock: LoopClock, polling: Bool, deadline: UInt64) {
+        applyBackendChanges()
+        let backend = store.backend
+        sleeping.store(true, ordering: .releasing)
+        defer { sleeping.store(false, ordering: .releasing) }
+        if polling {
+            backend.dispatch(blocking: false)
+            return
+        }
+        switch clock {
+        case .system:
+            lock.withLock {
+                store.runDeadline = deadline
+                store.rearm()
+            }
+            backend.dispatch(blocking: true)
+        case .manual(let manual):
+            let wakeAt = lock.withLock {
+                store.runDeadline = deadline
+                return store.wakeDeadline
+            }
+            if backend.dispatch(blocking: false) { return }
+            if wakeAt <= manual.nowNanoseconds { return }
+            if manual.autoAdvances && wakeAt != .max {
+                manual.advance(to: LoopInstant(nanoseconds: wakeAt), waking: self)
+                return
+            }
+            backend.dispatch(blocking: true)
+        }
+    }
+
+    /// Applies libevent changes that other threads requested (they cannot touch the base themselves).
+    private func applyBackendChanges() {
+        guard hasPendingBackendChanges.load(ordering: .acquiring) else { return }
+        let failed: [(RunLoopPortSource, Int32)] = lock.withLock {
+            hasPendingBackendChanges.store(false, ordering: .releasing)
+            var failed: [(RunLoopPortSource, Int32)] = []
+            for change in pendingBackendChanges {
+                switch change {
+                case .watch(let registration):
+                    guard registration.isActive, registration.event == nil else { continue }
+                    let failure = registration.store.backend.watch(registration)
+                    if failure != 0 { failed.append((registration.source, failure)) }
+                case .unwatch(let registration):
+                    registration.store.backend.unwatch(registration)
+                }
+            }
+            pendingBackendChanges.removeAll(keepingCapacity: true)
+            return failed
+        }
+        for (source, failure) in failed {
+            let error = RunLoopError.descriptorRejected(fd: source.fileDescriptor, errno: failure)
+            Self.logger.error("port source \(source.label ?? "\(source.fileDescriptor)") invalidated: \(error)")
+            source.invalidate()
+        }
+    }
+
+    // MARK: callouts
+
+    @inline(__always)
+    private func notify(_ store: ModeStore, _ activity: Activity) {
+        guard store.observes(activity) else { return }
+        notifyObservers(store, activity)
+    }
+
+    private func notifyObservers(_ store: ModeStore, _ activity: Activity) {
+        let observers = lock.withLock { store.observers }
+        for observer in observers where observer.activities.contains(activity) {
+            let claimed = lock.withLock { () -> Bool in
+                guard observer.isValid, !observer.isInCallout else { return false }
+                observer.isInCallout = true
+                return true
+            }
+            guard claimed else { continue }
+            observer.callback(observer, activity)
+            lock.withLock { observer.isInCallout = false }
+            if !observer.repeats { observer.invalidate() }
+        }
+    }
+
+    private func runBlocks(for store: ModeStore) {
+        guard pendingBlockCount.load(ordering: .acquiring) > 0 else { return }
+        let runnable: [@Sendable () -> Void] = lock.withLock {
+            let isCommon = commonModeList.contains(store.mode)
+            guard blocks.contains(where: { $0.matches(store.mode, isCommon: isCommon) }) else { return [] }
+            var runnable: [@Sendable () -> Void] = []
+            var kept: [PendingBlock] = []
+            for block in blocks {
+                if block.matches(store.mode, isCommon: isCommon) { runnable.append(block.body) } else { kept.append(block) }
+            }
+            blocks = kept
+            pendingBlockCount.subtract(runnable.count, ordering: .releasing)
+            return runnable
+        }
+        for body in runnable { body() }
+    }
+
+    /// The sources0 pass: signalled custom sources in (order, first-signal) order.
+    private func performSources(in store: ModeStore, returnAfterFirst: Bool) -> Bool {
+        let sources = lock.withLock { store.sources }
+        if sources.isEmpty { return false }
+        if sources.count == 1 {
+            let source = sources[0]
+            guard source.takeSignal(), source.isValid else { return false }
+            source.performCallout(source)
+            return true
+        }
+        var batch: [(RunLoopSource, UInt64)] = []
+        swap(&batch, &sourceScratch)
+        for source in sources {
+            let stamp = source.signalStamp.load(ordering: .acquiring)
+            if stamp != 0 { batch.append((source, stamp)) }
+        }
+        if batch.count > 1 {
+            batch.sort { $0.0.order < $1.0.order || ($0.0.order == $1.0.order && $0.1 < $1.1) }
+        }
+        // Unlike CFRunLoop (whose result is that of the last source examined), any performed source
+        // makes the iteration "handled".
+        var handled = false
+        for (source, _) in batch {
+            guard source.takeSignal(), source.isValid else { continue }
+            source.performCallout(source)
+            handled = true
+            if returnAfterFirst { break }
+        }
+        batch.removeAll(keepingCapacity: true)
+        if sourceScratch.capacity < batch.capacity { sourceScratch = batch }
+        return handled
+    }
+
+    /// Fires every timer of the mode due now, in (deadline, scheduling) order.
+    private func fireTimers(in store: ModeStore, clock: LoopClock) {
+        let now = clock.nowNanoseconds
+        var batch: [RunLoopTimer] = []
+        swap(&batch, &timerScratch)
+        lock.withLock {
+            if store.timers.hasDue(at: now) { store.timers.collectDue(at: now, into: &batch) }
+        }
+        for timer in batch { fire(timer, in: store, at: now, clock: clock) }
+        batch.removeAll(keepingCapacity: true)
+        if timerScratch.capacity < batch.capacity { timerScratch = batch }
+    }
+
+    private func fire(_ timer: RunLoopTimer, in store: ModeStore, at now: UInt64, clock: LoopClock) {
+        let claimed = lock.withLock { () -> Bool in
+            guard timer.isValid, !timer.isInCallout, timer.deadline <= now, store.timers.contains(timer) else {
+                return false
+            }
+            timer.isInCallout = true
+            timer.firingDeadline = timer.deadline
+            timer.wasRedatedInCallout = false
+            return true
+        }
+        guard claimed else { return }
+        timer.callback(timer)
+        let isOneShotDone = lock.withLock { () -> Bool in
+            timer.isInCallout = false
+            guard timer.isValid else { return false }
+            guard timer.repeats else { return true }
+            if timer.wasRedatedInCallout { return false }
+            timer.deadline = Self.nextDeadline(
+                after: timer.firingDeadline, interval: timer.intervalNanoseconds, now: clock.nowNanoseconds)
+            repositionLocked(timer)
+            return false
+        }
+        if isOneShotDone { timer.invalidate() }
+    }
+
+    /// The first instant of the original schedule strictly after `now`: the phase is kept and missed
+    /// periods are skipped, never replayed.
+    static func nextDeadline(after serviced: UInt64, interval: UInt64, now: UInt64) -> UInt64 {
+        guard now >= serviced else { return serviced.adding(nanoseconds: Int64(clamping: interval)) }
+        let periods = (now - serviced) / interval + 1
+        let (offset, overflow) = periods.multipliedReportingOverflow(by: interval)
+        if overflow { return .max }
+        let (next, overflow2) = serviced.addingReportingOverflow(offset)
+        return overflow2 ? .max : next
+    }
+
+    /// Performs the ready port sources of the mode in (order, registration) order.
+    private func performPorts(in store: ModeStore, returnAfterFirst: Bool) -> Bool {
+        guard !store.readyPorts.isEmpty else { return false }
+        var ready = store.spareReadyPorts
+        store.spareReadyPorts = []
+        swap(&ready, &store.readyPorts)
+        if ready.count > 1 { ready.sort(by: PortRegistration.precedes) }
+        var handled = false
+        var index = 0
+        while index < ready.count {
+            let registration = ready[index]
+            index += 1
+            registration.isQueued = false
+            let events = PortEvents(rawValue: registration.pendingEvents)
+            registration.pendingEvents = 0
+            guard registration.source.isValid, lock.withLock({ registration.isActive }) else { continue }
+            registration.source.perform(events)
+            handled = true
+            if returnAfterFirst { break }
+        }
+        if index < ready.count {
+            // Still queued: left for the next run, ahead of anything that became ready meanwhile.
+            store.readyPorts.insert(contentsOf: ready[index...], at: 0)
+        }
+        ready.removeAll(keepingCapacity: true)
+        store.spareReadyPorts = ready
+        return handled
+    }
+}

@@ -1,0 +1,216 @@
+extension RunLoop {
+    /// Adds a custom source to `mode` (or every common mode, with ``Mode/common``). Safe from any thread.
+    ///
+    /// The source's `schedule` callout runs on the calling thread once for each concrete mode it newly
+    /// joins. Adding twice to a mode is a no-op; adding an invalidated source is ignored.
+    public func add(_ source: RunLoopSource, forMode mode: Mode = .default) {
+        guard source.isValid else { return }
+        let scheduled: [Mode] = lock.withLock {
+            guard !isTornDown else { return [] }
+            if mode == .common {
+                if !commonItems.sources.contains(where: { $0 === source }) { commonItems.sources.append(source) }
+                return commonModeList.filter { insertSourceLocked(source, into: $0) }
+            }
+            return insertSourceLocked(source, into: mode) ? [mode] : []
+        }
+        finishAdding(source, scheduled: scheduled)
+    }
+
+    /// Removes a custom source from `mode` (from every common mode — including explicit registrations
+    /// there — with ``Mode/common``); its `cancel` callout runs once per mode left. Safe from any thread.
+    public func remove(_ source: RunLoopSource, forMode mode: Mode = .default) {
+        let removed: [Mode] = lock.withLock {
+            if mode == .common {
+                commonItems.sources.removeAll { $0 === source }
+                return commonModeList.filter { removeSourceLocked(source, from: $0) }
+            }
+            return removeSourceLocked(source, from: mode) ? [mode] : []
+        }
+        finishRemoving(source, removed: removed)
+    }
+
+    /// Whether a custom source is in `mode`. Safe from any thread.
+    public func contains(_ source: RunLoopSource, forMode mode: Mode = .default) -> Bool {
+        lock.withLock {
+            if mode == .common { return commonItems.sources.contains { $0 === source } }
+            return modes[mode]?.sources.contains { $0 === source } ?? false
+        }
+    }
+
+    /// Starts watching a port source in `mode` (or every common mode, with ``Mode/common``).
+    /// Safe from any thread; from another thread the loop is woken to start watching.
+    /// - Throws: ``RunLoopError/itemInvalidated``, ``RunLoopError/invalidDescriptor(_:)`` (closed since the
+    ///   source was made), ``RunLoopError/descriptorRejected(fd:errno:)``, ``RunLoopError/loopTornDown``.
+    public func add(_ source: RunLoopPortSource, forMode mode: Mode = .default) throws(RunLoopError) {
+        guard source.isValid else { throw .itemInvalidated }
+        try RunLoopPortSource.checkPollable(source.fileDescriptor)
+        let immediate = isCurrentThread
+        let scheduled: [Mode] = try lock.withLock { () throws(RunLoopError) -> [Mode] in
+            guard !isTornDown else { throw .loopTornDown }
+            let targets = mode == .common ? commonModeList : [mode]
+            var added: [PortRegistration] = []
+            do throws(RunLoopError) {
+                for target in targets {
+                    if let registration = try insertPortLocked(source, into: target, immediate: immediate) {
+                        added.append(registration)
+                    }
+                }
+            } catch {
+                for registration in added { detachPortLocked(registration, immediate: immediate) }
+                throw error
+            }
+            if mode == .common, !commonItems.ports.contains(where: { $0 === source }) {
+                commonItems.ports.append(source)
+            }
+            return added.map(\.store.mode)
+        }
+        finishAdding(source, scheduled: scheduled)
+        if !immediate && !scheduled.isEmpty { wakeUp() }
+    }
+
+    /// Stops watching a port source in `mode` (every common mode, with ``Mode/common``). Safe from any
+    /// thread. On the loop's thread the descriptor is no longer watched when this returns.
+    public func remove(_ source: RunLoopPortSource, forMode mode: Mode = .default) {
+        let immediate = isCurrentThread
+        let removed: [Mode] = lock.withLock {
+            if mode == .common {
+                commonItems.ports.removeAll { $0 === source }
+                return commonModeList.filter { removePortLocked(source, from: $0, immediate: immediate) }
+            }
+            return removePortLocked(source, from: mode, immediate: immediate) ? [mode] : []
+        }
+        finishRemoving(source, removed: removed)
+    }
+
+    /// Whether a port source is in `mode`. Safe from any thread.
+    public func contains(_ source: RunLoopPortSource, forMode mode: Mode = .default) -> Bool {
+        lock.withLock {
+            if mode == .common { return commonItems.ports.contains { $0 === source } }
+            return modes[mode]?.ports.contains { $0.source === source } ?? false
+        }
+    }
+
+    /// Adds `mode` to the common set: every item added to ``Mode/common`` joins it, now and later.
+    /// There is no way to take a mode out of the common set. Safe from any thread.
+    public func addCommonMode(_ mode: Mode) {
+        guard mode != .common else { return }
+        let immediate = isCurrentThread
+        let (sources, ports): ([RunLoopSource], [RunLoopPortSource]) = lock.withLock {
+            guard !isTornDown, !commonModeList.contains(mode) else { return ([], []) }
+            commonModeList.append(mode)
+            let items = commonItems
+            if items.timers.isEmpty && items.sources.isEmpty && items.ports.isEmpty && items.observers.isEmpty {
+                return ([], [])
+            }
+            for timer in items.timers { insertTimerLocked(timer, into: mode) }
+            for observer in items.observers { insertObserverLocked(observer, into: mode) }
+            let sources = items.sources.filter { insertSourceLocked($0, into: mode) }
+            var ports: [RunLoopPortSource] = []
+            for port in items.ports {
+                do {
+                    if try insertPortLocked(port, into: mode, immediate: immediate) != nil { ports.append(port) }
+                } catch {
+                    Self.logger.error("port source \(port.label ?? "\(port.fileDescriptor)") not added to common mode \(mode): \(error)")
+                }
+            }
+            return (sources, ports)
+        }
+        for source in sources { source.scheduleCallout?(self, mode) }
+        for port in ports { port.scheduleCallout?(self, mode) }
+        if !immediate && !ports.isEmpty { wakeUp() }
+    }
+
+    // MARK: internals
+
+    private func finishAdding(_ source: RunLoopSourceBase, scheduled: [Mode]) {
+        guard !scheduled.isEmpty else { return }
+        source.noteAttached(to: self)
+        for mode in scheduled { source.scheduleCallout?(self, mode) }
+        // An invalidation racing with this add may have missed this loop; finish its job.
+        if !source.isValid {
+            for mode in removeEverywhere(source) { source.cancelCallout?(self, mode) }
+        }
+    }
+
+    private func finishRemoving(_ source: RunLoopSourceBase, removed: [Mode]) {
+        guard !removed.isEmpty else { return }
+        if !lock.withLock({ holdsLocked(source) }) { source.noteDetached(from: self) }
+        for mode in removed { source.cancelCallout?(self, mode) }
+    }
+
+    private func holdsLocked(_ source: RunLoopSourceBase) -> Bool {
+        modes.values.contains { store in
+            store.sources.contains { $0 === source } || store.ports.contains { $0.source === source }
+        }
+    }
+
+    func insertSourceLocked(_ source: RunLoopSource, into mode: Mode) -> Bool {
+        guard source.isValid, let store = storeLocked(mode), !store.sources.contains(where: { $0 === source }) else {
+            return false
+        }
+        store.sources.append(source)
+        return true
+    }
+
+    func removeSourceLocked(_ source: RunLoopSource, from mode: Mode) -> Bool {
+        guard let store = modes[mode], let index = store.sources.firstIndex(where: { $0 === source }) else { return false }
+        store.sources.remove(at: index)
+        return true
+    }
+
+    /// Returns the new registration, or nil if the source is already in the mode.
+    func insertPortLocked(_ source: RunLoopPortSource, into mode: Mode, immediate: Bool) throws(RunLoopError) -> PortRegistration? {
+        guard source.isValid else { return nil }
+        guard let store = storeLocked(mode) else { throw .resourceUnavailable("run-loop mode \(mode)") }
+        guard !store.ports.contains(where: { $0.source === source }) else { return nil }
+        let registration = PortRegistration(source: source, store: store, sequence: nextPortSequence)
+        nextPortSequence += 1
+        if immediate {
+            let failure = store.backend.watch(registration)
+            if failure != 0 { throw .descriptorRejected(fd: source.fileDescriptor, errno: failure) }
+        } else {
+            pendingBackendChanges.append(.watch(registration))
+            hasPendingBackendChanges.store(true, ordering: .releasing)
+        }
+        store.ports.append(registration)
+        return registration
+    }
+
+    func removePortLocked(_ source: RunLoopPortSource, from mode: Mode, immediate: Bool) -> Bool {
+        guard let store = modes[mode], let registration = store.ports.first(where: { $0.source === source }) else {
+            return false
+        }
+        detachPortLocked(registration, immediate: immediate)
+        return true
+    }
+
+    /// Takes a registration out of its mode and stops watching (now on the loop thread, else deferred).
+    func detachPortLocked(_ registration: PortRegistration, immediate: Bool) {
+        registration.isActive = false
+        registration.store.ports.removeAll { $0 === registration }
+        if immediate {
+            registration.store.backend.unwatch(registration)
+        } else {
+            pendingBackendChanges.append(.unwatch(registration))
+            hasPendingBackendChanges.store(true, ordering: .releasing)
+        }
+    }
+
+    /// Invalidation path (any thread); takes the lock. Returns the modes the source left.
+    func removeEverywhere(_ source: RunLoopSourceBase) -> [Mode] {
+        let immediate = isCurrentThread
+        let removed: [Mode] = lock.withLock {
+            var removed: [Mode] = []
+            if let custom = source as? RunLoopSource {
+                commonItems.sources.removeAll { $0 === custom }
+                for (mode, _) in modes where removeSourceLocked(custom, from: mode) { removed.append(mode) }
+            } else if let port = source as? RunLoopPortSource {
+                commonItems.ports.removeAll { $0 === port }
+                for (mode, _) in modes where removePortLocked(port, from: mode, immediate: immediate) { removed.append(mode) }
+            }
+            return removed
+        }
+        source.noteDetached(from: self)
+        return removed
+    }
+}

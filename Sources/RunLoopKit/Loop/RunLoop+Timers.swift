@@ -1,0 +1,130 @@
+extension RunLoop {
+    /// Schedules `timer` in `mode` (or every common mode, with ``Mode/common``). Safe from any thread.
+    ///
+    /// A timer created with a delay starts counting when it is first added. A timer belongs to one loop:
+    /// adding it to another is ignored (and logged), as is adding an invalidated timer; adding it twice
+    /// to a mode is a no-op. From another thread no wake-up is needed: the mode's kernel timer is re-armed.
+    public func add(_ timer: RunLoopTimer, forMode mode: Mode = .default) {
+        guard timer.isValid else { return }
+        guard timer.attach(to: self) else {
+            Self.logger.warning("timer \(timer.label ?? "") is scheduled on another run loop; not added")
+            return
+        }
+        let stillAttached = lock.withLock { () -> Bool in
+            guard !isTornDown else { return false }
+            if mode == .common {
+                if !commonItems.timers.contains(where: { $0 === timer }) { commonItems.timers.append(timer) }
+                for common in commonModeList { insertTimerLocked(timer, into: common) }
+            } else {
+                insertTimerLocked(timer, into: mode)
+            }
+            return !timer.memberships.isEmpty
+        }
+        if !stillAttached { timer.detach() }
+        if !timer.isValid { removeEverywhere(timer) }
+        if !isCurrentThread && !clock.isSystem { wakeUp() }
+    }
+
+    /// Removes `timer` from `mode` (from every common mode, with ``Mode/common``). Safe from any thread.
+    public func remove(_ timer: RunLoopTimer, forMode mode: Mode = .default) {
+        let detached = lock.withLock { () -> Bool in
+            if mode == .common {
+                commonItems.timers.removeAll { $0 === timer }
+                for common in commonModeList { removeTimerLocked(timer, from: common) }
+            } else {
+                removeTimerLocked(timer, from: mode)
+            }
+            return timer.memberships.isEmpty
+        }
+        if detached, timer.runLoop === self { timer.detach() }
+    }
+
+    /// Whether `timer` is scheduled in `mode`. With ``Mode/common``: whether it was added to the
+    /// pseudo-mode. Safe from any thread.
+    public func contains(_ timer: RunLoopTimer, forMode mode: Mode = .default) -> Bool {
+        lock.withLock {
+            if mode == .common { return commonItems.timers.contains { $0 === timer } }
+            return modes[mode]?.timers.contains(timer) ?? false
+        }
+    }
+
+    /// The next fire date of the earliest timer in `mode` (not counting a timer inside its callout),
+    /// or `nil` if the mode has no timer.
+    public func nextTimerFireDate(forMode mode: Mode = .default) -> LoopInstant? {
+        lock.withLock {
+            guard let store = modes[mode], let first = store.timers.earliest else { return nil }
+            return LoopInstant(nanoseconds: first.deadline)
+        }
+    }
+
+    // MARK: internals (caller holds the lock unless noted)
+
+    func insertTimerLocked(_ timer: RunLoopTimer, into mode: Mode) {
+        guard timer.isValid, let store = storeLocked(mode), !store.timers.contains(timer) else { return }
+        if timer.memberships.isEmpty {
+            let now = clockStorage.nowNanoseconds
+            switch timer.pendingStart {
+            case .after(let delay): timer.deadline = now.adding(nanoseconds: max(0, delay))
+            case .at(let instant): timer.deadline = instant
+            case .none: break
+            }
+            timer.pendingStart = .none
+            timer.sequence = nextTimerSequence
+            nextTimerSequence += 1
+        }
+        store.timers.insert(timer, store: store)
+        store.rearm()
+    }
+
+    func removeTimerLocked(_ timer: RunLoopTimer, from mode: Mode) {
+        guard let store = modes[mode], store.timers.contains(timer) else { return }
+        store.timers.remove(timer)
+        store.rearm()
+    }
+
+    /// Gives the timer a new place in line (after every timer with the same deadline) in all its modes.
+    func repositionLocked(_ timer: RunLoopTimer) {
+        timer.sequence = nextTimerSequence
+        nextTimerSequence += 1
+        for index in timer.memberships.indices {
+            let store = timer.memberships[index].store
+            store.timers.reposition(timer)
+            store.rearm()
+        }
+    }
+
+    /// Invalidation path; takes the lock.
+    func removeEverywhere(_ timer: RunLoopTimer) {
+        lock.withLock {
+            while let membership = timer.memberships.first {
+                membership.store.timers.remove(timer)
+                membership.store.rearm()
+            }
+            commonItems.timers.removeAll { $0 === timer }
+        }
+        if timer.runLoop === self { timer.detach() }
+    }
+
+    /// `nextFireDate` setter; takes the lock. A past date means "as soon as possible".
+    func redate(_ timer: RunLoopTimer, to instant: UInt64) {
+        lock.withLock {
+            let target = max(instant, clockStorage.nowNanoseconds)
+            if timer.memberships.isEmpty {
+                timer.pendingStart = .at(target)
+                timer.deadline = target
+                return
+            }
+            timer.deadline = target
+            if timer.isInCallout { timer.wasRedatedInCallout = true }
+            repositionLocked(timer)
+        }
+        if !isCurrentThread && !clock.isSystem { wakeUp() }
+    }
+
+    func setTolerance(_ timer: RunLoopTimer, _ nanoseconds: UInt64) {
+        lock.withLock {
+            timer.toleranceNanoseconds = nanoseconds
+            for membership in timer.memberships { membership.store.rearm() }
+        }
+    }
+}

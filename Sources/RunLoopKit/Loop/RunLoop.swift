@@ -1,0 +1,247 @@
+import CRunLoopSupport
+import Logging
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An event loop modelled on CFRunLoop, one per thread, that sleeps in libevent's epoll backend.
+///
+/// A loop runs one mode at a time. Items — ``RunLoopTimer``, ``RunLoopSource``, ``RunLoopPortSource``
+/// (and ``RunLoopSignalSource``), ``RunLoopObserver`` — are added to modes, or to ``Mode/common`` to be
+/// in every common mode. ``run(_:timeout:returnAfterSourceHandled:)`` runs one activation of a mode and
+/// returns CFRunLoop's result codes; callouts may start nested runs, in the same or another mode.
+///
+/// Threads: the loop belongs to the thread that first asked for ``current`` (``main`` belongs to the
+/// main thread). Only that thread may run it. ``stop()``, ``wakeUp()``, ``perform(inModes:_:)``,
+/// adding, removing and testing items, ``addCommonMode(_:)``, ``currentMode`` and ``isWaiting`` are
+/// safe from any thread. Callouts always run on the loop's thread with no internal lock held.
+///
+/// When its thread ends, the loop is torn down: every source gets its `cancel` callout, timers and
+/// observers are detached, and the loop's descriptors are closed once the last reference goes.
+public final class RunLoop: @unchecked Sendable {
+    static let logger = Logger(label: "RunLoopKit")
+
+    let lock = Lock()
+    let thread: pthread_t
+    let wakePort: WakeUpPort
+    /// True for the main thread's loop.
+    public let isMain: Bool
+
+    // Guarded by `lock`.
+    var clockStorage: LoopClock = .system
+    var modes: [Mode: ModeStore] = [:]
+    var commonModeList: [Mode] = [.default]
+    var commonItems = CommonItems()
+    var blocks: [PendingBlock] = []
+    var activations: [Activation] = []
+    var currentStore: ModeStore?
+    var isTornDown = false
+    var pendingBackendChanges: [BackendChange] = []
+    var nextTimerSequence: UInt64 = 0
+    var nextPortSequence: UInt64 = 0
+
+    let pendingBlockCount = Atomic<Int>(0)
+    let hasPendingBackendChanges = Atomic<Bool>(false)
+    let sleeping = Atomic<Bool>(false)
+
+    // Loop thread only: reusable buffers so steady-state iterations do not allocate.
+    var timerScratch: [RunLoopTimer] = []
+    var sourceScratch: [(RunLoopSource, UInt64)] = []
+
+    private init(thread: pthread_t, isMain: Bool) {
+        self.thread = thread
+        self.isMain = isMain
+        do {
+            wakePort = try WakeUpPort()
+            modes[.default] = try ModeStore(mode: .default, wakePort: wakePort)
+        } catch {
+            // Only descriptor exhaustion gets here; a loop that cannot wait cannot exist.
+            fatalError("RunLoopKit: cannot create a run loop: \(error)")
+        }
+    }
+
+    /// The calling thread's loop, created on first use.
+    ///
+    /// Every call on the same thread returns the same object; on the main thread it is ``main``.
+    public static var current: RunLoop {
+        if let pointer = pthread_getspecific(currentLoopKey) {
+            return Unmanaged<RunLoop>.fromOpaque(pointer).takeUnretainedValue()
+        }
+        let loop = rlk_is_main_thread() ? main : RunLoop(thread: pthread_self(), isMain: false)
+        pthread_setspecific(currentLoopKey, Unmanaged.passRetained(loop).toOpaque())
+        return loop
+    }
+
+    /// The main thread's loop, from any thread.
+    public static var main: RunLoop {
+        mainLoop.withLock { stored in
+            if let stored { return stored }
+            let loop = RunLoop(thread: rlk_main_pthread(), isMain: true)
+            stored = loop
+            return loop
+        }
+    }
+
+    /// Whether the calling thread owns this loop (and so may run it).
+    public var isCurrentThread: Bool { pthread_equal(thread, pthread_self()) != 0 }
+
+    /// The name of the libevent backend the loop sleeps in: "epoll" on Linux.
+    public var backendMethod: String {
+        lock.withLock { modes[.default]!.backend.methodName }
+    }
+
+    /// The clock deadlines are measured on.
+    public var clock: LoopClock { lock.withLock { clockStorage } }
+
+    /// The current instant on the loop's clock.
+    public var now: LoopInstant { clock.now }
+
+    /// Replaces the loop's clock, typically with a ``ManualClock`` in a test.
+    ///
+    /// Call it on the loop's thread while the loop is not running and holds no timers.
+    /// - Throws: ``RunLoopError/notOwningThread``, ``RunLoopError/clockInUse``.
+    public func setClock(_ clock: LoopClock) throws(RunLoopError) {
+        guard isCurrentThread else { throw .notOwningThread }
+        let previous: LoopClock = try lock.withLock { () throws(RunLoopError) -> LoopClock in
+            guard activations.isEmpty, modes.values.allSatisfy({ $0.timers.isEmpty }) else { throw .clockInUse }
+            let previous = clockStorage
+            clockStorage = clock
+            let kernelTimers = clock.isSystem
+            for store in modes.values {
+                store.backend.arm(at: .max)
+                store.backend.usesKernelTimer = kernelTimers
+            }
+            return previous
+        }
+        if case .manual(let old) = previous { old.detach(self) }
+        if case .manual(let new) = clock { new.attach(self) }
+    }
+
+    /// Every mode the loop has created (by adding an item, performing a block, or ``addCommonMode(_:)``).
+    public var allModes: [Mode] { lock.withLock { Array(modes.keys) } }
+
+    /// The modes in the common set (the default mode, plus every ``addCommonMode(_:)``).
+    public var commonModes: [Mode] { lock.withLock { commonModeList } }
+
+    /// The mode of the innermost running activation, or `nil` when the loop is not running.
+    /// Readable from any thread.
+    public var currentMode: Mode? { lock.withLock { currentStore?.mode } }
+
+    /// True while the loop waits for something to happen (also during a zero-timeout poll).
+    /// Readable from any thread.
+    public var isWaiting: Bool { sleeping.load(ordering: .acquiring) }
+
+    /// The store for `mode`, created if needed. Caller holds the lock.
+    func storeLocked(_ mode: Mode) -> ModeStore? {
+        if let store = modes[mode] { return store }
+        do {
+            let store = try ModeStore(mode: mode, wakePort: wakePort)
+            store.backend.usesKernelTimer = clockStorage.isSystem
+            modes[mode] = store
+            return store
+        } catch {
+            Self.logger.error("cannot create run-loop mode \(mode): \(error)")
+            return nil
+        }
+    }
+
+    /// Runs at thread exit (thread-specific-data destructor).
+    func tearDown() {
+        var cancelled: [(RunLoopSourceBase, Mode)] = []
+        var timers: [RunLoopTimer] = []
+        var observers: [RunLoopObserver] = []
+        let clock: LoopClock = lock.withLock {
+            isTornDown = true
+            for (mode, store) in modes {
+                for source in store.sources { cancelled.append((source, mode)) }
+                for registration in store.ports {
+                    registration.isActive = false
+                    store.backend.unwatch(registration)
+                    cancelled.append((registration.source, mode))
+                }
+                for timer in store.timers.timers {
+                    timer.memberships.removeAll()
+                    timers.append(timer)
+                }
+                observers.append(contentsOf: store.observers)
+                store.sources.removeAll()
+                store.ports.removeAll()
+                store.observers.removeAll()
+                store.timers = TimerHeap(owner: store)
+                store.readyPorts.removeAll()
+            }
+            for change in pendingBackendChanges {
+                if case .unwatch(let registration) = change { registration.store.backend.unwatch(registration) }
+            }
+            pendingBackendChanges.removeAll()
+            blocks.removeAll()
+            pendingBlockCount.store(0, ordering: .releasing)
+            commonItems = CommonItems()
+            return clockStorage
+        }
+        for timer in timers { timer.detach() }
+        for observer in observers { observer.modes.removeAll(); observer.detach() }
+        for (source, mode) in cancelled {
+            source.cancelCallout?(self, mode)
+            source.noteDetached(from: self)
+        }
+        if case .manual(let manual) = clock { manual.detach(self) }
+    }
+
+    deinit {
+        for store in modes.values {
+            for registration in store.ports { store.backend.unwatch(registration) }
+        }
+    }
+}
+
+/// One activation's private state.
+struct Activation {
+    unowned let store: ModeStore
+    var stopRequested = false
+}
+
+/// Items added to ``RunLoop/Mode/common``: they join every mode that becomes common later.
+struct CommonItems {
+    var timers: [RunLoopTimer] = []
+    var sources: [RunLoopSource] = []
+    var ports: [RunLoopPortSource] = []
+    var observers: [RunLoopObserver] = []
+}
+
+/// A block waiting for one of its modes to run.
+struct PendingBlock {
+    let modes: [RunLoop.Mode]
+    let body: @Sendable () -> Void
+
+    func matches(_ mode: RunLoop.Mode, isCommon: Bool) -> Bool {
+        modes.contains { $0 == mode || ($0 == .common && isCommon) }
+    }
+}
+
+/// A libevent change requested off the loop thread, applied by the loop thread before it waits.
+enum BackendChange {
+    case watch(PortRegistration)
+    case unwatch(PortRegistration)
+}
+
+extension LoopClock {
+    var isSystem: Bool {
+        if case .system = self { return true }
+        return false
+    }
+}
+
+private let mainLoop = Mutex<RunLoop?>(nil)
+
+private let currentLoopKey: pthread_key_t = {
+    var key = pthread_key_t()
+    let status = pthread_key_create(&key) { pointer in
+        guard let pointer else { return }
+        let loop = Unmanaged<RunLoop>.fromOpaque(pointer).takeRetainedValue()
+        if !loop.isMain { loop.tearDown() }
+    }
+    precondition(status == 0, "RunLoopKit: pthread_key_create failed")
+    return key
+}()

@@ -1,0 +1,72 @@
+import Glibc
+import RunLoopKit
+
+/// Runs `body` on a new thread (so it gets a fresh `RunLoop.current`) and returns its result to the
+/// async test. The thread ends when `body` returns, which also tears its loop down.
+func onLoopThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        startThread {
+            do { continuation.resume(returning: try body()) } catch { continuation.resume(throwing: error) }
+        }
+    }
+}
+
+/// Same, with a manual clock already installed on the thread's loop.
+func onManualClockLoop<T: Sendable>(
+    autoAdvances: Bool = true,
+    _ body: @escaping @Sendable (RunLoop, ManualClock) throws -> T
+) async throws -> T {
+    try await onLoopThread {
+        let loop = RunLoop.current
+        let clock = ManualClock(autoAdvances: autoAdvances)
+        try loop.setClock(.manual(clock))
+        return try body(loop, clock)
+    }
+}
+
+/// Starts a detached pthread running `body`.
+func startThread(_ body: @escaping @Sendable () -> Void) {
+    final class Box: @unchecked Sendable {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+    var thread = pthread_t()
+    let context = Unmanaged.passRetained(Box(body)).toOpaque()
+    let status = pthread_create(&thread, nil, { context in
+        let box = Unmanaged<Box>.fromOpaque(context!).takeRetainedValue()
+        box.body()
+        return nil
+    }, context)
+    precondition(status == 0, "pthread_create failed")
+    pthread_detach(thread)
+}
+
+/// Sleeps the calling (helper) thread; for cross-thread tests that need real time to pass.
+func sleep(milliseconds: Int) {
+    usleep(useconds_t(milliseconds * 1000))
+}
+
+/// A one-shot flag another thread can wait for without sleeping in a loop.
+final class Latch: @unchecked Sendable {
+    private var mutex = pthread_mutex_t()
+    private var condition = pthread_cond_t()
+    private var isOpen = false
+
+    init() {
+        pthread_mutex_init(&mutex, nil)
+        pthread_cond_init(&condition, nil)
+    }
+
+    func open() {
+        pthread_mutex_lock(&mutex)
+        isOpen = true
+        pthread_cond_broadcast(&condition)
+        pthread_mutex_unlock(&mutex)
+    }
+
+    func wait() {
+        pthread_mutex_lock(&mutex)
+        while !isOpen { pthread_cond_wait(&condition, &mutex) }
+        pthread_mutex_unlock(&mutex)
+    }
+}

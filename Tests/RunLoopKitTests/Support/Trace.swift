@@ -1,0 +1,78 @@
+import Glibc
+import RunLoopKit
+
+/// Records what a loop did, as the short tokens CFRUNLOOP.md uses: E BT BS BW AW X for activities,
+/// and whatever callouts append ("T:a", "S:b", "B:c", "P:d").
+final class Trace: @unchecked Sendable {
+    private var mutex = pthread_mutex_t()
+    private var storage: [String] = []
+
+    init() { pthread_mutex_init(&mutex, nil) }
+
+    func append(_ token: String) {
+        pthread_mutex_lock(&mutex)
+        storage.append(token)
+        pthread_mutex_unlock(&mutex)
+    }
+
+    var events: [String] {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        return storage
+    }
+
+    func reset() {
+        pthread_mutex_lock(&mutex)
+        storage.removeAll()
+        pthread_mutex_unlock(&mutex)
+    }
+
+    /// An observer that records activities, optionally prefixed ("out:E").
+    func observer(
+        _ activities: RunLoop.Activity = .allActivities, prefix: String = "", order: Int = 0
+    ) -> RunLoopObserver {
+        RunLoopObserver(activities: activities, order: order) { [self] _, activity in
+            append(prefix + Trace.token(activity))
+        }
+    }
+
+    static func token(_ activity: RunLoop.Activity) -> String {
+        switch activity {
+        case .entry: return "E"
+        case .beforeTimers: return "BT"
+        case .beforeSources: return "BS"
+        case .beforeWaiting: return "BW"
+        case .afterWaiting: return "AW"
+        case .exit: return "X"
+        default: return "?\(activity.rawValue)"
+        }
+    }
+}
+
+/// Whether `actual` equals `expected` once zero or more spurious wake cycles ("BW AW BT BS", which
+/// CFRUNLOOP.md §1.6 and §3.2 allow) are removed from it.
+func matchesAllowingSpuriousWakes(_ actual: [String], _ expected: [String]) -> Bool {
+    let cycle = ["BW", "AW", "BT", "BS"]
+    var memo: [Int: Bool] = [:]
+    func match(_ i: Int, _ j: Int) -> Bool {
+        let key = i * (expected.count + 1) + j
+        if let known = memo[key] { return known }
+        var result = false
+        if i == actual.count {
+            result = j == expected.count
+        } else {
+            if j < expected.count, actual[i] == expected[j], match(i + 1, j + 1) { result = true }
+            if !result, i + cycle.count <= actual.count, Array(actual[i..<(i + cycle.count)]) == cycle {
+                result = match(i + cycle.count, j)
+            }
+        }
+        memo[key] = result
+        return result
+    }
+    return match(0, 0)
+}
+
+/// Splits a trace literal: "E BT BS X" → ["E", "BT", "BS", "X"].
+func tokens(_ text: String) -> [String] {
+    text.split(separator: " ").map(String.init)
+}
