@@ -13,6 +13,10 @@ import Glibc
 ///
 /// Every signal source for a signal sees every delivery of it (up to 32 sources per signal).
 ///
+/// A signal arrives only through a thread that does not block it. `kill(getpid(), …)` (how SIGTERM
+/// usually comes) is delivered to any such thread; `raise` targets the calling thread only. Note that
+/// Swift concurrency's worker threads block every signal, and threads inherit their creator's mask.
+///
 /// Thread safety: as ``RunLoopPortSource``.
 public final class RunLoopSignalSource: RunLoopPortSource, @unchecked Sendable {
     /// The signal number.

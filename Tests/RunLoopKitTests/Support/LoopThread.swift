@@ -24,7 +24,8 @@ func onManualClockLoop<T: Sendable>(
     }
 }
 
-/// Starts a detached pthread running `body`.
+/// Starts a detached pthread running `body`, with no signal blocked — like a daemon's own thread.
+/// (Threads inherit the creator's mask, and Swift concurrency's worker threads block every signal.)
 func startThread(_ body: @escaping @Sendable () -> Void) {
     final class Box: @unchecked Sendable {
         let body: @Sendable () -> Void
@@ -34,6 +35,9 @@ func startThread(_ body: @escaping @Sendable () -> Void) {
     let context = Unmanaged.passRetained(Box(body)).toOpaque()
     let status = pthread_create(&thread, nil, { context in
         let box = Unmanaged<Box>.fromOpaque(context!).takeRetainedValue()
+        var unblocked = sigset_t()
+        sigemptyset(&unblocked)
+        pthread_sigmask(SIG_SETMASK, &unblocked, nil)
         box.body()
         return nil
     }, context)

@@ -1,0 +1,187 @@
+import Glibc
+import RunLoopKit
+import Synchronization
+import Testing
+
+/// The any-thread entry points: stop, wakeUp, perform, signal, adding items. These use the system
+/// clock because another thread acts in real time; every wait is bounded and short.
+@Suite struct CrossThreadTests {
+    @Test func signalThenWakeFromAnotherThreadIsHandledPromptly() async throws {
+        let (events, result, elapsed) = try await onLoopThread {
+            let loop = RunLoop.current
+            let trace = Trace()
+            let mode = RunLoop.Mode("M")
+            let source = RunLoopSource { _ in trace.append("S") }
+            loop.add(source, forMode: mode)
+            loop.add(trace.observer(), forMode: mode)
+            startThread {
+                while !loop.isWaiting { sleep(milliseconds: 1) }
+                source.signal()
+                loop.wakeUp()
+            }
+            let start = loop.now
+            let result = try loop.run(mode, timeout: .seconds(5), returnAfterSourceHandled: true)
+            return (trace.events, result, loop.now - start)
+        }
+        #expect(result == .handledSource)
+        #expect(elapsed < .seconds(2))
+        #expect(matchesAllowingSpuriousWakes(events, tokens("E BT BS BW AW BT BS S X")), "\(events)")
+    }
+
+    @Test func signalAndWakeUpWakesEveryLoopTheSourceIsOn() async throws {
+        // One source on two loops: signalAndWakeUp wakes both, and whichever performs it stops itself
+        // and re-signals for the other.
+        let source = RunLoopSource { source in
+            RunLoop.current.stop()
+            source.signalAndWakeUp()
+        }
+        let attached = LockedBox(0)
+        let bothAttached = Latch()
+        startThread {
+            bothAttached.wait()
+            while attached.get() < 2 { sleep(milliseconds: 1) }
+            source.signalAndWakeUp()
+        }
+        async let first = onLoopThread { () -> RunLoop.RunResult in
+            let loop = RunLoop.current
+            loop.add(RunLoopTimer(after: .seconds(60)) { _ in }, forMode: .default)
+            loop.add(source, forMode: .default)
+            attached.update { $0 += 1 }
+            bothAttached.open()
+            return try loop.run(.default, timeout: .seconds(5))
+        }
+        async let second = onLoopThread { () -> RunLoop.RunResult in
+            let loop = RunLoop.current
+            loop.add(RunLoopTimer(after: .seconds(60)) { _ in }, forMode: .default)
+            loop.add(source, forMode: .default)
+            attached.update { $0 += 1 }
+            bothAttached.open()
+            return try loop.run(.default, timeout: .seconds(5))
+        }
+        let results = try await [first, second]
+        #expect(results == [.stopped, .stopped])
+        source.invalidate()
+    }
+
+    @Test func blockPerformedFromAnotherThreadWakesTheLoop() async throws {
+        let (result, elapsed) = try await onLoopThread {
+            let loop = RunLoop.current
+            // Only a far timer keeps the mode alive: without the wake-up the block would wait for it.
+            loop.add(RunLoopTimer(after: .seconds(60)) { _ in }, forMode: .default)
+            startThread {
+                while !loop.isWaiting { sleep(milliseconds: 1) }
+                loop.perform { RunLoop.current.stop() }
+            }
+            let start = loop.now
+            let result = try loop.run(.default, timeout: .seconds(5))
+            return (result, loop.now - start)
+        }
+        #expect(result == .stopped)
+        #expect(elapsed < .seconds(2))
+    }
+
+    @Test func stopFromAnotherThreadEndsASleepingRun() async throws {
+        let rounds = try await onLoopThread {
+            let loop = RunLoop.current
+            loop.add(RunLoopTimer(after: .seconds(60)) { _ in }, forMode: .default)
+            var stoppedRounds = 0
+            for _ in 0..<50 {
+                startThread {
+                    while !loop.isWaiting { usleep(100) }
+                    loop.stop()
+                }
+                if try loop.run(.default, timeout: .seconds(5)) == .stopped { stoppedRounds += 1 }
+            }
+            return stoppedRounds
+        }
+        #expect(rounds == 50)
+    }
+
+    @Test func timerAddedFromAnotherThreadFiresWithoutAWakeUp() async throws {
+        let (fired, result) = try await onLoopThread {
+            let loop = RunLoop.current
+            let mode = RunLoop.Mode("M")
+            loop.add(RunLoopTimer(after: .seconds(60)) { _ in }, forMode: mode)
+            let fired = Mutex<Duration?>(nil)
+            let start = loop.now
+            startThread {
+                while !loop.isWaiting { sleep(milliseconds: 1) }
+                loop.add(RunLoopTimer(after: .milliseconds(20)) { _ in
+                    fired.withLock { $0 = loop.now - start }
+                    loop.stop()
+                }, forMode: mode)
+            }
+            let result = try loop.run(mode, timeout: .seconds(5))
+            return (fired.withLock { $0 }, result)
+        }
+        #expect(result == .stopped)
+        let at = try #require(fired)
+        #expect(at >= .milliseconds(20) && at < .seconds(2))
+    }
+
+    @Test func blocksFromManyThreadsAreNeverLost() async throws {
+        let threads = 4
+        let perThread = 500
+        let (count, result) = try await onLoopThread {
+            let loop = RunLoop.current
+            loop.add(RunLoopTimer(after: .seconds(60)) { _ in }, forMode: .default)
+            let count = Mutex(0)
+            for _ in 0..<threads {
+                startThread {
+                    for _ in 0..<perThread {
+                        loop.perform {
+                            if count.withLock({ $0 += 1; return $0 }) == threads * perThread { loop.stop() }
+                        }
+                    }
+                }
+            }
+            let result = try loop.run(.default, timeout: .seconds(10))
+            return (count.withLock { $0 }, result)
+        }
+        #expect(count == threads * perThread)
+        #expect(result == .stopped)
+    }
+
+    @Test func signalThenWakeNeverLosesWorkUnderRepetition() async throws {
+        let handled = try await onLoopThread {
+            let loop = RunLoop.current
+            let mode = RunLoop.Mode("M")
+            let performed = Mutex(0)
+            let source = RunLoopSource { _ in performed.withLock { $0 += 1 } }
+            loop.add(source, forMode: mode)
+            var handled = 0
+            for round in 0..<200 {
+                startThread {
+                    // Vary the moment: sometimes before the loop sleeps, sometimes while it sleeps.
+                    if round % 2 == 0 { while !loop.isWaiting { usleep(50) } }
+                    source.signal()
+                    loop.wakeUp()
+                }
+                if try loop.run(mode, timeout: .seconds(5), returnAfterSourceHandled: true) == .handledSource {
+                    handled += 1
+                }
+            }
+            source.invalidate()
+            return handled
+        }
+        #expect(handled == 200)
+    }
+
+    @Test func currentModeAndIsWaitingAreReadableFromAnotherThread() async throws {
+        let seen = try await onLoopThread {
+            let loop = RunLoop.current
+            let mode = RunLoop.Mode("Observed")
+            loop.add(RunLoopTimer(after: .seconds(60)) { _ in }, forMode: mode)
+            let seen = Mutex<(RunLoop.Mode?, Bool)>((nil, false))
+            startThread {
+                while !loop.isWaiting { sleep(milliseconds: 1) }
+                seen.withLock { $0 = (loop.currentMode, loop.isWaiting) }
+                loop.stop()
+            }
+            try loop.run(mode, timeout: .seconds(5))
+            return seen.withLock { $0 }
+        }
+        #expect(seen.0 == RunLoop.Mode("Observed"))
+        #expect(seen.1)
+    }
+}
