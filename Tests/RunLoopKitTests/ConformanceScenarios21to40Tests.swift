@@ -322,6 +322,8 @@ import Testing
         }
         #expect(fires == [.milliseconds(100), .milliseconds(500), .milliseconds(600)], "no burst, phase kept")
         #expect(servicedDate == .milliseconds(100), "inside the callout nextFireDate is the date being serviced")
+        // Exact: the `clock.advance` inside the callout must not wake this loop (it is not asleep), just as
+        // a real 0.35 s block would not; otherwise one spurious `BW AW BT BS` cycle precedes tick 2.
         #expect(events == tokens("E BT BS BW AW T BT BS BW AW T BT BS BW AW T X"))
         #expect(result == .finished)
     }

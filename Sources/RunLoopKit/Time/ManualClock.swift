@@ -36,7 +36,7 @@ public final class ManualClock: Sendable {
 
     var nowNanoseconds: UInt64 { state.withLock { $0.now } }
 
-    /// Moves the clock forward (never backward) and wakes every loop using it.
+    /// Moves the clock forward (never backward) and wakes every loop using it (but the caller's own).
     public func advance(by duration: Duration) {
         let delta = max(0, duration.clampedNanoseconds)
         move { $0.adding(nanoseconds: delta) }
@@ -58,7 +58,9 @@ public final class ManualClock: Sendable {
             state.listeners.removeAll { $0.loop == nil }
             return state.listeners.compactMap(\.loop)
         }
-        for loop in loops where loop !== mover { loop.wakeUp() }
+        // A loop advanced from its own thread is not asleep and re-checks its deadlines before it
+        // sleeps again; waking it would only add a spurious wake-up cycle.
+        for loop in loops where loop !== mover && !loop.isCurrentThread { loop.wakeUp() }
     }
 
     func attach(_ loop: RunLoop) {
