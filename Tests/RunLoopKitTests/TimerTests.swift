@@ -1,3 +1,4 @@
+import Glibc
 import RunLoopKit
 import Testing
 
@@ -133,6 +134,29 @@ import Testing
         }
         // Overdue since 10 ms: fires once at 55 ms (no burst), then back on its 10 ms phase at 60 ms.
         #expect(ticks == [.milliseconds(55), .milliseconds(60)])
+    }
+
+    @Test func removingTheLastTimerWhileTheLoopSleepsDisarmsTheKernelTimer() async throws {
+        // System clock on purpose: the kernel timer is what is being checked. CFRunLoop leaves it armed
+        // and wakes once at the stale deadline (CFRUNLOOP.md §3.2); here the only wake is the run's end.
+        let events = try await onLoopThread {
+            let loop = RunLoop.current
+            let trace = Trace()
+            let pair = SocketPair()  // keeps the mode alive once the timer is gone
+            let keeper = try RunLoopPortSource(fileDescriptor: pair.right) { _, _ in }
+            try loop.add(keeper, forMode: "M")
+            let timer = RunLoopTimer(after: .milliseconds(30)) { _ in trace.append("T") }
+            loop.add(timer, forMode: "M")
+            loop.add(trace.observer(), forMode: "M")
+            startThread {
+                while !loop.isWaiting { usleep(200) }
+                loop.remove(timer, forMode: "M")
+            }
+            try loop.run("M", timeout: .milliseconds(80))
+            keeper.invalidate()
+            return trace.events
+        }
+        #expect(events == tokens("E BT BS BW AW X"))
     }
 
     @Test func nextTimerFireDateReportsTheEarliestTimer() async throws {

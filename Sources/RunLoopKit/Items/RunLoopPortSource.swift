@@ -30,6 +30,9 @@ public class RunLoopPortSource: RunLoopSourceBase, @unchecked Sendable {
     public let interest: PortEvents
     let closesDescriptor: Bool
     let performCallout: (RunLoopPortSource, PortEvents) -> Void
+    /// What the descriptor referred to when the source was made (device, inode), to recognise a source
+    /// whose descriptor was closed behind its back and whose number now names another file.
+    let identity: DescriptorIdentity?
     /// Registrations whose libevent event exists; the descriptor may be closed only at zero.
     let liveEvents = Atomic<Int>(0)
     private let closed = Atomic<Bool>(false)
@@ -54,6 +57,7 @@ public class RunLoopPortSource: RunLoopSourceBase, @unchecked Sendable {
     ) throws(RunLoopError) {
         try Self.checkPollable(fileDescriptor)
         self.fileDescriptor = fileDescriptor
+        self.identity = DescriptorIdentity(of: fileDescriptor)
         self.interest = interest.isEmpty ? .readable : interest
         self.closesDescriptor = closesDescriptorOnInvalidate
         self.performCallout = perform
@@ -87,6 +91,19 @@ public class RunLoopPortSource: RunLoopSourceBase, @unchecked Sendable {
     /// Subclasses (signal sources) turn readiness into their own callout.
     func perform(_ events: PortEvents) {
         performCallout(self, events)
+    }
+}
+
+/// The open file a descriptor number refers to.
+struct DescriptorIdentity: Equatable {
+    let device: UInt64
+    let inode: UInt64
+
+    init?(of fd: Int32) {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return nil }
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
     }
 }
 

@@ -44,6 +44,7 @@ extension RunLoop {
     public func add(_ source: RunLoopPortSource, forMode mode: Mode = .default) throws(RunLoopError) {
         guard source.isValid else { throw .itemInvalidated }
         try RunLoopPortSource.checkPollable(source.fileDescriptor)
+        invalidateStaleSources(sharing: source)
         let immediate = isCurrentThread
         let scheduled: [Mode] = try lock.withLock { () throws(RunLoopError) -> [Mode] in
             guard !isTornDown else { throw .loopTornDown }
@@ -121,6 +122,31 @@ extension RunLoop {
     }
 
     // MARK: internals
+
+    /// A source whose descriptor was closed without invalidating it still occupies the descriptor number
+    /// in libevent's map; a new source on the reused number would never be registered with epoll and
+    /// would wait forever. Such stale sources are recognised by their file identity and invalidated.
+    private func invalidateStaleSources(sharing source: RunLoopPortSource) {
+        let current = DescriptorIdentity(of: source.fileDescriptor)
+        let stale: [RunLoopPortSource] = lock.withLock {
+            var stale: [RunLoopPortSource] = []
+            for store in modes.values {
+                for registration in store.ports
+                where registration.source !== source
+                    && registration.source.fileDescriptor == source.fileDescriptor
+                    && registration.source.identity != current
+                    && !stale.contains(where: { $0 === registration.source }) {
+                    stale.append(registration.source)
+                }
+            }
+            return stale
+        }
+        for old in stale {
+            Self.logger.warning(
+                "descriptor \(old.fileDescriptor) was closed while port source \(old.label ?? "") watched it; that source is invalidated")
+            old.invalidate()
+        }
+    }
 
     private func finishAdding(_ source: RunLoopSourceBase, scheduled: [Mode]) {
         guard !scheduled.isEmpty else { return }
