@@ -42,7 +42,7 @@ import Testing
             while attached.get() < 2 { sleep(milliseconds: 1) }
             source.signalAndWakeUp()
         }
-        async let first = onLoopThread { () -> RunLoop.RunResult in
+        @Sendable func runLoopWithSource() throws -> RunLoop.RunResult {
             let loop = RunLoop.current
             loop.add(RunLoopTimer(after: .seconds(60)) { _ in }, forMode: .default)
             loop.add(source, forMode: .default)
@@ -50,14 +50,8 @@ import Testing
             bothAttached.open()
             return try loop.run(.default, timeout: .seconds(5))
         }
-        async let second = onLoopThread { () -> RunLoop.RunResult in
-            let loop = RunLoop.current
-            loop.add(RunLoopTimer(after: .seconds(60)) { _ in }, forMode: .default)
-            loop.add(source, forMode: .default)
-            attached.update { $0 += 1 }
-            bothAttached.open()
-            return try loop.run(.default, timeout: .seconds(5))
-        }
+        async let first = onLoopThread(runLoopWithSource)
+        async let second = onLoopThread(runLoopWithSource)
         let results = try await [first, second]
         #expect(results == [.stopped, .stopped])
         source.invalidate()

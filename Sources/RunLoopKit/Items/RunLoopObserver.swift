@@ -18,8 +18,7 @@ public final class RunLoopObserver: @unchecked Sendable {
     let callback: (RunLoopObserver, RunLoop.Activity) -> Void
     private let valid = Atomic<Bool>(true)
 
-    let attachmentLock = Lock()
-    weak var loop: RunLoop?
+    let attachment = LoopAttachment()
 
     // Guarded by the owning loop's lock.
     var modes: [RunLoop.Mode] = []
@@ -48,21 +47,11 @@ public final class RunLoopObserver: @unchecked Sendable {
     public var isValid: Bool { valid.load(ordering: .acquiring) }
 
     /// The run loop the observer is added to, if any.
-    public var runLoop: RunLoop? { attachmentLock.withLock { loop } }
+    public var runLoop: RunLoop? { attachment.loop }
 
     /// Removes the observer from every mode for good. Safe from any thread and from its own callback.
     public func invalidate() {
         guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
         runLoop?.removeEverywhere(self)
     }
-
-    func attach(to newLoop: RunLoop) -> Bool {
-        attachmentLock.withLock {
-            if let loop { return loop === newLoop }
-            loop = newLoop
-            return true
-        }
-    }
-
-    func detach() { attachmentLock.withLock { loop = nil } }
 }

@@ -26,9 +26,8 @@ public final class RunLoopTimer: @unchecked Sendable {
     let intervalNanoseconds: UInt64
     private let valid = Atomic<Bool>(true)
 
-    /// Guards `loop` only; every other mutable field is guarded by the owning loop's lock.
-    let attachmentLock = Lock()
-    weak var loop: RunLoop?
+    /// The one loop the timer belongs to; every other mutable field is guarded by that loop's lock.
+    let attachment = LoopAttachment()
 
     // Guarded by the owning loop's lock.
     var deadline: UInt64 = 0
@@ -54,28 +53,29 @@ public final class RunLoopTimer: @unchecked Sendable {
     ///   - tolerance: how late the timer may fire, to let the loop coalesce wake-ups.
     ///   - label: a name for traces.
     ///   - callback: runs on the loop's thread; receives the timer so it can invalidate or re-date it.
-    public init(
+    public convenience init(
         after delay: Duration,
         repeating interval: Duration? = nil,
         tolerance: Duration = .zero,
         label: String? = nil,
         _ callback: @escaping (RunLoopTimer) -> Void
     ) {
-        self.label = label
-        let intervalNanoseconds = interval.map { max(0, $0.clampedNanoseconds) } ?? 0
-        self.interval = intervalNanoseconds > 0 ? interval : nil
-        self.intervalNanoseconds = UInt64(intervalNanoseconds)
-        self.callback = callback
-        self.pendingStart = .after(delay.clampedNanoseconds)
-        self.toleranceNanoseconds = Self.cap(tolerance: tolerance, interval: self.intervalNanoseconds)
+        self.init(start: .after(delay.clampedNanoseconds), interval: interval, tolerance: tolerance, label: label, callback)
     }
 
     /// Creates a timer that first fires at `fireDate` on the clock of the loop it is added to.
-    public init(
+    public convenience init(
         fireAt fireDate: LoopInstant,
         repeating interval: Duration? = nil,
         tolerance: Duration = .zero,
         label: String? = nil,
+        _ callback: @escaping (RunLoopTimer) -> Void
+    ) {
+        self.init(start: .at(fireDate.nanoseconds), interval: interval, tolerance: tolerance, label: label, callback)
+    }
+
+    private init(
+        start: PendingStart, interval: Duration?, tolerance: Duration, label: String?,
         _ callback: @escaping (RunLoopTimer) -> Void
     ) {
         self.label = label
@@ -83,7 +83,7 @@ public final class RunLoopTimer: @unchecked Sendable {
         self.interval = intervalNanoseconds > 0 ? interval : nil
         self.intervalNanoseconds = UInt64(intervalNanoseconds)
         self.callback = callback
-        self.pendingStart = .at(fireDate.nanoseconds)
+        self.pendingStart = start
         self.toleranceNanoseconds = Self.cap(tolerance: tolerance, interval: self.intervalNanoseconds)
     }
 
@@ -99,7 +99,7 @@ public final class RunLoopTimer: @unchecked Sendable {
     public var isValid: Bool { valid.load(ordering: .acquiring) }
 
     /// The run loop the timer is scheduled on, if any.
-    public var runLoop: RunLoop? { attachmentLock.withLock { loop } }
+    public var runLoop: RunLoop? { attachment.loop }
 
     /// The next time the timer fires, on its loop's clock.
     ///
@@ -109,8 +109,8 @@ public final class RunLoopTimer: @unchecked Sendable {
     /// May be set from any thread.
     public var nextFireDate: LoopInstant? {
         get {
-            if let loop = runLoop { return loop.lock.withLock { LoopInstant(nanoseconds: isInCallout ? firingDeadline : deadline) } }
-            return attachmentLock.withLock {
+            if let loop = runLoop { return loop.lock.withLock { LoopInstant(nanoseconds: deadline) } }
+            return attachment.withLock {
                 if case .at(let at) = pendingStart { return LoopInstant(nanoseconds: at) }
                 return nil
             }
@@ -120,7 +120,7 @@ public final class RunLoopTimer: @unchecked Sendable {
             if let loop = runLoop {
                 loop.redate(self, to: date.nanoseconds)
             } else {
-                attachmentLock.withLock { pendingStart = .at(date.nanoseconds) }
+                attachment.withLock { pendingStart = .at(date.nanoseconds) }
             }
         }
     }
@@ -129,14 +129,14 @@ public final class RunLoopTimer: @unchecked Sendable {
     public var tolerance: Duration {
         get {
             if let loop = runLoop { return loop.lock.withLock { .nanoseconds(Int64(clamping: toleranceNanoseconds)) } }
-            return attachmentLock.withLock { .nanoseconds(Int64(clamping: toleranceNanoseconds)) }
+            return attachment.withLock { .nanoseconds(Int64(clamping: toleranceNanoseconds)) }
         }
         set {
             let capped = Self.cap(tolerance: newValue, interval: intervalNanoseconds)
             if let loop = runLoop {
                 loop.setTolerance(self, capped)
             } else {
-                attachmentLock.withLock { toleranceNanoseconds = capped }
+                attachment.withLock { toleranceNanoseconds = capped }
             }
         }
     }
@@ -146,19 +146,6 @@ public final class RunLoopTimer: @unchecked Sendable {
     public func invalidate() {
         guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
         runLoop?.removeEverywhere(self)
-    }
-
-    /// Claims the timer for `loop`. A timer belongs to at most one loop; false if it has another.
-    func attach(to newLoop: RunLoop) -> Bool {
-        attachmentLock.withLock {
-            if let loop { return loop === newLoop }
-            loop = newLoop
-            return true
-        }
-    }
-
-    func detach() {
-        attachmentLock.withLock { loop = nil }
     }
 
     @inline(__always)

@@ -5,7 +5,7 @@ extension RunLoop {
     /// notification, it is first called for a later activity.
     public func add(_ observer: RunLoopObserver, forMode mode: Mode = .default) {
         guard observer.isValid else { return }
-        guard observer.attach(to: self) else {
+        guard observer.attachment.claim(for: self) else {
             Self.logger.warning("observer \(observer.label ?? "") is added to another run loop; not added")
             return
         }
@@ -19,7 +19,7 @@ extension RunLoop {
             }
             return !observer.modes.isEmpty
         }
-        if !stillAttached { observer.detach() }
+        if !stillAttached { observer.attachment.release() }
         if !observer.isValid { removeEverywhere(observer) }
     }
 
@@ -34,7 +34,7 @@ extension RunLoop {
             }
             return observer.modes.isEmpty
         }
-        if detached, observer.runLoop === self { observer.detach() }
+        if detached, observer.runLoop === self { observer.attachment.release() }
     }
 
     /// Whether `observer` is in `mode`. Safe from any thread.
@@ -64,6 +64,6 @@ extension RunLoop {
             observer.modes.removeAll()
             commonItems.observers.removeAll { $0 === observer }
         }
-        if observer.runLoop === self { observer.detach() }
+        if observer.runLoop === self { observer.attachment.release() }
     }
 }

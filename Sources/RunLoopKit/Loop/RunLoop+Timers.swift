@@ -6,7 +6,7 @@ extension RunLoop {
     /// to a mode is a no-op. From another thread no wake-up is needed: the mode's kernel timer is re-armed.
     public func add(_ timer: RunLoopTimer, forMode mode: Mode = .default) {
         guard timer.isValid else { return }
-        guard timer.attach(to: self) else {
+        guard timer.attachment.claim(for: self) else {
             Self.logger.warning("timer \(timer.label ?? "") is scheduled on another run loop; not added")
             return
         }
@@ -20,7 +20,7 @@ extension RunLoop {
             }
             return !timer.memberships.isEmpty
         }
-        if !stillAttached { timer.detach() }
+        if !stillAttached { timer.attachment.release() }
         if !timer.isValid { removeEverywhere(timer) }
         if !isCurrentThread && !clock.isSystem { wakeUp() }
     }
@@ -36,7 +36,7 @@ extension RunLoop {
             }
             return timer.memberships.isEmpty
         }
-        if detached, timer.runLoop === self { timer.detach() }
+        if detached, timer.runLoop === self { timer.attachment.release() }
     }
 
     /// Whether `timer` is scheduled in `mode`. With ``Mode/common``: whether it was added to the
@@ -102,7 +102,7 @@ extension RunLoop {
             }
             commonItems.timers.removeAll { $0 === timer }
         }
-        if timer.runLoop === self { timer.detach() }
+        if timer.runLoop === self { timer.attachment.release() }
     }
 
     /// `nextFireDate` setter; takes the lock. A past date means "as soon as possible".

@@ -180,8 +180,8 @@ public final class RunLoop: @unchecked Sendable {
             commonItems = CommonItems()
             return clockStorage
         }
-        for timer in timers { timer.detach() }
-        for observer in observers { observer.modes.removeAll(); observer.detach() }
+        for timer in timers { timer.attachment.release() }
+        for observer in observers { observer.modes.removeAll(); observer.attachment.release() }
         for (source, mode) in cancelled {
             source.cancelCallout?(self, mode)
             source.noteDetached(from: self)
