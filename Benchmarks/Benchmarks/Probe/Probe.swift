@@ -1,0 +1,4 @@
+import Benchmark
+let benchmarks = {
+    Benchmark("probe") { _ in blackHole(1) }
+}
