@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+import RunLoopTesting
 import Testing
 
 /// CFRUNLOOP.md §9, scenarios 1–20, pinned on RunLoopKit.

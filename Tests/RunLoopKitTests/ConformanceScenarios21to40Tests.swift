@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+import RunLoopTesting
 import Testing
 
 /// CFRUNLOOP.md §9, scenarios 21–40, pinned on RunLoopKit.

@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+import RunLoopTesting
 import Synchronization
 import Testing
 

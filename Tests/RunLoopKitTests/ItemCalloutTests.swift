@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+import RunLoopTesting
 import Testing
 
 /// Items may remove or invalidate themselves from inside their own callouts, and descriptors closed

@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+import RunLoopTesting
 import Testing
 
 /// Loops and items are released when they should be: no cycles between a loop and its items, and a

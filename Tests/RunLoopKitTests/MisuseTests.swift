@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+import RunLoopTesting
 import Testing
 
 /// Bad use gets a typed error, never a crash or a silent hang.
@@ -11,16 +12,45 @@ import Testing
         #expect(error == .commonModesNotRunnable)
     }
 
+    /// The loop of a thread that stays alive until `release` opens.
+    private func liveLoopOnAnotherThread() -> (RunLoop, Latch) {
+        let loopBox = LockedBox<RunLoop?>(nil)
+        let ready = Latch()
+        let release = Latch()
+        startThread {
+            loopBox.set(RunLoop.current)
+            ready.open()
+            release.wait()
+        }
+        ready.wait()
+        return (loopBox.get()!, release)
+    }
+
     @Test func runningAnotherThreadsLoopIsRefused() async throws {
-        let other = try await onLoopThread { RunLoop.current }
+        let (other, release) = liveLoopOnAnotherThread()
+        defer { release.open() }
         let error = try await onLoopThread {
             caught { () throws(RunLoopError) in try other.run(.default, timeout: .zero) }
         }
         #expect(error == .notOwningThread)
     }
 
+    @Test func aDeadThreadsLoopRefusesEveryThreadEvenOneReusingItsHandle() async throws {
+        // glibc reuses pthread handles, so a new thread may carry the dead owner's handle.
+        let dead = try await onLoopThread { RunLoop.current }
+        for _ in 0..<3 {
+            let (error, owned) = try await onLoopThread {
+                (caught { () throws(RunLoopError) in try dead.run(.default, timeout: .zero) }, dead.isCurrentThread)
+            }
+            #expect(error == .loopTornDown)
+            #expect(!owned)
+        }
+        #expect(dead.isTornDown)
+    }
+
     @Test func theClockCanOnlyBeReplacedOnTheLoopThreadWhileIdleWithoutTimers() async throws {
-        let other = try await onLoopThread { RunLoop.current }
+        let (other, release) = liveLoopOnAnotherThread()
+        defer { release.open() }
         let fromOtherThread = try await onLoopThread {
             caught { () throws(RunLoopError) in try other.setClock(.manual(ManualClock())) }
         }
@@ -101,30 +131,5 @@ func caught<Result>(_ body: () throws(RunLoopError) -> Result) -> RunLoopError? 
         return nil
     } catch {
         return error
-    }
-}
-
-/// A value shared with a helper thread.
-final class LockedBox<Value: Sendable>: @unchecked Sendable {
-    private var mutex = pthread_mutex_t()
-    private var value: Value
-    init(_ value: Value) {
-        self.value = value
-        pthread_mutex_init(&mutex, nil)
-    }
-    func set(_ newValue: Value) {
-        pthread_mutex_lock(&mutex)
-        value = newValue
-        pthread_mutex_unlock(&mutex)
-    }
-    func update(_ change: (inout Value) -> Void) {
-        pthread_mutex_lock(&mutex)
-        change(&value)
-        pthread_mutex_unlock(&mutex)
-    }
-    func get() -> Value {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        return value
     }
 }

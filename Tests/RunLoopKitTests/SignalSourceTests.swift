@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+import RunLoopTesting
 import Testing
 
 /// Signal dispositions are process-wide, so these tests run one at a time.

@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+import RunLoopTesting
 import Testing
 
 /// Timer semantics beyond the §9 scenarios: tolerance and coalescing, heap order under churn, re-dating.

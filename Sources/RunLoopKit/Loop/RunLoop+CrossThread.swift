@@ -30,7 +30,7 @@ extension RunLoop {
     /// checks blocks before it sleeps), and none is made.
     public func perform(inModes modes: [Mode] = [.default], _ block: @escaping @Sendable () -> Void) {
         let queued = lock.withLock { () -> Bool in
-            guard !isTornDown, !modes.isEmpty else { return false }
+            guard !tornDownLocked, !modes.isEmpty else { return false }
             for mode in modes where mode != .common { _ = storeLocked(mode) }
             blocks.append(PendingBlock(modes: modes, body: block))
             pendingBlockCount.add(1, ordering: .releasing)

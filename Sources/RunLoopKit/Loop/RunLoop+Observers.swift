@@ -10,7 +10,7 @@ extension RunLoop {
             return
         }
         let stillAttached = lock.withLock { () -> Bool in
-            guard !isTornDown else { return false }
+            guard !tornDownLocked else { return false }
             if mode == .common {
                 if !commonItems.observers.contains(where: { $0 === observer }) { commonItems.observers.append(observer) }
                 for common in commonModeList { insertObserverLocked(observer, into: common) }

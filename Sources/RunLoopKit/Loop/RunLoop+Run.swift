@@ -15,15 +15,15 @@ extension RunLoop {
     ///   - mode: a concrete mode (not ``Mode/common``).
     ///   - timeout: `nil` waits without limit; zero or negative polls once without blocking.
     ///   - returnAfterSourceHandled: return after the first source performed (timers never count).
-    /// - Throws: ``RunLoopError/notOwningThread`` off the loop's thread,
-    ///   ``RunLoopError/commonModesNotRunnable`` for the pseudo-mode.
+    /// - Throws: ``RunLoopError/notOwningThread`` off the loop's thread, ``RunLoopError/loopTornDown``
+    ///   once that thread has ended, ``RunLoopError/commonModesNotRunnable`` for the pseudo-mode.
     @discardableResult
     public func run(
         _ mode: Mode = .default,
         timeout: Duration? = nil,
         returnAfterSourceHandled: Bool = false
     ) throws(RunLoopError) -> RunResult {
-        guard isCurrentThread else { throw .notOwningThread }
+        try checkOwnership()
         guard mode != .common else { throw .commonModesNotRunnable }
         let clock = clockStorage  // only this thread writes it
         let isPoll: Bool
@@ -37,7 +37,7 @@ extension RunLoop {
             deadline = .max
         }
         let entered: (store: ModeStore, previous: ModeStore?)? = lock.withLock {
-            guard !isTornDown, let store = modes[mode], !isEmptyLocked(store) else { return nil }
+            guard !tornDownLocked, let store = modes[mode], !isEmptyLocked(store) else { return nil }
             if activations.isEmpty { wakePort.discardStale() }
             activations.append(Activation(store: store))
             let previous = currentStore

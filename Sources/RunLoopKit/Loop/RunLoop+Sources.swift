@@ -6,7 +6,7 @@ extension RunLoop {
     public func add(_ source: RunLoopSource, forMode mode: Mode = .default) {
         guard source.isValid else { return }
         let scheduled: [Mode] = lock.withLock {
-            guard !isTornDown else { return [] }
+            guard !tornDownLocked else { return [] }
             if mode == .common {
                 if !commonItems.sources.contains(where: { $0 === source }) { commonItems.sources.append(source) }
                 return commonModeList.filter { insertSourceLocked(source, into: $0) }
@@ -47,7 +47,7 @@ extension RunLoop {
         invalidateStaleSources(sharing: source)
         let immediate = isCurrentThread
         let scheduled: [Mode] = try lock.withLock { () throws(RunLoopError) -> [Mode] in
-            guard !isTornDown else { throw .loopTornDown }
+            guard !tornDownLocked else { throw .loopTornDown }
             let targets = mode == .common ? commonModeList : [mode]
             var added: [PortRegistration] = []
             do throws(RunLoopError) {
@@ -97,7 +97,7 @@ extension RunLoop {
         guard mode != .common else { return }
         let immediate = isCurrentThread
         let (sources, ports): ([RunLoopSource], [RunLoopPortSource]) = lock.withLock {
-            guard !isTornDown, !commonModeList.contains(mode) else { return ([], []) }
+            guard !tornDownLocked, !commonModeList.contains(mode) else { return ([], []) }
             commonModeList.append(mode)
             let items = commonItems
             if items.timers.isEmpty && items.sources.isEmpty && items.ports.isEmpty && items.observers.isEmpty {

@@ -11,7 +11,7 @@ extension RunLoop {
             return
         }
         let stillAttached = lock.withLock { () -> Bool in
-            guard !isTornDown else { return false }
+            guard !tornDownLocked else { return false }
             if mode == .common {
                 if !commonItems.timers.contains(where: { $0 === timer }) { commonItems.timers.append(timer) }
                 for common in commonModeList { insertTimerLocked(timer, into: common) }

@@ -36,11 +36,14 @@ public final class RunLoop: @unchecked Sendable {
     var blocks: [PendingBlock] = []
     var activations: [Activation] = []
     var currentStore: ModeStore?
-    var isTornDown = false
+    var tornDownLocked = false
     var pendingBackendChanges: [BackendChange] = []
     var nextTimerSequence: UInt64 = 0
     var nextPortSequence: UInt64 = 0
 
+    /// Set once the owning thread has ended. pthread handles are reused, so a dead thread's loop must
+    /// stop recognising "its" handle: a new thread may get the same one.
+    let tornDown = Atomic<Bool>(false)
     let pendingBlockCount = Atomic<Int>(0)
     let hasPendingBackendChanges = Atomic<Bool>(false)
     let sleeping = Atomic<Bool>(false)
@@ -83,8 +86,14 @@ public final class RunLoop: @unchecked Sendable {
         }
     }
 
-    /// Whether the calling thread owns this loop (and so may run it).
-    public var isCurrentThread: Bool { pthread_equal(thread, pthread_self()) != 0 }
+    /// Whether the calling thread owns this loop (and so may run it). False for every thread once the
+    /// owning thread has ended.
+    public var isCurrentThread: Bool {
+        !tornDown.load(ordering: .acquiring) && pthread_equal(thread, pthread_self()) != 0
+    }
+
+    /// True once the loop's thread has ended and the loop was torn down.
+    public var isTornDown: Bool { tornDown.load(ordering: .acquiring) }
 
     /// The name of the libevent backend the loop sleeps in: "epoll" on Linux.
     public var backendMethod: String {
@@ -102,7 +111,7 @@ public final class RunLoop: @unchecked Sendable {
     /// Call it on the loop's thread while the loop is not running and holds no timers.
     /// - Throws: ``RunLoopError/notOwningThread``, ``RunLoopError/clockInUse``.
     public func setClock(_ clock: LoopClock) throws(RunLoopError) {
-        guard isCurrentThread else { throw .notOwningThread }
+        try checkOwnership()
         let previous: LoopClock = try lock.withLock { () throws(RunLoopError) -> LoopClock in
             guard activations.isEmpty, modes.values.allSatisfy({ $0.timers.isEmpty }) else { throw .clockInUse }
             let previous = clockStorage
@@ -132,6 +141,12 @@ public final class RunLoop: @unchecked Sendable {
     /// Readable from any thread.
     public var isWaiting: Bool { sleeping.load(ordering: .acquiring) }
 
+    /// Throws unless the calling thread owns this live loop.
+    func checkOwnership() throws(RunLoopError) {
+        if tornDown.load(ordering: .acquiring) { throw .loopTornDown }
+        if pthread_equal(thread, pthread_self()) == 0 { throw .notOwningThread }
+    }
+
     /// The store for `mode`, created if needed. Caller holds the lock.
     func storeLocked(_ mode: Mode) -> ModeStore? {
         if let store = modes[mode] { return store }
@@ -152,7 +167,7 @@ public final class RunLoop: @unchecked Sendable {
         var timers: [RunLoopTimer] = []
         var observers: [RunLoopObserver] = []
         let clock: LoopClock = lock.withLock {
-            isTornDown = true
+            tornDownLocked = true
             for (mode, store) in modes {
                 for source in store.sources { cancelled.append((source, mode)) }
                 for registration in store.ports {
@@ -187,11 +202,17 @@ public final class RunLoop: @unchecked Sendable {
             source.noteDetached(from: self)
         }
         if case .manual(let manual) = clock { manual.detach(self) }
+        // Only now: the callouts above still ran as the owning thread's.
+        tornDown.store(true, ordering: .releasing)
     }
 
     deinit {
         for store in modes.values {
             for registration in store.ports { store.backend.unwatch(registration) }
+        }
+        // Changes requested during teardown callouts, which no iteration will apply any more.
+        for change in pendingBackendChanges {
+            if case .unwatch(let registration) = change { registration.store.backend.unwatch(registration) }
         }
     }
 }

@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopKit
+import RunLoopTesting
 
 /// Records what a loop did, as the short tokens CFRUNLOOP.md uses: E BT BS BW AW X for activities,
 /// and whatever callouts append ("T:a", "S:b", "B:c", "P:d").

@@ -3,7 +3,10 @@ import RunLoopKit
 
 /// Runs `body` on a new thread (so it gets a fresh `RunLoop.current`) and returns its result to the
 /// async test. The thread ends when `body` returns, which also tears its loop down.
-func onLoopThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+///
+/// Swift Testing runs tests in parallel on a shared pool; giving each test its own thread gives it its
+/// own loop, so tests never see each other's items.
+public func onLoopThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         startThread {
             do { continuation.resume(returning: try body()) } catch { continuation.resume(throwing: error) }
@@ -11,8 +14,8 @@ func onLoopThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async
     }
 }
 
-/// Same, with a manual clock already installed on the thread's loop.
-func onManualClockLoop<T: Sendable>(
+/// Runs `body` on a new thread whose loop already uses a fresh ``ManualClock``.
+public func onManualClockLoop<T: Sendable>(
     autoAdvances: Bool = true,
     _ body: @escaping @Sendable (RunLoop, ManualClock) throws -> T
 ) async throws -> T {
@@ -26,7 +29,7 @@ func onManualClockLoop<T: Sendable>(
 
 /// Starts a detached pthread running `body`, with no signal blocked — like a daemon's own thread.
 /// (Threads inherit the creator's mask, and Swift concurrency's worker threads block every signal.)
-func startThread(_ body: @escaping @Sendable () -> Void) {
+public func startThread(_ body: @escaping @Sendable () -> Void) {
     final class Box: @unchecked Sendable {
         let body: @Sendable () -> Void
         init(_ body: @escaping @Sendable () -> Void) { self.body = body }
@@ -45,30 +48,31 @@ func startThread(_ body: @escaping @Sendable () -> Void) {
     pthread_detach(thread)
 }
 
-/// Sleeps the calling (helper) thread; for cross-thread tests that need real time to pass.
-func sleep(milliseconds: Int) {
+/// Sleeps the calling helper thread; for cross-thread tests that need real time to pass.
+/// Never call it on a loop's thread in a test that could use a ``ManualClock`` instead.
+public func sleep(milliseconds: Int) {
     usleep(useconds_t(milliseconds * 1000))
 }
 
-/// A one-shot flag another thread can wait for without sleeping in a loop.
-final class Latch: @unchecked Sendable {
+/// A one-shot gate: ``wait()`` blocks until another thread calls ``open()``. Safe from any thread.
+public final class Latch: @unchecked Sendable {
     private var mutex = pthread_mutex_t()
     private var condition = pthread_cond_t()
     private var isOpen = false
 
-    init() {
+    public init() {
         pthread_mutex_init(&mutex, nil)
         pthread_cond_init(&condition, nil)
     }
 
-    func open() {
+    public func open() {
         pthread_mutex_lock(&mutex)
         isOpen = true
         pthread_cond_broadcast(&condition)
         pthread_mutex_unlock(&mutex)
     }
 
-    func wait() {
+    public func wait() {
         pthread_mutex_lock(&mutex)
         while !isOpen { pthread_cond_wait(&condition, &mutex) }
         pthread_mutex_unlock(&mutex)

@@ -1,11 +1,11 @@
 import Glibc
 
-/// A connected, non-blocking UNIX socket pair, closed on deinit.
-final class SocketPair: @unchecked Sendable {
-    let left: Int32
-    let right: Int32
+/// A connected, non-blocking UNIX socket pair for port-source tests; both ends close on deinit.
+public final class SocketPair: @unchecked Sendable {
+    public let left: Int32
+    public let right: Int32
 
-    init() {
+    public init() {
         var fds: [Int32] = [0, 0]
         precondition(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0, "socketpair failed")
         for fd in fds { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
@@ -19,24 +19,24 @@ final class SocketPair: @unchecked Sendable {
     }
 
     /// Writes `text` to the left end.
-    func send(_ text: String, from fd: Int32? = nil) {
+    public func send(_ text: String, from fd: Int32? = nil) {
         let written = text.withCString { write(fd ?? left, $0, strlen($0)) }
         precondition(written == text.utf8.count, "short write")
     }
 }
 
 /// Reads whatever is available (up to `limit` bytes) as text; "" on EOF or nothing available.
-func readAvailable(_ fd: Int32, limit: Int = 4096) -> String {
+public func readAvailable(_ fd: Int32, limit: Int = 4096) -> String {
     var buffer = [UInt8](repeating: 0, count: limit)
     let count = read(fd, &buffer, limit)
     return count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self) : ""
 }
 
 /// Whether `fd` is an open descriptor.
-func isOpen(_ fd: Int32) -> Bool { fcntl(fd, F_GETFD) != -1 }
+public func isOpen(_ fd: Int32) -> Bool { fcntl(fd, F_GETFD) != -1 }
 
 /// Whether the other end of a socket pair is still open: a closed peer reads as end of file.
-func peerIsOpen(_ fd: Int32) -> Bool {
+public func peerIsOpen(_ fd: Int32) -> Bool {
     var byte: UInt8 = 0
     return recv(fd, &byte, 1, Int32(MSG_DONTWAIT) | Int32(MSG_PEEK)) != 0
 }

@@ -1,0 +1,1 @@
+print("echo-server: not built yet (issue 5)")

@@ -1,0 +1,1 @@
+print("loop-record: not built yet (issue 3)")
