@@ -28,11 +28,15 @@ extension RunLoop {
     /// Unlike CFRunLoopPerformBlock, a block queued from another thread also wakes the loop, so it never
     /// sits until something else happens. From the loop's own thread no wake-up is needed (the loop
     /// checks blocks before it sleeps), and none is made.
-    public func perform(inModes modes: [Mode] = [.default], _ block: @escaping @Sendable () -> Void) {
+    /// - Parameters:
+    ///   - modes: the modes the block may run in.
+    ///   - label: a name for traces and stall reports.
+    ///   - block: the work; runs on the loop's thread.
+    public func perform(inModes modes: [Mode] = [.default], label: String? = nil, _ block: @escaping @Sendable () -> Void) {
         let queued = lock.withLock { () -> Bool in
             guard !tornDownLocked, !modes.isEmpty else { return false }
             for mode in modes where mode != .common { _ = storeLocked(mode) }
-            blocks.append(PendingBlock(modes: modes, body: block))
+            blocks.append(PendingBlock(modes: modes, label: label, body: block))
             pendingBlockCount.add(1, ordering: .releasing)
             return true
         }

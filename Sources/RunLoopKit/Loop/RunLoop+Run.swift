@@ -45,6 +45,8 @@ extension RunLoop {
             return (store, previous)
         }
         guard let (store, previous) = entered else { return .finished }
+        depth += 1
+        defer { depth -= 1 }
 
         notify(store, .entry)
         let result = iterate(store, clock: clock, deadline: deadline, isPoll: isPoll, returnAfterSourceHandled: returnAfterSourceHandled)
@@ -192,6 +194,7 @@ extension RunLoop {
     }
 
     private func notifyObservers(_ store: ModeStore, _ activity: Activity) {
+        let clock = clockStorage
         let observers = lock.withLock { store.observers }
         for observer in observers where observer.activities.contains(activity) {
             let claimed = lock.withLock { () -> Bool in
@@ -200,7 +203,9 @@ extension RunLoop {
                 return true
             }
             guard claimed else { continue }
-            observer.callback(observer, activity)
+            callOut(.observer, item: observer, label: observer.label, mode: store.mode, clock: clock) {
+                observer.callback(observer, activity)
+            }
             lock.withLock { observer.isInCallout = false }
             if !observer.repeats { observer.invalidate() }
         }
@@ -208,29 +213,33 @@ extension RunLoop {
 
     private func runBlocks(for store: ModeStore) {
         guard pendingBlockCount.load(ordering: .acquiring) > 0 else { return }
-        let runnable: [@Sendable () -> Void] = lock.withLock {
+        let runnable: [PendingBlock] = lock.withLock {
             let isCommon = commonModeList.contains(store.mode)
             guard blocks.contains(where: { $0.matches(store.mode, isCommon: isCommon) }) else { return [] }
-            var runnable: [@Sendable () -> Void] = []
+            var runnable: [PendingBlock] = []
             var kept: [PendingBlock] = []
             for block in blocks {
-                if block.matches(store.mode, isCommon: isCommon) { runnable.append(block.body) } else { kept.append(block) }
+                if block.matches(store.mode, isCommon: isCommon) { runnable.append(block) } else { kept.append(block) }
             }
             blocks = kept
             pendingBlockCount.subtract(runnable.count, ordering: .releasing)
             return runnable
         }
-        for body in runnable { body() }
+        let clock = clockStorage
+        for block in runnable {
+            callOut(.block, item: nil, label: block.label, mode: store.mode, clock: clock, block.body)
+        }
     }
 
     /// The sources0 pass: signalled custom sources in (order, first-signal) order.
     private func performSources(in store: ModeStore, returnAfterFirst: Bool) -> Bool {
         let sources = lock.withLock { store.sources }
         if sources.isEmpty { return false }
+        let clock = clockStorage
         if sources.count == 1 {
             let source = sources[0]
             guard source.takeSignal(), source.isValid else { return false }
-            source.performCallout(source)
+            callOut(.source, item: source, label: source.label, mode: store.mode, clock: clock) { source.performCallout(source) }
             return true
         }
         var batch: [(RunLoopSource, UInt64)] = []
@@ -247,7 +256,7 @@ extension RunLoop {
         var handled = false
         for (source, _) in batch {
             guard source.takeSignal(), source.isValid else { continue }
-            source.performCallout(source)
+            callOut(.source, item: source, label: source.label, mode: store.mode, clock: clock) { source.performCallout(source) }
             handled = true
             if returnAfterFirst { break }
         }
@@ -280,7 +289,7 @@ extension RunLoop {
             return true
         }
         guard claimed else { return }
-        timer.callback(timer)
+        callOut(.timer, item: timer, label: timer.label, mode: store.mode, clock: clock) { timer.callback(timer) }
         let isOneShotDone = lock.withLock { () -> Bool in
             timer.isInCallout = false
             guard timer.isValid else { return false }
@@ -321,7 +330,8 @@ extension RunLoop {
             let events = PortEvents(rawValue: registration.pendingEvents)
             registration.pendingEvents = 0
             guard registration.source.isValid, lock.withLock({ registration.isActive }) else { continue }
-            registration.source.perform(events)
+            let source = registration.source
+            callOut(.port, item: source, label: source.label, mode: store.mode, clock: clockStorage) { source.perform(events) }
             handled = true
             if returnAfterFirst { break }
         }

@@ -38,6 +38,7 @@ public final class RunLoop: @unchecked Sendable {
     var currentStore: ModeStore?
     var tornDownLocked = false
     var pendingBackendChanges: [BackendChange] = []
+    var calloutObservers: [RunLoopCalloutObserver] = []
     var nextTimerSequence: UInt64 = 0
     var nextPortSequence: UInt64 = 0
 
@@ -45,10 +46,14 @@ public final class RunLoop: @unchecked Sendable {
     /// stop recognising "its" handle: a new thread may get the same one.
     let tornDown = Atomic<Bool>(false)
     let pendingBlockCount = Atomic<Int>(0)
+    let hasCalloutObservers = Atomic<Bool>(false)
     let hasPendingBackendChanges = Atomic<Bool>(false)
     let sleeping = Atomic<Bool>(false)
 
-    // Loop thread only: reusable buffers so steady-state iterations do not allocate.
+    // Loop thread only.
+    /// How many activations are running (1 in the outermost run).
+    var depth = 0
+    /// Reusable buffers so steady-state iterations do not allocate.
     var timerScratch: [RunLoopTimer] = []
     var sourceScratch: [(RunLoopSource, UInt64)] = []
 
@@ -192,6 +197,9 @@ public final class RunLoop: @unchecked Sendable {
             pendingBackendChanges.removeAll()
             blocks.removeAll()
             pendingBlockCount.store(0, ordering: .releasing)
+            for observer in calloutObservers { observer.attachment.release() }
+            calloutObservers.removeAll()
+            hasCalloutObservers.store(false, ordering: .releasing)
             commonItems = CommonItems()
             return clockStorage
         }
@@ -234,6 +242,7 @@ struct CommonItems {
 /// A block waiting for one of its modes to run.
 struct PendingBlock {
     let modes: [RunLoop.Mode]
+    let label: String?
     let body: @Sendable () -> Void
 
     func matches(_ mode: RunLoop.Mode, isCommon: Bool) -> Bool {

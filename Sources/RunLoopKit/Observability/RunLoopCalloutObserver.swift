@@ -1,0 +1,107 @@
+import Synchronization
+
+extension RunLoop {
+    /// The kinds of user code a loop calls out to.
+    public enum CalloutKind: String, Sendable, CaseIterable {
+        case timer, source, port, block, observer
+    }
+
+    /// One call from the loop into user code, reported to ``RunLoopCalloutObserver``s twice: when it
+    /// begins (`end == nil`) and when it returns.
+    public struct Callout: Sendable, CustomStringConvertible {
+        public let kind: CalloutKind
+        /// The item's label (timer, source, port, observer) or the block's, if any.
+        public let label: String?
+        /// Identifies the item called (nil for blocks), so an observer can recognise its own items.
+        public let item: ObjectIdentifier?
+        /// The mode being run.
+        public let mode: Mode
+        /// 1 for a callout of the outermost activation, 2 inside a nested run, and so on.
+        public let depth: Int
+        public let start: LoopInstant
+        /// nil when the callout begins.
+        public let end: LoopInstant?
+
+        /// How long the callout ran (zero while it runs).
+        public var duration: Duration { end.map { $0 - start } ?? .zero }
+
+        public var description: String {
+            "\(kind)\(label.map { ":\($0)" } ?? "")@\(mode)"
+        }
+    }
+}
+
+/// Watches every callout a loop makes — timers, custom and port sources, blocks, activity observers —
+/// with its mode, nesting depth and timing, in every mode of the loop. The activity recorder
+/// (RunLoopTesting) and ``RunLoopStallDetector`` are built on it.
+///
+/// Nothing is measured while a loop has no callout observer: each callout then costs one atomic load.
+/// The callback runs on the loop's thread, before and after each callout; it must not start a nested
+/// run. Callout observers' own callbacks are not reported.
+///
+/// Thread safety: adding, removing and invalidating may be done from any thread.
+public final class RunLoopCalloutObserver: @unchecked Sendable {
+    public let label: String?
+    let callback: (RunLoop.Callout) -> Void
+    private let valid = Atomic<Bool>(true)
+    let attachment = LoopAttachment()
+
+    public init(label: String? = nil, _ callback: @escaping (RunLoop.Callout) -> Void) {
+        self.label = label
+        self.callback = callback
+    }
+
+    public var isValid: Bool { valid.load(ordering: .acquiring) }
+
+    /// Stops the observer for good and removes it from its loop. Safe from any thread.
+    public func invalidate() {
+        guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        attachment.loop?.remove(self)
+    }
+}
+
+extension RunLoop {
+    /// Adds a callout observer (it sees every mode). An observer belongs to one loop. Safe from any thread.
+    public func add(_ observer: RunLoopCalloutObserver) {
+        guard observer.isValid, observer.attachment.claim(for: self) else { return }
+        lock.withLock {
+            guard !tornDownLocked, !calloutObservers.contains(where: { $0 === observer }) else { return }
+            calloutObservers.append(observer)
+            hasCalloutObservers.store(true, ordering: .releasing)
+        }
+    }
+
+    /// Removes a callout observer. Safe from any thread.
+    public func remove(_ observer: RunLoopCalloutObserver) {
+        lock.withLock {
+            calloutObservers.removeAll { $0 === observer }
+            hasCalloutObservers.store(!calloutObservers.isEmpty, ordering: .releasing)
+        }
+        if observer.attachment.loop === self { observer.attachment.release() }
+    }
+
+    /// Runs a callout, reporting it to callout observers if there are any.
+    @inline(__always)
+    func callOut(
+        _ kind: CalloutKind, item: AnyObject?, label: String?, mode: Mode, clock: LoopClock, _ body: () -> Void
+    ) {
+        if !hasCalloutObservers.load(ordering: .relaxed) {
+            body()
+            return
+        }
+        reportedCallOut(kind, item: item, label: label, mode: mode, clock: clock, body)
+    }
+
+    private func reportedCallOut(
+        _ kind: CalloutKind, item: AnyObject?, label: String?, mode: Mode, clock: LoopClock, _ body: () -> Void
+    ) {
+        let observers = lock.withLock { calloutObservers }
+        let identifier = item.map(ObjectIdentifier.init)
+        let start = clock.now
+        let began = Callout(kind: kind, label: label, item: identifier, mode: mode, depth: depth, start: start, end: nil)
+        for observer in observers where observer.isValid { observer.callback(began) }
+        body()
+        let ended = Callout(kind: kind, label: label, item: identifier, mode: mode, depth: depth, start: start, end: clock.now)
+        for observer in observers where observer.isValid { observer.callback(ended) }
+    }
+}

@@ -1,0 +1,98 @@
+import RunLoopKit
+
+extension ActivityRecorder {
+    /// The recording as Chrome trace-event JSON, for Perfetto (ui.perfetto.dev) or chrome://tracing.
+    ///
+    /// Activations (entry to exit) and sleeps (beforeWaiting to afterWaiting) are spans, callouts are
+    /// spans inside them — a nested run shows inside the callout that started it — and the other
+    /// activities are instant events. Times are microseconds from the first event.
+    public func chromeTraceJSON() -> String {
+        let events = self.events
+        guard let origin = events.first?.time else { return #"{"traceEvents":[],"displayTimeUnit":"ms"}"# }
+        func micros(_ instant: LoopInstant) -> String {
+            let nanoseconds = instant.nanoseconds >= origin.nanoseconds ? instant.nanoseconds - origin.nanoseconds : 0
+            return "\(nanoseconds / 1000).\(String(format3(nanoseconds % 1000)))"
+        }
+        var lines: [String] = []
+        var sleepStarts: [Int: LoopInstant] = [:]
+        for event in events {
+            let common = #""pid":1,"tid":1,"ts":\#(micros(event.time))"#
+            let args = #""args":{"mode":\#(jsonString(event.mode.rawValue)),"iteration":\#(event.iteration),"depth":\#(event.depth)}"#
+            switch event.kind {
+            case .activity(.entry):
+                lines.append(#"{"name":\#(jsonString("run \(event.mode.rawValue)")),"cat":"activation","ph":"B",\#(common),\#(args)}"#)
+            case .activity(.exit):
+                lines.append(#"{"name":\#(jsonString("run \(event.mode.rawValue)")),"cat":"activation","ph":"E",\#(common),\#(args)}"#)
+            case .activity(.beforeWaiting):
+                sleepStarts[event.depth] = event.time
+                lines.append(instant(event, common, args))
+            case .activity(.afterWaiting):
+                if let start = sleepStarts.removeValue(forKey: event.depth) {
+                    let duration = event.time - start
+                    lines.append(#"{"name":"sleep","cat":"wait","ph":"X","pid":1,"tid":1,"ts":\#(micros(start)),"dur":\#(microseconds(duration)),\#(args)}"#)
+                }
+                lines.append(instant(event, common, args))
+            case .activity:
+                lines.append(instant(event, common, args))
+            case .callout(let kind, _):
+                let duration = (event.end ?? event.time) - event.time
+                lines.append(#"{"name":\#(jsonString(event.token)),"cat":"\#(kind.rawValue)","ph":"X",\#(common),"dur":\#(microseconds(duration)),\#(args)}"#)
+            }
+        }
+        return "{\"traceEvents\":[\n" + lines.joined(separator: ",\n") + "\n],\"displayTimeUnit\":\"ms\"}\n"
+    }
+
+    /// The recording as a plain-text timeline: one line per event with its time from the first event,
+    /// mode, activation depth and iteration, indented by nesting depth; callouts show their duration.
+    public func timeline() -> String {
+        let events = self.events
+        guard let origin = events.first?.time else { return "" }
+        return events.map { event in
+            let offset = event.time - origin
+            let indent = String(repeating: "  ", count: max(0, event.depth - 1))
+            var line = "+\(seconds(offset))s  \(indent)[\(event.mode.rawValue)] #\(event.iteration)  \(event.token)"
+            if case .callout = event.kind, let end = event.end {
+                line += "  (\(seconds(end - event.time))s)"
+            }
+            return line
+        }.joined(separator: "\n") + "\n"
+    }
+
+    private func instant(_ event: Event, _ common: String, _ args: String) -> String {
+        #"{"name":\#(jsonString(event.token)),"cat":"activity","ph":"i","s":"t",\#(common),\#(args)}"#
+    }
+}
+
+private func format3(_ value: UInt64) -> String {
+    value < 10 ? "00\(value)" : value < 100 ? "0\(value)" : "\(value)"
+}
+
+private func microseconds(_ duration: Duration) -> String {
+    let nanoseconds = max(0, duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+    return "\(nanoseconds / 1000).\(format3(UInt64(nanoseconds % 1000)))"
+}
+
+private func seconds(_ duration: Duration) -> String {
+    let nanoseconds = max(0, duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+    let fraction = String(nanoseconds % 1_000_000_000)
+    return "\(nanoseconds / 1_000_000_000)." + String(repeating: "0", count: 9 - fraction.count) + fraction
+}
+
+/// A JSON string literal with the escapes RFC 8259 requires.
+func jsonString(_ text: String) -> String {
+    var result = "\""
+    for scalar in text.unicodeScalars {
+        switch scalar {
+        case "\"": result += "\\\""
+        case "\\": result += "\\\\"
+        case "\n": result += "\\n"
+        case "\r": result += "\\r"
+        case "\t": result += "\\t"
+        case _ where scalar.value < 0x20:
+            let hex = String(scalar.value, radix: 16)
+            result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+        default: result.unicodeScalars.append(scalar)
+        }
+    }
+    return result + "\""
+}

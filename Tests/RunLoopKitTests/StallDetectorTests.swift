@@ -1,0 +1,114 @@
+import Logging
+import MetricsTestKit
+import RunLoopKit
+import RunLoopTesting
+import Testing
+
+@Suite struct StallDetectorTests {
+    @Test func aSlowIterationIsReportedWithItsModeAndLabels() async throws {
+        let stalls = try await onManualClockLoop { loop, clock in
+            var stalls: [RunLoopStallDetector.Stall] = []
+            let detector = RunLoopStallDetector(threshold: .milliseconds(100), logger: nil, metricsFactory: TestMetrics()) {
+                stalls.append($0)
+            }
+            detector.attach(to: loop, modes: ["M"])
+            loop.add(RunLoopTimer(after: .milliseconds(10), label: "slow") { _ in clock.advance(by: .milliseconds(300)) }, forMode: "M")
+            loop.add(RunLoopTimer(after: .milliseconds(10), label: "quick") { _ in clock.advance(by: .milliseconds(1)) }, forMode: "M")
+            try loop.run("M", timeout: .seconds(1))
+            detector.detach()
+            return stalls
+        }
+        #expect(stalls.count == 1)
+        let stall = try #require(stalls.first)
+        #expect(stall.mode == "M")
+        #expect(stall.busy == .milliseconds(301))
+        #expect(stall.labels == ["slow", "quick"])
+        #expect(stall.depth == 1)
+    }
+
+    @Test func anIdleLoopIsNeverReportedAndItsIterationsAreCounted() async throws {
+        let (stalls, metrics) = try await onManualClockLoop { loop, _ in
+            let metrics = TestMetrics()
+            var stalls = 0
+            let detector = RunLoopStallDetector(threshold: .milliseconds(1), logger: nil, metricsFactory: metrics) { _ in stalls += 1 }
+            detector.attach(to: loop, modes: ["M"])
+            // Ten virtual seconds of a 10 ms heartbeat that does nothing: almost all of it asleep.
+            loop.add(RunLoopTimer(after: .milliseconds(10), repeating: .milliseconds(10), label: "beat") { _ in }, forMode: "M")
+            try loop.run("M", timeout: .seconds(10))
+            detector.detach()
+            return (stalls, metrics)
+        }
+        #expect(stalls == 0)
+        #expect(metrics.counterTotal(label: "runloop.iterations") >= 1000)
+        #expect(metrics.counterTotal(label: "runloop.stalls") == 0)
+        let asleep = try metrics.expectTimer("runloop.asleep", [("mode", "M")])
+        #expect(asleep.values.reduce(0, +) == 10_000_000_000)
+        let callouts = try metrics.expectTimer("runloop.callout", [("mode", "M"), ("kind", "timer")])
+        #expect(callouts.values.count == 1000)
+    }
+
+    @Test func aNestedRunsSleepIsNotItsCallersWorkButASlowNestedCalloutIs() async throws {
+        let stalls = try await onManualClockLoop { loop, clock in
+            var stalls: [RunLoopStallDetector.Stall] = []
+            let detector = RunLoopStallDetector(threshold: .milliseconds(100), logger: nil, metricsFactory: TestMetrics()) {
+                stalls.append($0)
+            }
+            detector.attach(to: loop, modes: ["Outer", "Modal"])
+            loop.add(RunLoopTimer(after: .milliseconds(10), label: "modal runner") { _ in
+                // A modal run that sleeps a second, then a slow callout inside it.
+                loop.add(RunLoopTimer(after: .seconds(1), label: "slow inside") { _ in clock.advance(by: .milliseconds(200)) }, forMode: "Modal")
+                _ = try? loop.run("Modal", timeout: .seconds(2))
+            }, forMode: "Outer")
+            try loop.run("Outer", timeout: .seconds(5))
+            detector.detach()
+            return stalls
+        }
+        // The nested iteration stalled (200 ms in "slow inside"). The outer iteration lasted 1.2 s, of
+        // which 1 s was the nested run's sleep: its 200 ms of work are reported too, as the modal runner's.
+        #expect(stalls.map(\.depth) == [2, 1])
+        #expect(stalls.map(\.busy) == [.milliseconds(200), .milliseconds(200)])
+        #expect(stalls.first?.labels == ["slow inside"])
+        #expect(stalls.first?.mode == "Modal")
+        #expect(stalls.last?.labels == ["modal runner"])
+    }
+
+    @Test func stallsAreLoggedAsWarnings() async throws {
+        let logged = try await onManualClockLoop { loop, clock in
+            let handler = CapturingLogHandler()
+            let logger = Logger(label: "test.stalls") { _ in handler }
+            let detector = RunLoopStallDetector(threshold: .milliseconds(50), logger: logger, metricsFactory: TestMetrics())
+            detector.attach(to: loop, modes: ["M"])
+            loop.add(RunLoopTimer(after: .milliseconds(1), label: "hog") { _ in clock.advance(by: .milliseconds(80)) }, forMode: "M")
+            try loop.run("M", timeout: .seconds(1))
+            detector.detach()
+            return handler.records.get()
+        }
+        #expect(logged.count == 1)
+        #expect(logged.first?.level == .warning)
+        #expect(logged.first?.metadata["callouts"] == "hog")
+        #expect(logged.first?.metadata["mode"] == "M")
+    }
+}
+
+/// Keeps log records for assertions.
+struct CapturingLogHandler: LogHandler {
+    struct Record: Sendable {
+        let level: Logger.Level
+        let message: String
+        let metadata: [String: String]
+    }
+
+    let records = LockedBox<[Record]>([])
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        let flattened = (event.metadata ?? [:]).mapValues { "\($0)" }
+        records.update { $0.append(Record(level: event.level, message: "\(event.message)", metadata: flattened)) }
+    }
+}
