@@ -82,11 +82,11 @@ private final class Demo {
         return "\(stopReason ?? "nothing left to run"); \(heartbeats) heartbeats, \(linesReceived)/\(linesSent) lines received, stopped cleanly"
     }
 
-    /// `stop()` ends only the innermost activation: if it lands during a modal run, that run ends and
-    /// the modal runner stops the outer one when it regains control.
+    /// `stop()` would end only the innermost activation — the modal run, if the signal lands during
+    /// one — so the demo stops them all.
     private func quit(because reason: String) {
         stopReason = reason
-        loop.stop()
+        loop.stopAll()
     }
 
     private func installSignals() throws {
@@ -166,7 +166,6 @@ private final class Demo {
             print("modal: running mode \(modal) for 1 s (heartbeat goes on, the socket waits)")
             let result = try? loop.run(modal, timeout: .seconds(1))
             print("modal: back in \(loop.currentMode?.rawValue ?? "-") (\(result.map { "\($0)" } ?? "refused"))")
-            if stopReason != nil { loop.stop() }
         }
         loop.add(modalRunner, forMode: .default)
         items.append(modalRunner)

@@ -180,3 +180,40 @@ import Testing
         #expect(seen.1)
     }
 }
+
+@Suite struct StopAllTests {
+    @Test func stopEndsOnlyTheInnermostRunButStopAllEndsEveryOne() async throws {
+        let (innerStop, outerStop, innerAll, outerAll) = try await onManualClockLoop { loop, _ in
+            func nested(_ stopping: @escaping () -> Void) throws -> (RunLoop.RunResult?, RunLoop.RunResult) {
+                var inner: RunLoop.RunResult?
+                let outerTimer = RunLoopTimer(after: .milliseconds(1)) { _ in
+                    loop.add(RunLoopTimer(after: .milliseconds(1)) { _ in stopping() }, forMode: "Inner")
+                    loop.add(RunLoopTimer(after: .seconds(10)) { _ in }, forMode: "Inner")
+                    inner = try? loop.run("Inner", timeout: .seconds(1))
+                }
+                loop.add(outerTimer, forMode: "Outer")
+                let keepAlive = RunLoopTimer(after: .seconds(60)) { _ in }
+                loop.add(keepAlive, forMode: "Outer")
+                defer { keepAlive.invalidate() }
+                let outer = try loop.run("Outer", timeout: .seconds(5))
+                return (inner, outer)
+            }
+            let (innerStop, outerStop) = try nested { loop.stop() }
+            let (innerAll, outerAll) = try nested { loop.stopAll() }
+            return (innerStop, outerStop, innerAll, outerAll)
+        }
+        #expect(innerStop == .stopped)
+        #expect(outerStop == .timedOut)
+        #expect(innerAll == .stopped)
+        #expect(outerAll == .stopped)
+    }
+
+    @Test func stopAllWhileIdleIsIgnored() async throws {
+        let result = try await onManualClockLoop { loop, _ in
+            loop.stopAll()
+            loop.add(RunLoopTimer(after: .milliseconds(5)) { _ in }, forMode: "M")
+            return try loop.run("M", timeout: .seconds(1))
+        }
+        #expect(result == .finished)
+    }
+}

@@ -123,3 +123,17 @@ import Testing
         #expect(timeoutElapsed == .seconds(1))
     }
 }
+
+/// The README's example, verbatim, so the documentation cannot rot.
+@Suite struct ReadmeExampleTests {
+    @Test func observingALoopInATest() async throws {
+        let trace = try await onManualClockLoop { loop, clock in       // own thread, own loop, virtual time
+            let recorder = ActivityRecorder()
+            recorder.attach(to: loop, modes: ["M"])
+            loop.add(RunLoopTimer(after: .seconds(30), label: "tick") { _ in }, forMode: "M")
+            try loop.run("M", timeout: .seconds(60))                    // returns at once: the clock jumps
+            return recorder
+        }
+        expectTrace(trace.check(sequence: "E BT BS BW AW T:tick X"))     // XCTest: XCTAssertTrace(...)
+    }
+}

@@ -11,6 +11,22 @@ extension RunLoop {
         if running { wakePort.wake() }
     }
 
+    /// Ends every running activation of the loop, innermost first: each returns
+    /// ``RunResult/stopped`` when control comes back to it (unless it handles a source with
+    /// `returnAfterSourceHandled` or times out first). Ignored when the loop is not running. Safe from
+    /// any thread.
+    ///
+    /// ``stop()`` ends only the innermost activation, as CFRunLoopStop does, which is what a modal run
+    /// wants; a daemon shutting down (on SIGTERM, say) usually wants this instead, so that a stop that
+    /// lands during a nested run does not leave the outer run going.
+    public func stopAll() {
+        let running = lock.withLock { () -> Bool in
+            for index in activations.indices { activations[index].stopRequested = true }
+            return !activations.isEmpty
+        }
+        if running { wakePort.wake() }
+    }
+
     /// Wakes the loop if it is waiting, so it re-checks signalled sources, blocks, stop requests and
     /// deadlines. A wake-up alone does not end an activation. A wake-up while the loop is not running
     /// has no effect on a later run. Safe from any thread.

@@ -31,8 +31,11 @@ public final class RunLoopStallDetector: @unchecked Sendable {
         /// The callouts the iteration made, slowest first.
         public let callouts: [RunLoop.Callout]
 
-        /// The callouts' labels (or kinds, for unlabelled ones), slowest first.
-        public var labels: [String] { callouts.map { $0.label ?? $0.kind.rawValue } }
+        /// The labels (or kinds, for unlabelled items) of what ran, slowest first, each once.
+        public var labels: [String] {
+            var seen: Set<String> = []
+            return callouts.map { $0.label ?? $0.kind.rawValue }.filter { seen.insert($0).inserted }
+        }
 
         public var description: String {
             "iteration in mode \(mode) (depth \(depth)) busy for \(busy): \(labels.joined(separator: ", "))"
