@@ -147,15 +147,21 @@ public final class RunLoopTimer: @unchecked Sendable {
         guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
         runLoop?.removeEverywhere(self)
     }
-
-    @inline(__always)
-    static func precedes(_ a: RunLoopTimer, _ b: RunLoopTimer) -> Bool {
-        a.deadline < b.deadline || (a.deadline == b.deadline && a.sequence < b.sequence)
-    }
 }
 
 /// A timer's place in one mode's heap.
+///
+/// `unowned(unsafe)`: a membership is removed before its store could go (stores live as long as their
+/// loop, and teardown clears memberships), and a checked unowned reference would cost a retain and a
+/// release on every heap swap.
 struct TimerMembership {
-    unowned let store: ModeStore
+    unowned(unsafe) let store: ModeStore
+    let storeID: ObjectIdentifier
     var heapIndex: Int
+
+    init(store: ModeStore, heapIndex: Int) {
+        self.store = store
+        self.storeID = ObjectIdentifier(store)
+        self.heapIndex = heapIndex
+    }
 }

@@ -12,7 +12,9 @@ final class ModeStore {
     /// Union of the activities the mode's observers ever asked for (only grows, like CFRunLoop's),
     /// read without the lock so an unobserved activity costs one load.
     private let observedMask = Atomic<UInt32>(0)
-    lazy var timers = TimerHeap(owner: self)
+    /// A stored (not lazy) property: a lazy one has no in-place modify accessor, so every heap
+    /// mutation would copy the whole array.
+    var timers = TimerHeap()
     /// Deadline of the activation waiting in this mode; `.max` when none or unbounded.
     var runDeadline: UInt64 = .max
     /// Port registrations with readiness not yet performed (loop thread only).
@@ -24,6 +26,7 @@ final class ModeStore {
         self.mode = mode
         self.backend = try ModeBackend(wakePort: wakePort)
         backend.store = self
+        timers.owner = ObjectIdentifier(self)
     }
 
     /// Sources, ports and timers keep a mode alive; observers do not. Pending blocks are checked by the

@@ -104,8 +104,12 @@ extension RunLoop {
 
             if handled && returnAfterSourceHandled { return .handledSource }
             if isPoll || (deadline != .max && clock.nowNanoseconds >= deadline) { return .timedOut }
-            if takeStopRequest() { return .stopped }
-            if lock.withLock({ isEmptyLocked(store) }) { return .finished }
+            // Stop, then emptiness: CFRunLoop's order, under one lock.
+            let ending: RunResult? = lock.withLock {
+                if takeStopRequestLocked() { return .stopped }
+                return isEmptyLocked(store) ? .finished : nil
+            }
+            if let ending { return ending }
         }
     }
 
@@ -119,11 +123,13 @@ extension RunLoop {
     }
 
     private func takeStopRequest() -> Bool {
-        lock.withLock {
-            guard let top = activations.indices.last, activations[top].stopRequested else { return false }
-            activations[top].stopRequested = false
-            return true
-        }
+        lock.withLock { takeStopRequestLocked() }
+    }
+
+    private func takeStopRequestLocked() -> Bool {
+        guard let top = activations.indices.last, activations[top].stopRequested else { return false }
+        activations[top].stopRequested = false
+        return true
     }
 
     // MARK: waiting
@@ -134,7 +140,13 @@ extension RunLoop {
         sleeping.store(true, ordering: .releasing)
         defer { sleeping.store(false, ordering: .releasing) }
         if polling {
-            backend.dispatch(blocking: false)
+            // Only port sources need the kernel's word: due timers are found by reading the clock,
+            // and a pending wake-up by its flag. Skipping the syscall makes a source-only poll cheap.
+            if lock.withLock({ store.ports.isEmpty }) {
+                wakePort.discardStale()
+            } else {
+                backend.dispatch(blocking: false)
+            }
             return
         }
         switch clock {
@@ -268,12 +280,12 @@ extension RunLoop {
     /// Fires every timer of the mode due now, in (deadline, scheduling) order.
     private func fireTimers(in store: ModeStore, clock: LoopClock) {
         let now = clock.nowNanoseconds
-        var batch: [RunLoopTimer] = []
+        var batch: [TimerHeap.Entry] = []
         swap(&batch, &timerScratch)
         lock.withLock {
             if store.timers.hasDue(at: now) { store.timers.collectDue(at: now, into: &batch) }
         }
-        for timer in batch { fire(timer, in: store, at: now, clock: clock) }
+        for entry in batch { fire(entry.timer, in: store, at: now, clock: clock) }
         batch.removeAll(keepingCapacity: true)
         if timerScratch.capacity < batch.capacity { timerScratch = batch }
     }

@@ -54,7 +54,7 @@ public final class RunLoop: @unchecked Sendable {
     /// How many activations are running (1 in the outermost run).
     var depth = 0
     /// Reusable buffers so steady-state iterations do not allocate.
-    var timerScratch: [RunLoopTimer] = []
+    var timerScratch: [TimerHeap.Entry] = []
     var sourceScratch: [(RunLoopSource, UInt64)] = []
 
     private init(thread: pthread_t, isMain: Bool) {
@@ -188,7 +188,8 @@ public final class RunLoop: @unchecked Sendable {
                 store.sources.removeAll()
                 store.ports.removeAll()
                 store.observers.removeAll()
-                store.timers = TimerHeap(owner: store)
+                store.timers = TimerHeap()
+                store.timers.owner = ObjectIdentifier(store)
                 store.readyPorts.removeAll()
             }
             for change in pendingBackendChanges {
