@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -52,6 +53,13 @@ int rlk_timerfd_arm(int fd, uint64_t deadline_ns) {
 }
 
 uint64_t rlk_timerfd_drain(int fd) { return rlk_eventfd_drain(fd); }
+
+int rlk_accept_nonblocking(int fd, void *address, uint32_t *length) {
+    socklen_t size = (socklen_t)*length;
+    int accepted = accept4(fd, (struct sockaddr *)address, &size, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    *length = (uint32_t)size;
+    return accepted;
+}
 
 uint64_t rlk_monotonic_now(void) {
     struct timespec ts;

@@ -28,6 +28,11 @@ int rlk_timerfd_arm(int fd, uint64_t deadline_ns);
 /// Reads the expiration count (consumes readiness); 0 when not expired.
 uint64_t rlk_timerfd_drain(int fd);
 
+/// accept4(fd, address, length, SOCK_NONBLOCK | SOCK_CLOEXEC): the accepted descriptor, or -1 and errno.
+/// `address` points to a sockaddr_storage and `length` to its size (a socklen_t); Swift's Glibc
+/// module does not export accept4, a GNU extension.
+int rlk_accept_nonblocking(int fd, void *address, uint32_t *length);
+
 /// CLOCK_MONOTONIC in nanoseconds.
 uint64_t rlk_monotonic_now(void);
 

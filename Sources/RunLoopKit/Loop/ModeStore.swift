@@ -6,7 +6,10 @@ final class ModeStore {
     let mode: RunLoop.Mode
     let backend: ModeBackend
     var sources: [RunLoopSource] = []
-    var ports: [PortRegistration] = []
+    /// Port registrations by source, and by descriptor number (to spot stale ones): a daemon holds
+    /// thousands of sockets, and adding or removing one must not scan the others.
+    private(set) var ports: [ObjectIdentifier: PortRegistration] = [:]
+    private(set) var portsByDescriptor: [Int32: [PortRegistration]] = [:]
     /// Sorted by order; equal orders keep insertion order.
     var observers: [RunLoopObserver] = []
     /// Union of the activities the mode's observers ever asked for (only grows, like CFRunLoop's),
@@ -32,6 +35,29 @@ final class ModeStore {
     /// Sources, ports and timers keep a mode alive; observers do not. Pending blocks are checked by the
     /// loop, which owns the block queue.
     var hasItems: Bool { !sources.isEmpty || !ports.isEmpty || !timers.isEmpty }
+
+    func registration(for source: RunLoopPortSource) -> PortRegistration? {
+        ports[ObjectIdentifier(source)]
+    }
+
+    func insertPort(_ registration: PortRegistration) {
+        ports[ObjectIdentifier(registration.source)] = registration
+        portsByDescriptor[registration.source.fileDescriptor, default: []].append(registration)
+    }
+
+    func removePort(_ registration: PortRegistration) {
+        let key = ObjectIdentifier(registration.source)
+        guard ports[key] === registration else { return }
+        ports[key] = nil
+        let fd = registration.source.fileDescriptor
+        portsByDescriptor[fd]?.removeAll { $0 === registration }
+        if portsByDescriptor[fd]?.isEmpty == true { portsByDescriptor[fd] = nil }
+    }
+
+    func removeAllPorts() {
+        ports.removeAll()
+        portsByDescriptor.removeAll()
+    }
 
     func insertObserver(_ observer: RunLoopObserver) {
         let index = observers.firstIndex { $0.order > observer.order } ?? observers.endIndex

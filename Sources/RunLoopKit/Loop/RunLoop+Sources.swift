@@ -60,9 +60,7 @@ extension RunLoop {
                 for registration in added { detachPortLocked(registration, immediate: immediate) }
                 throw error
             }
-            if mode == .common, !commonItems.ports.contains(where: { $0 === source }) {
-                commonItems.ports.append(source)
-            }
+            if mode == .common { commonItems.ports[ObjectIdentifier(source)] = source }
             return added.map(\.store.mode)
         }
         finishAdding(source, scheduled: scheduled)
@@ -75,7 +73,7 @@ extension RunLoop {
         let immediate = isCurrentThread
         let removed: [Mode] = lock.withLock {
             if mode == .common {
-                commonItems.ports.removeAll { $0 === source }
+                commonItems.ports[ObjectIdentifier(source)] = nil
                 return commonModeList.filter { removePortLocked(source, from: $0, immediate: immediate) }
             }
             return removePortLocked(source, from: mode, immediate: immediate) ? [mode] : []
@@ -86,8 +84,8 @@ extension RunLoop {
     /// Whether a port source is in `mode`. Safe from any thread.
     public func contains(_ source: RunLoopPortSource, forMode mode: Mode = .default) -> Bool {
         lock.withLock {
-            if mode == .common { return commonItems.ports.contains { $0 === source } }
-            return modes[mode]?.ports.contains { $0.source === source } ?? false
+            if mode == .common { return commonItems.ports[ObjectIdentifier(source)] != nil }
+            return modes[mode]?.registration(for: source) != nil
         }
     }
 
@@ -103,11 +101,12 @@ extension RunLoop {
             if items.timers.isEmpty && items.sources.isEmpty && items.ports.isEmpty && items.observers.isEmpty {
                 return ([], [])
             }
-            for timer in items.timers { insertTimerLocked(timer, into: mode) }
+            // Oldest first, so equal deadlines keep their scheduling order in the new mode too.
+            for timer in items.timers.values.sorted(by: { $0.sequence < $1.sequence }) { insertTimerLocked(timer, into: mode) }
             for observer in items.observers { insertObserverLocked(observer, into: mode) }
             let sources = items.sources.filter { insertSourceLocked($0, into: mode) }
             var ports: [RunLoopPortSource] = []
-            for port in items.ports {
+            for port in items.ports.values {
                 do {
                     if try insertPortLocked(port, into: mode, immediate: immediate) != nil { ports.append(port) }
                 } catch {
@@ -131,10 +130,8 @@ extension RunLoop {
         let stale: [RunLoopPortSource] = lock.withLock {
             var stale: [RunLoopPortSource] = []
             for store in modes.values {
-                for registration in store.ports
-                where registration.source !== source
-                    && registration.source.fileDescriptor == source.fileDescriptor
-                    && registration.source.identity != current
+                for registration in store.portsByDescriptor[source.fileDescriptor] ?? []
+                where registration.source !== source && registration.source.identity != current
                     && !stale.contains(where: { $0 === registration.source }) {
                     stale.append(registration.source)
                 }
@@ -166,7 +163,8 @@ extension RunLoop {
 
     private func holdsLocked(_ source: RunLoopSourceBase) -> Bool {
         modes.values.contains { store in
-            store.sources.contains { $0 === source } || store.ports.contains { $0.source === source }
+            if let port = source as? RunLoopPortSource { return store.registration(for: port) != nil }
+            return store.sources.contains { $0 === source }
         }
     }
 
@@ -188,7 +186,7 @@ extension RunLoop {
     func insertPortLocked(_ source: RunLoopPortSource, into mode: Mode, immediate: Bool) throws(RunLoopError) -> PortRegistration? {
         guard source.isValid else { return nil }
         guard let store = storeLocked(mode) else { throw .resourceUnavailable("run-loop mode \(mode)") }
-        guard !store.ports.contains(where: { $0.source === source }) else { return nil }
+        guard store.registration(for: source) == nil else { return nil }
         let registration = PortRegistration(source: source, store: store, sequence: nextPortSequence)
         nextPortSequence += 1
         if immediate {
@@ -198,12 +196,12 @@ extension RunLoop {
             pendingBackendChanges.append(.watch(registration))
             hasPendingBackendChanges.store(true, ordering: .releasing)
         }
-        store.ports.append(registration)
+        store.insertPort(registration)
         return registration
     }
 
     func removePortLocked(_ source: RunLoopPortSource, from mode: Mode, immediate: Bool) -> Bool {
-        guard let store = modes[mode], let registration = store.ports.first(where: { $0.source === source }) else {
+        guard let store = modes[mode], let registration = store.registration(for: source) else {
             return false
         }
         detachPortLocked(registration, immediate: immediate)
@@ -213,7 +211,7 @@ extension RunLoop {
     /// Takes a registration out of its mode and stops watching (now on the loop thread, else deferred).
     func detachPortLocked(_ registration: PortRegistration, immediate: Bool) {
         registration.isActive = false
-        registration.store.ports.removeAll { $0 === registration }
+        registration.store.removePort(registration)
         if immediate {
             registration.store.backend.unwatch(registration)
         } else {
@@ -231,7 +229,7 @@ extension RunLoop {
                 commonItems.sources.removeAll { $0 === custom }
                 for (mode, _) in modes where removeSourceLocked(custom, from: mode) { removed.append(mode) }
             } else if let port = source as? RunLoopPortSource {
-                commonItems.ports.removeAll { $0 === port }
+                commonItems.ports[ObjectIdentifier(port)] = nil
                 for (mode, _) in modes where removePortLocked(port, from: mode, immediate: immediate) { removed.append(mode) }
             }
             return removed

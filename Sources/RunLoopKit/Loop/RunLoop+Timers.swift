@@ -13,7 +13,7 @@ extension RunLoop {
         let stillAttached = lock.withLock { () -> Bool in
             guard !tornDownLocked else { return false }
             if mode == .common {
-                if !commonItems.timers.contains(where: { $0 === timer }) { commonItems.timers.append(timer) }
+                commonItems.timers[ObjectIdentifier(timer)] = timer
                 for common in commonModeList { insertTimerLocked(timer, into: common) }
             } else {
                 insertTimerLocked(timer, into: mode)
@@ -29,7 +29,7 @@ extension RunLoop {
     public func remove(_ timer: RunLoopTimer, forMode mode: Mode = .default) {
         let detached = lock.withLock { () -> Bool in
             if mode == .common {
-                commonItems.timers.removeAll { $0 === timer }
+                commonItems.timers[ObjectIdentifier(timer)] = nil
                 for common in commonModeList { removeTimerLocked(timer, from: common) }
             } else {
                 removeTimerLocked(timer, from: mode)
@@ -43,7 +43,7 @@ extension RunLoop {
     /// pseudo-mode. Safe from any thread.
     public func contains(_ timer: RunLoopTimer, forMode mode: Mode = .default) -> Bool {
         lock.withLock {
-            if mode == .common { return commonItems.timers.contains { $0 === timer } }
+            if mode == .common { return commonItems.timers[ObjectIdentifier(timer)] != nil }
             return modes[mode]?.timers.contains(timer) ?? false
         }
     }
@@ -110,7 +110,7 @@ extension RunLoop {
                 membership.store.timers.remove(timer)
                 timersChangedLocked(membership.store)
             }
-            commonItems.timers.removeAll { $0 === timer }
+            commonItems.timers[ObjectIdentifier(timer)] = nil
         }
         if timer.runLoop === self { timer.attachment.release() }
     }

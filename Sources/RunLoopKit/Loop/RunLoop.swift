@@ -175,7 +175,7 @@ public final class RunLoop: @unchecked Sendable {
             tornDownLocked = true
             for (mode, store) in modes {
                 for source in store.sources { cancelled.append((source, mode)) }
-                for registration in store.ports {
+                for registration in store.ports.values {
                     registration.isActive = false
                     store.backend.unwatch(registration)
                     cancelled.append((registration.source, mode))
@@ -186,7 +186,7 @@ public final class RunLoop: @unchecked Sendable {
                 }
                 observers.append(contentsOf: store.observers)
                 store.sources.removeAll()
-                store.ports.removeAll()
+                store.removeAllPorts()
                 store.observers.removeAll()
                 store.timers = TimerHeap()
                 store.timers.owner = ObjectIdentifier(store)
@@ -217,7 +217,7 @@ public final class RunLoop: @unchecked Sendable {
 
     deinit {
         for store in modes.values {
-            for registration in store.ports { store.backend.unwatch(registration) }
+            for registration in store.ports.values { store.backend.unwatch(registration) }
         }
         // Changes requested during teardown callouts, which no iteration will apply any more.
         for change in pendingBackendChanges {
@@ -234,9 +234,11 @@ struct Activation {
 
 /// Items added to ``RunLoop/Mode/common``: they join every mode that becomes common later.
 struct CommonItems {
-    var timers: [RunLoopTimer] = []
+    // Keyed by identity: a daemon may have thousands (a timeout per connection), and each
+    // invalidation must not scan them.
+    var timers: [ObjectIdentifier: RunLoopTimer] = [:]
     var sources: [RunLoopSource] = []
-    var ports: [RunLoopPortSource] = []
+    var ports: [ObjectIdentifier: RunLoopPortSource] = [:]
     var observers: [RunLoopObserver] = []
 }
 

@@ -1,0 +1,237 @@
+import RunLoopKit
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension TCPConnection {
+    /// Reads exactly `count` bytes, then calls `completion` with them on the loop's thread.
+    ///
+    /// Requests are served in the order made, ahead of ``onData``. If the connection closes (or the
+    /// peer ends its input) first, the request is dropped without a call: ``onClose`` (or
+    /// ``onInputClosed``) says why. A request made while connecting waits for the connection.
+    /// - Parameter timeout: how long this request may wait, from when it becomes the first in line;
+    ///   `nil` uses ``readTimeout``. Expiry asks ``shouldTimeoutRead``, then closes with
+    ///   ``NetError/timedOut(_:)`` `.read`.
+    public func read(exactly count: Int, timeout: Duration? = nil, _ completion: @escaping (TCPConnection, [UInt8]) -> Void) {
+        precondition(count >= 0, "read(exactly:) needs a count of at least zero")
+        enqueue(ReadRequest(kind: .exactly(count), timeout: timeout, completion: completion))
+    }
+
+    /// Reads up to and including the first `delimiter`, then calls `completion` with those bytes
+    /// (delimiter included) on the loop's thread.
+    ///
+    /// If `maxLength` bytes arrive without the delimiter, the connection closes with
+    /// ``NetError/delimiterNotFound(limit:)``: a peer cannot make it buffer without bound. Otherwise as
+    /// ``read(exactly:timeout:_:)``.
+    public func read(
+        upTo delimiter: [UInt8],
+        maxLength: Int = 64 * 1024,
+        timeout: Duration? = nil,
+        _ completion: @escaping (TCPConnection, [UInt8]) -> Void
+    ) {
+        precondition(!delimiter.isEmpty, "read(upTo:) needs a delimiter")
+        enqueue(ReadRequest(kind: .delimiter(delimiter, maxLength: max(1, maxLength)), timeout: timeout, completion: completion))
+    }
+
+    /// Stops taking input from the socket and delivering buffered input, until ``resumeReading()``.
+    /// The kernel's receive window then fills and the peer is slowed down — backpressure towards the
+    /// sender. The read timeout does not run while paused.
+    public func pauseReading() {
+        checkThread()
+        guard !isReadingPaused else { return }
+        isReadingPaused = true
+        updateReadInterest(delivery: .deferred)
+        armReadTimer()
+    }
+
+    /// Resumes reading after ``pauseReading()``; buffered input is delivered on the loop's next pass.
+    public func resumeReading() {
+        checkThread()
+        guard isReadingPaused else { return }
+        isReadingPaused = false
+        restartReadWait()
+        updateReadInterest(delivery: .deferred)
+        if !input.isEmpty { scheduleDeferredPass() }
+    }
+
+    /// Whether reading is paused by ``pauseReading()``.
+    public var isReadingPausedByOwner: Bool { isReadingPaused }
+
+    private func enqueue(_ request: ReadRequest) {
+        checkThread()
+        guard state != .closed, state != .closing, !isInputClosed else { return }
+        readRequests.append(request)
+        if readRequests.count == 1 { restartReadWait() }
+        if state == .connected {
+            updateReadInterest(delivery: .deferred)
+            if !isDelivering && !input.isEmpty { scheduleDeferredPass() }
+        }
+    }
+
+    /// Buffered input at which reading pauses: the input limit, or more if the first request needs it.
+    var inputThreshold: Int {
+        max(limits.inputLimit, readRequests.first?.need ?? 0)
+    }
+
+    /// The read source fired: take what the socket has (a few chunks at most, so one busy connection
+    /// cannot starve the others; readiness is level-triggered and the rest waits for the next pass).
+    func handleReadable() {
+        guard state == .connected, fd >= 0 else { return }
+        var received = 0
+        var endOfInput = false
+        var failure: Int32 = 0
+        let chunk = limits.readChunkSize
+        withUnsafeTemporaryAllocation(byteCount: chunk, alignment: 16) { buffer in
+            for _ in 0..<4 {
+                let count = Socket.receive(fd, buffer)
+                if count > 0 {
+                    input.append(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+                    received += count
+                    if count < chunk || input.count >= inputThreshold { break }
+                } else if count == 0 {
+                    endOfInput = true
+                    break
+                } else {
+                    let code = Int32(-count)
+                    if code != EAGAIN && code != EWOULDBLOCK { failure = code }
+                    break
+                }
+            }
+        }
+        if received > 0 {
+            if readRequests.isEmpty {
+                // An idle timeout counts from the last arrival; the timer catches up lazily.
+                readWaitStart = loop.now
+                readExtension = .zero
+            }
+            deliverInput()
+            guard state == .connected else { return }
+        }
+        if failure != 0 {
+            return finish(.failed(.from(errno: failure, operation: "recv")), delivery: .now)
+        }
+        if endOfInput {
+            handleEndOfInput()
+        } else {
+            updateReadInterest(delivery: .now)
+        }
+    }
+
+    /// Hands buffered input to the first read request, or to ``onData`` when none is pending, until
+    /// neither can take more. Runs from loop callouts only; a callback that makes a new request (say,
+    /// the body after a header) is served by the same pass without recursion.
+    func deliverInput() {
+        guard !isDelivering else { return }
+        isDelivering = true
+        defer { isDelivering = false }
+        while state == .connected, !isReadingPaused {
+            if var request = readRequests.first {
+                switch take(for: &request) {
+                case .complete(let bytes):
+                    readRequests.removeFirst()
+                    restartReadWait()
+                    request.completion(self, bytes)
+                case .incomplete:
+                    readRequests[0].scanned = request.scanned
+                    return finishDelivery()
+                case .overflow(let limit):
+                    return finish(.failed(.delimiterNotFound(limit: limit)), delivery: .now)
+                }
+            } else if let onData, !input.isEmpty {
+                onData(self, input.takeAll())
+            } else {
+                break
+            }
+        }
+        finishDelivery()
+    }
+
+    private func finishDelivery() {
+        guard state == .connected else { return }
+        updateReadInterest(delivery: .now)
+        armReadTimer()
+    }
+
+    private enum Take {
+        case complete([UInt8])
+        case incomplete
+        case overflow(Int)
+    }
+
+    private func take(for request: inout ReadRequest) -> Take {
+        switch request.kind {
+        case .exactly(let count):
+            return input.count >= count ? .complete(input.take(count)) : .incomplete
+        case .delimiter(let delimiter, let maxLength):
+            if let end = input.end(of: delimiter, from: request.scanned) {
+                if end - delimiter.count > maxLength { return .overflow(maxLength) }
+                return .complete(input.take(end))
+            }
+            if input.count > maxLength + delimiter.count - 1 { return .overflow(maxLength) }
+            // The delimiter may straddle the next arrival: rescan its possible start.
+            request.scanned = max(0, input.count - delimiter.count + 1)
+            return .incomplete
+        }
+    }
+
+    /// The peer finished sending.
+    private func handleEndOfInput() {
+        isInputClosed = true
+        readRequests.removeAll()
+        if isOutputClosed || (!allowsHalfClosure && output.isEmpty) {
+            return finish(.peerClosed, delivery: .now)
+        }
+        // End of input stays readable for ever (level-triggered): stop watching it.
+        updateReadInterest(delivery: .now)
+        armReadTimer()
+        guard state == .connected else { return }
+        if allowsHalfClosure {
+            onInputClosed?(self)
+        } else {
+            beginGracefulClose(.peerClosed, delivery: .now)
+        }
+    }
+
+    // MARK: read timeout
+
+    /// A new wait starts: a request became first in line, the timeout changed, reading resumed.
+    func restartReadWait() {
+        readWaitStart = loop.now
+        readExtension = .zero
+        armReadTimer()
+    }
+
+    /// The instant the current wait for input times out, or nil when nothing is being waited for.
+    private var readDeadline: LoopInstant? {
+        guard state == .connected, !isInputClosed, !isReadingPaused else { return nil }
+        let timeout: Duration?
+        if let request = readRequests.first {
+            timeout = request.timeout ?? readTimeout
+        } else {
+            timeout = onData != nil ? readTimeout : nil
+        }
+        guard let timeout else { return nil }
+        return readWaitStart + timeout + readExtension
+    }
+
+    func armReadTimer() {
+        if let deadline = readDeadline {
+            timer(&readTimer, "read timeout") { $0.readTimerFired() }.arm(at: deadline)
+        } else {
+            readTimer?.disarm()
+        }
+    }
+
+    func readTimerFired() {
+        guard let deadline = readDeadline else { return }
+        let now = loop.now
+        if now < deadline { return armReadTimer() }
+        if let ask = shouldTimeoutRead, let more = ask(self, now - readWaitStart), more > .zero {
+            guard state == .connected else { return }
+            readExtension += (now - deadline) + more
+            return armReadTimer()
+        }
+        guard state == .connected, readDeadline != nil else { return }
+        finish(.failed(.timedOut(.read)), delivery: .now)
+    }
+}

@@ -1,0 +1,157 @@
+import RunLoopKit
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension TCPConnection {
+    /// Queues `bytes` for sending. Loop thread only; never blocks.
+    ///
+    /// With nothing queued the bytes go to the kernel at once (no copy when it takes them all); the
+    /// rest waits in the output queue and is sent as the socket becomes writable. Writes made while
+    /// connecting wait for the connection.
+    ///
+    /// Backpressure: past ``TCPBufferLimits/writeHighWaterMark`` queued bytes, ``isWritable`` turns
+    /// false (and ``onWritabilityChanged`` reports it on the loop's next pass); stop producing until it
+    /// turns true again.
+    ///
+    /// A send failure (reset, broken pipe) is not thrown: it closes the connection and ``onClose``
+    /// reports it on the loop's next pass. Sending never raises SIGPIPE.
+    /// - Throws: ``NetError/writeBufferFull(limit:)`` if the queue would pass
+    ///   ``TCPBufferLimits/writeLimit`` (nothing is queued); ``NetError/outputClosed`` after
+    ///   ``shutdownOutput()`` or ``close(immediately:)``, or once closed.
+    public func write(_ bytes: [UInt8]) throws(NetError) {
+        checkThread()
+        guard state != .closed, state != .closing, !shutdownRequested else { throw .outputClosed }
+        guard !bytes.isEmpty else { return }
+        guard output.count + bytes.count <= limits.writeLimit else { throw .writeBufferFull(limit: limits.writeLimit) }
+        if output.isEmpty {
+            lastWriteProgress = loop.now
+            writeExtension = .zero
+            if state == .connected && fd >= 0 {
+                let sent = bytes.withUnsafeBytes { Socket.send(fd, $0) }
+                if sent == bytes.count { return }
+                if sent < 0 {
+                    let code = Int32(-sent)
+                    if code != EAGAIN && code != EWOULDBLOCK {
+                        return finish(.failed(.from(errno: code, operation: "send")), delivery: .deferred)
+                    }
+                    output.append(bytes)
+                } else {
+                    output.append(Array(bytes[sent...]))
+                }
+            } else {
+                output.append(bytes)
+            }
+        } else {
+            output.append(bytes)
+        }
+        updateWriteInterest(delivery: .deferred)
+        armWriteTimer()
+        updateWritability(delivery: .deferred)
+    }
+
+    /// Queues the bytes of any sequence (a string's `utf8`, a slice). See ``write(_:)``.
+    public func write<Bytes: Sequence>(_ bytes: Bytes) throws(NetError) where Bytes.Element == UInt8 {
+        try write(Array(bytes))
+    }
+
+    /// Half-closes: once queued output is flushed, shuts down this side's output (the peer reads end
+    /// of input) while input keeps flowing. Later writes throw ``NetError/outputClosed``. If the peer
+    /// has already finished too, the connection then closes with ``CloseReason/closed``. Idempotent.
+    public func shutdownOutput() {
+        checkThread()
+        guard state != .closed, state != .closing, !shutdownRequested else { return }
+        shutdownRequested = true
+        if state == .connected && output.isEmpty && readSource != nil { completeShutdown(delivery: .deferred) }
+    }
+
+    /// Sends what the socket takes, then settles interest, timers, writability and pending closes.
+    func flushOutput(delivery: Delivery) {
+        guard isOpen, fd >= 0 else { return }
+        if !output.isEmpty {
+            let (sent, outcome) = output.flush(to: fd)
+            if sent > 0 {
+                lastWriteProgress = loop.now
+                writeExtension = .zero
+            }
+            if case .failed(let code) = outcome {
+                return finish(.failed(.from(errno: code, operation: "send")), delivery: delivery)
+            }
+        }
+        updateWriteInterest(delivery: delivery)
+        guard isOpen else { return }
+        armWriteTimer()
+        guard output.isEmpty else { return updateWritability(delivery: delivery) }
+        if state == .closing, let reason = closeAfterFlush {
+            return finish(reason, delivery: delivery)
+        }
+        if shutdownRequested && !isOutputClosed { completeShutdown(delivery: delivery) }
+        guard isOpen else { return }
+        updateWritability(delivery: delivery)
+    }
+
+    /// The output queue is empty and a half-close was asked for: FIN goes out now.
+    func completeShutdown(delivery: Delivery) {
+        guard !isOutputClosed, fd >= 0 else { return }
+        isOutputClosed = true
+        if Glibc.shutdown(fd, Int32(SHUT_WR)) != 0 {
+            let code = errno
+            if code != ENOTCONN { return finish(.failed(.from(errno: code, operation: "shutdown")), delivery: delivery) }
+        }
+        if isInputClosed { finish(.closed, delivery: delivery) }
+    }
+
+    /// Applies the water marks; reports a change now (from a callout) or on the next pass (from a
+    /// write the owner made).
+    func updateWritability(delivery: Delivery) {
+        if isWritable && output.count > limits.writeHighWaterMark {
+            isWritable = false
+        } else if !isWritable && output.count <= limits.writeLowWaterMark {
+            isWritable = true
+        }
+        guard isWritable != reportedWritable else { return }
+        switch delivery {
+        case .now: reportWritability()
+        case .deferred: scheduleDeferredPass()
+        }
+    }
+
+    /// Tells the owner about writability changes, one call per change, until it settles.
+    func reportWritability() {
+        guard !isReportingWritability else { return }
+        isReportingWritability = true
+        defer { isReportingWritability = false }
+        while isOpen, reportedWritable != isWritable {
+            reportedWritable = isWritable
+            onWritabilityChanged?(self, isWritable)
+        }
+    }
+
+    // MARK: write timeout
+
+    private var writeDeadline: LoopInstant? {
+        guard isOpen, !output.isEmpty, let writeTimeout else { return nil }
+        return lastWriteProgress + writeTimeout + writeExtension
+    }
+
+    func armWriteTimer() {
+        if let deadline = writeDeadline {
+            timer(&writeTimer, "write timeout") { $0.writeTimerFired() }.arm(at: deadline)
+        } else {
+            writeTimer?.disarm()
+        }
+    }
+
+    func writeTimerFired() {
+        guard let deadline = writeDeadline else { return }
+        let now = loop.now
+        if now < deadline { return armWriteTimer() }
+        if let ask = shouldTimeoutWrite, let more = ask(self, now - lastWriteProgress), more > .zero {
+            guard isOpen else { return }
+            writeExtension += (now - deadline) + more
+            return armWriteTimer()
+        }
+        guard isOpen, writeDeadline != nil else { return }
+        finish(.failed(.timedOut(.write)), delivery: .now)
+    }
+}

@@ -1,0 +1,434 @@
+import Logging
+import RunLoopKit
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A TCP connection scheduled on a ``RunLoop``: a port source for input (always, while reading), a
+/// second one for output (only while output waits, so a level-triggered writable socket never spins
+/// the loop), and timers for the connect, read and write timeouts — all in the modes the owner chose.
+///
+/// Create one with ``init(loop:modes:options:limits:logger:)`` and ``connect(to:port:timeout:resolver:)``,
+/// or receive one from a ``TCPListener``. Set the callbacks before the loop runs again; every callback
+/// runs on the loop's thread, from a loop callout — never from inside a method you call on the
+/// connection (a failure detected inside ``write(_:)`` or ``close(immediately:)`` is reported on the next
+/// pass of the loop).
+///
+/// Lifetime: from `connect` (or accept) until it closes, the loop keeps the connection alive, so an
+/// owner may hold it weakly or not at all. Once closed, its sources and timers are off the loop and it
+/// is released when the owner lets go. The callbacks are dropped after ``onClose`` runs, which breaks
+/// any cycle a callback capturing its connection would make.
+///
+/// Threads: a connection is confined to its loop's thread. Every method and property must be used on
+/// that thread (checked with a precondition); from another thread, hop with
+/// ``RunLoop/perform(inModes:_:)``.
+///
+/// Failures: every failure closes this one connection with a ``CloseReason`` delivered once to
+/// ``onClose`` and kept in ``closeReason``; the loop and other connections carry on.
+public final class TCPConnection {
+    /// Where a connection is in its life.
+    public enum State: Sendable, Equatable {
+        /// Created; `connect` not called yet.
+        case idle
+        /// Waiting for the resolver.
+        case resolving
+        /// The TCP handshake is in progress.
+        case connecting
+        /// Open (possibly half-closed; see ``isInputClosed`` and ``isOutputClosed``).
+        case connected
+        /// ``close(immediately:)`` (or the peer's end of input) asked for a close; queued output is
+        /// being flushed first.
+        case closing
+        /// Closed; ``closeReason`` says why.
+        case closed
+    }
+
+    /// How a close is reported: from inside the event that caused it, or on the loop's next pass when
+    /// the owner's own call caused it (so no callback runs inside a method the owner called).
+    enum Delivery {
+        case now
+        case deferred
+    }
+
+    /// The loop the connection is scheduled on.
+    public let loop: RunLoop
+    /// The modes its sources and timers are in (``RunLoop/Mode/common`` by default).
+    public let modes: [RunLoop.Mode]
+    /// Socket options, applied when the socket is created or accepted.
+    public let options: TCPOptions
+    /// Buffer limits and water marks; changes apply from the next read or write.
+    public var limits: TCPBufferLimits
+    /// Where the connection logs (failures at `debug`; it is the owner's job to decide what matters).
+    public var logger: Logger
+
+    /// Where the connection is in its life.
+    public internal(set) var state: State = .idle
+    /// Why it closed; `nil` until it has.
+    public internal(set) var closeReason: CloseReason?
+    /// This side's address, once connected.
+    public internal(set) var localAddress: SocketAddress?
+    /// The peer's address, once connecting or accepted.
+    public internal(set) var remoteAddress: SocketAddress?
+    /// True once the peer finished sending (end of input) while the connection stays open for writing.
+    public internal(set) var isInputClosed = false
+    /// True once this side shut down its output (``shutdownOutput()`` took effect).
+    public internal(set) var isOutputClosed = false
+    /// False while more than the high water mark of output waits; true again at or below the low
+    /// water mark. See ``TCPBufferLimits``.
+    public internal(set) var isWritable = true
+
+    /// Whether the peer's end of input leaves the connection open for writing (reported with
+    /// ``onInputClosed``) instead of closing it with ``CloseReason/peerClosed``. Off by default.
+    public var allowsHalfClosure = false
+
+    /// Runs once when the handshake completes (not for accepted connections, which are already open).
+    public var onConnect: ((TCPConnection) -> Void)?
+    /// Receives input as it arrives, whenever no read request (``read(exactly:timeout:_:)``,
+    /// ``read(upTo:maxLength:timeout:_:)``) is pending. Setting it delivers what is already buffered
+    /// on the loop's next pass.
+    public var onData: ((TCPConnection, [UInt8]) -> Void)? {
+        didSet { if onData != nil, !input.isEmpty { scheduleDeferredPass() } }
+    }
+    /// Runs when the peer has finished sending and ``allowsHalfClosure`` keeps the connection open.
+    public var onInputClosed: ((TCPConnection) -> Void)?
+    /// Runs when ``isWritable`` changes: `false` after the queue grew past the high water mark, `true`
+    /// after it drained to the low water mark — the signal to resume producing.
+    public var onWritabilityChanged: ((TCPConnection, Bool) -> Void)?
+    /// Runs exactly once when the connection closes, for whatever reason, with that reason.
+    public var onClose: ((TCPConnection, CloseReason) -> Void)?
+
+    /// How long to wait for input: with a read request pending, the whole request's time (unless it
+    /// has its own timeout), measured from when it started waiting; otherwise, while ``onData`` is set,
+    /// the time since the last bytes arrived. `nil` (the default): no limit. Not counted while reading
+    /// is paused.
+    public var readTimeout: Duration? {
+        didSet { restartReadWait() }
+    }
+    /// Asked when a read timeout expires, with the time waited so far. Return a positive duration to
+    /// wait that much longer (CocoaAsyncSocket's should-timeout-read), or `nil` to close the connection
+    /// with ``NetError/timedOut(_:)`` `.read`. A heartbeat can send a ping here and grant the pong's time.
+    public var shouldTimeoutRead: ((TCPConnection, Duration) -> Duration?)?
+    /// How long queued output may make no progress (including the flush of a graceful close). `nil`
+    /// (the default): no limit.
+    public var writeTimeout: Duration? {
+        didSet { armWriteTimer() }
+    }
+    /// Asked when the write timeout expires, with the time since the last progress. Return a positive
+    /// duration to wait longer, or `nil` to close with ``NetError/timedOut(_:)`` `.write`.
+    public var shouldTimeoutWrite: ((TCPConnection, Duration) -> Duration?)?
+
+    // MARK: internal state (loop thread only)
+
+    var fd: Int32 = -1
+    var readSource: RunLoopPortSource?
+    var writeSource: RunLoopPortSource?
+    var isReadWatched = false
+    var isWriteWatched = false
+    /// Set while this connection adds or removes its own sources, whose cancel callouts then mean nothing.
+    var isChangingInterest = false
+    /// The loop's hold on an open connection; cleared when it closes.
+    var keepAlive: TCPConnection?
+    /// The listener that accepted it, which counts its open connections.
+    weak var listener: TCPListener?
+
+    var input = InputBuffer()
+    var output = OutputQueue()
+    var readRequests: [ReadRequest] = []
+    var isDelivering = false
+    var isReadingPaused = false
+    var reportedWritable = true
+    var isReportingWritability = false
+    var shutdownRequested = false
+    var closeAfterFlush: CloseReason?
+    var deferredPassScheduled = false
+    var pendingCloseNotification: CloseReason?
+
+    var candidates: [SocketAddress] = []
+    var lastConnectError: NetError?
+    var resolutionGeneration = 0
+
+    var readWaitStart = LoopInstant(nanoseconds: 0)
+    var readExtension = Duration.zero
+    var lastWriteProgress = LoopInstant(nanoseconds: 0)
+    var writeExtension = Duration.zero
+    var connectTimer: DeadlineTimer?
+    var readTimer: DeadlineTimer?
+    var writeTimer: DeadlineTimer?
+
+    /// Creates an idle connection for `loop`; call ``connect(to:port:timeout:resolver:)`` next.
+    /// Must be called on the loop's thread.
+    /// - Parameters:
+    ///   - modes: where its sources and timers go; ``RunLoop/Mode/common`` keeps it working while the
+    ///     loop runs any common mode (the classic CFRunLoop trap is a socket in the default mode only).
+    ///   - options: socket options applied to the socket.
+    ///   - limits: buffer limits and water marks.
+    public init(
+        loop: RunLoop = .current,
+        modes: [RunLoop.Mode] = [.common],
+        options: TCPOptions = TCPOptions(),
+        limits: TCPBufferLimits = TCPBufferLimits(),
+        logger: Logger = Logger(label: "RunLoopNet")
+    ) {
+        precondition(loop.isCurrentThread, "TCPConnection must be created on its run loop's thread")
+        precondition(!modes.isEmpty, "TCPConnection needs at least one mode")
+        self.loop = loop
+        self.modes = modes
+        self.options = options
+        self.limits = limits
+        self.logger = logger
+    }
+
+    /// An accepted socket: already open; input starts flowing after the listener's `onAccept` returns.
+    init(accepted fd: Int32, remote: SocketAddress?, listener: TCPListener, options: TCPOptions,
+         limits: TCPBufferLimits, logger: Logger) {
+        self.loop = listener.loop
+        self.modes = listener.modes
+        self.options = options
+        self.limits = limits
+        self.logger = logger
+        self.fd = fd
+        self.listener = listener
+        self.remoteAddress = remote
+        self.localAddress = SocketAddress.of(fd, peer: false)
+        self.state = .connected
+        self.keepAlive = self
+        let now = loop.now
+        readWaitStart = now
+        lastWriteProgress = now
+        do {
+            try options.apply(to: fd)
+        } catch {
+            self.logger.debug("option not applied to accepted connection \(remote?.description ?? "?"): \(error)")
+        }
+    }
+
+    deinit {
+        // Defensive: an open connection is kept alive (`keepAlive`) until `finish` has released its
+        // socket, so normally nothing is left here. Never any callback from a deinit.
+        readSource?.invalidate()
+        writeSource?.invalidate()
+        if fd >= 0 { Glibc.close(fd) }
+    }
+
+    /// The socket while it is open, to set an option RunLoopNet does not cover. Never read, write or
+    /// close it: the connection owns it.
+    public var fileDescriptor: Int32? { fd >= 0 ? fd : nil }
+
+    /// Output bytes queued and not yet taken by the kernel.
+    public var bufferedOutputBytes: Int { output.count }
+    /// Input bytes received and not yet delivered.
+    public var bufferedInputBytes: Int { input.count }
+
+    /// Closes the connection.
+    ///
+    /// Gracefully (the default): stops reading, drops pending read requests, flushes queued output
+    /// (bounded by ``writeTimeout`` if set), then closes; ``onClose`` gets ``CloseReason/closed``.
+    /// Immediately: discards queued output and resets the connection (SO_LINGER 0, the peer sees a
+    /// reset); ``onClose`` gets ``CloseReason/aborted``. A connection still resolving or connecting is
+    /// abandoned either way. ``onClose`` runs on the loop's next pass, not inside this call.
+    /// Idempotent; a graceful close may be upgraded to an immediate one.
+    public func close(immediately: Bool = false) {
+        checkThread()
+        switch state {
+        case .closed:
+            return
+        case .idle, .resolving, .connecting:
+            finish(immediately ? .aborted : .closed, delivery: .deferred)
+        case .closing:
+            if immediately { finish(.aborted, delivery: .deferred) }
+        case .connected:
+            if immediately { return finish(.aborted, delivery: .deferred) }
+            beginGracefulClose(.closed, delivery: .deferred)
+        }
+    }
+
+    // MARK: internals
+
+    @inline(__always)
+    func checkThread() {
+        precondition(loop.isCurrentThread, "TCPConnection used off its run loop's thread")
+    }
+
+    var isOpen: Bool { state == .connected || state == .closing }
+
+    /// The timer in `slot`, made on first use. Timers hold the connection weakly.
+    func timer(_ slot: inout DeadlineTimer?, _ label: String, _ fire: @escaping (TCPConnection) -> Void) -> DeadlineTimer {
+        if let existing = slot { return existing }
+        let made = DeadlineTimer(loop: loop, modes: modes, label: label) { [weak self] in
+            if let self { fire(self) }
+        }
+        slot = made
+        return made
+    }
+
+    /// Stops reading and closes once the output queue is empty.
+    func beginGracefulClose(_ reason: CloseReason, delivery: Delivery) {
+        // Nothing to flush: close at once (taking the sources off the loop once, not twice).
+        if output.isEmpty { return finish(reason, delivery: delivery) }
+        state = .closing
+        closeAfterFlush = reason
+        readRequests.removeAll()
+        updateReadInterest(delivery: delivery)
+        armReadTimer()
+        guard state == .closing else { return }
+        if output.isEmpty { finish(reason, delivery: delivery) } else { armWriteTimer() }
+    }
+
+    /// Closes for good: everything off the loop, the descriptor closed, the listener told, the owner
+    /// told once (now or on the next pass).
+    func finish(_ reason: CloseReason, delivery: Delivery) {
+        guard state != .closed else { return }
+        state = .closed
+        closeReason = reason
+        connectTimer?.cancel()
+        readTimer?.cancel()
+        writeTimer?.cancel()
+        releaseSocket(reset: reason == .aborted, graceful: reason == .closed || reason == .peerClosed)
+        readRequests.removeAll()
+        input.removeAll()
+        output.removeAll()
+        candidates.removeAll()
+        listener?.connectionDidClose(self)
+        listener = nil
+        switch reason {
+        case .failed(let error): logger.debug("connection \(remoteAddress?.description ?? "?") failed: \(error)")
+        default: logger.trace("connection \(remoteAddress?.description ?? "?") closed: \(reason)")
+        }
+        switch delivery {
+        case .now:
+            notifyClose(reason)
+        case .deferred:
+            pendingCloseNotification = reason
+            scheduleDeferredPass()
+        }
+        keepAlive = nil
+    }
+
+    private func notifyClose(_ reason: CloseReason) {
+        let handler = onClose
+        onClose = nil
+        onConnect = nil
+        onData = nil
+        onInputClosed = nil
+        onWritabilityChanged = nil
+        shouldTimeoutRead = nil
+        shouldTimeoutWrite = nil
+        handler?(self, reason)
+    }
+
+    /// Takes the sources off the loop (which must stop watching before the number can be reused), then
+    /// closes the descriptor.
+    func releaseSocket(reset: Bool = false, graceful: Bool = false) {
+        isChangingInterest = true
+        readSource?.invalidate()
+        writeSource?.invalidate()
+        isChangingInterest = false
+        readSource = nil
+        writeSource = nil
+        isReadWatched = false
+        isWriteWatched = false
+        guard fd >= 0 else { return }
+        if reset {
+            Socket.setResetOnClose(fd)
+        } else if graceful {
+            Socket.discardInput(fd)
+        }
+        Glibc.close(fd)
+        fd = -1
+    }
+
+    /// Work that must not run inside the owner's call: a close notification, buffered input for a
+    /// newly set consumer, a writability change. One block per burst, on the loop's next pass.
+    func scheduleDeferredPass() {
+        guard !deferredPassScheduled else { return }
+        deferredPassScheduled = true
+        let bound = LoopBound(self)
+        loop.perform(inModes: modes) { bound.value.runDeferredPass() }
+    }
+
+    private func runDeferredPass() {
+        deferredPassScheduled = false
+        if let reason = pendingCloseNotification {
+            pendingCloseNotification = nil
+            notifyClose(reason)
+            return
+        }
+        guard isOpen else { return }
+        reportWritability()
+        guard state == .connected else { return }
+        deliverInput()
+    }
+
+    // MARK: sources
+
+    /// Makes the port sources for the current descriptor (not yet watching).
+    func makeSources() throws(NetError) {
+        do {
+            readSource = try RunLoopPortSource(
+                fileDescriptor: fd, interest: .readable, label: "tcp read \(fd)",
+                cancel: { [weak self] _, _ in self?.sourceCancelled() },
+                perform: { [unowned self] _, _ in self.handleReadable() })
+            writeSource = try RunLoopPortSource(
+                fileDescriptor: fd, interest: .writable, label: "tcp write \(fd)",
+                cancel: { [weak self] _, _ in self?.sourceCancelled() },
+                perform: { [unowned self] _, _ in self.handleWritable() })
+        } catch {
+            throw .system(errno: EBADF, operation: "watch socket (\(error))")
+        }
+    }
+
+    /// A source left a mode without this connection asking: the loop's thread ended.
+    private func sourceCancelled() {
+        guard !isChangingInterest, state != .closed else { return }
+        finish(.failed(.loopTornDown), delivery: .now)
+    }
+
+    /// Adds or removes a source in every mode of the connection. False (and the connection failed) if
+    /// the loop refused it.
+    @discardableResult
+    func setWatching(_ source: RunLoopPortSource?, _ watching: Bool, delivery: Delivery) -> Bool {
+        guard let source else { return false }
+        isChangingInterest = true
+        defer { isChangingInterest = false }
+        do {
+            for mode in modes {
+                if watching { try loop.add(source, forMode: mode) } else { loop.remove(source, forMode: mode) }
+            }
+            return true
+        } catch {
+            isChangingInterest = false
+            finish(.failed(.system(errno: EBADF, operation: "watch socket (\(error))")), delivery: delivery)
+            return false
+        }
+    }
+
+    /// Input is watched while open, reading, not paused and below the input limit.
+    func updateReadInterest(delivery: Delivery) {
+        let wanted = fd >= 0 && state == .connected && !isInputClosed && !isReadingPaused
+            && input.count < inputThreshold
+        guard wanted != isReadWatched else { return }
+        if setWatching(readSource, wanted, delivery: delivery) { isReadWatched = wanted }
+    }
+
+    /// Output is watched only while the handshake is in progress or output waits: a level-triggered
+    /// writable socket would otherwise wake the loop on every pass.
+    func updateWriteInterest(delivery: Delivery) {
+        let wanted = fd >= 0 && (state == .connecting || (isOpen && !output.isEmpty))
+        guard wanted != isWriteWatched else { return }
+        if setWatching(writeSource, wanted, delivery: delivery) { isWriteWatched = wanted }
+    }
+
+    private func handleWritable() {
+        if state == .connecting {
+            handleConnectResult()
+        } else {
+            flushOutput(delivery: .now)
+        }
+    }
+}
+
+extension TCPConnection: CustomStringConvertible {
+    public var description: String {
+        "TCPConnection(\(remoteAddress?.description ?? "-"), \(state))"
+    }
+}

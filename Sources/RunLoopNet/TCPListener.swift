@@ -1,0 +1,255 @@
+import Logging
+import RunLoopKit
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A listening TCP socket scheduled on a ``RunLoop`` as a port source, in the modes its owner chose
+/// (``RunLoop/Mode/common`` by default). Each readiness accepts every pending connection (until the
+/// kernel says there are no more) and hands each one, already open, to ``onAccept``.
+///
+/// - Connection limit: with ``maxConnections`` set, a connection beyond the limit is accepted and
+///   closed at once — after ``refusalMessage`` if one is set, so the client learns why — and
+///   ``onRefused`` reports ``NetError/listenerFull(limit:)``.
+/// - Descriptor exhaustion (EMFILE, ENFILE) and memory pressure: accepting pauses for
+///   ``acceptRetryDelay`` and a warning is logged, rather than the level-triggered listening socket
+///   waking the loop in a busy loop.
+///
+/// Lifetime: while listening the loop keeps the listener alive; ``close()`` stops it. Accepted
+/// connections live on independently (``connections`` lists the open ones).
+///
+/// Threads: confined to its loop's thread, like ``TCPConnection``; callbacks run there.
+public final class TCPListener {
+    /// The loop it is scheduled on.
+    public let loop: RunLoop
+    /// The modes its source, its connections' sources and all their timers go in.
+    public let modes: [RunLoop.Mode]
+    /// Socket options for accepted connections.
+    public var connectionOptions: TCPOptions
+    /// Buffer limits for accepted connections.
+    public var connectionLimits: TCPBufferLimits
+    /// Where the listener logs.
+    public var logger: Logger
+    /// At most this many accepted connections open at once; `nil` (the default): no limit.
+    public var maxConnections: Int?
+    /// Sent (best effort, without blocking) to a client refused for the connection limit, before
+    /// the connection is closed.
+    public var refusalMessage: [UInt8]?
+    /// How long accepting pauses after the process or system ran out of descriptors or memory.
+    public var acceptRetryDelay: Duration = .milliseconds(100)
+
+    /// Receives each accepted connection, open and on this loop. Set the connection's callbacks here:
+    /// its input starts flowing once this returns. Connections arriving while it is `nil` are closed.
+    public var onAccept: ((TCPListener, TCPConnection) -> Void)?
+    /// Told about each connection refused because of ``maxConnections``, with the client's address.
+    public var onRefused: ((TCPListener, SocketAddress?, NetError) -> Void)?
+
+    /// The bound address (with the port the system chose for port 0), while listening.
+    public private(set) var localAddress: SocketAddress?
+    /// Whether it is listening.
+    public private(set) var isListening = false
+    /// Accepted connections still open.
+    public var connectionCount: Int { open.count }
+    /// The accepted connections still open (in no particular order).
+    public var connections: [TCPConnection] { Array(open.values) }
+    /// Accept calls that failed for lack of descriptors or memory, since listening began.
+    public private(set) var acceptFailures = 0
+
+    var fd: Int32 = -1
+    private var source: RunLoopPortSource?
+    private var isWatching = false
+    private var isChangingInterest = false
+    private var retryTimer: DeadlineTimer?
+    private var keepAlive: TCPListener?
+    private var open: [ObjectIdentifier: TCPConnection] = [:]
+    /// Test hook: the accept call (returns a descriptor or -errno, and the peer's address).
+    var acceptCall: (Int32) -> (fd: Int32, address: SocketAddress?) = Socket.accept
+
+    /// A listener for `loop`, not listening yet. Must be called on the loop's thread.
+    public init(
+        loop: RunLoop = .current,
+        modes: [RunLoop.Mode] = [.common],
+        connectionOptions: TCPOptions = TCPOptions(),
+        connectionLimits: TCPBufferLimits = TCPBufferLimits(),
+        logger: Logger = Logger(label: "RunLoopNet")
+    ) {
+        precondition(loop.isCurrentThread, "TCPListener must be created on its run loop's thread")
+        precondition(!modes.isEmpty, "TCPListener needs at least one mode")
+        self.loop = loop
+        self.modes = modes
+        self.connectionOptions = connectionOptions
+        self.connectionLimits = connectionLimits
+        self.logger = logger
+    }
+
+    deinit {
+        source?.invalidate()
+        if fd >= 0 { Glibc.close(fd) }
+    }
+
+    /// The bound port (the chosen one after listening on port 0); 0 when not listening.
+    public var port: UInt16 { localAddress?.port ?? 0 }
+
+    /// Binds and listens on an IP literal (not a host name: binding must not wait for a resolver) and
+    /// port; port 0 lets the system choose (read it back from ``port``). Loop thread only.
+    /// - Throws: ``NetError/invalidAddress(_:)``, ``NetError/addressInUse``,
+    ///   ``NetError/addressNotAvailable``, ``NetError/system(errno:operation:)``.
+    public func listen(host: String = "127.0.0.1", port: UInt16 = 0, backlog: Int32 = 511, reuseAddress: Bool = true) throws(NetError) {
+        guard let address = SocketAddress(ip: host, port: port) else { throw .invalidAddress(host) }
+        try listen(on: address, backlog: backlog, reuseAddress: reuseAddress)
+    }
+
+    /// Binds and listens on `address`. See ``listen(host:port:backlog:reuseAddress:)``.
+    /// - Parameters:
+    ///   - backlog: completed connections the kernel queues before the loop accepts them (capped by
+    ///     `net.core.somaxconn`).
+    ///   - reuseAddress: SO_REUSEADDR, so a restarted daemon can bind while old connections linger in
+    ///     TIME_WAIT.
+    public func listen(on address: SocketAddress, backlog: Int32 = 511, reuseAddress: Bool = true) throws(NetError) {
+        precondition(loop.isCurrentThread, "TCPListener used off its run loop's thread")
+        precondition(!isListening, "TCPListener is already listening")
+        let fd = try Socket.make(address.family)
+        do throws(NetError) {
+            if reuseAddress { try Socket.setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1, "SO_REUSEADDR") }
+            let bound = address.withSockAddr { Glibc.bind(fd, $0, $1) }
+            guard bound == 0 else { throw NetError.from(errno: errno, operation: "bind") }
+            guard Glibc.listen(fd, backlog) == 0 else { throw NetError.from(errno: errno, operation: "listen") }
+            do {
+                source = try RunLoopPortSource(
+                    fileDescriptor: fd, interest: .readable, label: "tcp listener \(address)",
+                    cancel: { [weak self] _, _ in self?.sourceCancelled() },
+                    perform: { [unowned self] _, _ in self.acceptPending() })
+            } catch {
+                throw .system(errno: EBADF, operation: "watch listening socket (\(error))")
+            }
+        } catch {
+            Glibc.close(fd)
+            throw error
+        }
+        self.fd = fd
+        localAddress = SocketAddress.of(fd, peer: false)
+        isListening = true
+        acceptFailures = 0
+        keepAlive = self
+        if !setWatching(true) {
+            close()
+            throw .system(errno: EBADF, operation: "watch listening socket")
+        }
+        logger.debug("listening on \(localAddress?.description ?? "?")")
+    }
+
+    /// Stops listening and closes the socket. Open connections are not touched (close them through
+    /// ``connections`` for a full stop). Idempotent; loop thread only.
+    public func close() {
+        precondition(loop.isCurrentThread, "TCPListener used off its run loop's thread")
+        guard isListening else { return }
+        isListening = false
+        isChangingInterest = true
+        source?.invalidate()
+        isChangingInterest = false
+        source = nil
+        isWatching = false
+        retryTimer?.cancel()
+        retryTimer = nil
+        if fd >= 0 {
+            Glibc.close(fd)
+            fd = -1
+        }
+        logger.debug("stopped listening on \(localAddress?.description ?? "?")")
+        keepAlive = nil
+    }
+
+    // MARK: internals
+
+    private func sourceCancelled() {
+        guard !isChangingInterest, isListening else { return }
+        logger.warning("listener on \(localAddress?.description ?? "?") stops: its run loop's thread ended")
+        close()
+    }
+
+    private func setWatching(_ watching: Bool) -> Bool {
+        guard let source, watching != isWatching else { return true }
+        isChangingInterest = true
+        defer { isChangingInterest = false }
+        do {
+            for mode in modes {
+                if watching { try loop.add(source, forMode: mode) } else { loop.remove(source, forMode: mode) }
+            }
+            isWatching = watching
+            return true
+        } catch {
+            logger.error("listener on \(localAddress?.description ?? "?") cannot be watched: \(error)")
+            return false
+        }
+    }
+
+    /// Accepts until the kernel has no more pending connections.
+    private func acceptPending() {
+        while isListening {
+            let (accepted, remote) = acceptCall(fd)
+            if accepted < 0 {
+                switch -accepted {
+                case EAGAIN, EWOULDBLOCK:
+                    return
+                case EINTR, ECONNABORTED, EPROTO, EPERM, ENETDOWN, ENOPROTOOPT, EHOSTDOWN, ENONET,
+                     EHOSTUNREACH, EOPNOTSUPP, ENETUNREACH:
+                    // The client went away before we accepted it; the next one may be fine.
+                    continue
+                case EMFILE, ENFILE, ENOBUFS, ENOMEM:
+                    return pauseAccepting(errno: -accepted)
+                default:
+                    logger.error("accept on \(localAddress?.description ?? "?") failed: \(NetError.system(errno: -accepted, operation: "accept"))")
+                    return pauseAccepting(errno: -accepted)
+                }
+            }
+            if let limit = maxConnections, open.count >= limit {
+                refuse(accepted, remote, limit: limit)
+                continue
+            }
+            guard let onAccept else {
+                logger.warning("listener has no onAccept; connection from \(remote?.description ?? "?") closed")
+                Glibc.close(accepted)
+                continue
+            }
+            let connection = TCPConnection(
+                accepted: accepted, remote: remote, listener: self,
+                options: connectionOptions, limits: connectionLimits, logger: logger)
+            open[ObjectIdentifier(connection)] = connection
+            onAccept(self, connection)
+            connection.startAccepted()
+        }
+    }
+
+    private func refuse(_ accepted: Int32, _ remote: SocketAddress?, limit: Int) {
+        if let refusalMessage, !refusalMessage.isEmpty {
+            _ = refusalMessage.withUnsafeBytes { Socket.send(accepted, $0) }
+        }
+        Socket.discardInput(accepted)
+        Glibc.close(accepted)
+        logger.notice("refused connection from \(remote?.description ?? "?"): \(limit) connections open")
+        onRefused?(self, remote, .listenerFull(limit: limit))
+    }
+
+    /// Out of descriptors or memory: the pending connection stays queued and the socket stays
+    /// readable, so watching it now would spin. Stop watching and try again later.
+    private func pauseAccepting(errno code: Int32) {
+        acceptFailures += 1
+        logger.warning("accept on \(localAddress?.description ?? "?") paused for \(acceptRetryDelay): \(NetError.system(errno: code, operation: "accept"))")
+        guard setWatching(false) else { return }
+        let timer = retryTimer ?? DeadlineTimer(loop: loop, modes: modes, label: "accept retry") { [weak self] in
+            self?.resumeAccepting()
+        }
+        retryTimer = timer
+        timer.arm(at: loop.now + acceptRetryDelay)
+    }
+
+    private func resumeAccepting() {
+        guard isListening else { return }
+        _ = setWatching(true)
+    }
+
+    /// A connection this listener accepted has closed.
+    func connectionDidClose(_ connection: TCPConnection) {
+        open[ObjectIdentifier(connection)] = nil
+    }
+}

@@ -1,0 +1,163 @@
+import Glibc
+import RunLoopKit
+import RunLoopNet
+import RunLoopTesting
+import Testing
+
+/// Connect, read and write timeouts on a manual clock: real loopback sockets, virtual time, no sleeping.
+/// The clock jumps only while no descriptor is ready, so every expiry lands exactly on its deadline.
+@Suite struct TimeoutTests {
+    @Test func connectTimesOutWhileTheResolverNeverAnswers() async throws {
+        let (reason, elapsed) = try await onManualClockLoop { loop, clock in
+            var reason: CloseReason?
+            var closedAt: LoopInstant?
+            let start = clock.now
+            let client = TCPConnection()
+            client.onClose = { _, why in
+                reason = why
+                closedAt = loop.now
+            }
+            client.connect(to: "never.test", port: 7, timeout: .seconds(5), resolver: NeverResolver())
+            try spin(loop, for: .seconds(60)) { reason != nil }
+            return (reason, closedAt.map { $0 - start })
+        }
+        #expect(reason == .failed(.timedOut(.connect)))
+        #expect(elapsed == .seconds(5))
+    }
+
+    @Test func readTimeoutFiresAfterBeingExtendedFromTheCallback() async throws {
+        struct Outcome: Sendable {
+            var asked: [Duration] = []
+            var serverReason: CloseReason?
+            var clientReason: CloseReason?
+            var closedAfter: Duration?
+        }
+        let outcome = try await onManualClockLoop { loop, clock in
+            var outcome = Outcome()
+            var acceptedAt: LoopInstant?
+            let listener = TCPListener()
+            defer { listener.close() }
+            listener.onAccept = { _, connection in
+                acceptedAt = loop.now
+                connection.onData = { _, _ in }
+                connection.readTimeout = .seconds(10)
+                // A heartbeat would send a ping here and grant the pong five more seconds, twice.
+                connection.shouldTimeoutRead = { _, elapsed in
+                    outcome.asked.append(elapsed)
+                    return outcome.asked.count <= 2 ? .seconds(5) : nil
+                }
+                connection.onClose = { _, why in
+                    outcome.serverReason = why
+                    outcome.closedAfter = acceptedAt.map { loop.now - $0 }
+                }
+            }
+            try listener.listen()
+            let client = TCPConnection()
+            client.onClose = { _, why in outcome.clientReason = why }
+            client.connect(to: "127.0.0.1", port: listener.port, timeout: nil)
+            try spin(loop, for: .seconds(120)) { outcome.serverReason != nil && outcome.clientReason != nil }
+            return outcome
+        }
+        #expect(outcome.asked == [.seconds(10), .seconds(15), .seconds(20)])
+        #expect(outcome.serverReason == .failed(.timedOut(.read)))
+        #expect(outcome.closedAfter == .seconds(20))
+        #expect(outcome.clientReason == .peerClosed)
+    }
+
+    @Test func arrivingBytesPushTheIdleReadTimeoutBack() async throws {
+        let (reason, closedAfter, received) = try await onManualClockLoop { loop, clock in
+            var reason: CloseReason?
+            var closedAfter: Duration?
+            var received = 0
+            var acceptedAt: LoopInstant?
+            let listener = TCPListener()
+            defer { listener.close() }
+            listener.onAccept = { _, connection in
+                acceptedAt = loop.now
+                connection.readTimeout = .seconds(5)
+                connection.onData = { _, chunk in received += chunk.count }
+                connection.onClose = { _, why in
+                    reason = why
+                    closedAfter = acceptedAt.map { loop.now - $0 }
+                }
+            }
+            try listener.listen()
+            let client = TCPConnection()
+            client.connect(to: "127.0.0.1", port: listener.port, timeout: nil)
+            // One byte every 4 s, three times: each arrival restarts the 5 s wait.
+            var sent = 0
+            let ticker = RunLoopTimer(after: .seconds(4), repeating: .seconds(4)) { timer in
+                try? client.write([1])
+                sent += 1
+                if sent == 3 { timer.invalidate() }
+            }
+            loop.add(ticker, forMode: .common)
+            try spin(loop, for: .seconds(120)) { reason != nil }
+            client.close()
+            return (reason, closedAfter, received)
+        }
+        #expect(received == 3)
+        #expect(reason == .failed(.timedOut(.read)))
+        #expect(closedAfter == .seconds(17), "last byte at 12 s, then 5 s of silence")
+    }
+
+    @Test func readRequestTimeoutCoversTheWholeRequest() async throws {
+        let (reason, elapsed, completed) = try await onManualClockLoop { loop, clock in
+            var reason: CloseReason?
+            var elapsed: Duration?
+            var completed = false
+            let listener = TCPListener()
+            defer { listener.close() }
+            listener.onAccept = { _, connection in
+                let start = loop.now
+                connection.read(exactly: 10, timeout: .seconds(3)) { _, _ in completed = true }
+                connection.onClose = { _, why in
+                    reason = why
+                    elapsed = loop.now - start
+                }
+            }
+            try listener.listen()
+            let client = TCPConnection()
+            client.onConnect = { try? $0.write(bytes("half!")) }
+            client.connect(to: "127.0.0.1", port: listener.port, timeout: nil)
+            try spin(loop, for: .seconds(60)) { reason != nil }
+            client.close()
+            return (reason, elapsed, completed)
+        }
+        #expect(!completed)
+        #expect(reason == .failed(.timedOut(.read)))
+        #expect(elapsed == .seconds(3), "partial input does not restart a request's timeout")
+    }
+
+    @Test func writeTimeoutFiresWhenThePeerStopsReading() async throws {
+        let (reason, stalledFor, queued) = try await onManualClockLoop { loop, clock in
+            var reason: CloseReason?
+            var stalledFor: Duration?
+            var queued = 0
+            let small = TCPOptions(sendBufferSize: 4096, receiveBufferSize: 4096)
+            let listener = TCPListener(connectionOptions: small)
+            defer { listener.close() }
+            listener.onAccept = { _, connection in
+                connection.writeTimeout = .seconds(2)
+                connection.shouldTimeoutWrite = { _, waited in
+                    stalledFor = waited
+                    return nil
+                }
+                // Far more than the kernel buffers hold: the rest waits in the queue.
+                try? connection.write([UInt8](repeating: 7, count: 1 << 20))
+                queued = connection.bufferedOutputBytes
+                connection.onClose = { _, why in reason = why }
+            }
+            try listener.listen()
+            let client = TCPConnection(options: small)
+            client.onConnect = { $0.pauseReading() }
+            client.connect(to: "127.0.0.1", port: listener.port, timeout: nil)
+            try spin(loop, for: .seconds(60)) { reason != nil }
+            client.close(immediately: true)
+            return (reason, stalledFor, queued)
+        }
+        #expect(queued > 0)
+        #expect(reason == .failed(.timedOut(.write)))
+        #expect(stalledFor == .seconds(2))
+    }
+}
