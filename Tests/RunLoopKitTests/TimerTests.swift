@@ -146,14 +146,15 @@ import Testing
             let pair = SocketPair()  // keeps the mode alive once the timer is gone
             let keeper = try RunLoopPortSource(fileDescriptor: pair.right) { _, _ in }
             try loop.add(keeper, forMode: "M")
-            let timer = RunLoopTimer(after: .milliseconds(30)) { _ in trace.append("T") }
+            // Far enough that the remover thread, however late it is scheduled, acts before it.
+            let timer = RunLoopTimer(after: .milliseconds(250)) { _ in trace.append("T") }
             loop.add(timer, forMode: "M")
             loop.add(trace.observer(), forMode: "M")
             startThread {
                 while !loop.isWaiting { usleep(200) }
                 loop.remove(timer, forMode: "M")
             }
-            try loop.run("M", timeout: .milliseconds(80))
+            try loop.run("M", timeout: .milliseconds(300))
             keeper.invalidate()
             return trace.events
         }

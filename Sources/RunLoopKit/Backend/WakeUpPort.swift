@@ -29,9 +29,16 @@ final class WakeUpPort: @unchecked Sendable {
     }
 
     /// Consumes a pending wake-up, if any. Called on the loop thread.
+    ///
+    /// Read first, clear second. The other order loses wake-ups for good: a `wake()` landing between
+    /// the clear and the read would have its write swallowed by the read while `pending` stays true, so
+    /// every later `wake()` would skip its write and the loop could sleep forever. In this order a
+    /// `wake()` that lands in between sees `pending` still set and skips its write, which is safe: the
+    /// clearing `exchange` reads the value that `wake()`'s own exchange wrote, so the loop sees the work
+    /// published before it, and re-checks that work before it could sleep again.
     func drain() {
-        pending.store(false, ordering: .releasing)
         _ = rlk_eventfd_drain(fileDescriptor)
+        _ = pending.exchange(false, ordering: .acquiringAndReleasing)
     }
 
     /// Drops a wake-up that nobody is waiting for (the loop was idle when it arrived).

@@ -151,11 +151,15 @@ extension RunLoop {
         }
         switch clock {
         case .system:
-            lock.withLock {
+            let alreadyDue = lock.withLock { () -> Bool in
                 store.runDeadline = deadline
+                if store.wakeDeadline <= clock.nowNanoseconds { return true }
                 store.rearm()
+                return false
             }
-            backend.dispatch(blocking: true)
+            // A due timer or a passed deadline needs no kernel timer: arming one in the past and
+            // blocking on it costs a timerfd_settime, a wake-up and a read for nothing.
+            backend.dispatch(blocking: !alreadyDue)
         case .manual(let manual):
             let wakeAt = lock.withLock {
                 store.runDeadline = deadline
