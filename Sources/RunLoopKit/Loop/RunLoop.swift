@@ -36,6 +36,7 @@ public final class RunLoop: @unchecked Sendable {
     var blocks: [PendingBlock] = []
     var activations: [Activation] = []
     var currentStore: ModeStore?
+    var lastStore: ModeStore?
     var tornDownLocked = false
     var pendingBackendChanges: [BackendChange] = []
     var calloutObservers: [RunLoopCalloutObserver] = []
@@ -154,7 +155,12 @@ public final class RunLoop: @unchecked Sendable {
 
     /// The store for `mode`, created if needed. Caller holds the lock.
     func storeLocked(_ mode: Mode) -> ModeStore? {
-        if let store = modes[mode] { return store }
+        // Items mostly go to the mode used last; comparing a short name beats hashing it.
+        if let last = lastStore, last.mode == mode { return last }
+        if let store = modes[mode] {
+            lastStore = store
+            return store
+        }
         do {
             let store = try ModeStore(mode: mode, wakePort: wakePort)
             store.backend.usesKernelTimer = clockStorage.isSystem
