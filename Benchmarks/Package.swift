@@ -1,5 +1,9 @@
 // swift-tools-version: 6.1
+// The RunLoopKit benchmark package: its own manifest, so the main package and CI never build SwiftNIO or
+// the benchmark harness. Run everything with ./run.sh (see README.md).
 import PackageDescription
+
+let benchmarkPlugin: [Target.PluginUsage] = [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
 
 let package = Package(
     name: "RunLoopKitBenchmarks",
@@ -10,15 +14,65 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
+        // Shared C helpers: the same semaphore, thread and socket primitives for every system.
+        .target(name: "BenchSupport"),
+        // Workload names, operation counts and the shared benchmark configuration.
+        .target(
+            name: "BenchCommon",
+            dependencies: [.product(name: "Benchmark", package: "package-benchmark"), "BenchSupport"]
+        ),
+        // The workloads written in C directly on libevent 2.1 (Debian's libevent-dev).
+        .target(
+            name: "LibeventBaseline",
+            linkerSettings: [.linkedLibrary("event_core")]
+        ),
+        // One RunLoopKit workload outside the harness, for callgrind, perf and strace.
         .executableTarget(
-            name: "Probe",
+            name: "rlk-profile",
+            dependencies: [.product(name: "RunLoopKit", package: "main"), "BenchSupport"],
+            path: "Sources/RunLoopKitProfile"
+        ),
+        .executableTarget(
+            name: "RunLoopKitBench",
             dependencies: [
                 .product(name: "Benchmark", package: "package-benchmark"),
                 .product(name: "RunLoopKit", package: "main"),
-                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "RunLoopTesting", package: "main"),
+                "BenchCommon",
             ],
-            path: "Benchmarks/Probe",
-            plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
+            path: "Benchmarks/RunLoopKitBench",
+            plugins: benchmarkPlugin
         ),
-    ]
+        .executableTarget(
+            name: "LibeventBench",
+            dependencies: [
+                .product(name: "Benchmark", package: "package-benchmark"),
+                "LibeventBaseline",
+                "BenchCommon",
+            ],
+            path: "Benchmarks/LibeventBench",
+            plugins: benchmarkPlugin
+        ),
+        .executableTarget(
+            name: "FoundationBench",
+            dependencies: [
+                .product(name: "Benchmark", package: "package-benchmark"),
+                "BenchCommon",
+            ],
+            path: "Benchmarks/FoundationBench",
+            plugins: benchmarkPlugin
+        ),
+        .executableTarget(
+            name: "NIOBench",
+            dependencies: [
+                .product(name: "Benchmark", package: "package-benchmark"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                "BenchCommon",
+            ],
+            path: "Benchmarks/NIOBench",
+            plugins: benchmarkPlugin
+        ),
+    ],
+    swiftLanguageModes: [.v6]
 )

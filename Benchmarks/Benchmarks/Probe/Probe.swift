@@ -1,4 +1,0 @@
-import Benchmark
-let benchmarks = {
-    Benchmark("probe") { _ in blackHole(1) }
-}

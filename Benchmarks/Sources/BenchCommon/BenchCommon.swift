@@ -1,0 +1,90 @@
+import Benchmark
+@_exported import BenchSupport
+
+/// The workloads, with the number of operations one benchmark iteration performs.
+///
+/// A benchmark is named `<workload>#<operations per iteration>`; `Scripts/table.py` divides each
+/// iteration's measurement by that count, so every system can pick an iteration size that suits it while
+/// the table compares the same unit: one operation. Every system's target uses these names.
+public enum Workload {
+    // 1. Timers
+    public static let timerBatch = "timer.oneshot.batch"        // schedule N zero-delay one-shots, run until all fired
+    public static let timerChain = "timer.oneshot.chain"        // each one-shot schedules the next from its callback
+    public static let timerSpread = "timer.spread100ms"         // 100,000 timers due over 100 ms: time to last fire
+    public static let timerTick = "timer.repeat.tick"           // one repeating timer, always due: one tick
+    public static let pending1K = "timer.pending1k.insertCancel" // insert + cancel one timer among 1,000 pending
+    public static let pending1M = "timer.pending1M.insertCancel" // the same among 1,000,000 pending
+    // 2. Custom source (source0)
+    public static let source0 = "source0.signalPerform"         // signalled from its own callout, performed
+    // 5. Observers (same loop as source0)
+    public static let source0Observer = "source0.signalPerform.observer1"          // one observer, all activities
+    public static let source0Recorder = "source0.signalPerform.activityRecorder"   // RunLoopTesting's recorder
+    // 3. Cross-thread hand-off (one iteration = one round trip)
+    public static let crossPerform = "xthread.perform"
+    public static let crossSignal = "xthread.signalWake"
+    public static let crossSignalAndWakeUp = "xthread.signalAndWakeUp"
+    // 4. fd readiness
+    public static let pingPong = "fd.pingpong"
+    public static let pingPongPrecise = "fd.pingpong.precise"
+    // 6. Memory
+    public static let memTimers = "mem.pendingTimer"
+    public static let memSources = "mem.customSource"
+    public static let memPorts = "mem.portSource"
+
+    public static let timerBatchCount = 100_000
+    public static let timerChainCount = 100_000
+    public static let spreadCount = 100_000
+    public static let spreadNanoseconds: UInt64 = 100_000_000
+    public static let tickCount = 100_000
+    public static let source0Count = 100_000
+    public static let pingPongCount = 10_000
+    public static let memTimerCount = 100_000
+    public static let memSourceCount = 10_000
+    public static let memPortCount = 1_000
+
+    public static func name(_ workload: String, _ operations: Int) -> String { "\(workload)#\(operations)" }
+}
+
+/// Pending timer `index` of `count` is due 1 h + index/count h after "now": an even spread added in
+/// ascending order, identical for every system. The probe used by the insert/cancel workloads is due at
+/// 1.5 h, in the middle of the pending set.
+public func farDeadlineOffset(_ index: Int, of count: Int) -> UInt64 {
+    let hour: UInt64 = 3_600_000_000_000
+    return hour + UInt64(index) * hour / UInt64(count)
+}
+public let probeDeadlineOffset: UInt64 = 5_400_000_000_000
+
+/// The configuration every benchmark uses: wall clock and malloc counts, nanoseconds, a short run.
+public func benchConfiguration(
+    iterations: Int,
+    seconds: Int = 1,
+    warmup: Int = 1,
+    memory: Bool = false
+) -> Benchmark.Configuration {
+    Benchmark.Configuration(
+        metrics: memory ? [.wallClock, .mallocCountTotal, .memoryLeakedBytes] : [.wallClock, .mallocCountTotal],
+        timeUnits: .nanoseconds,
+        // Raw counts in the exported samples (the default scales them to K or M).
+        units: [.mallocCountTotal: .count, .memoryLeakedBytes: .count],
+        warmupIterations: warmup,
+        scalingFactor: .one,
+        maxDuration: .seconds(seconds),
+        maxIterations: iterations
+    )
+}
+
+/// A mutable cell shared by a benchmark's callouts. Each workload touches it from one thread at a time
+/// (the loop's), with a semaphore hand-off where another thread reads it.
+public final class Counter: @unchecked Sendable {
+    public var value = 0
+    public var target = 0
+    public var last: UInt64 = 0
+    public init() {}
+}
+
+/// Holds state a benchmark builds lazily on its first iteration (on the thread that runs the loop, which
+/// a setup hook cannot guarantee) and its teardown hook releases.
+public final class Holder<State>: @unchecked Sendable {
+    public var state: State?
+    public init() {}
+}
