@@ -124,10 +124,13 @@ import Testing
                 connection.onClose = { _, _ in serverDone = true }
             }
             try listener.listen()
-            // No consumer yet: input piles up to the limit, then the socket is left alone.
+            // No consumer yet: input piles up to the limit, then the socket is left alone. Wait for
+            // the limit (not a fixed time: a slow machine or the thread sanitizer may take longer),
+            // then give the loop more turns to show that reading stays paused.
             let reader = TCPConnection(options: Self.small, limits: limits)
             reader.connect(to: "127.0.0.1", port: listener.port)
-            try spin(loop, for: .milliseconds(100)) { false }
+            try spin(loop, for: .seconds(10)) { reader.bufferedInputBytes >= 32 * 1024 }
+            try spin(loop, for: .milliseconds(50)) { false }
             let buffered = reader.bufferedInputBytes
             reader.onData = { _, bytes in received += bytes.count }
             try spin(loop) { serverDone && reader.state == .closed }

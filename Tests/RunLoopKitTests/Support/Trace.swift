@@ -50,29 +50,6 @@ final class Trace: @unchecked Sendable {
     }
 }
 
-/// Whether `actual` equals `expected` once zero or more spurious wake cycles ("BW AW BT BS", which
-/// CFRUNLOOP.md §1.6 and §3.2 allow) are removed from it.
-func matchesAllowingSpuriousWakes(_ actual: [String], _ expected: [String]) -> Bool {
-    let cycle = ["BW", "AW", "BT", "BS"]
-    var memo: [Int: Bool] = [:]
-    func match(_ i: Int, _ j: Int) -> Bool {
-        let key = i * (expected.count + 1) + j
-        if let known = memo[key] { return known }
-        var result = false
-        if i == actual.count {
-            result = j == expected.count
-        } else {
-            if j < expected.count, actual[i] == expected[j], match(i + 1, j + 1) { result = true }
-            if !result, i + cycle.count <= actual.count, Array(actual[i..<(i + cycle.count)]) == cycle {
-                result = match(i + cycle.count, j)
-            }
-        }
-        memo[key] = result
-        return result
-    }
-    return match(0, 0)
-}
-
 /// Splits a trace literal: "E BT BS X" → ["E", "BT", "BS", "X"].
 func tokens(_ text: String) -> [String] {
     text.split(separator: " ").map(String.init)
