@@ -4,10 +4,11 @@ import RunLoopNet
 import RunLoopTesting
 
 /// Runs `loop` in `mode` in short slices until `done()` or `limit` (on the loop's clock) has passed.
-/// Returns whether `done()` became true.
+/// Returns whether `done()` became true. The limit only guards against a hang (the thread sanitizer
+/// on a busy machine is many times slower), so it is generous.
 @discardableResult
 func spin(
-    _ loop: RunLoop, mode: RunLoop.Mode = .default, for limit: Duration = .seconds(5),
+    _ loop: RunLoop, mode: RunLoop.Mode = .default, for limit: Duration = .seconds(30),
     until done: () -> Bool
 ) throws -> Bool {
     let end = loop.now + limit
