@@ -38,6 +38,7 @@ let package = Package(
                 .product(name: "Benchmark", package: "package-benchmark"),
                 .product(name: "RunLoopKit", package: "main"),
                 .product(name: "RunLoopTesting", package: "main"),
+                .product(name: "RunLoopNet", package: "main"),
                 "BenchCommon",
             ],
             path: "Benchmarks/RunLoopKitBench",

@@ -42,10 +42,12 @@ NA = {
     ("fd.pingpong.precise", "NIOBench"): "libevent configuration variant",
     ("mem.customSource", "NIOBench"): "NIO has no custom sources",
     ("mem.portSource", "NIOBench"): "a NIO Channel is a whole pipeline, not a watched fd: not compared",
+    ("tcp.echo", "FoundationBench"): "Foundation has no TCP listener/connection API on Linux (no Network.framework); CFSocket callbacks on BSD sockets are the fd ping-pong row",
 }
 
 # (section, label, workload, metric, statistic, unit, target)
-# unit: "ns" (per operation), "ms" (per iteration), "B" (bytes per item), "allocs" (per operation).
+# unit: "ns" (per operation), "ms" (per iteration), "B" (bytes per item), "allocs" (per operation),
+#       "msgs" (operations per second from the per-operation time; no ratio cells: the ns row has them).
 # target: None, ("ratio", baseline target, max ratio), ("abs", max value in the row's unit),
 #         ("zero",) for "no allocation per operation".
 ROWS = [
@@ -103,6 +105,12 @@ ROWS = [
      "xthread.perform", "mallocCountTotal", 50, "allocs", None),
     ("", "allocations per cross-thread signal + wake round trip",
      "xthread.signalWake", "mallocCountTotal", 50, "allocs", None),
+    ("7. TCP echo", "64-byte echo, 100 connections, one message in flight each (per message)",
+     "tcp.echo", "wallClock", 50, "ns", None),
+    ("", "the same in messages per second",
+     "tcp.echo", "wallClock", 50, "msgs", None),
+    ("", "allocations per echoed message (client and server)",
+     "tcp.echo", "mallocCountTotal", 50, "allocs", None),
 ]
 
 
@@ -152,6 +160,8 @@ def value(results, workload, target, metric, statistic):
 def fmt(number, unit):
     if number is None:
         return None
+    if unit == "msgs":
+        return f"{1e9 / number:,.0f}/s" if number > 0 else "—"
     if unit == "ms":
         return f"{number / 1e6:.1f} ms"
     if unit == "B":
@@ -224,12 +234,14 @@ def main():
         ours = row_values["RunLoopKitBench"]
         for target_name, _ in BASELINES:
             base = row_values[target_name]
-            if ours is None or base is None:
-                cells.append("")
+            if ours is None or base is None or unit == "msgs":
+                cells.append("")  # a messages/s row repeats the ns row above it, which has the ratios
             elif unit == "allocs" and max(ours, base) < 0.01:
                 cells.append("=")  # both below one allocation per 100 operations: setup, not per operation
             elif unit == "allocs" and ours < 0.01:
                 cells.append("≈0×")
+            elif unit == "allocs" and base < 0.01:
+                cells.append("—")  # the baseline allocates nothing per operation: no meaningful ratio
             elif base == 0:
                 cells.append("=" if ours == 0 else "—")
             else:

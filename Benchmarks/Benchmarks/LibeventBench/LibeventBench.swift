@@ -10,6 +10,7 @@ let benchmarks: @Sendable () -> Void = {
     crossThreadBenchmarks()
     pingPongBenchmarks()
     memoryBenchmarks()
+    tcpEchoBenchmarks()
 }
 
 /// An event_base kept for the whole benchmark (default configuration unless `precise`).
@@ -170,5 +171,26 @@ private func memoryBenchmarks() {
         benchmark.stopMeasurement()
         lev_group_free(group)
         for fd in pipes { bs_close(fd) }
+    }
+}
+
+// MARK: 7. TCP echo (bufferevents)
+
+private func tcpEchoBenchmarks() {
+    let roundTrips = Workload.tcpEchoRoundTrips
+    let messages = Workload.tcpEchoConnections * roundTrips
+    let loop = Holder<Loop>()
+    let echo = Holder<OpaquePointer>()
+    Benchmark(Workload.name(Workload.tcpEcho, messages), configuration: benchConfiguration(iterations: 20, seconds: 2)) { benchmark in
+        let done = lev_tcpecho_run(echo.state!, Int32(roundTrips))
+        precondition(done == messages, "echoed \(done) of \(messages)")
+    } setup: {
+        loop.state = Loop()
+        echo.state = lev_tcpecho_new(loop.state!.pointer, Int32(Workload.tcpEchoConnections), Int32(Workload.tcpEchoMessageSize))
+        precondition(echo.state != nil, "tcp.echo set-up failed")
+    } teardown: {
+        lev_tcpecho_free(echo.state)
+        echo.state = nil
+        loop.state = nil
     }
 }

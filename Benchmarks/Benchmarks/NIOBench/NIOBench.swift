@@ -16,6 +16,7 @@ let benchmarks: @Sendable () -> Void = {
     crossThreadBenchmarks()
     pingPongBenchmarks()
     memoryBenchmarks()
+    tcpEchoBenchmarks()
 }
 
 /// One single-threaded event loop group and a semaphore the workloads post when done.
@@ -341,6 +342,117 @@ private func memoryBenchmarks() {
         }
         benchmark.stopMeasurement()
         l.shutdown()  // fails the pending tasks in one pass
+        holder.state = nil
+    }
+}
+
+// MARK: 7. TCP echo
+
+/// A ServerBootstrap echo server on 127.0.0.1 port 0 and `tcpEchoConnections` ClientBootstrap clients,
+/// all on the one loop (TCP_NODELAY on both ends, as RunLoopNet's default and the libevent baseline).
+private final class TCPEchoState: @unchecked Sendable {
+    let l = Loop()
+    var server: Channel!
+    var clients: [Channel] = []
+    var message: ByteBuffer!
+    var remaining = 0   // round trips still to start (all clients together)
+    var echoed = 0
+    var target = 0
+
+    init() throws {
+        message = ByteBuffer(repeating: 0x78, count: Workload.tcpEchoMessageSize)
+        server = try ServerBootstrap(group: l.group)
+            .serverChannelOption(.backlog, value: 511)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(EchoServerHandler())
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0)
+            .wait()
+        let port = server.localAddress!.port!
+        for _ in 0..<Workload.tcpEchoConnections {
+            clients.append(try ClientBootstrap(group: l.group)
+                .channelOption(.tcpOption(.tcp_nodelay), value: 1)
+                .channelInitializer { [self] channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(EchoClientHandler(state: self))
+                    }
+                }
+                .connect(host: "127.0.0.1", port: port)
+                .wait())
+        }
+    }
+
+    func runOnce(_ roundTripsPerClient: Int) {
+        let clients = self.clients, message = self.message!
+        echoed = 0
+        target = clients.count * roundTripsPerClient
+        remaining = target - clients.count
+        l.runAndWait {
+            for client in clients { client.writeAndFlush(message, promise: nil) }
+        }
+        precondition(echoed == target)
+    }
+
+    func tearDown() {
+        for client in clients { try? client.close().wait() }
+        try? server.close().wait()
+        l.shutdown()
+    }
+}
+
+private final class EchoServerHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        context.write(data, promise: nil)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        context.flush()
+    }
+}
+
+private final class EchoClientHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+    let state: TCPEchoState
+    var pending = 0   // bytes of the current echo received so far
+
+    init(state: TCPEchoState) { self.state = state }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        pending += unwrapInboundIn(data).readableBytes
+        let size = Workload.tcpEchoMessageSize
+        while pending >= size {
+            pending -= size
+            state.echoed += 1
+            if state.echoed == state.target {
+                bs_sem_post(state.l.done)
+                return
+            }
+            if state.remaining > 0 {
+                state.remaining -= 1
+                context.writeAndFlush(wrapOutboundOut(state.message), promise: nil)
+            }
+        }
+    }
+}
+
+private func tcpEchoBenchmarks() {
+    let roundTrips = Workload.tcpEchoRoundTrips
+    let messages = Workload.tcpEchoConnections * roundTrips
+    let holder = Holder<TCPEchoState>()
+    Benchmark(Workload.name(Workload.tcpEcho, messages), configuration: benchConfiguration(iterations: 20, seconds: 2)) { benchmark in
+        holder.state!.runOnce(roundTrips)
+    } setup: {
+        holder.state = try TCPEchoState()
+    } teardown: {
+        holder.state?.tearDown()
         holder.state = nil
     }
 }

@@ -4,6 +4,7 @@
 import BenchCommon
 import Benchmark
 import RunLoopKit
+import RunLoopNet
 import RunLoopTesting
 
 let benchmarks: @Sendable () -> Void = {
@@ -13,6 +14,7 @@ let benchmarks: @Sendable () -> Void = {
     crossThreadBenchmarks()
     pingPongBenchmarks()
     memoryBenchmarks()
+    tcpEchoBenchmarks()
 }
 
 private func run(_ loop: RunLoop, _ mode: RunLoop.Mode) {
@@ -472,5 +474,95 @@ private func memoryBenchmarks() {
         benchmark.stopMeasurement()
         for source in sources { source.invalidate() }
         for fd in pipes { bs_close(fd) }
+    }
+}
+
+// MARK: 7. TCP echo
+
+/// A RunLoopNet echo server on 127.0.0.1 port 0 and `tcpEchoConnections` clients, all on the benchmark
+/// thread's loop in one mode: the server writes back whatever `onData` delivers; each client writes one
+/// 64-byte message, `read(exactly: 64)` its echo, and writes the next.
+private final class TCPEcho: @unchecked Sendable {
+    let loop: RunLoop
+    let mode = RunLoop.Mode("bench.tcp.echo")
+    let listener: TCPListener
+    var clients: [TCPConnection] = []
+    var accepted: [TCPConnection] = []
+    let message = [UInt8](repeating: 0x78, count: Workload.tcpEchoMessageSize)
+    var connected = 0
+    var remaining = 0      // round trips still to start, per iteration (all clients together)
+    var echoed = 0
+    var target = 0
+
+    init() throws {
+        loop = RunLoop.current
+        listener = TCPListener(loop: loop, modes: [mode])
+        listener.onAccept = { [unowned self] _, connection in
+            connection.onData = { c, bytes in try? c.write(bytes) }
+            accepted.append(connection)
+            if accepted.count == Workload.tcpEchoConnections, connected == Workload.tcpEchoConnections { loop.stop() }
+        }
+        try listener.listen(host: "127.0.0.1", port: 0)
+        for _ in 0..<Workload.tcpEchoConnections {
+            let client = TCPConnection(loop: loop, modes: [mode])
+            client.onConnect = { [unowned self] _ in
+                connected += 1
+                if accepted.count == Workload.tcpEchoConnections, connected == Workload.tcpEchoConnections { loop.stop() }
+            }
+            client.onClose = { _, reason in fatalError("tcp.echo client closed: \(reason)") }
+            client.connect(to: .ipv4Loopback(port: listener.port))
+            clients.append(client)
+        }
+        run(loop, mode)
+        precondition(connected == Workload.tcpEchoConnections && accepted.count == Workload.tcpEchoConnections)
+    }
+
+    private func echoed(_ connection: TCPConnection, _ bytes: [UInt8]) {
+        echoed += 1
+        if echoed == target { loop.stop(); return }
+        if remaining > 0 { remaining -= 1; send(connection) }
+    }
+
+    private func send(_ connection: TCPConnection) {
+        try! connection.write(message)
+        connection.read(exactly: message.count) { [unowned self] c, bytes in echoed(c, bytes) }
+    }
+
+    func runOnce(_ roundTripsPerClient: Int) {
+        echoed = 0
+        target = clients.count * roundTripsPerClient
+        remaining = target - clients.count
+        for client in clients { send(client) }
+        run(loop, mode)
+        precondition(echoed == target)
+    }
+
+    func tearDown() {
+        // Connections are confined to their loop's thread; off it, the process is about to exit anyway.
+        guard loop.isCurrentThread else { return }
+        for client in clients { client.onClose = nil; client.close(immediately: true) }
+        for connection in accepted { connection.close(immediately: true) }
+        listener.close()
+        clients = []
+        accepted = []
+    }
+}
+
+private func tcpEchoBenchmarks() {
+    let roundTrips = Workload.tcpEchoRoundTrips
+    let messages = Workload.tcpEchoConnections * roundTrips
+    let holder = Holder<TCPEcho>()
+    Benchmark(Workload.name(Workload.tcpEcho, messages), configuration: benchConfiguration(iterations: 20, seconds: 2)) { benchmark in
+        if holder.state == nil || holder.state!.loop !== RunLoop.current {
+            holder.state?.tearDown()
+            holder.state = try! TCPEcho()
+        }
+        let state = holder.state!
+        benchmark.startMeasurement()
+        state.runOnce(roundTrips)
+        benchmark.stopMeasurement()
+    } teardown: {
+        holder.state?.tearDown()
+        holder.state = nil
     }
 }

@@ -30,6 +30,8 @@ public enum Workload {
     public static let memTimers = "mem.pendingTimer"
     public static let memSources = "mem.customSource"
     public static let memPorts = "mem.portSource"
+    // 7. TCP echo
+    public static let tcpEcho = "tcp.echo"                      // one 64-byte message echoed over loopback TCP
 
     public static let timerBatchCount = 100_000
     public static let timerChainCount = 100_000
@@ -41,6 +43,12 @@ public enum Workload {
     public static let memTimerCount = 100_000
     public static let memSourceCount = 10_000
     public static let memPortCount = 1_000
+    /// TCP echo: an echo server on 127.0.0.1 port 0 and this many client connections, all on one loop;
+    /// each client keeps one message of `tcpEchoMessageSize` bytes in flight for `tcpEchoRoundTrips`
+    /// round trips per iteration (operations per iteration: connections x round trips).
+    public static let tcpEchoConnections = 100
+    public static let tcpEchoRoundTrips = 200
+    public static let tcpEchoMessageSize = 64
 
     public static func name(_ workload: String, _ operations: Int) -> String { "\(workload)#\(operations)" }
 }

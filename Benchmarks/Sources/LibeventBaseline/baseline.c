@@ -1,6 +1,12 @@
 #define _GNU_SOURCE
 #include "LibeventBaseline.h"
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
+#include <event2/listener.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <string.h>
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -379,4 +385,124 @@ void lev_group_free(lev_group *g) {
     lev_group_clear(g);
     free(g->events);
     free(g);
+}
+
+// MARK: TCP echo (bufferevents)
+
+struct lev_tcpecho {
+    struct event_base *base;
+    struct evconnlistener *listener;
+    struct bufferevent **clients;
+    struct bufferevent **servers;
+    int connections;
+    int accepted;
+    int connected;
+    int failed;
+    int size;
+    char *message;
+    int remaining;   // round trips still to start (all clients together)
+    int echoed;
+    int target;
+};
+
+static void set_nodelay(evutil_socket_t fd) {
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+static void te_server_read(struct bufferevent *bev, void *arg) {
+    (void)arg;
+    evbuffer_add_buffer(bufferevent_get_output(bev), bufferevent_get_input(bev));
+}
+
+static void te_send(lev_tcpecho *e, struct bufferevent *bev) {
+    bufferevent_write(bev, e->message, (size_t)e->size);
+}
+
+static void te_client_read(struct bufferevent *bev, void *arg) {
+    lev_tcpecho *e = arg;
+    struct evbuffer *input = bufferevent_get_input(bev);
+    while (evbuffer_get_length(input) >= (size_t)e->size) {
+        evbuffer_drain(input, (size_t)e->size);
+        if (++e->echoed == e->target) { event_base_loopbreak(e->base); return; }
+        if (e->remaining > 0) { e->remaining--; te_send(e, bev); }
+    }
+}
+
+static void te_check_ready(lev_tcpecho *e) {
+    if (e->accepted == e->connections && e->connected == e->connections) event_base_loopbreak(e->base);
+}
+
+static void te_client_event(struct bufferevent *bev, short what, void *arg) {
+    lev_tcpecho *e = arg;
+    if (what & BEV_EVENT_CONNECTED) {
+        set_nodelay(bufferevent_getfd(bev));
+        e->connected++;
+        te_check_ready(e);
+    } else if (what & (BEV_EVENT_ERROR | BEV_EVENT_EOF)) {
+        e->failed = 1;
+        event_base_loopbreak(e->base);
+    }
+}
+
+static void te_accept(struct evconnlistener *listener, evutil_socket_t fd, struct sockaddr *address,
+                      int length, void *arg) {
+    (void)listener; (void)address; (void)length;
+    lev_tcpecho *e = arg;
+    set_nodelay(fd);
+    struct bufferevent *bev = bufferevent_socket_new(e->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    bufferevent_setcb(bev, te_server_read, NULL, NULL, e);
+    bufferevent_enable(bev, EV_READ | EV_WRITE);
+    if (e->accepted < e->connections) e->servers[e->accepted++] = bev;
+    te_check_ready(e);
+}
+
+lev_tcpecho *lev_tcpecho_new(lev_loop *loop, int connections, int message_size) {
+    lev_tcpecho *e = calloc(1, sizeof *e);
+    e->base = loop->base;
+    e->connections = connections;
+    e->size = message_size;
+    e->message = malloc((size_t)message_size);
+    memset(e->message, 'x', (size_t)message_size);
+    e->clients = calloc((size_t)connections, sizeof *e->clients);
+    e->servers = calloc((size_t)connections, sizeof *e->servers);
+    struct sockaddr_in address = { .sin_family = AF_INET, .sin_port = 0, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    e->listener = evconnlistener_new_bind(e->base, te_accept, e, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 511,
+                                          (struct sockaddr *)&address, sizeof address);
+    if (!e->listener) { lev_tcpecho_free(e); return NULL; }
+    socklen_t length = sizeof address;
+    getsockname(evconnlistener_get_fd(e->listener), (struct sockaddr *)&address, &length);
+    for (int i = 0; i < connections; i++) {
+        struct bufferevent *bev = bufferevent_socket_new(e->base, -1, BEV_OPT_CLOSE_ON_FREE);
+        bufferevent_setcb(bev, te_client_read, NULL, te_client_event, e);
+        bufferevent_setwatermark(bev, EV_READ, (size_t)message_size, 0);
+        bufferevent_enable(bev, EV_READ | EV_WRITE);
+        e->clients[i] = bev;
+        if (bufferevent_socket_connect(bev, (struct sockaddr *)&address, sizeof address) != 0) e->failed = 1;
+    }
+    if (!e->failed) event_base_dispatch(e->base);
+    if (e->failed || e->accepted != connections || e->connected != connections) { lev_tcpecho_free(e); return NULL; }
+    return e;
+}
+
+int lev_tcpecho_run(lev_tcpecho *e, int round_trips) {
+    e->echoed = 0;
+    e->target = e->connections * round_trips;
+    e->remaining = e->target - e->connections;
+    for (int i = 0; i < e->connections; i++) te_send(e, e->clients[i]);
+    event_base_dispatch(e->base);
+    return e->failed ? -1 : e->echoed;
+}
+
+void lev_tcpecho_free(lev_tcpecho *e) {
+    if (!e) return;
+    for (int i = 0; i < e->connections; i++) {
+        if (e->clients[i]) bufferevent_free(e->clients[i]);
+        if (e->servers[i]) bufferevent_free(e->servers[i]);
+    }
+    if (e->listener) evconnlistener_free(e->listener);
+    free(e->clients);
+    free(e->servers);
+    free(e->message);
+    free(e);
 }

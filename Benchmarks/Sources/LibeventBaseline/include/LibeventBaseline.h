@@ -64,4 +64,14 @@ void lev_group_add_ports(lev_group *group, lev_loop *loop, const int *fds);
 void lev_group_clear(lev_group *group);
 void lev_group_free(lev_group *group);
 
+/// TCP echo on bufferevents: an evconnlistener on 127.0.0.1 port 0 whose accepted bufferevents echo
+/// their input, and `connections` client bufferevents, all on `loop`, connected (and TCP_NODELAY on
+/// both ends) before this returns. NULL on failure.
+typedef struct lev_tcpecho lev_tcpecho;
+lev_tcpecho *lev_tcpecho_new(lev_loop *loop, int connections, int message_size);
+/// Each client sends one message, waits for its whole echo, sends the next: `round_trips` each.
+/// Returns the number of messages echoed.
+int lev_tcpecho_run(lev_tcpecho *echo, int round_trips);
+void lev_tcpecho_free(lev_tcpecho *echo);
+
 #endif
