@@ -79,7 +79,9 @@ private final class Demo {
         for case let item as RunLoopSourceBase in items { item.invalidate() }
         for case let item as RunLoopTimer in items { item.invalidate() }
         for case let item as RunLoopObserver in items { item.invalidate() }
-        return "\(stopReason ?? "nothing left to run"); \(heartbeats) heartbeats, \(linesReceived)/\(linesSent) lines received, stopped cleanly"
+        let waiting = linesSent - linesReceived
+        let unread = waiting > 0 ? " (\(waiting) still in the socket: the reader runs in the default mode only)" : ""
+        return "\(stopReason ?? "nothing left to run"); \(heartbeats) heartbeats, \(linesReceived)/\(linesSent) lines received\(unread), stopped cleanly"
     }
 
     /// `stop()` would end only the innermost activation — the modal run, if the signal lands during
