@@ -163,11 +163,7 @@ private func pendingTimerBenchmarks() {
             Workload.name(workload, operations),
             configuration: benchConfiguration(iterations: iterations, seconds: 2)
         ) { benchmark in
-            if holder.state == nil || holder.state!.loop !== CFRunLoopGetCurrent() {
-                holder.state?.tearDown()
-                holder.state = PendingTimers(count: pending, mode: Mode("bench.pending.\(pending)"))
-            }
-            let state = holder.state!
+            let state = holder.state(for: CFRunLoopGetCurrent()) { PendingTimers(count: pending, mode: Mode("bench.pending.\(pending)")) }
             let loop = state.loop, mode = state.mode.cf, probe = state.probe
             benchmark.startMeasurement()
             for _ in 0..<operations {
@@ -238,11 +234,7 @@ private func sourceBenchmarks() {
     for (workload, withObserver) in [(Workload.source0, false), (Workload.source0Observer, true)] {
         let holder = Holder<SelfSignallingSource>()
         Benchmark(Workload.name(workload, performs), configuration: benchConfiguration(iterations: 20, seconds: 2)) { benchmark in
-            if holder.state == nil || holder.state!.loop !== CFRunLoopGetCurrent() {
-                holder.state?.tearDown()
-                holder.state = SelfSignallingSource(mode: Mode("bench.\(workload)"), observer: withObserver)
-            }
-            let state = holder.state!
+            let state = holder.state(for: CFRunLoopGetCurrent()) { SelfSignallingSource(mode: Mode("bench.\(workload)"), observer: withObserver) }
             benchmark.startMeasurement()
             state.runOnce(performs)
             benchmark.stopMeasurement()
@@ -385,11 +377,7 @@ private func pingPongBenchmarks() {
     let roundTrips = 2_000
     let holder = Holder<PingPong>()
     Benchmark(Workload.name(Workload.pingPong, roundTrips), configuration: benchConfiguration(iterations: 40, seconds: 2)) { benchmark in
-        if holder.state == nil || holder.state!.loop !== CFRunLoopGetCurrent() {
-            holder.state?.tearDown()
-            holder.state = PingPong()
-        }
-        let state = holder.state!
+        let state = holder.state(for: CFRunLoopGetCurrent()) { PingPong() }
         benchmark.startMeasurement()
         state.runOnce(roundTrips)
         benchmark.stopMeasurement()
@@ -490,3 +478,8 @@ private func memoryBenchmarks() {
         for fd in pipes { bs_close(fd) }
     }
 }
+
+// Benchmark states rebuilt per loop thread by Holder.state(for:orMake:).
+extension PendingTimers: LoopBoundState {}
+extension PingPong: LoopBoundState {}
+extension SelfSignallingSource: LoopBoundState {}

@@ -153,11 +153,7 @@ private func pendingTimerBenchmarks() {
             Workload.name(workload, operations),
             configuration: benchConfiguration(iterations: iterations, seconds: 2)
         ) { benchmark in
-            if holder.state == nil || holder.state!.loop !== RunLoop.current {
-                holder.state?.tearDown()
-                holder.state = PendingTimers(count: pending, mode: RunLoop.Mode("bench.pending.\(pending)"))
-            }
-            let state = holder.state!
+            let state = holder.state(for: RunLoop.current) { PendingTimers(count: pending, mode: RunLoop.Mode("bench.pending.\(pending)")) }
             let loop = state.loop, mode = state.mode, probe = state.probe
             benchmark.startMeasurement()
             for _ in 0..<operations {
@@ -236,11 +232,7 @@ private func sourceBenchmarks() {
     for (workload, watcher) in variants {
         let holder = Holder<SelfSignallingSource>()
         Benchmark(Workload.name(workload, performs), configuration: benchConfiguration(iterations: 40)) { benchmark in
-            if holder.state == nil || holder.state!.loop !== RunLoop.current {
-                holder.state?.tearDown()
-                holder.state = SelfSignallingSource(mode: RunLoop.Mode("bench.\(workload)"), watcher: watcher)
-            }
-            let state = holder.state!
+            let state = holder.state(for: RunLoop.current) { SelfSignallingSource(mode: RunLoop.Mode("bench.\(workload)"), watcher: watcher) }
             state.prepare()
             benchmark.startMeasurement()
             state.runOnce(performs)
@@ -378,11 +370,7 @@ private func pingPongBenchmarks() {
     let roundTrips = Workload.pingPongCount
     let holder = Holder<PingPong>()
     Benchmark(Workload.name(Workload.pingPong, roundTrips), configuration: benchConfiguration(iterations: 40, seconds: 2)) { benchmark in
-        if holder.state == nil || holder.state!.loop !== RunLoop.current {
-            holder.state?.tearDown()
-            holder.state = try! PingPong()
-        }
-        let state = holder.state!
+        let state = holder.state(for: RunLoop.current) { try! PingPong() }
         benchmark.startMeasurement()
         state.runOnce(roundTrips)
         benchmark.stopMeasurement()
@@ -553,11 +541,7 @@ private func tcpEchoBenchmarks() {
     let messages = Workload.tcpEchoConnections * roundTrips
     let holder = Holder<TCPEcho>()
     Benchmark(Workload.name(Workload.tcpEcho, messages), configuration: benchConfiguration(iterations: 20, seconds: 2)) { benchmark in
-        if holder.state == nil || holder.state!.loop !== RunLoop.current {
-            holder.state?.tearDown()
-            holder.state = try! TCPEcho()
-        }
-        let state = holder.state!
+        let state = holder.state(for: RunLoop.current) { try! TCPEcho() }
         benchmark.startMeasurement()
         state.runOnce(roundTrips)
         benchmark.stopMeasurement()
@@ -566,3 +550,9 @@ private func tcpEchoBenchmarks() {
         holder.state = nil
     }
 }
+
+// Benchmark states rebuilt per loop thread by Holder.state(for:orMake:).
+extension PendingTimers: LoopBoundState {}
+extension PingPong: LoopBoundState {}
+extension SelfSignallingSource: LoopBoundState {}
+extension TCPEcho: LoopBoundState {}

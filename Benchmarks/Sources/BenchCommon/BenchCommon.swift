@@ -96,3 +96,22 @@ public final class Holder<State>: @unchecked Sendable {
     public var state: State?
     public init() {}
 }
+
+/// Benchmark state bound to the loop of the thread that built it.
+public protocol LoopBoundState: AnyObject {
+    associatedtype Loop: AnyObject
+    var loop: Loop { get }
+    func tearDown()
+}
+
+extension Holder where State: LoopBoundState {
+    /// The state for `loop` (the calling thread's): built by `make` on first use, and rebuilt — the old
+    /// one torn down — when the harness runs an iteration on another thread, whose loop is another.
+    public func state(for loop: State.Loop, orMake make: () throws -> State) rethrows -> State {
+        if let state, state.loop === loop { return state }
+        state?.tearDown()
+        let made = try make()
+        state = made
+        return made
+    }
+}
