@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "RunLoopKit", targets: ["RunLoopKit"]),
         .library(name: "RunLoopTesting", targets: ["RunLoopTesting"]),
         .library(name: "RunLoopNet", targets: ["RunLoopNet"]),
+        .library(name: "RunLoopIM", targets: ["RunLoopIM"]),
         .executable(name: "loop-demo", targets: ["LoopDemo"]),
         .executable(name: "loop-record", targets: ["LoopRecorder"]),
         .executable(name: "echo-server", targets: ["EchoServer"]),
@@ -16,6 +17,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
     ],
     targets: [
         // C
@@ -46,6 +48,16 @@ let package = Package(
                 "RunLoopKit",
                 "CRunLoopSupport",
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "RunLoopIM",
+            dependencies: [
+                "RunLoopKit",
+                "RunLoopNet",
+                "CRunLoopSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),
 
@@ -97,6 +109,10 @@ let package = Package(
         .testTarget(
             name: "RunLoopNetTests",
             dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopTesting"]
+        ),
+        .testTarget(
+            name: "RunLoopIMTests",
+            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopTesting"]
         ),
     ],
     swiftLanguageModes: [.v6]

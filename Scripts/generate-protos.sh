@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Regenerates the committed Swift (and, for the outside-client tests, Python) code from proto/*.proto.
+#
+# Needs Debian's protobuf-compiler (protoc) and protoc-gen-swift built from the swift-protobuf version
+# Package.swift names — not swift-protobuf's build-tool plugin, which compiles protoc from C++ on
+# every clean build (~10 minutes). The plugin is built once into .build-protoc-gen-swift/ from the
+# package checkout SwiftPM already resolved (or a local clone given as PROTOC_GEN_SWIFT_SOURCE).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+command -v protoc >/dev/null || { as_root apt-get update -qq; as_root apt-get install -y -qq protobuf-compiler; }
+
+plugin="${PROTOC_GEN_SWIFT:-}"
+if [ -z "$plugin" ]; then
+  source_dir="${PROTOC_GEN_SWIFT_SOURCE:-}"
+  if [ -z "$source_dir" ]; then
+    swift package resolve >/dev/null
+    source_dir=".build/checkouts/swift-protobuf"
+  fi
+  swift build -c release --package-path "$source_dir" --scratch-path .build-protoc-gen-swift \
+    --product protoc-gen-swift >&2
+  plugin=".build-protoc-gen-swift/release/protoc-gen-swift"
+fi
+
+protoc --version >&2
+protoc --plugin=protoc-gen-swift="$plugin" \
+  --swift_opt=Visibility=Public --swift_opt=FileNaming=DropPath \
+  --swift_out=Sources/RunLoopIM/Generated -I proto proto/runloopim.proto
+echo "generated Sources/RunLoopIM/Generated/runloopim.pb.swift" >&2

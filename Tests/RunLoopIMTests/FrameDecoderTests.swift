@@ -1,0 +1,81 @@
+import Testing
+@testable import RunLoopIM
+
+@Suite("Frame codec")
+struct FrameDecoderTests {
+    @Test("a heartbeat is a bare 16-byte header in network byte order")
+    func heartbeatIsSmallest() {
+        let bytes = IMFrame(command: .heartbeat, serial: 0x0102_0304).encoded()
+        #expect(bytes == [0, 0, 0, 0, 0, 1, 0, 1, 1, 2, 3, 4, 0, 0, 0, 0])
+        var message = IMChatMessage()
+        message.id = "x"
+        #expect(IMFrame(command: .send, serial: 1, message: message).encoded().count > bytes.count)
+    }
+
+    @Test("frames come out whole whatever the read sizes")
+    func reassemblesAcrossReadSizes() throws {
+        var message = IMChatMessage()
+        message.id = "m1"
+        message.user = "bob"
+        message.text = String(repeating: "é", count: 300)
+        let frames = [
+            IMFrame(command: .heartbeat, serial: 1),
+            IMFrame(command: .send, serial: 2, message: message),
+            IMFrame(command: .sendAck, serial: 2, code: .rateLimited),
+        ]
+        let stream = frames.flatMap { $0.encoded() }
+        for chunk in [1, 2, 3, 7, 15, 16, 17, 100, stream.count] {
+            var decoder = FrameDecoder()
+            var out: [IMFrame] = []
+            var index = 0
+            while index < stream.count {
+                decoder.append(stream[index..<min(index + chunk, stream.count)])
+                index += chunk
+                while let frame = try decoder.next() { out.append(frame) }
+            }
+            #expect(out == frames, "chunk size \(chunk)")
+            #expect(decoder.bufferedByteCount == 0)
+        }
+        #expect(try frames[1].decode(IMChatMessage.self) == message)
+    }
+
+    @Test("an oversized length fails before its body arrives, and stays failed")
+    func oversizedFrame() throws {
+        var decoder = FrameDecoder(maxBodyLength: 100)
+        decoder.append(IMFrame(rawCommand: 7, serial: 1, body: [UInt8](repeating: 0, count: 101)).encoded().prefix(16))
+        #expect(throws: IMFrameError.frameTooLarge(length: 101, limit: 100)) { try decoder.next() }
+        decoder.append([1, 2, 3])
+        #expect(throws: IMFrameError.frameTooLarge(length: 101, limit: 100)) { try decoder.next() }
+        #expect(decoder.bufferedByteCount == 0)
+        var exact = FrameDecoder(maxBodyLength: 100)
+        exact.append(IMFrame(rawCommand: 7, serial: 1, body: [UInt8](repeating: 0, count: 100)).encoded())
+        #expect(try exact.next()?.body.count == 100)
+    }
+
+    @Test("a header of an unknown version is refused")
+    func unknownVersion() {
+        var decoder = FrameDecoder()
+        decoder.append(IMFrame(rawCommand: 1, serial: 1, version: 2).encoded())
+        #expect(throws: IMFrameError.unsupportedVersion(2)) { try decoder.next() }
+        #expect(IMFrameError.unsupportedVersion(2).statusCode == .unsupportedVersion)
+    }
+
+    @Test("an undecodable body is a typed error")
+    func undecodableBody() {
+        let frame = IMFrame(command: .send, serial: 1, body: [0xFF, 0xFF, 0xFF])
+        #expect(throws: IMFrameError.self) { try frame.decode(IMChatMessage.self) }
+        do {
+            _ = try frame.decode(IMChatMessage.self)
+        } catch {
+            #expect(error.statusCode == .badRequest)
+        }
+    }
+
+    @Test("unknown command numbers pass through the decoder untouched")
+    func unknownCommand() throws {
+        var decoder = FrameDecoder()
+        decoder.append(IMFrame(rawCommand: 999, serial: 5, code: 77, body: [9]).encoded())
+        let frame = try #require(try decoder.next())
+        #expect(frame.command == nil && frame.header.command == 999 && frame.header.code == 77 && frame.body == [9])
+    }
+}
