@@ -1,0 +1,210 @@
+import Logging
+import RunLoopKit
+import RunLoopNet
+
+/// An IM client connection on a ``RunLoop``: login, heartbeat, ping-pong, reconnect with backoff,
+/// acknowledged delivery with resend, give-up and de-duplication — as sources on the loop.
+///
+/// All decisions are made by an ``IMClientMachine``; this object only carries them out: it opens
+/// transports (a port source each), keeps one protocol timer (heartbeat, ping-pong, resend, backoff
+/// and login deadlines are all dates of that one timer) in the client's modes — the common modes by
+/// default, so the heartbeat keeps beating while the loop runs any common mode — and calls back.
+///
+/// ```swift
+/// var configuration = IMClientConfiguration(user: "alice", password: "secret")
+/// configuration.heartbeat = .fixed(.seconds(30))
+/// let client = IMClient(configuration: configuration, connector: TCPTransport.connector(host: "127.0.0.1", port: 7100))
+/// client.onMessage = { _, message in print("\(message.from): \(message.text)") }
+/// client.onDelivery = { _, id, state in print("\(id): \(state)") }
+/// client.start()
+/// let id = try client.send("hello", to: .room("lobby"))
+/// ```
+///
+/// Guarantees: each connection that opened ends with exactly one ``onDisconnect``; no reconnect after
+/// ``close()`` or a refused login; a late callback from an old transport changes nothing; each
+/// incoming (sender, id) reaches ``onMessage`` once; each own message ends in exactly one final
+/// ``IMDeliveryState`` (delivered or failed).
+///
+/// Threads: confined to its loop's thread — create it, call it and receive every callback there
+/// (checked with a precondition). From another thread, hop with ``RunLoop/perform(inModes:_:)``.
+/// Lifetime: from ``start()`` until it is closed for good, the loop's timer keeps it alive.
+public final class IMClient {
+    public let loop: RunLoop
+    public let modes: [RunLoop.Mode]
+    public var logger: Logger
+
+    /// The connection's state changed.
+    public var onStateChange: ((IMClient, IMConnectionState) -> Void)?
+    /// An open connection ended, with why; exactly once per connection.
+    public var onDisconnect: ((IMClient, IMDisconnectReason) -> Void)?
+    /// A message for this user, exactly once per (sender, id).
+    public var onMessage: ((IMClient, IMChatMessage) -> Void)?
+    /// One of this client's messages moved on (queued → sent → delivered, or failed).
+    public var onDelivery: ((IMClient, String, IMDeliveryState) -> Void)?
+
+    private(set) var machine: IMClientMachine
+    private let connector: IMConnector
+    private var transport: IMTransport?
+    private var transportGeneration: UInt64 = 0
+    private var decoder: FrameDecoder
+    private var timer: ProtocolTimer!
+    private var keepAlive: IMClient?
+    private var isApplying = false
+    private var pendingWriteFailure: (UInt64, NetError)?
+
+    /// - Parameters:
+    ///   - connector: makes the transport for each attempt, e.g. ``TCPTransport/connector(host:port:connectTimeout:options:limits:)``.
+    ///   - modes: where the transports' sources and the protocol timer go.
+    /// Must be called on the loop's thread.
+    public init(configuration: IMClientConfiguration, loop: RunLoop = .current, modes: [RunLoop.Mode] = [.common],
+                connector: @escaping IMConnector, logger: Logger = Logger(label: "RunLoopIM.client")) {
+        precondition(loop.isCurrentThread, "IMClient must be created on its run loop's thread")
+        precondition(!modes.isEmpty, "IMClient needs at least one mode")
+        self.loop = loop
+        self.modes = modes
+        self.connector = connector
+        self.logger = logger
+        machine = IMClientMachine(configuration: configuration)
+        decoder = FrameDecoder(maxBodyLength: configuration.maximumFrameBody)
+        timer = ProtocolTimer(loop: loop, modes: modes, label: "im.client \(configuration.user)") { [weak self] in
+            guard let self else { return }
+            self.apply(self.machine.timerFired(now: self.loop.now))
+        }
+    }
+
+    deinit { timer.cancel() }
+
+    /// Where the connection is.
+    public var state: IMConnectionState { machine.state }
+    /// The configuration it was made with.
+    public var configuration: IMClientConfiguration { machine.configuration }
+    /// Messages not yet settled, in send order (to keep across a restart and resubmit by id).
+    public var unsettledMessages: [IMChatMessage] { machine.unsettledMessages }
+    /// The heartbeat interval in force (it moves in adaptive mode).
+    public var heartbeatInterval: Duration { machine.heartbeatInterval }
+    /// The adaptive heartbeat's learning, in adaptive mode.
+    public var adaptiveHeartbeat: AdaptiveHeartbeat? { machine.adaptiveHeartbeat }
+
+    /// Connects and logs in; from then on reconnects by itself until ``close()``. Idempotent.
+    public func start() {
+        checkThread()
+        keepAlive = self
+        apply(machine.start(now: loop.now))
+    }
+
+    /// Queues `text` for `recipient`: sent at once when online, otherwise after the next login.
+    /// ``onDelivery`` reports `.queued` at once and the rest as it happens.
+    /// - Parameter id: the message's id; pass the id of a message from ``unsettledMessages`` of an
+    ///   earlier run to resubmit it (the server de-duplicates). Default: a new UUID.
+    /// - Returns: the message's id.
+    /// - Throws: ``IMClientError/outboxFull(limit:)``, ``IMClientError/closed``, ``IMClientError/duplicateID(_:)``.
+    @discardableResult
+    public func send(_ text: String, to recipient: IMRecipient, id: String? = nil) throws(IMClientError) -> String {
+        checkThread()
+        let (messageID, actions) = try machine.send(text: text, to: recipient, id: id, now: loop.now)
+        apply(actions)
+        return messageID
+    }
+
+    /// Ends the client for good: when online, settles unacknowledged messages with the server and
+    /// logs out (bounded by the close timeout), then closes. No reconnect follows. Idempotent.
+    public func close() {
+        checkThread()
+        apply(machine.close(now: loop.now))
+    }
+
+    /// Tells the client whether the network can reach the server (from a ``NetworkReachability`` or
+    /// the application's own knowledge). While unreachable it drops the connection and makes no
+    /// attempts; when the network returns it connects at once.
+    public func networkChanged(reachable: Bool, reason: String = "") {
+        checkThread()
+        apply(machine.networkChanged(reachable: reachable, reason: reason, now: loop.now))
+    }
+
+    // MARK: Carrying out the machine's decisions
+
+    private func apply(_ actions: [IMClientAction]) {
+        for action in actions { perform(action) }
+        if let (generation, error) = pendingWriteFailure, !isApplying {
+            pendingWriteFailure = nil
+            isApplying = true
+            let follow = machine.transportClosed(generation: generation, reason: .failed(error), now: loop.now)
+            isApplying = false
+            apply(follow)
+            return
+        }
+        timer.schedule(at: machine.nextDeadline)
+        if case .closed = machine.state { keepAlive = nil }
+    }
+
+    private func perform(_ action: IMClientAction) {
+        switch action {
+        case .openTransport(let generation):
+            openTransport(generation)
+        case .write(let frame):
+            guard let transport else { return }
+            do {
+                try transport.write(frame.encoded())
+            } catch {
+                logger.debug("write failed: \(error)")
+                transport.close(graceful: false)
+                self.transport = nil
+                pendingWriteFailure = (transportGeneration, error)
+            }
+        case .closeTransport(let generation, let graceful):
+            guard generation == transportGeneration, let transport else { return }
+            self.transport = nil
+            transport.close(graceful: graceful)
+        case .stateChanged(let state):
+            logger.debug("\(machine.configuration.user): \(state)")
+            onStateChange?(self, state)
+        case .disconnected(let reason):
+            logger.info("\(machine.configuration.user): disconnected: \(reason)")
+            onDisconnect?(self, reason)
+        case .received(let message):
+            onMessage?(self, message)
+        case .deliveryChanged(let id, let state):
+            onDelivery?(self, id, state)
+        }
+    }
+
+    private func openTransport(_ generation: UInt64) {
+        transport?.close(graceful: false)
+        transportGeneration = generation
+        decoder = FrameDecoder(maxBodyLength: machine.configuration.maximumFrameBody)
+        let transport = connector(loop, modes)
+        self.transport = transport
+        transport.open(IMTransportEvents(
+            opened: { [weak self] in
+                guard let self else { return }
+                self.apply(self.machine.transportOpened(generation: generation, now: self.loop.now))
+            },
+            received: { [weak self] bytes in self?.received(bytes, generation: generation) },
+            closed: { [weak self] reason in
+                guard let self else { return }
+                if generation == self.transportGeneration { self.transport = nil }
+                self.apply(self.machine.transportClosed(generation: generation, reason: reason, now: self.loop.now))
+            }
+        ))
+    }
+
+    private func received(_ bytes: [UInt8], generation: UInt64) {
+        guard generation == transportGeneration else { return }
+        decoder.append(bytes)
+        while generation == transportGeneration, transport != nil {
+            let frame: IMFrame?
+            do {
+                frame = try decoder.next()
+            } catch {
+                apply(machine.protocolError(generation: generation, error, now: loop.now))
+                return
+            }
+            guard let frame else { return }
+            apply(machine.frameReceived(frame, generation: generation, now: loop.now))
+        }
+    }
+
+    private func checkThread() {
+        precondition(loop.isCurrentThread, "IMClient used off its run loop's thread")
+    }
+}

@@ -1,0 +1,66 @@
+import RunLoopKit
+
+extension IMClientMachine {
+    /// One frame from the server on the current, open transport.
+    mutating func handle(_ frame: IMFrame, now: LoopInstant) throws(IMFrameError) {
+        switch frame.command {
+        case .heartbeatAck:
+            if let beat = pendingHeartbeat, beat.serial == frame.serial {
+                heartbeat.recordSuccess(afterQuiet: beat.quiet)
+                pendingHeartbeat = nil
+            }
+        case .heartbeat:
+            // The server may ping too (it must, for browsers); answer at once with its serial.
+            write(IMFrame(command: .heartbeatAck, serial: frame.serial), now: now, expectsAnswer: false)
+        case .loginAck:
+            try handleLoginAnswer(frame, now: now)
+        case .sendAck:
+            let ack = try frame.decode(IMSendAck.self)
+            handleSendAck(ack, code: frame.header.code, now: now)
+        case .deliver:
+            let message = try frame.decode(IMChatMessage.self)
+            handleIncoming(message, now: now)
+        case .abandonAck:
+            handleAbandonAnswer(try frame.decode(IMAbandonResponse.self))
+        case .logoutAck:
+            if case .closing = phase { finishClose(now: now) }
+        case .error:
+            let notice = (try? frame.decode(IMErrorNotice.self)) ?? IMErrorNotice()
+            let code = frame.code ?? .internalError
+            if case .loggingIn = phase, code == .authenticationFailed {
+                drop(.loginRefused(code, notice.message), now: now)
+            } else {
+                drop(.serverError(code, notice.message), now: now)
+            }
+        case .login, .logout, .send, .deliverAck, .abandon, nil:
+            // Requests only a server handles, or a command from a newer protocol: ignored, so a
+            // server may add commands without breaking older clients.
+            break
+        }
+    }
+
+    private mutating func handleLoginAnswer(_ frame: IMFrame, now: LoopInstant) throws(IMFrameError) {
+        guard case .loggingIn(let current, let serial) = phase, frame.serial == serial else { return }
+        let response = try frame.decode(IMLoginResponse.self)
+        guard frame.header.code == IMStatusCode.ok.rawValue else {
+            drop(.loginRefused(frame.code ?? .authenticationFailed, response.reason), now: now)
+            return
+        }
+        phase = .online(current)
+        loginDeadline = nil
+        backoff.reset()
+        report(.online)
+        askAbandonAgain(now: now)
+        transmitQueued(now: now)
+    }
+
+    private mutating func handleIncoming(_ message: IMChatMessage, now: LoopInstant) {
+        if seen.insert(message.from + "\u{0}" + message.id) {
+            actions.append(.received(message))
+        }
+        // Acknowledge duplicates too: the server resent because our earlier ack was lost.
+        var ack = IMDeliverAck()
+        ack.seqs = [message.seq]
+        write(IMFrame(command: .deliverAck, serial: takeSerial(), message: ack), now: now, expectsAnswer: false)
+    }
+}

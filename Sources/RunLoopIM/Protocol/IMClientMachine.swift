@@ -1,0 +1,434 @@
+import RunLoopKit
+import RunLoopNet
+
+/// What the client connection must do, as decided by ``IMClientMachine``.
+public enum IMClientAction: Equatable, Sendable {
+    /// Open a new transport to the server, known from now on by `generation`.
+    case openTransport(generation: UInt64)
+    /// Write the frame on the current transport.
+    case write(IMFrame)
+    /// Close that transport: gracefully (flush first) or at once. Its own close callback, when it
+    /// comes, is stale and must be ignored.
+    case closeTransport(generation: UInt64, graceful: Bool)
+    /// The connection state changed.
+    case stateChanged(IMConnectionState)
+    /// An open connection ended; exactly one per connection.
+    case disconnected(IMDisconnectReason)
+    /// A message for the application, exactly once per (sender, id).
+    case received(IMChatMessage)
+    /// One of the application's own messages moved on.
+    case deliveryChanged(id: String, IMDeliveryState)
+}
+
+/// The whole client-side protocol — login, heartbeat, ping-pong, reconnect backoff, acknowledged
+/// delivery with resend, give-up and de-duplication — as a pure state machine.
+///
+/// It never reads a clock, touches a socket or runs a timer: every input carries `now`, every
+/// decision comes back as ``IMClientAction`` values, and ``nextDeadline`` says when it wants
+/// ``timerFired(now:)``. ``IMClient`` carries the actions out on a run loop; tests drive the machine
+/// through hours of protocol time in microseconds.
+///
+/// Transports are numbered (generations). An event from any transport but the current one is stale
+/// and ignored: a late close callback from an old connection can never start a second reconnect.
+public struct IMClientMachine: Sendable {
+    enum Phase: Equatable, Sendable {
+        case idle
+        case connecting(UInt64)
+        case loggingIn(UInt64, serial: UInt32)
+        case online(UInt64)
+        case closing(UInt64, logoutSerial: UInt32)
+        case waitingToReconnect(at: LoopInstant)
+        case waitingForNetwork
+        case closed
+    }
+
+    struct PendingHeartbeat: Equatable, Sendable {
+        let serial: UInt32
+        let quiet: Duration
+    }
+
+    public let configuration: IMClientConfiguration
+    var phase = Phase.idle
+    /// The state last reported.
+    public private(set) var state = IMConnectionState.idle
+    var generation: UInt64 = 0
+    var nextSerial: UInt32 = 1
+    var backoff: ReconnectBackoff
+    var heartbeat: HeartbeatSchedule
+    var outbox: Outbox
+    var seen: RecentMessageIDs
+    var isNetworkReachable = true
+    var networkProblem = ""
+    var lastSent = LoopInstant(nanoseconds: 0)
+    var lastReceived = LoopInstant(nanoseconds: 0)
+    var answerDeadline: LoopInstant?
+    var loginDeadline: LoopInstant?
+    var closeDeadline: LoopInstant?
+    var pendingHeartbeat: PendingHeartbeat?
+    var actions: [IMClientAction] = []
+
+    public init(configuration: IMClientConfiguration) {
+        precondition(configuration.maximumSendAttempts > 0, "maximumSendAttempts must be positive")
+        precondition(configuration.answerTimeout > .zero && configuration.loginTimeout > .zero && configuration.ackTimeout > .zero,
+                     "timeouts must be positive")
+        self.configuration = configuration
+        backoff = ReconnectBackoff(policy: configuration.backoff)
+        heartbeat = HeartbeatSchedule(mode: configuration.heartbeat)
+        outbox = Outbox(limit: configuration.outboxLimit)
+        seen = RecentMessageIDs(capacity: configuration.deduplicationWindow)
+    }
+
+    // MARK: Inputs
+
+    /// Connect for the first time. Ignored unless idle.
+    public mutating func start(now: LoopInstant) -> [IMClientAction] {
+        guard phase == .idle else { return [] }
+        if isNetworkReachable { connect(now: now) } else { waitForNetwork() }
+        return takeActions()
+    }
+
+    /// The transport of `generation` finished its handshake.
+    public mutating func transportOpened(generation opened: UInt64, now: LoopInstant) -> [IMClientAction] {
+        guard phase == .connecting(opened) else { return [] }
+        var login = IMLoginRequest()
+        login.user = configuration.user
+        login.password = configuration.password
+        login.keepaliveSeconds = UInt32(clamping: Int64(configuration.heartbeat.longestInterval.secondsDouble.rounded(.up)))
+        login.clientName = configuration.clientName
+        let serial = takeSerial()
+        phase = .loggingIn(opened, serial: serial)
+        lastReceived = now
+        report(.loggingIn)
+        write(IMFrame(command: .login, serial: serial, message: login), now: now, expectsAnswer: true)
+        return takeActions()
+    }
+
+    /// The transport of `generation` closed by itself (not because an action asked for it).
+    public mutating func transportClosed(generation closed: UInt64, reason: CloseReason, now: LoopInstant) -> [IMClientAction] {
+        switch phase {
+        case .connecting(closed):
+            // Never open: an attempt that failed, not a disconnect.
+            loginDeadline = nil
+            scheduleReconnect(now: now, after: .transport(reason))
+        case .loggingIn(closed, _), .online(closed), .closing(closed, _):
+            drop(.transport(reason), now: now, transportAlreadyClosed: true)
+        default:
+            break  // stale: an older transport's late callback
+        }
+        return takeActions()
+    }
+
+    /// The current transport's byte stream is not valid frames.
+    public mutating func protocolError(generation failed: UInt64, _ error: IMFrameError, now: LoopInstant) -> [IMClientAction] {
+        guard currentGeneration == failed, isTransportOpen else { return [] }
+        drop(.protocolError(error), now: now)
+        return takeActions()
+    }
+
+    /// A frame arrived on the transport of `generation`.
+    public mutating func frameReceived(_ frame: IMFrame, generation from: UInt64, now: LoopInstant) -> [IMClientAction] {
+        guard currentGeneration == from, isTransportOpen else { return [] }
+        lastReceived = now
+        do {
+            try handle(frame, now: now)
+        } catch {
+            drop(.protocolError(error), now: now)
+        }
+        if isTransportOpen { refreshAnswerDeadline(now: now) }
+        return takeActions()
+    }
+
+    /// Whatever deadline ``nextDeadline`` named has (perhaps) passed.
+    public mutating func timerFired(now: LoopInstant) -> [IMClientAction] {
+        if let deadline = loginDeadline, now >= deadline {
+            loginDeadline = nil
+            if case .connecting(let current) = phase {
+                actions.append(.closeTransport(generation: current, graceful: false))
+                scheduleReconnect(now: now, after: .loginTimeout)
+            } else {
+                drop(.loginTimeout, now: now)
+            }
+        }
+        if let deadline = answerDeadline, now >= deadline {
+            drop(.answerTimeout(configuration.answerTimeout), now: now)
+        }
+        if let deadline = closeDeadline, now >= deadline {
+            finishClose(now: now)
+        }
+        if case .waitingToReconnect(let at) = phase, now >= at {
+            connect(now: now)
+        }
+        if case .online = phase {
+            resendDue(now: now)
+            if pendingHeartbeat == nil, now >= heartbeatDue {
+                let serial = takeSerial()
+                pendingHeartbeat = PendingHeartbeat(serial: serial, quiet: now - lastTraffic)
+                write(IMFrame(command: .heartbeat, serial: serial), now: now, expectsAnswer: true)
+            }
+        }
+        return takeActions()
+    }
+
+    /// The reachability of the server's network changed.
+    public mutating func networkChanged(reachable: Bool, reason: String, now: LoopInstant) -> [IMClientAction] {
+        if !reachable {
+            let wasReachable = isNetworkReachable
+            isNetworkReachable = false
+            networkProblem = reason
+            switch phase {
+            case .connecting(let current):
+                loginDeadline = nil
+                actions.append(.closeTransport(generation: current, graceful: false))
+                waitForNetwork()
+            case .loggingIn, .online:
+                drop(.networkUnreachable(reason), now: now)
+            case .waitingToReconnect:
+                waitForNetwork()
+            case .waitingForNetwork where wasReachable || reason != networkProblem:
+                report(.waitingForNetwork(reason))
+            default:
+                break
+            }
+        } else if !isNetworkReachable {
+            isNetworkReachable = true
+            networkProblem = ""
+            heartbeat.networkChanged()
+            if phase == .waitingForNetwork {
+                // The failures were the network's, not the server's: start the schedule afresh.
+                backoff.reset()
+                connect(now: now)
+            }
+        }
+        return takeActions()
+    }
+
+    /// Queues a message. It goes out at once when online, otherwise after the next login.
+    /// - Returns: the message's id (`id`, or a new UUID).
+    /// - Throws: ``IMClientError``.
+    public mutating func send(text: String, to recipient: IMRecipient, id: String? = nil, now: LoopInstant) throws(IMClientError) -> (id: String, actions: [IMClientAction]) {
+        if case .closed = phase { throw .closed }
+        if case .closing = phase { throw .closed }
+        var message = IMChatMessage()
+        message.id = id ?? UUIDText.random()
+        message.text = text
+        switch recipient {
+        case .user(let name): message.user = name
+        case .room(let name): message.room = name
+        }
+        try outbox.enqueue(message)
+        actions.append(.deliveryChanged(id: message.id, .queued))
+        if case .online = phase { transmitQueued(now: now) }
+        return (message.id, takeActions())
+    }
+
+    /// Ends the client for good: settles unacknowledged messages with the server if it is online,
+    /// logs out, closes. No reconnect follows.
+    public mutating func close(now: LoopInstant) -> [IMClientAction] {
+        switch phase {
+        case .closed, .closing:
+            return []
+        case .online(let current):
+            failNeverSent(.clientClosed)
+            let unsettled = outbox.unsettledIDs
+            if !unsettled.isEmpty {
+                var request = IMAbandonRequest()
+                request.ids = unsettled
+                outbox.markAbandonSent(unsettled)
+                write(IMFrame(command: .abandon, serial: takeSerial(), message: request), now: now, expectsAnswer: true)
+            }
+            let serial = takeSerial()
+            phase = .closing(current, logoutSerial: serial)
+            closeDeadline = now + configuration.closeTimeout
+            report(.closing)
+            write(IMFrame(command: .logout, serial: serial), now: now, expectsAnswer: true)
+        default:
+            finishClose(now: now)
+        }
+        return takeActions()
+    }
+
+    /// When the machine next wants ``timerFired(now:)``; `nil` when nothing is timed.
+    public var nextDeadline: LoopInstant? {
+        var earliest = [loginDeadline, answerDeadline, closeDeadline].compactMap { $0 }.min()
+        func consider(_ instant: LoopInstant?) {
+            guard let instant else { return }
+            earliest = min(earliest ?? instant, instant)
+        }
+        switch phase {
+        case .waitingToReconnect(let at):
+            consider(at)
+        case .online:
+            consider(outbox.earliestResend)
+            if pendingHeartbeat == nil { consider(heartbeatDue) }
+        default:
+            break
+        }
+        return earliest
+    }
+
+    // MARK: Introspection
+
+    /// The heartbeat interval in force now.
+    public var heartbeatInterval: Duration { heartbeat.interval }
+    /// The adaptive heartbeat's learning, in adaptive mode.
+    public var adaptiveHeartbeat: AdaptiveHeartbeat? { heartbeat.adaptive }
+    /// Messages not yet settled (queued, in flight or being abandoned), in send order.
+    public var unsettledMessages: [IMChatMessage] { outbox.messages }
+    /// Reconnect attempts since the last successful login.
+    public var reconnectAttempts: Int { backoff.attempts }
+
+    // MARK: Internals shared by the inputs
+
+    var currentGeneration: UInt64? {
+        switch phase {
+        case .connecting(let current), .loggingIn(let current, _), .online(let current), .closing(let current, _):
+            return current
+        default:
+            return nil
+        }
+    }
+
+    var isTransportOpen: Bool {
+        switch phase {
+        case .loggingIn, .online, .closing: return true
+        default: return false
+        }
+    }
+
+    var lastTraffic: LoopInstant { max(lastSent, lastReceived) }
+    var heartbeatDue: LoopInstant { lastTraffic + heartbeat.interval }
+
+    mutating func takeActions() -> [IMClientAction] {
+        defer { actions.removeAll(keepingCapacity: true) }
+        return actions
+    }
+
+    mutating func takeSerial() -> UInt32 {
+        defer { nextSerial = nextSerial == .max ? 1 : nextSerial + 1 }
+        return nextSerial
+    }
+
+    mutating func report(_ newState: IMConnectionState) {
+        guard newState != state else { return }
+        state = newState
+        actions.append(.stateChanged(newState))
+    }
+
+    mutating func write(_ frame: IMFrame, now: LoopInstant, expectsAnswer: Bool) {
+        actions.append(.write(frame))
+        lastSent = now
+        if expectsAnswer, answerDeadline == nil { answerDeadline = now + configuration.answerTimeout }
+    }
+
+    /// Whether anything sent still waits for an answer: only then may silence kill the connection.
+    var isExpectingAnswer: Bool {
+        switch phase {
+        case .loggingIn, .closing: return true
+        case .online: return pendingHeartbeat != nil || outbox.isAwaitingAnswer
+        default: return false
+        }
+    }
+
+    /// Any frame proves the peer alive: the wait starts over if something is still expected.
+    mutating func refreshAnswerDeadline(now: LoopInstant) {
+        answerDeadline = isExpectingAnswer ? now + configuration.answerTimeout : nil
+    }
+
+    mutating func connect(now: LoopInstant) {
+        generation += 1
+        phase = .connecting(generation)
+        loginDeadline = now + configuration.loginTimeout
+        answerDeadline = nil
+        pendingHeartbeat = nil
+        actions.append(.openTransport(generation: generation))
+        report(.connecting(attempt: max(1, backoff.attempts)))
+    }
+
+    mutating func waitForNetwork() {
+        phase = .waitingForNetwork
+        report(.waitingForNetwork(networkProblem))
+    }
+
+    /// The open transport is finished: report it once, learn from it, and plan what comes next.
+    mutating func drop(_ reason: IMDisconnectReason, now: LoopInstant, transportAlreadyClosed: Bool = false) {
+        guard let current = currentGeneration else { return }
+        let wasClosing: Bool
+        if case .closing = phase { wasClosing = true } else { wasClosing = false }
+        if !transportAlreadyClosed {
+            actions.append(.closeTransport(generation: current, graceful: false))
+        }
+        if isTransportOpen { actions.append(.disconnected(reason)) }
+        if let beat = pendingHeartbeat, diedLikeNATTimeout(reason) {
+            heartbeat.recordNATLikeFailure(afterQuiet: beat.quiet)
+        }
+        pendingHeartbeat = nil
+        answerDeadline = nil
+        loginDeadline = nil
+        outbox.connectionLost()
+        if wasClosing {
+            phase = .closed
+            finishClose(now: now)
+            return
+        }
+        if case .loginRefused(let code, let text) = reason {
+            phase = .closed
+            closeForGood(.loginRefused(code, text))
+            return
+        }
+        scheduleReconnect(now: now, after: reason)
+    }
+
+    func diedLikeNATTimeout(_ reason: IMDisconnectReason) -> Bool {
+        switch reason {
+        case .answerTimeout: return true
+        case .transport(.failed(.connectionReset)), .transport(.failed(.timedOut)): return true
+        default: return false
+        }
+    }
+
+    mutating func scheduleReconnect(now: LoopInstant, after reason: IMDisconnectReason) {
+        guard isNetworkReachable else { return waitForNetwork() }
+        guard let delay = backoff.nextDelay(jitter: configuration.jitter) else {
+            phase = .closed
+            closeForGood(.gaveUp(attempts: backoff.attempts, last: reason))
+            return
+        }
+        phase = .waitingToReconnect(at: now + delay)
+        report(.reconnecting(in: delay, attempt: backoff.attempts))
+    }
+
+    /// Closing ends here, whether the server answered the logout or not.
+    mutating func finishClose(now: LoopInstant) {
+        if let current = currentGeneration {
+            let wasOpen = isTransportOpen
+            actions.append(.closeTransport(generation: current, graceful: true))
+            if wasOpen { actions.append(.disconnected(.userClosed)) }
+        }
+        phase = .closed
+        closeForGood(.userClosed)
+    }
+
+    mutating func closeForGood(_ reason: IMClosedReason) {
+        answerDeadline = nil
+        loginDeadline = nil
+        closeDeadline = nil
+        pendingHeartbeat = nil
+        failNeverSent(.clientClosed)
+        for id in outbox.unsettledIDs { settle(id, .failed(.outcomeUnknown)) }
+        report(.closed(reason))
+    }
+}
+
+/// Random (version 4) UUIDs as text, for message ids.
+enum UUIDText {
+    static func random() -> String {
+        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255) }
+        bytes[6] = (bytes[6] & 0x0F) | 0x40
+        bytes[8] = (bytes[8] & 0x3F) | 0x80
+        let hex = bytes.map { byte in
+            let digits = Array("0123456789abcdef")
+            return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
+        }
+        return [hex[0..<4], hex[4..<6], hex[6..<8], hex[8..<10], hex[10..<16]].map { $0.joined() }.joined(separator: "-")
+    }
+}

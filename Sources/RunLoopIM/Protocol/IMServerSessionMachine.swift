@@ -1,0 +1,238 @@
+import RunLoopKit
+
+/// Why the server ended one client's session. Reported once per session.
+public enum IMSessionEndReason: Equatable, Sendable, CustomStringConvertible {
+    /// The client logged out.
+    case loggedOut
+    /// Nothing arrived for 1.5 times the keepalive the client announced (MQTT 3.1.1 §3.1.2.10).
+    case keepaliveExpired(silentFor: Duration)
+    /// LOGIN did not arrive in time.
+    case loginTimeout
+    /// The login was refused.
+    case loginRefused(IMStatusCode)
+    /// The client sent bytes that are not valid frames, or a request out of place.
+    case protocolError(IMStatusCode, String)
+    /// The connection closed or failed underneath.
+    case transportClosed(String)
+    /// The server is stopping.
+    case serverShutdown
+
+    public var description: String {
+        switch self {
+        case .loggedOut: return "logged out"
+        case .keepaliveExpired(let silent): return "silent for \(formatSeconds(silent)) (keepalive expired)"
+        case .loginTimeout: return "login timed out"
+        case .loginRefused(let code): return "login refused (\(code))"
+        case .protocolError(let code, let text): return "protocol error (\(code)): \(text)"
+        case .transportClosed(let why): return "connection \(why)"
+        case .serverShutdown: return "server shutting down"
+        }
+    }
+}
+
+/// What a server session must do, as decided by ``IMServerSessionMachine``.
+public enum IMServerSessionAction: Equatable, Sendable {
+    /// Write the frame to the client.
+    case write(IMFrame)
+    /// Check these credentials, then call ``IMServerSessionMachine/loginAccepted(user:now:)`` or
+    /// ``IMServerSessionMachine/loginRefused(_:reason:now:)``.
+    case authenticate(IMLoginRequest)
+    /// A logged-in client's request for the application (SEND, DELIVER_ACK, ABANDON).
+    case request(IMFrame)
+    /// The session is online as `user`.
+    case online(user: String)
+    /// Close the connection (after flushing what was written) and report `reason` once.
+    case end(IMSessionEndReason)
+}
+
+/// One server-side session's protocol: login within a deadline, heartbeats answered at once, a client
+/// silent for 1.5 × its announced keepalive dropped, logout, and typed refusals for anything out of
+/// place. Pure, like ``IMClientMachine``: `now` comes in, actions go out, ``nextDeadline`` says when
+/// to call ``timerFired(now:)``.
+public struct IMServerSessionMachine: Sendable {
+    /// Server-wide session settings.
+    public struct Settings: Sendable, Equatable {
+        /// Time from connect to a LOGIN frame.
+        public var loginTimeout: Duration = .seconds(10)
+        /// Keepalive assumed for a client that announces 0, and the longest honoured.
+        public var maximumKeepalive: Duration = .seconds(900)
+        /// The shortest keepalive honoured (a client announcing less gets this much slack).
+        public var minimumKeepalive: Duration = .seconds(1)
+        /// How many keepalives of silence drop a client (MQTT: 1.5).
+        public var keepaliveMultiplier: Double = 1.5
+
+        public init() {}
+    }
+
+    enum Phase: Equatable, Sendable {
+        case awaitingLogin
+        case authenticating(serial: UInt32)
+        case online(user: String, silenceLimit: Duration)
+        case ended
+    }
+
+    public let settings: Settings
+    var phase = Phase.awaitingLogin
+    var lastReceived: LoopInstant
+    var loginDeadline: LoopInstant?
+    var announcedKeepalive = Duration.zero
+    var nextSerial: UInt32 = 1
+    var actions: [IMServerSessionAction] = []
+
+    /// A session for a connection that opened at `now`.
+    public init(settings: Settings, now: LoopInstant) {
+        self.settings = settings
+        lastReceived = now
+        loginDeadline = now + settings.loginTimeout
+    }
+
+    /// The logged-in user, if any.
+    public var user: String? {
+        if case .online(let user, _) = phase { return user }
+        return nil
+    }
+
+    public var isEnded: Bool { phase == .ended }
+
+    /// How long this client may stay silent, once logged in.
+    public var silenceLimit: Duration? {
+        if case .online(_, let limit) = phase { return limit }
+        return nil
+    }
+
+    public var nextDeadline: LoopInstant? {
+        switch phase {
+        case .awaitingLogin, .authenticating: return loginDeadline
+        case .online(_, let limit): return lastReceived + limit
+        case .ended: return nil
+        }
+    }
+
+    /// A serial for a frame the server starts (DELIVER, server pings).
+    public mutating func takeSerial() -> UInt32 {
+        defer { nextSerial = nextSerial == .max ? 1 : nextSerial + 1 }
+        return nextSerial
+    }
+
+    public mutating func frameReceived(_ frame: IMFrame, now: LoopInstant) -> [IMServerSessionAction] {
+        guard phase != .ended else { return [] }
+        lastReceived = now
+        switch (frame.command, phase) {
+        case (.heartbeat, _):
+            actions.append(.write(IMFrame(command: .heartbeatAck, serial: frame.serial)))
+        case (.heartbeatAck, _):
+            break  // answer to a server ping: its arrival already counted as traffic
+        case (.login, .awaitingLogin):
+            do {
+                let request = try frame.decode(IMLoginRequest.self)
+                guard !request.user.isEmpty else { return fail(.badRequest, "LOGIN without a user", serial: frame.serial) }
+                announcedKeepalive = .seconds(Int64(request.keepaliveSeconds))
+                phase = .authenticating(serial: frame.serial)
+                actions.append(.authenticate(request))
+            } catch {
+                return fail(error.statusCode, error.description, serial: frame.serial)
+            }
+        case (.login, _):
+            return fail(.badRequest, "LOGIN twice", serial: frame.serial)
+        case (.logout, .online):
+            actions.append(.write(IMFrame(command: .logoutAck, serial: frame.serial)))
+            end(.loggedOut)
+        case (.send, .online), (.deliverAck, .online), (.abandon, .online):
+            actions.append(.request(frame))
+        case (.send, _), (.deliverAck, _), (.abandon, _), (.logout, _):
+            return fail(.notLoggedIn, "log in first", serial: frame.serial)
+        case (nil, _):
+            return fail(.unknownCommand, "unknown command \(frame.header.command)", serial: frame.serial)
+        case (.loginAck, _), (.sendAck, _), (.deliver, _), (.abandonAck, _), (.logoutAck, _), (.error, _):
+            return fail(.badRequest, "\(frame.command.map { "\($0)" } ?? "?") is a server's frame", serial: frame.serial)
+        }
+        return takeActions()
+    }
+
+    public mutating func loginAccepted(user: String, sessionID: String, serverTimeMilliseconds: UInt64, now: LoopInstant) -> [IMServerSessionAction] {
+        guard case .authenticating(let serial) = phase else { return [] }
+        let keepalive = announcedKeepalive == .zero
+            ? settings.maximumKeepalive
+            : min(settings.maximumKeepalive, max(settings.minimumKeepalive, announcedKeepalive))
+        let limit = keepalive * settings.keepaliveMultiplier
+        phase = .online(user: user, silenceLimit: limit)
+        loginDeadline = nil
+        lastReceived = now
+        var response = IMLoginResponse()
+        response.user = user
+        response.sessionID = sessionID
+        response.serverTimeMs = serverTimeMilliseconds
+        actions.append(.write(IMFrame(command: .loginAck, serial: serial, message: response)))
+        actions.append(.online(user: user))
+        return takeActions()
+    }
+
+    public mutating func loginRefused(_ code: IMStatusCode, reason: String, now: LoopInstant) -> [IMServerSessionAction] {
+        guard case .authenticating(let serial) = phase else { return [] }
+        var response = IMLoginResponse()
+        response.reason = reason
+        actions.append(.write(IMFrame(command: .loginAck, serial: serial, code: code, message: response)))
+        end(.loginRefused(code))
+        return takeActions()
+    }
+
+    public mutating func timerFired(now: LoopInstant) -> [IMServerSessionAction] {
+        switch phase {
+        case .awaitingLogin, .authenticating:
+            if let deadline = loginDeadline, now >= deadline {
+                notifyAndEnd(.loginTimeout, "no LOGIN within \(formatSeconds(settings.loginTimeout))", .loginTimeout)
+            }
+        case .online(_, let limit):
+            let silent = now - lastReceived
+            if silent >= limit {
+                notifyAndEnd(.keepaliveTimeout, "silent for \(formatSeconds(silent))", .keepaliveExpired(silentFor: silent))
+            }
+        case .ended:
+            break
+        }
+        return takeActions()
+    }
+
+    /// The byte stream broke the framing rules.
+    public mutating func protocolError(_ error: IMFrameError) -> [IMServerSessionAction] {
+        guard phase != .ended else { return [] }
+        return fail(error.statusCode, error.description, serial: 0)
+    }
+
+    /// The transport closed underneath.
+    public mutating func transportClosed(_ why: String) -> [IMServerSessionAction] {
+        guard phase != .ended else { return [] }
+        end(.transportClosed(why))
+        return takeActions()
+    }
+
+    /// The server stops: tell the client why, then close.
+    public mutating func shutdown() -> [IMServerSessionAction] {
+        guard phase != .ended else { return [] }
+        notifyAndEnd(.shuttingDown, "server shutting down", .serverShutdown)
+        return takeActions()
+    }
+
+    private mutating func fail(_ code: IMStatusCode, _ text: String, serial: UInt32) -> [IMServerSessionAction] {
+        notifyAndEnd(code, text, .protocolError(code, text), serial: serial)
+        return takeActions()
+    }
+
+    private mutating func notifyAndEnd(_ code: IMStatusCode, _ text: String, _ reason: IMSessionEndReason, serial: UInt32 = 0) {
+        var notice = IMErrorNotice()
+        notice.message = text
+        actions.append(.write(IMFrame(command: .error, serial: serial, code: code, message: notice)))
+        end(reason)
+    }
+
+    private mutating func end(_ reason: IMSessionEndReason) {
+        phase = .ended
+        loginDeadline = nil
+        actions.append(.end(reason))
+    }
+
+    private mutating func takeActions() -> [IMServerSessionAction] {
+        defer { actions.removeAll(keepingCapacity: true) }
+        return actions
+    }
+}

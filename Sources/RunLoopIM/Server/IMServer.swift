@@ -1,0 +1,154 @@
+import Logging
+import RunLoopKit
+import RunLoopNet
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An IM server on a ``RunLoop``: a ``TCPListener`` whose connections become ``IMServerSession``s.
+///
+/// It answers heartbeats at once, drops clients silent for 1.5 × their announced keepalive (and
+/// reports them offline), stores each sent message once through its ``IMServerStore`` and acknowledges
+/// it with its sequence, delivers it to every online recipient at once and to the others from their
+/// inbox at their next login, in sequence order, until they acknowledge it.
+///
+/// Threads: confined to its loop's thread, like ``TCPListener``; every callback runs there.
+public final class IMServer {
+    /// Server-wide settings.
+    public struct Settings: Sendable {
+        /// Login deadline and keepalive rules for each session.
+        public var session = IMServerSessionMachine.Settings()
+        /// The largest frame body accepted from a client.
+        public var maximumFrameBody = 64 * 1024
+        /// At most this many connections at once (`nil`: no limit).
+        public var maximumConnections: Int?
+
+        public init() {}
+    }
+
+    public let loop: RunLoop
+    public let settings: Settings
+    public let store: IMServerStore
+    public var logger: Logger
+    /// A user came online (first session) or went offline (last session ended).
+    public var onPresenceChange: ((IMServer, String, Bool) -> Void)?
+    /// A session ended, with why (after it was removed from ``sessions``).
+    public var onSessionEnd: ((IMServer, IMServerSession, IMSessionEndReason) -> Void)?
+    /// A message was stored for the first time.
+    public var onMessageStored: ((IMServer, IMChatMessage) -> Void)?
+
+    let listener: TCPListener
+    private var open: [ObjectIdentifier: IMServerSession] = [:]
+    private var byUser: [String: [IMServerSession]] = [:]
+
+    /// Must be called on the loop's thread.
+    public init(store: IMServerStore, settings: Settings = Settings(), loop: RunLoop = .current,
+                modes: [RunLoop.Mode] = [.common], logger: Logger = Logger(label: "RunLoopIM.server")) {
+        self.loop = loop
+        self.settings = settings
+        self.store = store
+        self.logger = logger
+        listener = TCPListener(loop: loop, modes: modes, logger: logger)
+        listener.maxConnections = settings.maximumConnections
+        var notice = IMErrorNotice()
+        notice.message = "server full"
+        listener.refusalMessage = IMFrame(command: .error, serial: 0, code: .tooManyConnections, message: notice).encoded()
+        listener.onAccept = { [weak self] _, connection in self?.accept(connection) }
+    }
+
+    /// Listens on an IP literal and port (0: the system picks; read ``port``).
+    public func listen(host: String = "127.0.0.1", port: UInt16 = 0) throws(NetError) {
+        try listener.listen(host: host, port: port)
+    }
+
+    /// The bound port while listening.
+    public var port: UInt16 { listener.port }
+    /// Open sessions (logged in or not).
+    public var sessions: [IMServerSession] { Array(open.values) }
+    /// Users with at least one logged-in session.
+    public var onlineUsers: [String] { byUser.keys.sorted() }
+
+    /// Stops accepting, tells every client the server is stopping and closes them gracefully.
+    public func shutdown() {
+        listener.close()
+        for session in open.values { session.shutdown() }
+    }
+
+    // MARK: Session callbacks
+
+    private func accept(_ connection: TCPConnection) {
+        let session = IMServerSession(connection: connection, server: self)
+        open[ObjectIdentifier(session)] = session
+    }
+
+    func authenticate(_ request: IMLoginRequest, for session: IMServerSession) -> IMLoginVerdict {
+        store.authenticate(request)
+    }
+
+    func sessionOnline(_ session: IMServerSession, user: String) {
+        let first = byUser[user]?.isEmpty ?? true
+        byUser[user, default: []].append(session)
+        logger.debug("\(user) online from \(session.remoteAddress?.description ?? "?")")
+        if first { onPresenceChange?(self, user, true) }
+        for message in store.undelivered(for: user) { session.deliver(message) }
+    }
+
+    func sessionEnded(_ session: IMServerSession, reason: IMSessionEndReason) {
+        open[ObjectIdentifier(session)] = nil
+        if let user = session.user {
+            byUser[user]?.removeAll { $0 === session }
+            if byUser[user]?.isEmpty == true {
+                byUser[user] = nil
+                onPresenceChange?(self, user, false)
+            }
+            logger.debug("\(user) session ended: \(reason)")
+        }
+        onSessionEnd?(self, session, reason)
+    }
+
+    /// A logged-in client's SEND, DELIVER_ACK or ABANDON.
+    /// - Throws: an undecodable body, which ends that session with a protocol error.
+    func handleRequest(_ frame: IMFrame, from session: IMServerSession) throws(IMFrameError) {
+        guard let user = session.user else { return }
+        switch frame.command {
+        case .send:
+            handleSend(try frame.decode(IMChatMessage.self), serial: frame.serial, from: session, user: user)
+        case .deliverAck:
+            let seqs = try frame.decode(IMDeliverAck.self).seqs
+            store.acknowledge(seqs, for: user)
+            session.acknowledged(seqs)
+        case .abandon:
+            let ids = try frame.decode(IMAbandonRequest.self).ids
+            var response = IMAbandonResponse()
+            response.results = store.abandon(ids, from: user)
+            session.write(IMFrame(command: .abandonAck, serial: frame.serial, message: response))
+        default:
+            break
+        }
+    }
+
+    private func handleSend(_ message: IMChatMessage, serial: UInt32, from session: IMServerSession, user: String) {
+        var ack = IMSendAck()
+        ack.id = message.id
+        switch store.store(message, from: user, nowMilliseconds: wallClockMilliseconds()) {
+        case .stored(let stored, let recipients, let isNew):
+            ack.seq = stored.seq
+            ack.sentAtMs = stored.sentAtMs
+            session.write(IMFrame(command: .sendAck, serial: serial, message: ack))
+            guard isNew else { return }
+            onMessageStored?(self, stored)
+            for recipient in recipients {
+                for target in byUser[recipient] ?? [] { target.deliver(stored) }
+            }
+        case .refused(let code):
+            session.write(IMFrame(command: .sendAck, serial: serial, code: code, message: ack))
+        }
+    }
+
+    /// Wall-clock time for the timestamps clients show (the loop's clock is monotonic, not a date).
+    func wallClockMilliseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return UInt64(max(0, now.tv_sec)) * 1000 + UInt64(max(0, now.tv_nsec)) / 1_000_000
+    }
+}

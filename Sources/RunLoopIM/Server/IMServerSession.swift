@@ -1,0 +1,117 @@
+import Logging
+import RunLoopKit
+import RunLoopNet
+
+/// One client's connection on an ``IMServer``: the transport, the frame decoder, the session's
+/// ``IMServerSessionMachine`` and its timer. Created by the server; loop thread only.
+public final class IMServerSession {
+    /// The logged-in user, once logged in.
+    public var user: String? { machine.user }
+    /// The client's address.
+    public let remoteAddress: SocketAddress?
+    /// How long the client may stay silent (1.5 × its keepalive), once logged in.
+    public var silenceLimit: Duration? { machine.silenceLimit }
+
+    weak var server: IMServer?
+    let connection: TCPConnection
+    private(set) var machine: IMServerSessionMachine
+    private var decoder: FrameDecoder
+    private var timer: ProtocolTimer!
+    /// Sequences delivered on this connection and not yet acknowledged: never sent twice per connection.
+    private var inFlight: Set<UInt64> = []
+    private(set) var isEnded = false
+
+    init(connection: TCPConnection, server: IMServer) {
+        self.connection = connection
+        self.server = server
+        remoteAddress = connection.remoteAddress
+        machine = IMServerSessionMachine(settings: server.settings.session, now: connection.loop.now)
+        decoder = FrameDecoder(maxBodyLength: server.settings.maximumFrameBody)
+        timer = ProtocolTimer(loop: connection.loop, modes: connection.modes, label: "im.session") { [weak self] in
+            guard let self else { return }
+            self.apply(self.machine.timerFired(now: self.connection.loop.now))
+        }
+        connection.onData = { [weak self] _, bytes in self?.received(bytes) }
+        connection.onClose = { [weak self] _, reason in
+            guard let self else { return }
+            self.apply(self.machine.transportClosed("\(reason)"))
+        }
+        timer.schedule(at: machine.nextDeadline)
+    }
+
+    /// Sends a stored message to this client unless it is already on its way on this connection.
+    func deliver(_ message: IMChatMessage) {
+        guard !isEnded, machine.user != nil, inFlight.insert(message.seq).inserted else { return }
+        write(IMFrame(command: .deliver, serial: machine.takeSerial(), message: message))
+    }
+
+    /// Tells the client the server is stopping, then closes gracefully.
+    func shutdown() { apply(machine.shutdown()) }
+
+    func acknowledged(_ seqs: [UInt64]) { inFlight.subtract(seqs) }
+
+    func write(_ frame: IMFrame) {
+        guard !isEnded else { return }
+        do {
+            try connection.write(frame.encoded())
+        } catch {
+            // A client that does not read fills its output limit: it is dropped, not buffered forever.
+            connection.close(immediately: true)
+            apply(machine.transportClosed("write failed: \(error)"))
+        }
+    }
+
+    private func received(_ bytes: [UInt8]) {
+        decoder.append(bytes)
+        while !isEnded {
+            let frame: IMFrame?
+            do {
+                frame = try decoder.next()
+            } catch {
+                apply(machine.protocolError(error))
+                return
+            }
+            guard let frame else { break }
+            apply(machine.frameReceived(frame, now: connection.loop.now))
+        }
+    }
+
+    private func apply(_ actions: [IMServerSessionAction]) {
+        for action in actions {
+            switch action {
+            case .write(let frame):
+                write(frame)
+            case .authenticate(let request):
+                guard let server else { return }
+                let verdict = server.authenticate(request, for: self)
+                let now = connection.loop.now
+                switch verdict {
+                case .accepted:
+                    apply(machine.loginAccepted(user: request.user, sessionID: UUIDText.random(),
+                                                serverTimeMilliseconds: server.wallClockMilliseconds(), now: now))
+                case .refused(let code, let reason):
+                    apply(machine.loginRefused(code, reason: reason, now: now))
+                }
+            case .online(let user):
+                server?.sessionOnline(self, user: user)
+            case .request(let frame):
+                do {
+                    try server?.handleRequest(frame, from: self)
+                } catch {
+                    apply(machine.protocolError(error))
+                }
+            case .end(let reason):
+                end(reason)
+            }
+        }
+        timer.schedule(at: machine.nextDeadline)
+    }
+
+    private func end(_ reason: IMSessionEndReason) {
+        guard !isEnded else { return }
+        isEnded = true
+        timer.cancel()
+        connection.close()
+        server?.sessionEnded(self, reason: reason)
+    }
+}

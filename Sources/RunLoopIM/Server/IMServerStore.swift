@@ -1,0 +1,115 @@
+/// What the server decided about a login.
+public enum IMLoginVerdict: Equatable, Sendable {
+    case accepted
+    case refused(IMStatusCode, reason: String)
+}
+
+/// What storing a sent message gave.
+public enum IMStoreResult: Equatable, Sendable {
+    /// Stored (or stored before, for a resend: `isNew` false) as `message` — with `seq`, `from` and
+    /// `sentAtMs` filled in — for `recipients` (the sender excluded).
+    case stored(IMChatMessage, recipients: [String], isNew: Bool)
+    /// Not stored, and never will be under this id (unknown recipient, abandoned id, …).
+    case refused(IMStatusCode)
+}
+
+/// Where an ``IMServer`` keeps accounts, messages and each user's undelivered inbox. The server calls it
+/// on its loop's thread only, synchronously; an implementation that blocks blocks the loop.
+///
+/// The delivery guarantees rest on four rules an implementation keeps:
+/// 1. ``store(_:from:nowMilliseconds:)`` is idempotent per (sender, id): a resend gets the first `seq`.
+/// 2. An id the sender abandoned before it was stored is refused forever after.
+/// 3. A stored message stays in each recipient's inbox until that recipient acknowledges its `seq`.
+/// 4. ``undelivered(for:)`` returns the inbox in `seq` order.
+/// Persist all four (``InMemoryIMStore`` does not survive a restart; the chat node's SQLite store does).
+public protocol IMServerStore: AnyObject {
+    /// Checks credentials.
+    func authenticate(_ request: IMLoginRequest) -> IMLoginVerdict
+    /// Stores a message from `sender`.
+    func store(_ message: IMChatMessage, from sender: String, nowMilliseconds: UInt64) -> IMStoreResult
+    /// Settles ids the sender gave up on: stored ones with their seq, the others refused from now on.
+    func abandon(_ ids: [String], from sender: String) -> [IMAbandonResult]
+    /// Messages stored for `user` and not acknowledged by them, in seq order.
+    func undelivered(for user: String) -> [IMChatMessage]
+    /// `user` has these messages: drop them from their inbox.
+    func acknowledge(_ seqs: [UInt64], for user: String)
+}
+
+/// An ``IMServerStore`` in memory: for tests, samples and benchmarks. Everything is lost with the
+/// process, so across a server restart only the clients' own resends and de-duplication hold.
+public final class InMemoryIMStore: IMServerStore {
+    /// Accounts and passwords; with `nil`, any user name logs in with any password.
+    public var accounts: [String: String]?
+    /// Room name → members.
+    public var rooms: [String: Set<String>] = [:]
+    private var nextSeq: UInt64 = 1
+    private var accepted: [String: IMChatMessage] = [:]
+    private var abandoned: Set<String> = []
+    private var inboxes: [String: [IMChatMessage]] = [:]
+    private var known: Set<String> = []
+
+    public init(accounts: [String: String]? = nil) {
+        self.accounts = accounts
+        known = Set(accounts?.keys.map { $0 } ?? [])
+    }
+
+    /// Every message stored so far, by seq (for tests and samples).
+    public private(set) var storedCount = 0
+
+    public func authenticate(_ request: IMLoginRequest) -> IMLoginVerdict {
+        if let accounts, accounts[request.user] != request.password {
+            return .refused(.authenticationFailed, reason: "unknown user or wrong password")
+        }
+        known.insert(request.user)
+        return .accepted
+    }
+
+    public func store(_ message: IMChatMessage, from sender: String, nowMilliseconds: UInt64) -> IMStoreResult {
+        let key = sender + "\u{0}" + message.id
+        if let earlier = accepted[key] { return .stored(earlier, recipients: recipients(of: earlier, from: sender), isNew: false) }
+        if abandoned.contains(key) { return .refused(.badRequest) }
+        guard !message.id.isEmpty, message.to != nil else { return .refused(.badRequest) }
+        var stored = message
+        stored.from = sender
+        stored.seq = nextSeq
+        stored.sentAtMs = nowMilliseconds
+        let targets = recipients(of: stored, from: sender)
+        if case .user(let name)? = stored.to, accounts != nil, !known.contains(name) { return .refused(.unknownRecipient) }
+        if case .room(let name)? = stored.to, rooms[name]?.contains(sender) != true { return .refused(.unknownRecipient) }
+        nextSeq += 1
+        storedCount += 1
+        accepted[key] = stored
+        for user in targets { inboxes[user, default: []].append(stored) }
+        return .stored(stored, recipients: targets, isNew: true)
+    }
+
+    public func abandon(_ ids: [String], from sender: String) -> [IMAbandonResult] {
+        ids.map { id in
+            var result = IMAbandonResult()
+            result.id = id
+            let key = sender + "\u{0}" + id
+            if let earlier = accepted[key] {
+                result.accepted = true
+                result.seq = earlier.seq
+            } else {
+                abandoned.insert(key)
+            }
+            return result
+        }
+    }
+
+    public func undelivered(for user: String) -> [IMChatMessage] { inboxes[user] ?? [] }
+
+    public func acknowledge(_ seqs: [UInt64], for user: String) {
+        let done = Set(seqs)
+        inboxes[user]?.removeAll { done.contains($0.seq) }
+    }
+
+    private func recipients(of message: IMChatMessage, from sender: String) -> [String] {
+        switch message.to {
+        case .user(let name)?: return name == sender ? [] : [name]
+        case .room(let name)?: return (rooms[name] ?? []).filter { $0 != sender }.sorted()
+        case nil: return []
+        }
+    }
+}
