@@ -5,8 +5,8 @@ import RunLoopNet
 /// One client's connection on an ``IMServer``: the transport, the frame decoder, the session's
 /// ``IMServerSessionMachine`` and its timer. Created by the server; loop thread only.
 public final class IMServerSession {
-    /// The logged-in user, once logged in.
-    public var user: String? { machine.user }
+    /// The logged-in user, once logged in (still set after the session ended, for its last reports).
+    public private(set) var user: String?
     /// The client's address.
     public let remoteAddress: SocketAddress?
     /// How long the client may stay silent (1.5 × its keepalive), once logged in.
@@ -93,6 +93,7 @@ public final class IMServerSession {
                     apply(machine.loginRefused(code, reason: reason, now: now))
                 }
             case .online(let user):
+                self.user = user
                 server?.sessionOnline(self, user: user)
             case .request(let frame):
                 do {

@@ -1,0 +1,55 @@
+import RunLoopKit
+import RunLoopIM
+import RunLoopNet
+
+/// Runs `loop` in short slices until `done()` or `limit` (on the loop's clock) has passed; returns
+/// whether `done()` became true. The limit only ends a hang (the thread sanitizer on a busy machine is
+/// many times slower), so it is generous; a passing test returns as soon as the condition holds.
+@discardableResult
+func spin(_ loop: RunLoop, for limit: Duration = .seconds(30), until done: () -> Bool) throws -> Bool {
+    let end = loop.now + limit
+    while !done() {
+        if loop.now >= end { return false }
+        try loop.run(.default, timeout: .milliseconds(5))
+    }
+    return true
+}
+
+/// Records everything a client reports.
+final class ClientRecorder {
+    var states: [IMConnectionState] = []
+    var onlineAt: [LoopInstant] = []
+    var disconnects: [(LoopInstant, IMDisconnectReason)] = []
+    var messages: [IMChatMessage] = []
+    var deliveries: [String: [IMDeliveryState]] = [:]
+
+    func attach(to client: IMClient) {
+        client.onStateChange = { [unowned self] client, state in
+            self.states.append(state)
+            if state == .online { self.onlineAt.append(client.loop.now) }
+        }
+        client.onDisconnect = { [unowned self] client, reason in self.disconnects.append((client.loop.now, reason)) }
+        client.onMessage = { [unowned self] _, message in self.messages.append(message) }
+        client.onDelivery = { [unowned self] _, id, state in self.deliveries[id, default: []].append(state) }
+    }
+
+    func finalStates() -> [IMDeliveryState] { deliveries.values.compactMap { $0.last(where: \.isFinal) } }
+    var deliveredCount: Int { finalStates().filter { if case .delivered = $0 { return true } else { return false } }.count }
+    var failedCount: Int { finalStates().filter { if case .failed = $0 { return true } else { return false } }.count }
+    /// Ids that reached a final state more than once: must stay empty.
+    var settledTwice: [String] { deliveries.filter { $0.value.filter(\.isFinal).count > 1 }.map(\.key) }
+}
+
+func clientConfiguration(_ user: String, password: String = "pw", _ tweak: (inout IMClientConfiguration) -> Void = { _ in }) -> IMClientConfiguration {
+    var configuration = IMClientConfiguration(user: user, password: password)
+    configuration.heartbeat = .fixed(.seconds(5))
+    configuration.answerTimeout = .seconds(5)
+    configuration.backoff = ReconnectBackoff.Policy(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(400))
+    configuration.jitter = .seeded(7)
+    tweak(&configuration)
+    return configuration
+}
+
+func makeClient(_ configuration: IMClientConfiguration, port: UInt16) -> IMClient {
+    IMClient(configuration: configuration, connector: TCPTransport.connector(host: "127.0.0.1", port: port, connectTimeout: .seconds(5)))
+}
