@@ -12,6 +12,7 @@ let package = Package(
         .executable(name: "loop-demo", targets: ["LoopDemo"]),
         .executable(name: "loop-record", targets: ["LoopRecorder"]),
         .executable(name: "echo-server", targets: ["EchoServer"]),
+        .executable(name: "im-relay", targets: ["IMRelay"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -90,6 +91,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Samples/EchoServer",
+            exclude: ["README.md"]
+        ),
+        .executableTarget(
+            name: "IMRelay",
+            dependencies: [
+                "RunLoopKit",
+                "RunLoopIM",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Samples/IMRelay",
             exclude: ["README.md"]
         ),
 
