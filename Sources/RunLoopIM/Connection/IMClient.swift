@@ -49,7 +49,6 @@ public final class IMClient {
     private var decoder: FrameDecoder
     private var timer: ProtocolTimer!
     private var keepAlive: IMClient?
-    private var isApplying = false
     private var pendingWriteFailure: (UInt64, NetError)?
 
     /// - Parameters:
@@ -125,13 +124,11 @@ public final class IMClient {
 
     private func apply(_ actions: [IMClientAction]) {
         for action in actions { perform(action) }
-        if let (generation, error) = pendingWriteFailure, !isApplying {
+        if let (generation, error) = pendingWriteFailure {
+            // A write refused by the transport (output queue full: the server does not read) ends
+            // that connection like any transport failure; told after this batch, never inside it.
             pendingWriteFailure = nil
-            isApplying = true
-            let follow = machine.transportClosed(generation: generation, reason: .failed(error), now: loop.now)
-            isApplying = false
-            apply(follow)
-            return
+            return apply(machine.transportClosed(generation: generation, reason: .failed(error), now: loop.now))
         }
         timer.schedule(at: machine.nextDeadline)
         if case .closed = machine.state { keepAlive = nil }

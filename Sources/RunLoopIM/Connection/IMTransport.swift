@@ -54,14 +54,6 @@ public final class TCPTransport: IMTransport {
         connection = TCPConnection(loop: loop, modes: modes, options: options, limits: limits)
     }
 
-    /// A transport around a connection that is already open (a server's accepted connection).
-    init(accepted connection: TCPConnection) {
-        self.connection = connection
-        host = connection.remoteAddress?.ip ?? ""
-        port = connection.remoteAddress?.port ?? 0
-        connectTimeout = .zero
-    }
-
     public func open(_ events: IMTransportEvents) {
         connection.onConnect = { _ in events.opened() }
         connection.onData = { _, bytes in events.received(bytes) }

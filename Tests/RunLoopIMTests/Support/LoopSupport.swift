@@ -24,13 +24,14 @@ final class ClientRecorder {
     var deliveries: [String: [IMDeliveryState]] = [:]
 
     func attach(to client: IMClient) {
-        client.onStateChange = { [unowned self] client, state in
+        client.onStateChange = { [weak self] client, state in
+            guard let self else { return }
             self.states.append(state)
             if state == .online { self.onlineAt.append(client.loop.now) }
         }
-        client.onDisconnect = { [unowned self] client, reason in self.disconnects.append((client.loop.now, reason)) }
-        client.onMessage = { [unowned self] _, message in self.messages.append(message) }
-        client.onDelivery = { [unowned self] _, id, state in self.deliveries[id, default: []].append(state) }
+        client.onDisconnect = { [weak self] client, reason in self?.disconnects.append((client.loop.now, reason)) }
+        client.onMessage = { [weak self] _, message in self?.messages.append(message) }
+        client.onDelivery = { [weak self] _, id, state in self?.deliveries[id, default: []].append(state) }
     }
 
     func finalStates() -> [IMDeliveryState] { deliveries.values.compactMap { $0.last(where: \.isFinal) } }
