@@ -195,6 +195,35 @@ struct ReachabilityNamespaceTests {
         ])
     }
 
+    @Test("the fixture carries TCP from the client namespace to a listener in the server namespace")
+    func tcpAcrossTheVeth() async throws {
+        let echoed = try await withNamespacePair { pair in
+            try await onLoopThread { () throws -> String in
+                let loop = RunLoop.current
+                // A socket stays in the namespace it was created in: one loop thread can serve both ends.
+                try enterNetworkNamespace(pair.server)
+                let listener = TCPListener()
+                defer { listener.close() }
+                listener.onAccept = { _, connection in
+                    connection.onData = { connection, bytes in try? connection.write(bytes) }
+                }
+                try listener.listen(host: pair.serverAddress, port: 0)
+                try enterNetworkNamespace(pair.client)
+                let client = TCPConnection()
+                var received: [UInt8] = []
+                var failure: CloseReason?
+                client.onConnect = { connection in try? connection.write(Array("ping".utf8)) }
+                client.onData = { _, bytes in received += bytes }
+                client.onClose = { _, reason in failure = reason }
+                client.connect(to: pair.serverAddress, port: listener.port, timeout: .seconds(10))
+                try loop.runUntil(timeout: .seconds(15)) { received.count >= 4 || failure != nil }
+                client.close(immediately: true)
+                return failure.map { "closed: \($0)" } ?? String(decoding: received, as: UTF8.self)
+            }
+        }
+        #expect(echoed == "ping")
+    }
+
     @Test("a fixture is deleted when its test throws, and when it is only let go")
     func fixtureCleansUp() async throws {
         struct Boom: Error {}

@@ -9,11 +9,18 @@ import Testing
 /// ```swift
 /// @Test(NetworkNamespaces.available)
 /// func linkDown() async throws {
-///     let pair = try NamespacePair()
-///     defer { pair.tearDown() }
-///     try await onLoopThread(inNamespace: pair.client) { ... sockets here live in pair.client ... }
+///     try await withNamespacePair { pair in     // torn down (and checked gone) even if the body throws
+///         try await onLoopThread(inNamespace: pair.client) {
+///             // sockets made here live in pair.client; pair.serverAddress is across the veth
+///             try pair.setClientLink(up: false)
+///             ...
+///         }
+///     }
 /// }
 /// ```
+///
+/// A socket stays in the namespace it was created in, so one loop thread can hold both ends: call
+/// ``enterNetworkNamespace(_:)`` with `pair.server`, listen, then with `pair.client`, connect.
 ///
 /// Names are `rlk-<pid>-<n>-…`, unique per fixture, so parallel tests and parallel test processes
 /// never meet. Namespaces left behind by a crashed test process are deleted by the next one.
