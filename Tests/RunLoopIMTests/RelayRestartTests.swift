@@ -40,7 +40,8 @@ struct RelayRestartTests {
             // 3. Messages sent while the server is down: queued, flushed in order after login.
             try send(20)
             relay = try RelayProcess(port: port)
-            try #require(try spin(loop) { aliceLog.deliveredCount == 60 && bobLog.messages.count == 60 })
+            let settled = try spin(loop) { aliceLog.deliveredCount == 60 && bobLog.messages.count == 60 }
+            try #require(settled, "alice delivered \(aliceLog.deliveredCount), failed \(aliceLog.failedCount), bob got \(bobLog.messages.count); alice \(alice.state) \(aliceLog.states.suffix(6)), bob \(bob.state) \(bobLog.states.suffix(6)); unsettled \(alice.unsettledMessages.count)")
 
             // A second kill and restart with everything settled: nothing moves twice.
             relay.kill()

@@ -50,6 +50,7 @@ public final class IMClient {
     private var timer: ProtocolTimer!
     private var keepAlive: IMClient?
     private var pendingWriteFailure: (UInt64, NetError)?
+    private var followed: NetworkReachability?
 
     /// - Parameters:
     ///   - connector: makes the transport for each attempt, e.g. ``TCPTransport/connector(host:port:connectTimeout:options:limits:)``.
@@ -120,6 +121,24 @@ public final class IMClient {
         apply(machine.networkChanged(reachable: reachable, reason: reason, now: loop.now))
     }
 
+    /// Follows `reachability`: its current path now and every change from then on go to
+    /// ``networkChanged(reachable:reason:)``. The client keeps `reachability` alive until it is closed
+    /// for good. Give it a reachability whose target is the server's address, so "unreachable" means
+    /// this server, not the whole network. Replaces the reachability's `onChange`.
+    public func follow(_ reachability: NetworkReachability) {
+        checkThread()
+        followed = reachability
+        reachability.onChange = { [weak self] _, path in self?.apply(path) }
+        apply(reachability.path)
+    }
+
+    private func apply(_ path: NetworkPath) {
+        switch path {
+        case .reachable: networkChanged(reachable: true)
+        case .unreachable(let why): networkChanged(reachable: false, reason: why)
+        }
+    }
+
     // MARK: Carrying out the machine's decisions
 
     private func apply(_ actions: [IMClientAction]) {
@@ -131,7 +150,11 @@ public final class IMClient {
             return apply(machine.transportClosed(generation: generation, reason: .failed(error), now: loop.now))
         }
         timer.schedule(at: machine.nextDeadline)
-        if case .closed = machine.state { keepAlive = nil }
+        if case .closed = machine.state {
+            keepAlive = nil
+            followed?.onChange = nil
+            followed = nil
+        }
     }
 
     private func perform(_ action: IMClientAction) {
