@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "RunLoopTesting", targets: ["RunLoopTesting"]),
         .library(name: "RunLoopNet", targets: ["RunLoopNet"]),
         .library(name: "RunLoopIM", targets: ["RunLoopIM"]),
+        .library(name: "RunLoopIMSQLite", targets: ["RunLoopIMSQLite"]),
         .executable(name: "loop-demo", targets: ["LoopDemo"]),
         .executable(name: "loop-record", targets: ["LoopRecorder"]),
         .executable(name: "echo-server", targets: ["EchoServer"]),
@@ -28,6 +29,11 @@ let package = Package(
             providers: [.apt(["libevent-dev"])]
         ),
         .target(name: "CRunLoopSupport"),
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
 
         // Libraries
         .target(
@@ -59,6 +65,14 @@ let package = Package(
                 "CRunLoopSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ]
+        ),
+        .target(
+            name: "RunLoopIMSQLite",
+            dependencies: [
+                "RunLoopIM",
+                "CSQLite",
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
 
@@ -98,6 +112,7 @@ let package = Package(
             dependencies: [
                 "RunLoopKit",
                 "RunLoopIM",
+                "RunLoopIMSQLite",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -124,7 +139,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RunLoopIMTests",
-            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopTesting"]
+            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMSQLite", "RunLoopTesting"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -2,12 +2,13 @@ import ArgumentParser
 import Glibc
 import Logging
 import RunLoopIM
+import RunLoopIMSQLite
 import RunLoopKit
 
 /// A minimal RunLoopIM server: any user name logs in (or only those given with `--user`), direct
 /// messages and rooms are relayed, undelivered messages wait in memory for their recipient's next
-/// login. Storage is in memory, so it is a relay for trying the protocol and for the fault tests
-/// (kill -9 and restart), not a chat service: the chat node keeps history and inboxes in SQLite.
+/// login. With `--database FILE` messages and inboxes live in SQLite and survive a crash of the
+/// process (the fault tests kill it with SIGKILL); without it they are in memory only.
 @main
 struct IMRelay: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -23,6 +24,9 @@ struct IMRelay: ParsableCommand {
 
     @Option(name: .customLong("user"), help: "An account as NAME:PASSWORD (repeatable). Without any, every name logs in.")
     var users: [String] = []
+
+    @Option(help: "SQLite file for messages and inboxes (WAL mode); without it everything is kept in memory and lost with the process.")
+    var database: String?
 
     @Option(help: "Room to create with every logged-in user as a member (repeatable).")
     var room: [String] = []
@@ -55,14 +59,26 @@ struct IMRelay: ParsableCommand {
                 return (parts[0], parts.count > 1 ? parts[1] : "")
             }, uniquingKeysWith: { _, last in last })
         }
-        let store = InMemoryIMStore(accounts: accounts)
+        let store: IMServerStore
+        let join: (String, String) -> Void
+        if let database {
+            let sqlite = try SQLiteIMStore(path: database, accounts: accounts, logger: logger)
+            store = sqlite
+            join = { room, user in
+                do { try sqlite.join(room: room, user: user) } catch { logger.error("\(user) not added to \(room): \(error)") }
+            }
+        } else {
+            let memory = InMemoryIMStore(accounts: accounts)
+            store = memory
+            join = { room, user in memory.rooms[room, default: []].insert(user) }
+        }
         var settings = IMServer.Settings()
         settings.session.loginTimeout = .seconds(loginSeconds)
         let server = IMServer(store: store, settings: settings, logger: logger)
         let rooms = room
         server.onPresenceChange = { _, user, online in
             logger.info("\(user) \(online ? "online" : "offline")")
-            if online { for name in rooms { store.rooms[name, default: []].insert(user) } }
+            if online { for name in rooms { join(name, user) } }
         }
         server.onSessionEnd = { _, session, reason in
             logger.debug("session \(session.user ?? "(not logged in)") ended: \(reason)")

@@ -6,11 +6,16 @@ import Testing
 
 @Suite("Server process killed and restarted")
 struct RelayRestartTests {
+    /// The relay keeps its messages in SQLite: a message it acknowledged survives the SIGKILL that may
+    /// come before its DELIVER reaches bob (with an in-memory relay this test loses a few messages
+    /// when the machine is busy — the window between SEND_ACK and DELIVER).
     @Test("kill -9 twice: clients reconnect; every message is delivered exactly once, none fails")
     func killAndRestart() async throws {
         try await onLoopThread {
             let loop = RunLoop.current
-            var relay = try RelayProcess()
+            let database = temporaryPath("relay.db")
+            defer { removeDatabase(database) }
+            var relay = try RelayProcess(arguments: ["--database", database])
             let port = relay.port
             let tweak: (inout IMClientConfiguration) -> Void = {
                 $0.backoff = ReconnectBackoff.Policy(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(200))
@@ -39,14 +44,14 @@ struct RelayRestartTests {
             try #require(try spin(loop) { alice.state != .online && bob.state != .online })
             // 3. Messages sent while the server is down: queued, flushed in order after login.
             try send(20)
-            relay = try RelayProcess(port: port)
+            relay = try RelayProcess(port: port, arguments: ["--database", database])
             let settled = try spin(loop) { aliceLog.deliveredCount == 60 && bobLog.messages.count == 60 }
             try #require(settled, "alice delivered \(aliceLog.deliveredCount), failed \(aliceLog.failedCount), bob got \(bobLog.messages.count); alice \(alice.state) \(aliceLog.states.suffix(6)), bob \(bob.state) \(bobLog.states.suffix(6)); unsettled \(alice.unsettledMessages.count)")
 
             // A second kill and restart with everything settled: nothing moves twice.
             relay.kill()
             try #require(try spin(loop) { alice.state != .online })
-            relay = try RelayProcess(port: port)
+            relay = try RelayProcess(port: port, arguments: ["--database", database])
             try #require(try spin(loop) { alice.state == .online && bob.state == .online })
             try send(5)
             try #require(try spin(loop) { aliceLog.deliveredCount == 65 && bobLog.messages.count == 65 })

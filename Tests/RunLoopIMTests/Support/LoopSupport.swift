@@ -1,3 +1,4 @@
+import Glibc
 import RunLoopKit
 import RunLoopIM
 import RunLoopNet
@@ -53,4 +54,15 @@ func clientConfiguration(_ user: String, password: String = "pw", _ tweak: (inou
 
 func makeClient(_ configuration: IMClientConfiguration, port: UInt16) -> IMClient {
     IMClient(configuration: configuration, connector: TCPTransport.connector(host: "127.0.0.1", port: port, connectTimeout: .seconds(5)))
+}
+
+/// A path for a temporary file that no other test uses.
+func temporaryPath(_ name: String) -> String {
+    let directory = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
+    return "\(directory)/rlk-\(getpid())-\(UInt64.random(in: 0...UInt64.max))-\(name)"
+}
+
+/// Removes a SQLite database with its WAL and shared-memory files.
+func removeDatabase(_ path: String) {
+    for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
 }

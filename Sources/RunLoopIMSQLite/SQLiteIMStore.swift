@@ -1,0 +1,203 @@
+import Logging
+import RunLoopIM
+
+/// An ``IMServerStore`` in one SQLite file (WAL mode): messages, each user's undelivered inbox,
+/// abandoned ids, room members and the users seen. Every rule of the protocol's delivery guarantee is
+/// a constraint or a transaction here, so it holds across a crash of the server process:
+/// - (sender, client id) is UNIQUE: a resend finds the first row and gets its seq back;
+/// - an abandoned (sender, id) has its own row, checked before storing;
+/// - a stored message and its recipients' inbox rows are written in one transaction, committed before
+///   SEND_ACK goes out;
+/// - the inbox is read in seq order and a row leaves only on the recipient's DELIVER_ACK.
+///
+/// Loop thread only (the server's); calls are synchronous and short. A SQLite failure never passes
+/// as success: a send is refused with `internalError` (the client sends it again), an abandon gets no
+/// answer for that id (the client asks again), and it is logged at `error`.
+public final class SQLiteIMStore: IMServerStore {
+    public let database: SQLiteDatabase
+    /// Accounts and passwords checked at login; `nil`: any user name logs in with any password.
+    public var accounts: [String: String]?
+    public var logger: Logger
+
+    /// Opens or creates the store at `path` (":memory:" for a throwaway one).
+    public init(path: String, accounts: [String: String]? = nil, durability: SQLiteDatabase.Durability = .processCrash,
+                logger: Logger = Logger(label: "RunLoopIM.sqlite")) throws(SQLiteError) {
+        database = try SQLiteDatabase(path: path, durability: durability)
+        self.accounts = accounts
+        self.logger = logger
+        try database.execute("""
+            CREATE TABLE IF NOT EXISTS messages(
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                sender TEXT NOT NULL, client_id TEXT NOT NULL,
+                to_user TEXT, to_room TEXT, text TEXT NOT NULL, sent_at_ms INTEGER NOT NULL,
+                UNIQUE(sender, client_id));
+            CREATE TABLE IF NOT EXISTS inbox(user TEXT NOT NULL, seq INTEGER NOT NULL REFERENCES messages(seq),
+                PRIMARY KEY(user, seq)) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS abandoned(sender TEXT NOT NULL, client_id TEXT NOT NULL,
+                PRIMARY KEY(sender, client_id)) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS room_members(room TEXT NOT NULL, user TEXT NOT NULL,
+                PRIMARY KEY(room, user)) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS users(name TEXT PRIMARY KEY) WITHOUT ROWID;
+            """)
+        for user in accounts?.keys.sorted() ?? [] { try database.query("INSERT OR IGNORE INTO users(name) VALUES (?)", [.text(user)]) }
+    }
+
+    /// Puts `user` in `room` (creating the room).
+    public func join(room: String, user: String) throws(SQLiteError) {
+        try database.query("INSERT OR IGNORE INTO room_members(room, user) VALUES (?, ?)", [.text(room), .text(user)])
+    }
+
+    public func authenticate(_ request: IMLoginRequest) -> IMLoginVerdict {
+        if let accounts, accounts[request.user] != request.password {
+            return .refused(.authenticationFailed, reason: "unknown user or wrong password")
+        }
+        do {
+            try database.query("INSERT OR IGNORE INTO users(name) VALUES (?)", [.text(request.user)])
+            return .accepted
+        } catch {
+            logger.error("login of \(request.user) not recorded: \(error)")
+            return .refused(.internalError, reason: "storage failure")
+        }
+    }
+
+    public func store(_ message: IMChatMessage, from sender: String, nowMilliseconds: UInt64) -> IMStoreResult {
+        guard !message.id.isEmpty, let target = message.to else { return .refused(.badRequest) }
+        do {
+            return try database.transaction { () throws(SQLiteError) -> IMStoreResult in
+                if let earlier = try find(sender: sender, id: message.id) {
+                    return .stored(earlier, recipients: try recipients(of: earlier, from: sender), isNew: false)
+                }
+                var abandoned = false
+                try database.query("SELECT 1 FROM abandoned WHERE sender = ? AND client_id = ?", [.text(sender), .text(message.id)]) { _ in abandoned = true }
+                if abandoned { return .refused(.badRequest) }
+                switch target {
+                case .user(let name):
+                    guard try isKnown(name) else { return .refused(.unknownRecipient) }
+                case .room(let name):
+                    guard try isMember(sender, of: name) else { return .refused(.unknownRecipient) }
+                }
+                var stored = message
+                stored.from = sender
+                stored.sentAtMs = nowMilliseconds
+                let (toUser, toRoom): (SQLiteDatabase.Value, SQLiteDatabase.Value)
+                switch target {
+                case .user(let name): (toUser, toRoom) = (.text(name), .null)
+                case .room(let name): (toUser, toRoom) = (.null, .text(name))
+                }
+                try database.query(
+                    "INSERT INTO messages(sender, client_id, to_user, to_room, text, sent_at_ms) VALUES (?, ?, ?, ?, ?, ?)",
+                    [.text(sender), .text(message.id), toUser, toRoom, .text(stored.text), .integer(Int64(nowMilliseconds))])
+                stored.seq = UInt64(database.lastInsertedRowID)
+                let targets = try recipients(of: stored, from: sender)
+                for user in targets {
+                    try database.query("INSERT INTO inbox(user, seq) VALUES (?, ?)", [.text(user), .integer(Int64(stored.seq))])
+                }
+                return .stored(stored, recipients: targets, isNew: true)
+            }
+        } catch {
+            logger.error("message \(message.id) from \(sender) not stored: \(error)")
+            return .refused(.internalError)
+        }
+    }
+
+    public func abandon(_ ids: [String], from sender: String) -> [IMAbandonResult] {
+        do {
+            return try database.transaction { () throws(SQLiteError) -> [IMAbandonResult] in
+                var results: [IMAbandonResult] = []
+                for id in ids {
+                    var result = IMAbandonResult()
+                    result.id = id
+                    if let earlier = try find(sender: sender, id: id) {
+                        result.accepted = true
+                        result.seq = earlier.seq
+                    } else {
+                        try database.query("INSERT OR IGNORE INTO abandoned(sender, client_id) VALUES (?, ?)", [.text(sender), .text(id)])
+                    }
+                    results.append(result)
+                }
+                return results
+            }
+        } catch {
+            logger.error("abandon from \(sender) not recorded: \(error)")
+            return []
+        }
+    }
+
+    public func undelivered(for user: String) -> [IMChatMessage] {
+        var messages: [IMChatMessage] = []
+        do {
+            try database.query("""
+                SELECT m.seq, m.sender, m.client_id, m.to_user, m.to_room, m.text, m.sent_at_ms
+                FROM inbox i JOIN messages m ON m.seq = i.seq WHERE i.user = ? ORDER BY i.seq
+                """, [.text(user)]) { row in messages.append(Self.message(from: row)) }
+        } catch {
+            logger.error("inbox of \(user) not read: \(error)")
+        }
+        return messages
+    }
+
+    public func acknowledge(_ seqs: [UInt64], for user: String) {
+        do {
+            try database.transaction { () throws(SQLiteError) in
+                for seq in seqs { try database.query("DELETE FROM inbox WHERE user = ? AND seq = ?", [.text(user), .integer(Int64(seq))]) }
+            }
+        } catch {
+            // Harmless: the messages come again at the next login and the client drops duplicates.
+            logger.error("acknowledgement from \(user) not recorded: \(error)")
+        }
+    }
+
+    /// Messages stored in all, for tests and summaries.
+    public func storedCount() throws(SQLiteError) -> Int {
+        var count = 0
+        try database.query("SELECT count(*) FROM messages") { row in count = Int(row.integer(0)) }
+        return count
+    }
+
+    private func find(sender: String, id: String) throws(SQLiteError) -> IMChatMessage? {
+        var found: IMChatMessage?
+        try database.query("""
+            SELECT seq, sender, client_id, to_user, to_room, text, sent_at_ms FROM messages WHERE sender = ? AND client_id = ?
+            """, [.text(sender), .text(id)]) { row in found = Self.message(from: row) }
+        return found
+    }
+
+    private func isKnown(_ user: String) throws(SQLiteError) -> Bool {
+        guard accounts != nil else { return true }
+        var known = false
+        try database.query("SELECT 1 FROM users WHERE name = ?", [.text(user)]) { _ in known = true }
+        return known
+    }
+
+    private func isMember(_ user: String, of room: String) throws(SQLiteError) -> Bool {
+        var member = false
+        try database.query("SELECT 1 FROM room_members WHERE room = ? AND user = ?", [.text(room), .text(user)]) { _ in member = true }
+        return member
+    }
+
+    private func recipients(of message: IMChatMessage, from sender: String) throws(SQLiteError) -> [String] {
+        switch message.to {
+        case .user(let name)?:
+            return name == sender ? [] : [name]
+        case .room(let name)?:
+            var members: [String] = []
+            try database.query("SELECT user FROM room_members WHERE room = ? AND user != ? ORDER BY user", [.text(name), .text(sender)]) { row in
+                if let user = row.text(0) { members.append(user) }
+            }
+            return members
+        case nil:
+            return []
+        }
+    }
+
+    private static func message(from row: SQLiteDatabase.Row) -> IMChatMessage {
+        var message = IMChatMessage()
+        message.seq = UInt64(row.integer(0))
+        message.from = row.text(1) ?? ""
+        message.id = row.text(2) ?? ""
+        if let user = row.text(3) { message.user = user } else if let room = row.text(4) { message.room = room }
+        message.text = row.text(5) ?? ""
+        message.sentAtMs = UInt64(row.integer(6))
+        return message
+    }
+}
