@@ -59,26 +59,15 @@ struct IMRelay: ParsableCommand {
                 return (parts[0], parts.count > 1 ? parts[1] : "")
             }, uniquingKeysWith: { _, last in last })
         }
-        let store: IMServerStore
-        let join: (String, String) -> Void
-        if let database {
-            let sqlite = try SQLiteIMStore(path: database, accounts: accounts, logger: logger)
-            store = sqlite
-            join = { room, user in
-                do { try sqlite.join(room: room, user: user) } catch { logger.error("\(user) not added to \(room): \(error)") }
-            }
-        } else {
-            let memory = InMemoryIMStore(accounts: accounts)
-            store = memory
-            join = { room, user in memory.rooms[room, default: []].insert(user) }
-        }
+        let store: IMServerStore = try database.map { try SQLiteIMStore(path: $0, accounts: accounts, logger: logger) }
+            ?? InMemoryIMStore(accounts: accounts)
         var settings = IMServer.Settings()
         settings.session.loginTimeout = .seconds(loginSeconds)
         let server = IMServer(store: store, settings: settings, logger: logger)
         let rooms = room
         server.onPresenceChange = { _, user, online in
             logger.info("\(user) \(online ? "online" : "offline")")
-            if online { for name in rooms { join(name, user) } }
+            if online { for name in rooms { _ = store.join(room: name, user: user) } }
         }
         server.onSessionEnd = { _, session, reason in
             logger.debug("session \(session.user ?? "(not logged in)") ended: \(reason)")

@@ -38,13 +38,86 @@ public final class SQLiteIMStore: IMServerStore {
             CREATE TABLE IF NOT EXISTS room_members(room TEXT NOT NULL, user TEXT NOT NULL,
                 PRIMARY KEY(room, user)) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS users(name TEXT PRIMARY KEY) WITHOUT ROWID;
+            CREATE INDEX IF NOT EXISTS messages_by_room ON messages(to_room, seq) WHERE to_room IS NOT NULL;
+            CREATE INDEX IF NOT EXISTS messages_by_pair ON messages(sender, to_user, seq) WHERE to_user IS NOT NULL;
             """)
         for user in accounts?.keys.sorted() ?? [] { try database.query("INSERT OR IGNORE INTO users(name) VALUES (?)", [.text(user)]) }
     }
 
-    /// Puts `user` in `room` (creating the room).
-    public func join(room: String, user: String) throws(SQLiteError) {
-        try database.query("INSERT OR IGNORE INTO room_members(room, user) VALUES (?, ?)", [.text(room), .text(user)])
+    public func join(room: String, user: String) -> Result<IMRoomInfo, IMStatusCode> {
+        guard isValidRoomName(room) else { return .failure(.badRequest) }
+        return roomChange(room, user, "INSERT OR IGNORE INTO room_members(room, user) VALUES (?, ?)")
+    }
+
+    public func leave(room: String, user: String) -> Result<IMRoomInfo, IMStatusCode> {
+        do {
+            guard try isMember(user, of: room) else { return .failure(.notAMember) }
+        } catch {
+            logger.error("membership of \(user) in \(room) not read: \(error)")
+            return .failure(.internalError)
+        }
+        return roomChange(room, user, "DELETE FROM room_members WHERE room = ? AND user = ?")
+    }
+
+    public func rooms(for user: String) -> [IMRoomInfo] {
+        var rooms: [IMRoomInfo] = []
+        do {
+            try database.query(
+                "SELECT room, count(*), max(user = ?) FROM room_members GROUP BY room ORDER BY room", [.text(user)]
+            ) { row in
+                rooms.append(IMRoomInfo(name: row.text(0) ?? "", members: Int(row.integer(1)), joined: row.integer(2) != 0))
+            }
+        } catch {
+            logger.error("rooms not listed: \(error)")
+        }
+        return rooms
+    }
+
+    public func history(_ request: IMHistoryRequest, for user: String, limit: Int) -> Result<IMHistoryPage, IMStatusCode> {
+        let before = Int64(clamping: request.beforeSeq == 0 ? UInt64(Int64.max) : request.beforeSeq)
+        let columns = "seq, sender, client_id, to_user, to_room, text, sent_at_ms"
+        let sql: String
+        let parameters: [SQLiteDatabase.Value]
+        do {
+            switch request.with {
+            case .room(let room)?:
+                guard try isMember(user, of: room) else { return .failure(.notAMember) }
+                sql = "SELECT \(columns) FROM messages WHERE to_room = ? AND seq < ? ORDER BY seq DESC LIMIT ?"
+                parameters = [.text(room), .integer(before), .integer(Int64(limit) + 1)]
+            case .user(let other)?:
+                sql = "SELECT \(columns) FROM messages WHERE seq < ? AND "
+                    + "((sender = ? AND to_user = ?) OR (sender = ? AND to_user = ?)) ORDER BY seq DESC LIMIT ?"
+                parameters = [.integer(before), .text(user), .text(other), .text(other), .text(user), .integer(Int64(limit) + 1)]
+            case nil:
+                return .failure(.badRequest)
+            }
+            var page = IMHistoryPage()
+            try database.query(sql, parameters) { row in page.messages.append(Self.message(from: row)) }
+            if page.messages.count > limit {
+                page.messages.removeLast()
+                page.moreAvailable = true
+            }
+            return .success(page)
+        } catch {
+            logger.error("history for \(user) not read: \(error)")
+            return .failure(.internalError)
+        }
+    }
+
+    private func roomChange(_ room: String, _ user: String, _ sql: String) -> Result<IMRoomInfo, IMStatusCode> {
+        do {
+            var info = IMRoomInfo()
+            try database.transaction { () throws(SQLiteError) in
+                try database.query(sql, [.text(room), .text(user)])
+                try database.query("SELECT count(*), coalesce(max(user = ?), 0) FROM room_members WHERE room = ?", [.text(user), .text(room)]) { row in
+                    info = IMRoomInfo(name: room, members: Int(row.integer(0)), joined: row.integer(1) != 0)
+                }
+            }
+            return .success(info)
+        } catch {
+            logger.error("room \(room) not changed for \(user): \(error)")
+            return .failure(.internalError)
+        }
     }
 
     public func authenticate(_ request: IMLoginRequest) -> IMLoginVerdict {

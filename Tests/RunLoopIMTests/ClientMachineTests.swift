@@ -367,3 +367,24 @@ struct ClientMachineTests {
         if case .protocolError = harness.disconnects.first {} else { Issue.record("\(harness.disconnects)") }
     }
 }
+
+@Suite("Client protocol machine: application requests")
+struct ClientRequestTests {
+    @Test("a request is answered by serial; one still open when the connection drops is reported lost")
+    func requestsAnsweredOrLost() throws {
+        var harness = ClientHarness()
+        var offline = harness.machine
+        #expect(throws: IMClientError.notOnline) { try offline.request(.listRooms, body: [], now: harness.now) }
+        harness.goOnline()
+        let (first, a1) = try harness.machine.request(.listRooms, body: [], now: harness.now)
+        harness.record(a1)
+        let (second, a2) = try harness.machine.request(.join, body: [], now: harness.now)
+        harness.record(a2)
+        harness.receive(IMFrame(command: .roomList, serial: first, message: IMRoomList()))
+        #expect(harness.log.contains { if case .response(first, _) = $0 { return true } else { return false } })
+        harness.advance(by: .seconds(5))  // no answer to JOIN: the ping-pong deadline ends the connection
+        #expect(harness.log.contains(.requestLost(serial: second, .answerTimeout(.seconds(5)))))
+        harness.receive(IMFrame(command: .presence, serial: 0, message: IMPresenceNotice()))
+        #expect(!harness.log.contains { if case .notice = $0 { return true } else { return false } }, "nothing from a dead connection")
+    }
+}

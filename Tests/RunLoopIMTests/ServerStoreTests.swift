@@ -25,8 +25,7 @@ struct ServerStoreTests {
             }
         }
         func join(_ room: String, _ user: String) throws {
-            if let memory = store as? InMemoryIMStore { memory.rooms[room, default: []].insert(user) }
-            if let sqlite = store as? SQLiteIMStore { try sqlite.join(room: room, user: user) }
+            _ = try store.join(room: room, user: user).get()
         }
         deinit { if let path { removeDatabase(path) } }
     }

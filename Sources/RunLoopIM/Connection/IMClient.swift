@@ -1,6 +1,7 @@
 import Logging
 import RunLoopKit
 import RunLoopNet
+import SwiftProtobuf
 
 /// An IM client connection on a ``RunLoop``: login, heartbeat, ping-pong, reconnect with backoff,
 /// acknowledged delivery with resend, give-up and de-duplication — as sources on the loop.
@@ -41,6 +42,10 @@ public final class IMClient {
     public var onMessage: ((IMClient, IMChatMessage) -> Void)?
     /// One of this client's messages moved on (queued → sent → delivered, or failed).
     public var onDelivery: ((IMClient, String, IMDeliveryState) -> Void)?
+    /// The answer to a ``request(_:message:)``, by serial: the frame, or why none will come.
+    public var onResponse: ((IMClient, UInt32, Result<IMFrame, IMDisconnectReason>) -> Void)?
+    /// A notice from the server (PRESENCE).
+    public var onNotice: ((IMClient, IMFrame) -> Void)?
 
     private(set) var machine: IMClientMachine
     private let connector: IMConnector
@@ -104,6 +109,18 @@ public final class IMClient {
         let (messageID, actions) = try machine.send(text: text, to: recipient, id: id, now: loop.now)
         apply(actions)
         return messageID
+    }
+
+    /// Sends an application request (JOIN, LEAVE, LIST_ROOMS, HISTORY); the answer arrives through
+    /// ``onResponse`` with the returned serial. Not queued: it needs the client online.
+    /// - Throws: ``IMClientError/notOnline`` or ``IMClientError/closed``.
+    @discardableResult
+    public func request(_ command: IMCommand, message: some SwiftProtobuf.Message) throws(IMClientError) -> UInt32 {
+        checkThread()
+        let body: [UInt8] = (try? message.serializedBytes()) ?? []
+        let (serial, actions) = try machine.request(command, body: body, now: loop.now)
+        apply(actions)
+        return serial
     }
 
     /// Ends the client for good: when online, settles unacknowledged messages with the server and
@@ -185,6 +202,12 @@ public final class IMClient {
             onMessage?(self, message)
         case .deliveryChanged(let id, let state):
             onDelivery?(self, id, state)
+        case .response(let serial, let frame):
+            onResponse?(self, serial, .success(frame))
+        case .requestLost(let serial, let reason):
+            onResponse?(self, serial, .failure(reason))
+        case .notice(let frame):
+            onNotice?(self, frame)
         }
     }
 

@@ -130,6 +130,9 @@ public nonisolated struct IMSendAck: Sendable {
 
   public var sentAtMs: UInt64 = 0
 
+  /// With code rateLimited: wait at least this long before sending it again.
+  public var retryAfterMs: UInt32 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -201,6 +204,129 @@ public nonisolated struct IMErrorNotice: Sendable {
 
   /// For rate limiting: when a retry may succeed.
   public var retryAfterMs: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// JOIN and LEAVE (client to server): the room to enter or leave. JOIN creates a room that does not
+/// exist yet.
+public nonisolated struct IMRoomRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var room: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// JOIN_ACK, LEAVE_ACK, and each entry of ROOM_LIST.
+public nonisolated struct IMRoomInfo: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var name: String = String()
+
+  /// Members now (after the join or leave).
+  public var members: UInt32 = 0
+
+  /// Whether the asking user is a member.
+  public var joined: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// ROOM_LIST: every room on the server, by name.
+public nonisolated struct IMRoomList: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var rooms: [IMRoomInfo] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// HISTORY: a page of a conversation, newest first, older than before_seq.
+public nonisolated struct IMHistoryRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var with: IMHistoryRequest.OneOf_With? = nil
+
+  /// The direct conversation between the asking user and this user.
+  public var user: String {
+    get {
+      if case .user(let v)? = with {return v}
+      return String()
+    }
+    set {with = .user(newValue)}
+  }
+
+  /// A room the asking user is a member of.
+  public var room: String {
+    get {
+      if case .room(let v)? = with {return v}
+      return String()
+    }
+    set {with = .room(newValue)}
+  }
+
+  /// Only messages with a smaller seq; 0: from the newest.
+  public var beforeSeq: UInt64 = 0
+
+  /// At most this many (the server caps it; 0: the server's default).
+  public var limit: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public nonisolated enum OneOf_With: Equatable, Sendable {
+    /// The direct conversation between the asking user and this user.
+    case user(String)
+    /// A room the asking user is a member of.
+    case room(String)
+
+  }
+
+  public init() {}
+}
+
+/// HISTORY_PAGE: messages in descending seq order. Ask for the next page with before_seq set to the
+/// smallest seq received, while more_available is true.
+public nonisolated struct IMHistoryPage: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var messages: [IMChatMessage] = []
+
+  public var moreAvailable: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// PRESENCE (server to client, no answer): a user came online (first session) or went offline (last
+/// session ended: logout, or dropped by the keepalive rule).
+public nonisolated struct IMPresenceNotice: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var user: String = String()
+
+  public var online: Bool = false
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -385,7 +511,7 @@ nonisolated extension IMChatMessage: SwiftProtobuf.Message, SwiftProtobuf._Messa
 
 nonisolated extension IMSendAck: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".SendAck"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}seq\0\u{3}sent_at_ms\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}seq\0\u{3}sent_at_ms\0\u{3}retry_after_ms\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -396,6 +522,7 @@ nonisolated extension IMSendAck: SwiftProtobuf.Message, SwiftProtobuf._MessageIm
       case 1: try { try decoder.decodeSingularStringField(value: &self.id) }()
       case 2: try { try decoder.decodeSingularUInt64Field(value: &self.seq) }()
       case 3: try { try decoder.decodeSingularUInt64Field(value: &self.sentAtMs) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.retryAfterMs) }()
       default: break
       }
     }
@@ -411,6 +538,9 @@ nonisolated extension IMSendAck: SwiftProtobuf.Message, SwiftProtobuf._MessageIm
     if self.sentAtMs != 0 {
       try visitor.visitSingularUInt64Field(value: self.sentAtMs, fieldNumber: 3)
     }
+    if self.retryAfterMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.retryAfterMs, fieldNumber: 4)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -418,6 +548,7 @@ nonisolated extension IMSendAck: SwiftProtobuf.Message, SwiftProtobuf._MessageIm
     if lhs.id != rhs.id {return false}
     if lhs.seq != rhs.seq {return false}
     if lhs.sentAtMs != rhs.sentAtMs {return false}
+    if lhs.retryAfterMs != rhs.retryAfterMs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -583,6 +714,243 @@ nonisolated extension IMErrorNotice: SwiftProtobuf.Message, SwiftProtobuf._Messa
   public static func ==(lhs: IMErrorNotice, rhs: IMErrorNotice) -> Bool {
     if lhs.message != rhs.message {return false}
     if lhs.retryAfterMs != rhs.retryAfterMs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension IMRoomRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".RoomRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}room\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.room) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.room.isEmpty {
+      try visitor.visitSingularStringField(value: self.room, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: IMRoomRequest, rhs: IMRoomRequest) -> Bool {
+    if lhs.room != rhs.room {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension IMRoomInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".RoomInfo"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}members\0\u{1}joined\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.name) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.members) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self.joined) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.name.isEmpty {
+      try visitor.visitSingularStringField(value: self.name, fieldNumber: 1)
+    }
+    if self.members != 0 {
+      try visitor.visitSingularUInt32Field(value: self.members, fieldNumber: 2)
+    }
+    if self.joined != false {
+      try visitor.visitSingularBoolField(value: self.joined, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: IMRoomInfo, rhs: IMRoomInfo) -> Bool {
+    if lhs.name != rhs.name {return false}
+    if lhs.members != rhs.members {return false}
+    if lhs.joined != rhs.joined {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension IMRoomList: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".RoomList"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}rooms\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.rooms) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.rooms.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.rooms, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: IMRoomList, rhs: IMRoomList) -> Bool {
+    if lhs.rooms != rhs.rooms {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension IMHistoryRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".HistoryRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}user\0\u{1}room\0\u{3}before_seq\0\u{1}limit\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try {
+        var v: String?
+        try decoder.decodeSingularStringField(value: &v)
+        if let v = v {
+          if self.with != nil {try decoder.handleConflictingOneOf()}
+          self.with = .user(v)
+        }
+      }()
+      case 2: try {
+        var v: String?
+        try decoder.decodeSingularStringField(value: &v)
+        if let v = v {
+          if self.with != nil {try decoder.handleConflictingOneOf()}
+          self.with = .room(v)
+        }
+      }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.beforeSeq) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.limit) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    switch self.with {
+    case .user?: try {
+      guard case .user(let v)? = self.with else { preconditionFailure() }
+      try visitor.visitSingularStringField(value: v, fieldNumber: 1)
+    }()
+    case .room?: try {
+      guard case .room(let v)? = self.with else { preconditionFailure() }
+      try visitor.visitSingularStringField(value: v, fieldNumber: 2)
+    }()
+    case nil: break
+    }
+    if self.beforeSeq != 0 {
+      try visitor.visitSingularUInt64Field(value: self.beforeSeq, fieldNumber: 3)
+    }
+    if self.limit != 0 {
+      try visitor.visitSingularUInt32Field(value: self.limit, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: IMHistoryRequest, rhs: IMHistoryRequest) -> Bool {
+    if lhs.with != rhs.with {return false}
+    if lhs.beforeSeq != rhs.beforeSeq {return false}
+    if lhs.limit != rhs.limit {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension IMHistoryPage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".HistoryPage"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}messages\0\u{3}more_available\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.messages) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.moreAvailable) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.messages.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.messages, fieldNumber: 1)
+    }
+    if self.moreAvailable != false {
+      try visitor.visitSingularBoolField(value: self.moreAvailable, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: IMHistoryPage, rhs: IMHistoryPage) -> Bool {
+    if lhs.messages != rhs.messages {return false}
+    if lhs.moreAvailable != rhs.moreAvailable {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension IMPresenceNotice: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".PresenceNotice"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}user\0\u{1}online\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.user) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.online) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.user.isEmpty {
+      try visitor.visitSingularStringField(value: self.user, fieldNumber: 1)
+    }
+    if self.online != false {
+      try visitor.visitSingularBoolField(value: self.online, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: IMPresenceNotice, rhs: IMPresenceNotice) -> Bool {
+    if lhs.user != rhs.user {return false}
+    if lhs.online != rhs.online {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -53,7 +53,7 @@ public enum IMClosedReason: Equatable, Sendable, CustomStringConvertible {
 }
 
 /// Why a connection ended (or an attempt failed). Exactly one per connection.
-public enum IMDisconnectReason: Equatable, Sendable, CustomStringConvertible {
+public enum IMDisconnectReason: Error, Equatable, Sendable, CustomStringConvertible {
     /// Something that expects an answer (a heartbeat, a message, the login) got none within the
     /// answer timeout: the ping-pong verdict "the peer is gone", whatever TCP thinks.
     case answerTimeout(Duration)

@@ -73,12 +73,15 @@ public enum IMClientError: Error, Equatable, Sendable, CustomStringConvertible {
     case closed
     /// The id is already in use by an unsettled message of this client.
     case duplicateID(String)
+    /// A request that needs the connection was made while it is not logged in.
+    case notOnline
 
     public var description: String {
         switch self {
         case .outboxFull(let limit): return "outbox full (\(limit) unsettled messages)"
         case .closed: return "client is closed"
         case .duplicateID(let id): return "message id \(id) is already pending"
+        case .notOnline: return "not connected"
         }
     }
 }

@@ -48,9 +48,14 @@ extension IMClientMachine {
         switch IMStatusCode(rawValue: code) {
         case .ok:
             settle(ack.id, .delivered(seq: ack.seq))
-        case .rateLimited, .internalError, .shuttingDown:
+        case .rateLimited:
+            // Too fast, not lost: try again when the server says, and do not count this attempt.
+            let wait = max(Duration.milliseconds(Int64(ack.retryAfterMs)), .milliseconds(50))
+            outbox[index].attempts -= 1
+            outbox[index].phase = .inFlight(resendAt: now + wait)
+        case .internalError, .shuttingDown:
             // Not stored, but worth another try: leave it in flight; the resend timer sends it again.
-            _ = index
+            break
         case let refusal:
             settle(ack.id, .failed(.refused(refusal ?? .badRequest)))
         }

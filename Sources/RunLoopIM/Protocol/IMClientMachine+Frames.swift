@@ -32,7 +32,11 @@ extension IMClientMachine {
             } else {
                 drop(.serverError(code, notice.message), now: now)
             }
-        case .login, .logout, .send, .deliverAck, .abandon, nil:
+        case .joinAck, .leaveAck, .roomList, .historyPage:
+            if pendingRequests.remove(frame.serial) != nil { actions.append(.response(serial: frame.serial, frame)) }
+        case .presence:
+            actions.append(.notice(frame))
+        case .login, .logout, .send, .deliverAck, .abandon, .join, .leave, .listRooms, .history, nil:
             // Requests only a server handles, or a command from a newer protocol: ignored, so a
             // server may add commands without breaking older clients.
             break

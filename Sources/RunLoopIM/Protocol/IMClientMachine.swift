@@ -18,6 +18,12 @@ public enum IMClientAction: Equatable, Sendable {
     case received(IMChatMessage)
     /// One of the application's own messages moved on.
     case deliveryChanged(id: String, IMDeliveryState)
+    /// The answer to an application request (``IMClientMachine/request(_:body:now:)``), by its serial.
+    case response(serial: UInt32, IMFrame)
+    /// An application request will get no answer: its connection ended first.
+    case requestLost(serial: UInt32, IMDisconnectReason)
+    /// A notice from the server (PRESENCE).
+    case notice(IMFrame)
 }
 
 /// The whole client-side protocol — login, heartbeat, ping-pong, reconnect backoff, acknowledged
@@ -65,6 +71,8 @@ public struct IMClientMachine: Sendable {
     var loginDeadline: LoopInstant?
     var closeDeadline: LoopInstant?
     var pendingHeartbeat: PendingHeartbeat?
+    /// Application requests written on the current connection and not answered yet.
+    var pendingRequests: Set<UInt32> = []
     var actions: [IMClientAction] = []
 
     public init(configuration: IMClientConfiguration) {
@@ -221,6 +229,22 @@ public struct IMClientMachine: Sendable {
         return (message.id, takeActions())
     }
 
+    /// Writes an application request (JOIN, LEAVE, LIST_ROOMS, HISTORY) on the online connection. Its
+    /// answer comes back as ``IMClientAction/response(serial:_:)``, or ``IMClientAction/requestLost(serial:_:)``
+    /// if the connection ends first. Not queued while offline: these are questions whose answer is
+    /// only useful now.
+    /// - Returns: the request's serial.
+    /// - Throws: ``IMClientError/notOnline``, or ``IMClientError/closed``.
+    public mutating func request(_ command: IMCommand, body: [UInt8], now: LoopInstant) throws(IMClientError) -> (serial: UInt32, actions: [IMClientAction]) {
+        precondition(command.isApplicationRequest, "\(command) is not an application request")
+        if case .closed = phase { throw .closed }
+        guard case .online = phase else { throw .notOnline }
+        let serial = takeSerial()
+        pendingRequests.insert(serial)
+        write(IMFrame(command: command, serial: serial, body: body), now: now, expectsAnswer: true)
+        return (serial, takeActions())
+    }
+
     /// Ends the client for good: settles unacknowledged messages with the server if it is online,
     /// logs out, closes. No reconnect follows.
     public mutating func close(now: LoopInstant) -> [IMClientAction] {
@@ -324,7 +348,7 @@ public struct IMClientMachine: Sendable {
     var isExpectingAnswer: Bool {
         switch phase {
         case .loggingIn, .closing: return true
-        case .online: return pendingHeartbeat != nil || outbox.isAwaitingAnswer
+        case .online: return pendingHeartbeat != nil || outbox.isAwaitingAnswer || !pendingRequests.isEmpty
         default: return false
         }
     }
@@ -365,6 +389,8 @@ public struct IMClientMachine: Sendable {
         answerDeadline = nil
         loginDeadline = nil
         outbox.connectionLost()
+        for serial in pendingRequests.sorted() { actions.append(.requestLost(serial: serial, reason)) }
+        pendingRequests.removeAll()
         if wasClosing {
             phase = .closed
             finishClose(now: now)

@@ -60,6 +60,11 @@ public struct IMServerSessionMachine: Sendable {
         public var minimumKeepalive: Duration = .seconds(1)
         /// How many keepalives of silence drop a client (MQTT: 1.5).
         public var keepaliveMultiplier: Double = 1.5
+        /// SEND frames a second one connection may make on average (`nil`: no limit). Beyond it a SEND
+        /// is answered at once with SEND_ACK `rateLimited` and a retry time; nothing is stored.
+        public var maximumMessagesPerSecond: Double?
+        /// How many SENDs may come in a burst above the average.
+        public var messageBurst: Double = 20
 
         public init() {}
     }
@@ -77,6 +82,7 @@ public struct IMServerSessionMachine: Sendable {
     var loginDeadline: LoopInstant?
     var announcedKeepalive = Duration.zero
     var nextSerial: UInt32 = 1
+    var sendBudget: TokenBucket?
     var actions: [IMServerSessionAction] = []
 
     /// A session for a connection that opened at `now`.
@@ -84,6 +90,7 @@ public struct IMServerSessionMachine: Sendable {
         self.settings = settings
         lastReceived = now
         loginDeadline = now + settings.loginTimeout
+        sendBudget = settings.maximumMessagesPerSecond.map { TokenBucket(rate: $0, burst: settings.messageBurst, now: now) }
     }
 
     /// The logged-in user, if any.
@@ -137,13 +144,20 @@ public struct IMServerSessionMachine: Sendable {
         case (.logout, .online):
             actions.append(.write(IMFrame(command: .logoutAck, serial: frame.serial)))
             end(.loggedOut)
-        case (.send, .online), (.deliverAck, .online), (.abandon, .online):
+        case (.send, .online):
+            if let wait = sendBudget?.take(now: now) {
+                refuseSend(frame, retryAfter: wait)
+            } else {
+                actions.append(.request(frame))
+            }
+        case (.deliverAck, .online), (.abandon, .online), (.join, .online), (.leave, .online), (.listRooms, .online), (.history, .online):
             actions.append(.request(frame))
-        case (.send, _), (.deliverAck, _), (.abandon, _), (.logout, _):
+        case (.send, _), (.deliverAck, _), (.abandon, _), (.logout, _), (.join, _), (.leave, _), (.listRooms, _), (.history, _):
             return fail(.notLoggedIn, "log in first", serial: frame.serial)
         case (nil, _):
             return fail(.unknownCommand, "unknown command \(frame.header.command)", serial: frame.serial)
-        case (.loginAck, _), (.sendAck, _), (.deliver, _), (.abandonAck, _), (.logoutAck, _), (.error, _):
+        case (.loginAck, _), (.sendAck, _), (.deliver, _), (.abandonAck, _), (.logoutAck, _), (.error, _),
+             (.joinAck, _), (.leaveAck, _), (.roomList, _), (.historyPage, _), (.presence, _):
             return fail(.badRequest, "\(frame.command.map { "\($0)" } ?? "?") is a server's frame", serial: frame.serial)
         }
         return takeActions()
@@ -211,6 +225,13 @@ public struct IMServerSessionMachine: Sendable {
         guard phase != .ended else { return [] }
         notifyAndEnd(.shuttingDown, "server shutting down", .serverShutdown)
         return takeActions()
+    }
+
+    private mutating func refuseSend(_ frame: IMFrame, retryAfter wait: Duration) {
+        var ack = IMSendAck()
+        ack.id = (try? frame.decode(IMChatMessage.self))?.id ?? ""
+        ack.retryAfterMs = UInt32(clamping: Int64((wait.secondsDouble * 1000).rounded(.up)))
+        actions.append(.write(IMFrame(command: .sendAck, serial: frame.serial, code: .rateLimited, message: ack)))
     }
 
     private mutating func fail(_ code: IMStatusCode, _ text: String, serial: UInt32) -> [IMServerSessionAction] {

@@ -1,6 +1,7 @@
 import Logging
 import RunLoopKit
 import RunLoopNet
+import SwiftProtobuf
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -20,8 +21,18 @@ public final class IMServer {
         public var session = IMServerSessionMachine.Settings()
         /// The largest frame body accepted from a client.
         public var maximumFrameBody = 64 * 1024
-        /// At most this many connections at once (`nil`: no limit).
+        /// At most this many connections at once (`nil`: no limit); the next ones get ERROR
+        /// `tooManyConnections` and are closed.
         public var maximumConnections: Int?
+        /// At most this many logged-in sessions per user (`nil`: no limit); a login beyond it is
+        /// refused with `tooManyConnections`.
+        public var maximumSessionsPerUser: Int?
+        /// Messages in a HISTORY page when the client asks for 0, and the most it may ask for.
+        public var historyPageSize = 50
+        public var maximumHistoryPageSize = 500
+        /// Whether PRESENCE notices go to every logged-in session when a user comes online or goes
+        /// offline (fine for a demo node; a large service would send them to contacts only).
+        public var broadcastsPresence = true
 
         public init() {}
     }
@@ -82,14 +93,17 @@ public final class IMServer {
     }
 
     func authenticate(_ request: IMLoginRequest, for session: IMServerSession) -> IMLoginVerdict {
-        store.authenticate(request)
+        if let limit = settings.maximumSessionsPerUser, (byUser[request.user]?.count ?? 0) >= limit {
+            return .refused(.tooManyConnections, reason: "\(request.user) already has \(limit) session\(limit == 1 ? "" : "s")")
+        }
+        return store.authenticate(request)
     }
 
     func sessionOnline(_ session: IMServerSession, user: String) {
         let first = byUser[user]?.isEmpty ?? true
         byUser[user, default: []].append(session)
         logger.debug("\(user) online from \(session.remoteAddress?.description ?? "?")")
-        if first { onPresenceChange?(self, user, true) }
+        if first { presenceChanged(user, online: true, except: session) }
         for message in store.undelivered(for: user) { session.deliver(message) }
     }
 
@@ -99,7 +113,7 @@ public final class IMServer {
             byUser[user]?.removeAll { $0 === session }
             if byUser[user]?.isEmpty == true {
                 byUser[user] = nil
-                onPresenceChange?(self, user, false)
+                presenceChanged(user, online: false, except: session)
             }
             logger.debug("\(user) session ended: \(reason)")
         }
@@ -122,8 +136,40 @@ public final class IMServer {
             var response = IMAbandonResponse()
             response.results = store.abandon(ids, from: user)
             session.write(IMFrame(command: .abandonAck, serial: frame.serial, message: response))
+        case .join, .leave:
+            let room = try frame.decode(IMRoomRequest.self).room
+            let result = frame.command == .join ? store.join(room: room, user: user) : store.leave(room: room, user: user)
+            reply(to: frame, on: session, with: result, as: frame.command == .join ? .joinAck : .leaveAck)
+        case .listRooms:
+            var list = IMRoomList()
+            list.rooms = store.rooms(for: user)
+            session.write(IMFrame(command: .roomList, serial: frame.serial, message: list))
+        case .history:
+            let request = try frame.decode(IMHistoryRequest.self)
+            let asked = Int(request.limit)
+            let limit = asked == 0 ? settings.historyPageSize : min(asked, settings.maximumHistoryPageSize)
+            reply(to: frame, on: session, with: store.history(request, for: user, limit: limit), as: .historyPage)
         default:
             break
+        }
+    }
+
+    private func reply<M: SwiftProtobuf.Message>(to frame: IMFrame, on session: IMServerSession, with result: Result<M, IMStatusCode>, as command: IMCommand) {
+        switch result {
+        case .success(let message): session.write(IMFrame(command: command, serial: frame.serial, message: message))
+        case .failure(let code): session.write(IMFrame(command: command, serial: frame.serial, code: code))
+        }
+    }
+
+    private func presenceChanged(_ user: String, online: Bool, except changed: IMServerSession) {
+        onPresenceChange?(self, user, online)
+        guard settings.broadcastsPresence else { return }
+        var notice = IMPresenceNotice()
+        notice.user = user
+        notice.online = online
+        let frame = IMFrame(command: .presence, serial: 0, message: notice)
+        for sessions in byUser.values {
+            for session in sessions where session !== changed { session.write(frame) }
         }
     }
 

@@ -33,6 +33,36 @@ public protocol IMServerStore: AnyObject {
     func undelivered(for user: String) -> [IMChatMessage]
     /// `user` has these messages: drop them from their inbox.
     func acknowledge(_ seqs: [UInt64], for user: String)
+    /// Puts `user` in `room`, creating it; joining twice is not an error.
+    func join(room: String, user: String) -> Result<IMRoomInfo, IMStatusCode>
+    /// Takes `user` out of `room` (``IMStatusCode/notAMember`` if they were not in it).
+    func leave(room: String, user: String) -> Result<IMRoomInfo, IMStatusCode>
+    /// Every room, by name, as `user` sees it.
+    func rooms(for user: String) -> [IMRoomInfo]
+    /// A page of `user`'s conversation with a user or in a room they are a member of, newest first,
+    /// at most `limit` messages with `seq` below the request's `before_seq` (0: from the newest).
+    func history(_ request: IMHistoryRequest, for user: String, limit: Int) -> Result<IMHistoryPage, IMStatusCode>
+}
+
+/// Room names: 1 to 64 characters, no control characters or spaces at either end.
+public func isValidRoomName(_ name: String) -> Bool {
+    !name.isEmpty && name.count <= 64 && name == name.trimmingWhitespace && !name.unicodeScalars.contains { $0.properties.generalCategory == .control }
+}
+
+extension String {
+    var trimmingWhitespace: String {
+        String(drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
+    }
+}
+
+extension IMRoomInfo {
+    /// A room's description as one user sees it.
+    public init(name: String, members: Int, joined: Bool) {
+        self.init()
+        self.name = name
+        self.members = UInt32(clamping: members)
+        self.joined = joined
+    }
 }
 
 /// An ``IMServerStore`` in memory: for tests, samples and benchmarks. Everything is lost with the
@@ -47,6 +77,8 @@ public final class InMemoryIMStore: IMServerStore {
     private var abandoned: Set<String> = []
     private var inboxes: [String: [IMChatMessage]] = [:]
     private var known: Set<String> = []
+    /// Every stored message in seq order, for history.
+    private var log: [IMChatMessage] = []
 
     public init(accounts: [String: String]? = nil) {
         self.accounts = accounts
@@ -79,6 +111,7 @@ public final class InMemoryIMStore: IMServerStore {
         nextSeq += 1
         storedCount += 1
         accepted[key] = stored
+        log.append(stored)
         for user in targets { inboxes[user, default: []].append(stored) }
         return .stored(stored, recipients: targets, isNew: true)
     }
@@ -103,6 +136,44 @@ public final class InMemoryIMStore: IMServerStore {
     public func acknowledge(_ seqs: [UInt64], for user: String) {
         let done = Set(seqs)
         inboxes[user]?.removeAll { done.contains($0.seq) }
+    }
+
+    public func join(room: String, user: String) -> Result<IMRoomInfo, IMStatusCode> {
+        guard isValidRoomName(room) else { return .failure(.badRequest) }
+        rooms[room, default: []].insert(user)
+        return .success(IMRoomInfo(name: room, members: rooms[room]?.count ?? 0, joined: true))
+    }
+
+    public func leave(room: String, user: String) -> Result<IMRoomInfo, IMStatusCode> {
+        guard rooms[room]?.remove(user) != nil else { return .failure(.notAMember) }
+        return .success(IMRoomInfo(name: room, members: rooms[room]?.count ?? 0, joined: false))
+    }
+
+    public func rooms(for user: String) -> [IMRoomInfo] {
+        rooms.keys.sorted().map { IMRoomInfo(name: $0, members: rooms[$0]?.count ?? 0, joined: rooms[$0]?.contains(user) == true) }
+    }
+
+    public func history(_ request: IMHistoryRequest, for user: String, limit: Int) -> Result<IMHistoryPage, IMStatusCode> {
+        let matches: (IMChatMessage) -> Bool
+        switch request.with {
+        case .room(let room)?:
+            guard rooms[room]?.contains(user) == true else { return .failure(.notAMember) }
+            matches = { $0.room == room }
+        case .user(let other)?:
+            matches = { ($0.from == user && $0.user == other) || ($0.from == other && $0.user == user) }
+        case nil:
+            return .failure(.badRequest)
+        }
+        let before = request.beforeSeq == 0 ? UInt64.max : request.beforeSeq
+        var page = IMHistoryPage()
+        for message in log.reversed() where message.seq < before && matches(message) {
+            if page.messages.count == limit {
+                page.moreAvailable = true
+                break
+            }
+            page.messages.append(message)
+        }
+        return .success(page)
     }
 
     private func recipients(of message: IMChatMessage, from sender: String) -> [String] {

@@ -29,6 +29,41 @@ public enum IMCommand: UInt16, Sendable, CaseIterable, CustomStringConvertible {
     /// Server → client: `ErrorNotice`, said before the server closes a connection for a protocol or
     /// limit error (`code` says which).
     case error = 13
+    /// Client → server: `RoomRequest`, enter a room (created if new).
+    case join = 15
+    /// Server → client: `RoomInfo` of the room joined.
+    case joinAck = 16
+    /// Client → server: `RoomRequest`, leave a room.
+    case leave = 17
+    /// Server → client: `RoomInfo` of the room left.
+    case leaveAck = 18
+    /// Client → server: list the rooms. Empty body.
+    case listRooms = 19
+    /// Server → client: `RoomList`.
+    case roomList = 20
+    /// Client → server: `HistoryRequest`, a page of a conversation.
+    case history = 21
+    /// Server → client: `HistoryPage`.
+    case historyPage = 22
+    /// Server → client: `PresenceNotice`, a user came online or went offline. No answer.
+    case presence = 23
+
+    /// Answers and notices of the application layer (rooms, history, presence): the protocol
+    /// machines pass them through to the application.
+    public var isApplicationReply: Bool {
+        switch self {
+        case .joinAck, .leaveAck, .roomList, .historyPage, .presence: return true
+        default: return false
+        }
+    }
+
+    /// Requests of the application layer a logged-in client may make.
+    public var isApplicationRequest: Bool {
+        switch self {
+        case .join, .leave, .listRooms, .history: return true
+        default: return false
+        }
+    }
 
     public var description: String {
         switch self {
@@ -45,13 +80,22 @@ public enum IMCommand: UInt16, Sendable, CaseIterable, CustomStringConvertible {
         case .abandon: return "ABANDON"
         case .abandonAck: return "ABANDON_ACK"
         case .error: return "ERROR"
+        case .join: return "JOIN"
+        case .joinAck: return "JOIN_ACK"
+        case .leave: return "LEAVE"
+        case .leaveAck: return "LEAVE_ACK"
+        case .listRooms: return "LIST_ROOMS"
+        case .roomList: return "ROOM_LIST"
+        case .history: return "HISTORY"
+        case .historyPage: return "HISTORY_PAGE"
+        case .presence: return "PRESENCE"
         }
     }
 }
 
 /// The header's `code` field: 0 is success; the rest say why a request was refused or a connection
 /// is about to close.
-public enum IMStatusCode: UInt32, Sendable, CaseIterable, CustomStringConvertible {
+public enum IMStatusCode: UInt32, Error, Sendable, CaseIterable, CustomStringConvertible {
     case ok = 0
     /// The body could not be decoded as the command's message, or a required field was empty.
     case badRequest = 1
@@ -79,6 +123,8 @@ public enum IMStatusCode: UInt32, Sendable, CaseIterable, CustomStringConvertibl
     case unknownCommand = 12
     /// The server failed to store or route the request.
     case internalError = 13
+    /// The request names a room the user is not in (HISTORY of a room, LEAVE).
+    case notAMember = 14
 
     public var description: String {
         switch self {
@@ -96,6 +142,7 @@ public enum IMStatusCode: UInt32, Sendable, CaseIterable, CustomStringConvertibl
         case .keepaliveTimeout: return "keepalive timeout"
         case .unknownCommand: return "unknown command"
         case .internalError: return "internal error"
+        case .notAMember: return "not a member"
         }
     }
 }
