@@ -47,6 +47,10 @@ public final class IMServer {
     public var onSessionEnd: ((IMServer, IMServerSession, IMSessionEndReason) -> Void)?
     /// A message was stored for the first time.
     public var onMessageStored: ((IMServer, IMChatMessage) -> Void)?
+    /// Checks logins instead of the store, when set: for checks too slow for the loop's thread (a
+    /// password hash), which run elsewhere and call `verdict` back **on the loop's thread** (hop with
+    /// `RunLoop.perform(inModes:_:)`). The login deadline keeps running meanwhile.
+    public var authenticator: ((IMLoginRequest, @escaping (IMLoginVerdict) -> Void) -> Void)?
 
     let listener: TCPListener
     private var open: [ObjectIdentifier: IMServerSession] = [:]
@@ -92,11 +96,18 @@ public final class IMServer {
         open[ObjectIdentifier(session)] = session
     }
 
-    func authenticate(_ request: IMLoginRequest, for session: IMServerSession) -> IMLoginVerdict {
-        if let limit = settings.maximumSessionsPerUser, (byUser[request.user]?.count ?? 0) >= limit {
-            return .refused(.tooManyConnections, reason: "\(request.user) already has \(limit) session\(limit == 1 ? "" : "s")")
+    func authenticate(_ request: IMLoginRequest, for session: IMServerSession, verdict: @escaping (IMLoginVerdict) -> Void) {
+        if let refusal = sessionLimitRefusal(for: request.user) { return verdict(refusal) }
+        guard let authenticator else { return verdict(store.authenticate(request)) }
+        authenticator(request) { [weak self] answer in
+            // The limit again: another session of the same user may have logged in meanwhile.
+            verdict(answer == .accepted ? (self?.sessionLimitRefusal(for: request.user) ?? answer) : answer)
         }
-        return store.authenticate(request)
+    }
+
+    private func sessionLimitRefusal(for user: String) -> IMLoginVerdict? {
+        guard let limit = settings.maximumSessionsPerUser, (byUser[user]?.count ?? 0) >= limit else { return nil }
+        return .refused(.tooManyConnections, reason: "\(user) already has \(limit) session\(limit == 1 ? "" : "s")")
     }
 
     func sessionOnline(_ session: IMServerSession, user: String) {

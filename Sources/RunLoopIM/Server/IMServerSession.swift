@@ -82,16 +82,7 @@ public final class IMServerSession {
             case .write(let frame):
                 write(frame)
             case .authenticate(let request):
-                guard let server else { return }
-                let verdict = server.authenticate(request, for: self)
-                let now = connection.loop.now
-                switch verdict {
-                case .accepted:
-                    apply(machine.loginAccepted(user: request.user, sessionID: UUIDText.random(),
-                                                serverTimeMilliseconds: server.wallClockMilliseconds(), now: now))
-                case .refused(let code, let reason):
-                    apply(machine.loginRefused(code, reason: reason, now: now))
-                }
+                server?.authenticate(request, for: self) { [weak self] verdict in self?.loginDecided(request, verdict) }
             case .online(let user):
                 self.user = user
                 server?.sessionOnline(self, user: user)
@@ -106,6 +97,20 @@ public final class IMServerSession {
             }
         }
         timer.schedule(at: machine.nextDeadline)
+    }
+
+    /// The verdict may come later (an authenticator hashing a password off the loop); a session that
+    /// ended meanwhile ignores it.
+    private func loginDecided(_ request: IMLoginRequest, _ verdict: IMLoginVerdict) {
+        guard !isEnded, let server else { return }
+        let now = connection.loop.now
+        switch verdict {
+        case .accepted:
+            apply(machine.loginAccepted(user: request.user, sessionID: UUIDText.random(),
+                                        serverTimeMilliseconds: server.wallClockMilliseconds(), now: now))
+        case .refused(let code, let reason):
+            apply(machine.loginRefused(code, reason: reason, now: now))
+        }
     }
 
     private func end(_ reason: IMSessionEndReason) {

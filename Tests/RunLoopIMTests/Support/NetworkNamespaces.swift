@@ -204,9 +204,21 @@ final class NamespacePair: Sendable {
                 try NetworkNamespaces.ip("-n", namespace, "link", "set", "lo", "up")
                 try NetworkNamespaces.ip("-n", namespace, "link", "set", device, "up")
             }
+            try waitForCarrier()
         } catch {
             tearDown()
             throw error
+        }
+    }
+
+    /// Returns once both ends report a carrier (LOWER_UP): `link set up` returns before the kernel has
+    /// applied it, and a test that judges the link at once would race it (seen under parallel load).
+    private func waitForCarrier() throws(CommandError) {
+        for _ in 0..<400 {
+            let client = try NetworkNamespaces.ip("-n", self.client, "link", "show", clientDevice)
+            let server = try NetworkNamespaces.ip("-n", self.server, "link", "show", serverDevice)
+            if client.contains("LOWER_UP"), server.contains("LOWER_UP") { return }
+            usleep(5_000)
         }
     }
 
