@@ -14,12 +14,14 @@ let package = Package(
         .executable(name: "loop-record", targets: ["LoopRecorder"]),
         .executable(name: "echo-server", targets: ["EchoServer"]),
         .executable(name: "im-relay", targets: ["IMRelay"]),
+        .executable(name: "chat-node", targets: ["ChatNodeCLI"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         // C
@@ -119,6 +121,30 @@ let package = Package(
             path: "Samples/IMRelay",
             exclude: ["README.md"]
         ),
+        .target(
+            name: "ChatNodeKit",
+            dependencies: [
+                "RunLoopKit",
+                "RunLoopNet",
+                "RunLoopIM",
+                "RunLoopIMSQLite",
+                "RunLoopTesting",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
+            path: "Samples/ChatNode/ChatNodeKit"
+        ),
+        .executableTarget(
+            name: "ChatNodeCLI",
+            dependencies: [
+                "ChatNodeKit",
+                "RunLoopKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Samples/ChatNode/CLI"
+        ),
 
         // Tests
         .testTarget(
@@ -136,6 +162,10 @@ let package = Package(
         .testTarget(
             name: "RunLoopNetTests",
             dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopTesting"]
+        ),
+        .testTarget(
+            name: "ChatNodeTests",
+            dependencies: ["ChatNodeKit", "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMSQLite", "RunLoopTesting"]
         ),
         .testTarget(
             name: "RunLoopIMTests",

@@ -17,6 +17,9 @@ public final class SQLiteIMStore: IMServerStore {
     public let database: SQLiteDatabase
     /// Accounts and passwords checked at login; `nil`: any user name logs in with any password.
     public var accounts: [String: String]?
+    /// Whether a direct message to a user never seen (no row in `users`) is refused with
+    /// `unknownRecipient`. On by default when ``accounts`` is set.
+    public var requiresKnownRecipients: Bool
     public var logger: Logger
 
     /// Opens or creates the store at `path` (":memory:" for a throwaway one).
@@ -25,6 +28,7 @@ public final class SQLiteIMStore: IMServerStore {
         database = try SQLiteDatabase(path: path, durability: durability)
         self.accounts = accounts
         self.logger = logger
+        requiresKnownRecipients = accounts != nil
         try database.execute("""
             CREATE TABLE IF NOT EXISTS messages(
                 seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -236,7 +240,7 @@ public final class SQLiteIMStore: IMServerStore {
     }
 
     private func isKnown(_ user: String) throws(SQLiteError) -> Bool {
-        guard accounts != nil else { return true }
+        guard requiresKnownRecipients else { return true }
         var known = false
         try database.query("SELECT 1 FROM users WHERE name = ?", [.text(user)]) { _ in known = true }
         return known

@@ -1,0 +1,145 @@
+import ArgumentParser
+import ChatNodeKit
+import Glibc
+import Logging
+import RunLoopKit
+
+/// `chat-node`: the demo chat node on RunLoopKit — a thin main over ChatNodeKit.
+@main
+struct ChatNodeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "chat-node",
+        abstract: "A small chat service on RunLoopKit's run loop: server, terminal client, demo.",
+        subcommands: [Serve.self, Account.self]
+    )
+}
+
+/// Options every subcommand that logs shares.
+struct LogOptions: ParsableArguments {
+    @Option(help: "Log level: trace, debug, info, notice, warning, error or critical.")
+    var logLevel = "info"
+
+    func validate() throws {
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown log level \(logLevel)") }
+    }
+
+    func bootstrap() {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+    }
+}
+
+struct Serve: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run a chat node until SIGTERM or SIGINT.")
+
+    @Option(help: "Address to listen on (an IPv4 or IPv6 literal).")
+    var host = "127.0.0.1"
+
+    @Option(help: "Port; 0 lets the system choose. Printed on stdout as 'listening on HOST:PORT'.")
+    var port: UInt16 = 7100
+
+    @Option(help: "SQLite file for accounts, rooms, history and undelivered messages.")
+    var database = "chat-node.db"
+
+    @Flag(inversion: .prefixedNo, help: "Create an account at the first login of an unknown name.")
+    var registration = true
+
+    @Option(help: "Most connections at once.")
+    var maxConnections = 1024
+
+    @Option(help: "Most sessions per user.")
+    var maxSessionsPerUser = 4
+
+    @Option(help: "Messages per second one connection may send on average.")
+    var messagesPerSecond = 50.0
+
+    @Option(help: "Largest frame body accepted, in bytes.")
+    var maxFrameBytes = 64 * 1024
+
+    @Option(help: "Seconds a client has to log in after connecting.")
+    var loginSeconds = 10
+
+    @Option(help: "scrypt cost (log2 of N) for new password hashes.")
+    var scryptCost = 14
+
+    @OptionGroup var log: LogOptions
+
+    func validate() throws {
+        guard maxConnections > 0, maxSessionsPerUser > 0, messagesPerSecond > 0, maxFrameBytes > 0, loginSeconds > 0 else {
+            throw ValidationError("limits must be positive")
+        }
+        guard (4...20).contains(scryptCost) else { throw ValidationError("--scrypt-cost must be 4...20") }
+    }
+
+    func run() throws {
+        log.bootstrap()
+        let loop = RunLoop.current
+        var configuration = ChatNode.Configuration(databasePath: database)
+        configuration.host = host
+        configuration.port = port
+        configuration.registersOnFirstLogin = registration
+        configuration.maximumConnections = maxConnections
+        configuration.maximumSessionsPerUser = maxSessionsPerUser
+        configuration.session.maximumMessagesPerSecond = messagesPerSecond
+        configuration.maximumFrameBody = maxFrameBytes
+        configuration.session.loginTimeout = .seconds(loginSeconds)
+        configuration.passwordHasher = PasswordHasher(rounds: 1 << scryptCost)
+        let node = try ChatNode(configuration: configuration, loop: loop)
+        try node.start()
+        print("listening on \(host):\(node.port)")
+        fflush(nil)  // a script or test reads the port from a pipe
+
+        var signals: [RunLoopSignalSource] = []
+        for signal in [SIGTERM, SIGINT] {
+            let source = try RunLoopSignalSource(signal: signal) { _, _ in
+                node.logger.info("signal \(signal): stopping")
+                node.stop { loop.stopAll() }
+            }
+            try loop.add(source, forMode: .common)
+            signals.append(source)
+        }
+        try loop.run()
+        signals.forEach { $0.invalidate() }
+    }
+}
+
+struct Account: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Manage accounts in a node's database.",
+        subcommands: [Add.self, List.self]
+    )
+
+    struct Add: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create an account; the password is read from standard input.")
+
+        @Option(help: "SQLite file of the node.")
+        var database = "chat-node.db"
+
+        @Option(help: "The user name (1-32 letters, digits, _ - .).")
+        var user: String
+
+        func run() throws {
+            guard let password = readLine(strippingNewline: true), !password.isEmpty else {
+                throw ValidationError("no password on standard input")
+            }
+            let node = try ChatNode(configuration: ChatNode.Configuration(databasePath: database))
+            print(try node.addAccount(user: user, password: password) ? "created \(user)" : "\(user) exists already")
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the accounts.")
+
+        @Option(help: "SQLite file of the node.")
+        var database = "chat-node.db"
+
+        func run() throws {
+            let node = try ChatNode(configuration: ChatNode.Configuration(databasePath: database))
+            for name in try node.accounts.names() { print(name) }
+        }
+    }
+}

@@ -1,0 +1,86 @@
+import Crypto
+import _CryptoExtras
+
+/// Passwords kept only as salted scrypt hashes, in a self-describing text form:
+/// `scrypt$N=<rounds>,r=<block>,p=<parallel>$<salt hex>$<hash hex>`.
+///
+/// scrypt is memory-hard (N × r × 128 bytes per hash: 16 MiB at the default N = 2¹⁴, r = 8), which is
+/// what makes a stolen table expensive to attack with GPUs — unlike a bare SHA. A hash takes tens of
+/// milliseconds: never on the loop's thread (``ChatNode`` hashes on a worker and hands the verdict back).
+public struct PasswordHasher: Sendable, Equatable {
+    /// CPU/memory cost (a power of two).
+    public var rounds: Int
+    public var blockSize: Int
+    public var parallelism: Int
+
+    /// The defaults: N = 2¹⁴, r = 8, p = 1 — the scrypt paper's interactive-login setting.
+    public init(rounds: Int = 1 << 14, blockSize: Int = 8, parallelism: Int = 1) {
+        precondition(rounds > 1 && rounds & (rounds - 1) == 0, "scrypt rounds must be a power of two")
+        self.rounds = rounds
+        self.blockSize = blockSize
+        self.parallelism = parallelism
+    }
+
+    /// A cheap setting for tests, where hundreds of logins must not take seconds.
+    public static let forTests = PasswordHasher(rounds: 1 << 4, blockSize: 8, parallelism: 1)
+
+    /// Hashes `password` with a fresh 16-byte salt.
+    public func hash(_ password: String) -> String {
+        let salt = (0..<16).map { _ in UInt8.random(in: 0...255) }
+        return encode(salt: salt, hash: derive(password, salt: salt))
+    }
+
+    /// Whether `password` matches `stored` (in constant time once derived). A malformed `stored`
+    /// never matches.
+    public static func verify(_ password: String, against stored: String) -> Bool {
+        let parts = stored.split(separator: "$").map(String.init)
+        guard parts.count == 4, parts[0] == "scrypt", let salt = fromHex(parts[2]), let expected = fromHex(parts[3]) else { return false }
+        var settings: [String: Int] = [:]
+        for item in parts[1].split(separator: ",") {
+            let pair = item.split(separator: "=", maxSplits: 1)
+            if pair.count == 2, let value = Int(pair[1]) { settings[String(pair[0])] = value }
+        }
+        guard let rounds = settings["N"], let block = settings["r"], let parallel = settings["p"],
+              rounds > 1, rounds & (rounds - 1) == 0, rounds <= 1 << 20, (1...32).contains(block), (1...16).contains(parallel) else { return false }
+        let hasher = PasswordHasher(rounds: rounds, blockSize: block, parallelism: parallel)
+        let actual = hasher.derive(password, salt: salt, length: expected.count)
+        guard actual.count == expected.count else { return false }
+        return zip(actual, expected).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+
+    func derive(_ password: String, salt: [UInt8], length: Int = 32) -> [UInt8] {
+        // The parameters are checked above and in init; a failure here would be a memory limit, and
+        // an empty result never matches a stored hash.
+        guard let key = try? KDF.Scrypt.deriveKey(from: Array(password.utf8), salt: salt, outputByteCount: length,
+                                                 rounds: rounds, blockSize: blockSize, parallelism: parallelism) else { return [] }
+        return key.withUnsafeBytes { Array($0) }
+    }
+
+    private func encode(salt: [UInt8], hash: [UInt8]) -> String {
+        "scrypt$N=\(rounds),r=\(blockSize),p=\(parallelism)$\(Self.hex(salt))$\(Self.hex(hash))"
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef")
+        return String(bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] })
+    }
+
+    static func fromHex(_ text: String) -> [UInt8]? {
+        let characters = Array(text.utf8)
+        guard characters.count % 2 == 0, !characters.isEmpty else { return nil }
+        var bytes: [UInt8] = []
+        for index in stride(from: 0, to: characters.count, by: 2) {
+            guard let high = nibble(characters[index]), let low = nibble(characters[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        return bytes
+    }
+
+    private static func nibble(_ character: UInt8) -> UInt8? {
+        switch character {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return character - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return character - UInt8(ascii: "a") + 10
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,181 @@
+import ChatNodeKit
+import Glibc
+import RunLoopIM
+import RunLoopIMSQLite
+import RunLoopKit
+import RunLoopNet
+import RunLoopTesting
+import Testing
+
+@discardableResult
+func spin(_ loop: RunLoop, for limit: Duration = .seconds(30), until done: () -> Bool) throws -> Bool {
+    let end = loop.now + limit
+    while !done() {
+        if loop.now >= end { return false }
+        try loop.run(.default, timeout: .milliseconds(5))
+    }
+    return true
+}
+
+func temporaryDatabase() -> String {
+    "/tmp/chat-node-test-\(getpid())-\(UInt64.random(in: 0...UInt64.max)).db"
+}
+
+func removeDatabase(_ path: String) {
+    for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
+}
+
+func nodeConfiguration(_ path: String, port: UInt16 = 0) -> ChatNode.Configuration {
+    var configuration = ChatNode.Configuration(databasePath: path)
+    configuration.port = port
+    configuration.passwordHasher = .forTests
+    configuration.shutdownGrace = .seconds(2)
+    return configuration
+}
+
+func client(_ user: String, password: String = "pw", port: UInt16) -> IMClient {
+    var configuration = IMClientConfiguration(user: user, password: password)
+    configuration.heartbeat = .fixed(.seconds(5))
+    configuration.backoff = ReconnectBackoff.Policy(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(300))
+    return IMClient(configuration: configuration, connector: TCPTransport.connector(host: "127.0.0.1", port: port))
+}
+
+@Suite("Password hashes")
+struct PasswordHasherTests {
+    @Test("scrypt hashes verify, carry their parameters and salt, and never contain the password")
+    func roundTrip() {
+        let hasher = PasswordHasher(rounds: 1 << 10)
+        let first = hasher.hash("correct horse")
+        let second = hasher.hash("correct horse")
+        #expect(first.hasPrefix("scrypt$N=1024,r=8,p=1$") && first != second, "salted: \(first)")
+        #expect(!first.contains("correct"))
+        #expect(PasswordHasher.verify("correct horse", against: first))
+        #expect(!PasswordHasher.verify("correct horsf", against: first))
+        for broken in ["", "scrypt$", "sha256$N=2,r=8,p=1$00$00", "scrypt$N=3,r=8,p=1$00$00", "scrypt$N=1024,r=8,p=1$zz$00",
+                       "scrypt$N=1099511627776,r=8,p=1$00$00"] {
+            #expect(!PasswordHasher.verify("x", against: broken), "\(broken)")
+        }
+    }
+}
+
+@Suite("Chat node")
+struct ChatNodeTests {
+    @Test("first login creates the account; the wrong password is refused clearly; without registration unknown names are refused")
+    func accounts() async throws {
+        try await onLoopThread {
+            let loop = RunLoop.current
+            let path = temporaryDatabase()
+            defer { removeDatabase(path) }
+            var configuration = nodeConfiguration(path)
+            let node = try ChatNode(configuration: configuration)
+            try node.start()
+            let alice = client("alice", password: "s3cret", port: node.port)
+            alice.start()
+            try #require(try spin(loop) { alice.state == .online })
+            let hash = try #require(try node.accounts.passwordHash(of: "alice"))
+            #expect(hash.hasPrefix("scrypt$") && !hash.contains("s3cret"))
+            let impostor = client("alice", password: "guess", port: node.port)
+            impostor.start()
+            try #require(try spin(loop) { if case .closed = impostor.state { return true } else { return false } })
+            #expect(impostor.state == .closed(.loginRefused(.authenticationFailed, "unknown user or wrong password")))
+            let badName = client("no spaces please", port: node.port)
+            badName.start()
+            try #require(try spin(loop) { if case .closed = badName.state { return true } else { return false } })
+            alice.close()
+            var stopped = false
+            node.stop { stopped = true }
+            try #require(try spin(loop) { stopped })
+
+            configuration.registersOnFirstLogin = false
+            let closed = try ChatNode(configuration: configuration)
+            try closed.start()
+            let stranger = client("stranger", port: closed.port)
+            stranger.start()
+            try #require(try spin(loop) { if case .closed = stranger.state { return true } else { return false } })
+            #expect(stranger.state == .closed(.loginRefused(.authenticationFailed, "unknown user or wrong password")))
+            let returning = client("alice", password: "s3cret", port: closed.port)
+            returning.start()
+            try #require(try spin(loop) { returning.state == .online }, "accounts persist in the database")
+            returning.close()
+            closed.stop()
+        }
+    }
+
+    @Test("offline delivery survives a node restart: kept until acknowledged, in order, exactly once")
+    func offlineDeliveryAcrossRestart() async throws {
+        try await onLoopThread {
+            let loop = RunLoop.current
+            let path = temporaryDatabase()
+            defer { removeDatabase(path) }
+            let node = try ChatNode(configuration: nodeConfiguration(path))
+            try node.start()
+            let port = node.port
+            let bob = client("bob", port: port)
+            bob.start()
+            try #require(try spin(loop) { bob.state == .online })
+            bob.close()
+            let alice = client("alice", port: port)
+            var delivered = 0
+            alice.onDelivery = { _, _, state in if case .delivered = state { delivered += 1 } }
+            alice.start()
+            for index in 0..<10 { try alice.send("offline \(index)", to: .user("bob")) }
+            try #require(try spin(loop) { delivered == 10 })
+            #expect(alice.state == .online)
+            var bounced = false
+            do { _ = try alice.send("to nobody", to: .user("ghost")) }
+            alice.onDelivery = { _, _, state in if case .failed(.refused(.unknownRecipient)) = state { bounced = true } }
+            try #require(try spin(loop) { bounced }, "a DM to a user without an account is refused")
+            alice.close()
+            var stopped = false
+            node.stop { stopped = true }
+            try #require(try spin(loop) { stopped })
+
+            let restarted = try ChatNode(configuration: nodeConfiguration(path, port: port))
+            try restarted.start()
+            let bobAgain = client("bob", port: port)
+            var received: [String] = []
+            bobAgain.onMessage = { _, message in received.append(message.text) }
+            bobAgain.start()
+            try #require(try spin(loop) { received.count == 10 })
+            #expect(received == (0..<10).map { "offline \($0)" })
+            try #require(try spin(loop) { restarted.store.undelivered(for: "bob").isEmpty }, "acknowledged, then forgotten")
+            bobAgain.close()
+            try spin(loop) { bobAgain.state == .closed(.userClosed) }
+            let third = client("bob", port: port)
+            var again = 0
+            third.onMessage = { _, _ in again += 1 }
+            third.start()
+            try #require(try spin(loop) { third.state == .online })
+            try loop.run(.default, timeout: .milliseconds(100))
+            #expect(again == 0, "nothing comes twice")
+            third.close()
+            restarted.stop()
+        }
+    }
+
+    @Test("a graceful stop tells clients, which reconnect with backoff to the next node on the same port")
+    func gracefulStop() async throws {
+        try await onLoopThread {
+            let loop = RunLoop.current
+            let path = temporaryDatabase()
+            defer { removeDatabase(path) }
+            let node = try ChatNode(configuration: nodeConfiguration(path))
+            try node.start()
+            let port = node.port
+            let alice = client("alice", port: port)
+            var reasons: [IMDisconnectReason] = []
+            alice.onDisconnect = { _, reason in reasons.append(reason) }
+            alice.start()
+            try #require(try spin(loop) { alice.state == .online })
+            var stopped = false
+            node.stop { stopped = true }
+            try #require(try spin(loop) { stopped })
+            #expect(reasons == [.serverError(.shuttingDown, "server shutting down")])
+            let next = try ChatNode(configuration: nodeConfiguration(path, port: port))
+            try next.start()
+            try #require(try spin(loop) { alice.state == .online })
+            alice.close()
+            next.stop()
+        }
+    }
+}
