@@ -89,6 +89,8 @@ public final class IMClient {
     public var heartbeatInterval: Duration { machine.heartbeatInterval }
     /// The adaptive heartbeat's learning, in adaptive mode.
     public var adaptiveHeartbeat: AdaptiveHeartbeat? { machine.adaptiveHeartbeat }
+    /// Incoming duplicates de-duplication kept from ``onMessage`` so far.
+    public var duplicatesDropped: Int { machine.duplicatesDropped }
 
     /// Connects and logs in; from then on reconnects by itself until ``close()``. Idempotent.
     public func start() {

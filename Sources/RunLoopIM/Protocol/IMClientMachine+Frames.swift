@@ -61,6 +61,8 @@ extension IMClientMachine {
     private mutating func handleIncoming(_ message: IMChatMessage, now: LoopInstant) {
         if seen.insert(message.from + "\u{0}" + message.id) {
             actions.append(.received(message))
+        } else {
+            duplicatesDropped += 1
         }
         // Acknowledge duplicates too: the server resent because our earlier ack was lost.
         var ack = IMDeliverAck()

@@ -300,6 +300,9 @@ public struct IMClientMachine: Sendable {
     public var unsettledMessages: [IMChatMessage] { outbox.messages }
     /// Reconnect attempts since the last successful login.
     public var reconnectAttempts: Int { backoff.attempts }
+    /// Incoming messages the server sent again (its copy of our ack was lost) that de-duplication kept
+    /// from the application.
+    public internal(set) var duplicatesDropped = 0
 
     // MARK: Internals shared by the inputs
 

@@ -89,6 +89,13 @@ public final class IMServer {
         for session in open.values { session.shutdown() }
     }
 
+    /// Stops at once, the way a crash would look to clients: no ERROR frame, no flush, every connection
+    /// reset. For demos and fault tests; a real stop is ``shutdown()``.
+    public func abort() {
+        listener.close()
+        for session in open.values { session.abort() }
+    }
+
     // MARK: Session callbacks
 
     private func accept(_ connection: TCPConnection) {

@@ -50,6 +50,12 @@ public final class IMServerSession {
 
     func acknowledged(_ seqs: [UInt64]) { inFlight.subtract(seqs) }
 
+    /// Resets the connection without a word (``IMServer/abort()``).
+    func abort() {
+        connection.close(immediately: true)
+        apply(machine.transportClosed("aborted by the server"))
+    }
+
     func write(_ frame: IMFrame) {
         guard !isEnded else { return }
         do {
