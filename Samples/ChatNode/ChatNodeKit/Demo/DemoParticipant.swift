@@ -1,0 +1,87 @@
+import Logging
+import RunLoopIM
+import RunLoopKit
+import RunLoopNet
+import RunLoopTesting
+
+/// One demo user: an ``IMClient`` on a loop of its own, and the book-keeping the summary needs.
+/// Everything here lives on the participant's loop thread; the script reaches it through
+/// ``HostedLoop/sync(_:)``.
+final class DemoParticipant {
+    let name: String
+    let client: IMClient
+    let recorder = ActivityRecorder()
+    private let narrate: (String) -> Void
+
+    /// Own messages: id → (recipient, final state if settled).
+    private(set) var sent: [String: (to: IMRecipient, final: IMDeliveryState?)] = [:]
+    private(set) var sendOrder: [String] = []
+    /// (sender, id) of every message the application received, in order.
+    private(set) var received: [(from: String, id: String, text: String)] = []
+    private(set) var disconnects: [(at: LoopInstant, reason: IMDisconnectReason)] = []
+    private(set) var onlineAt: [LoopInstant] = []
+
+    init(name: String, port: UInt16, narrate: @escaping (String) -> Void) {
+        self.name = name
+        self.narrate = narrate
+        var configuration = IMClientConfiguration(user: name, password: "\(name)-password")
+        configuration.heartbeat = .fixed(.seconds(1))
+        configuration.answerTimeout = .milliseconds(1500)
+        configuration.loginTimeout = .seconds(2)
+        configuration.ackTimeout = .seconds(3)
+        configuration.backoff = ReconnectBackoff.Policy(initialDelay: .milliseconds(300), maximumDelay: .seconds(3))
+        var logger = Logger(label: "demo.\(name)")
+        logger.logLevel = .critical  // the narration says it all
+        client = IMClient(configuration: configuration, connector: TCPTransport.connector(host: "127.0.0.1", port: port, connectTimeout: .seconds(2)),
+                          logger: logger)
+        recorder.attach(to: client.loop)
+        client.onStateChange = { [weak self] client, state in
+            guard let self else { return }
+            if state == .online { self.onlineAt.append(client.loop.now) }
+            switch state {
+            case .online, .reconnecting, .waitingForNetwork, .closed: self.narrate("* \(state)")
+            default: break
+            }
+        }
+        client.onDisconnect = { [weak self] client, reason in
+            self?.disconnects.append((client.loop.now, reason))
+            self?.narrate("* disconnected: \(reason)")
+        }
+        client.onMessage = { [weak self] _, message in
+            guard let self else { return }
+            self.received.append((message.from, message.id, message.text))
+            let place = message.room.isEmpty ? "@\(self.name)" : "#\(message.room)"
+            self.narrate("\(place) \(message.from): \(message.text)")
+        }
+        client.onDelivery = { [weak self] _, id, state in
+            guard let self, let entry = self.sent[id] else { return }
+            if state.isFinal { self.sent[id] = (entry.to, state) }
+            if case .sent(let attempt) = state, attempt > 1 { self.narrate("→ resent \(self.label(id)) (attempt \(attempt))") }
+            if case .failed = state { self.narrate("→ \(self.label(id)) \(state)") }
+        }
+        client.start()
+    }
+
+    /// Sends `text`; it is queued if the client is not online.
+    func say(_ text: String, to recipient: IMRecipient) throws {
+        let id = try client.send(text, to: recipient)
+        sent[id] = (recipient, nil)
+        sendOrder.append(id)
+        let queued = client.state != .online
+        narrate("→ \(recipient) \"\(text)\"\(queued ? "  (queued: \(client.state))" : "")")
+    }
+
+    func join(_ room: String) throws {
+        var request = IMRoomRequest()
+        request.room = room
+        try client.request(.join, message: request)
+    }
+
+    var isOnline: Bool { client.state == .online }
+    var unsettled: Int { sent.values.filter { $0.final == nil }.count }
+
+    private func label(_ id: String) -> String {
+        guard let index = sendOrder.firstIndex(of: id) else { return id }
+        return "message \(index + 1)"
+    }
+}
