@@ -389,8 +389,8 @@ class IMClient:
                     while (frame := self.reader.next()) is not None:
                         self._handle(frame)
             raise Timeout("the server did not close the connection after LOGOUT_ACK")
-        except ConnectionClosed:
-            pass
+        except (ConnectionClosed, ConnectionResetError):
+            pass  # the close section 5 announces
         finally:
             self.close()
 
