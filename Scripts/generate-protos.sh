@@ -24,7 +24,11 @@ if [ -z "$plugin" ]; then
 fi
 
 protoc --version >&2
+# The Python is for Tests/PythonClient, the outside client written from docs/PROTOCOL.md; its runtime
+# version (Tests/PythonClient/requirements.txt) must match this protoc (3.21.x: protobuf 4.21.x).
 protoc --plugin=protoc-gen-swift="$plugin" \
   --swift_opt=Visibility=Public --swift_opt=FileNaming=DropPath \
-  --swift_out=Sources/RunLoopIM/Generated -I proto proto/runloopim.proto
-echo "generated Sources/RunLoopIM/Generated/runloopim.pb.swift" >&2
+  --swift_out=Sources/RunLoopIM/Generated \
+  --python_out=Tests/PythonClient \
+  -I proto proto/runloopim.proto
+echo "generated Sources/RunLoopIM/Generated/runloopim.pb.swift and Tests/PythonClient/runloopim_pb2.py" >&2
