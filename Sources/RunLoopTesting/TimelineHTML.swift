@@ -8,9 +8,18 @@ import RunLoopKit
 /// the lanes to line up. Callouts that fall in the same pixel column are drawn once, with a count in
 /// their tooltip, so an hour of recording stays a small file.
 public enum TimelineHTML {
+    /// - Parameters:
+    ///   - lanes: one recording per loop, top to bottom.
+    ///   - markers: instants to mark with a labelled line across every lane.
+    ///   - hiding: callout labels left out (say, the probing of the program that records).
     public static func render(title: String, lanes: [(name: String, recorder: ActivityRecorder)],
-                              markers: [(at: LoopInstant, label: String)] = []) -> String {
-        let recorded = lanes.map { ($0.name, $0.recorder.events) }
+                              markers: [(at: LoopInstant, label: String)] = [], hiding: Set<String> = []) -> String {
+        let recorded = lanes.map { lane in
+            (lane.name, lane.recorder.events.filter { event in
+                if case .callout(_, let label?) = event.kind, hiding.contains(label) { return false }
+                return true
+            })
+        }
         let instants = recorded.flatMap { $0.1.map(\.time) } + markers.map(\.at)
         guard let origin = instants.min(), let last = instants.max() else {
             return page(title: title, body: "<p>Nothing was recorded.</p>")
@@ -21,7 +30,7 @@ public enum TimelineHTML {
             left + Double(instant.nanoseconds >= origin.nanoseconds ? instant.nanoseconds - origin.nanoseconds : 0) / span * width
         }
         var svg: [String] = []
-        let height = top + Double(lanes.count) * laneHeight + 30
+        let height = top + Double(lanes.count) * laneHeight + 40
         svg.append(##"<svg xmlns="http://www.w3.org/2000/svg" width="\##(Int(left + width + 20))" height="\##(Int(height))" font-family="sans-serif" font-size="12">"##)
         // Seconds axis.
         let seconds = Int(span / 1e9)

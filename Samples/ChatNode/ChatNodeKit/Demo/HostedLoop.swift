@@ -10,6 +10,9 @@ import RunLoopTesting
 /// closures only travel inside ``LoopThreadOnly`` boxes, and run where the objects live.
 final class HostedLoop: @unchecked Sendable {
     let name: String
+    /// The label of the script's blocks, which the timeline leaves out: they are the demo watching,
+    /// not the chat working.
+    static let probeLabel = "demo.script"
     /// Written once by the thread before ``init`` returns (the latch orders it), read-only after.
     private(set) var loop: RunLoop!
     private let started = Latch()
@@ -34,7 +37,7 @@ final class HostedLoop: @unchecked Sendable {
         let result = ResultBox<T>()
         let work = LoopThreadOnly(body)
         let done = Latch()
-        loop.perform(inModes: [.common]) {
+        loop.perform(inModes: [.common], label: Self.probeLabel) {
             result.set(Result { try work.value() })
             done.open()
         }
@@ -45,7 +48,7 @@ final class HostedLoop: @unchecked Sendable {
     /// Runs `body` on the loop's thread without waiting.
     func async(_ body: @escaping () -> Void) {
         let work = LoopThreadOnly(body)
-        loop.perform(inModes: [.common]) { work.value() }
+        loop.perform(inModes: [.common], label: Self.probeLabel) { work.value() }
     }
 
     /// Ends the loop (and any nested run) and waits for the thread to finish.
