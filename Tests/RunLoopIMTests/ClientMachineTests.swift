@@ -127,18 +127,44 @@ struct ClientMachineTests {
         if case .reconnecting = harness.machine.state {} else { Issue.record("expected reconnecting, got \(harness.machine.state)") }
     }
 
-    @Test("answered heartbeats keep the connection for hours")
+    @Test("answered heartbeats keep the connection for hours, one per interval")
     func answeredHeartbeats() {
         var harness = ClientHarness()
         harness.goOnline()
         for _ in 0..<240 {
-            harness.advance(by: .seconds(31))
+            harness.advance(by: .seconds(30))
             if let beat = harness.lastWritten(.heartbeat) {
                 harness.receive(IMFrame(command: .heartbeatAck, serial: beat.serial))
             }
         }
         #expect(harness.disconnects.isEmpty)
         #expect(harness.written(.heartbeat).count == 240)
+    }
+
+    @Test("frames from the server alone do not hold the heartbeat back: the server counts what it receives")
+    func receivingIsNotSending() {
+        var harness = ClientHarness()
+        harness.goOnline()
+        var notice = IMPresenceNotice()
+        notice.user = "someone"
+        for _ in 0..<10 {  // a presence notice every 10 s, which needs no answer
+            harness.advance(by: .seconds(10))
+            harness.receive(IMFrame(command: .presence, serial: 0, message: notice))
+            if let beat = harness.lastWritten(.heartbeat) { harness.receive(IMFrame(command: .heartbeatAck, serial: beat.serial)) }
+        }
+        #expect(harness.written(.heartbeat).count == 3, "a beat every 30 s of sending nothing")
+        #expect(harness.disconnects.isEmpty)
+    }
+
+    @Test("the keepalive the server grants, if shorter, paces the heartbeat")
+    func grantedKeepalive() throws {
+        var harness = ClientHarness()
+        harness.record(harness.machine.start(now: harness.now))
+        harness.record(harness.machine.transportOpened(generation: harness.generation, now: harness.now))
+        var response = IMLoginResponse()
+        response.keepaliveSeconds = 12
+        harness.receive(IMFrame(command: .loginAck, serial: try #require(harness.lastWritten(.login)).serial, message: response))
+        #expect(harness.machine.nextDeadline == harness.now + .seconds(12))
     }
 
     @Test("backoff: exponential within its jitter bounds, capped, reset by a successful login")

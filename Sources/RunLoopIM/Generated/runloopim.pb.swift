@@ -34,8 +34,9 @@ public nonisolated struct IMLoginRequest: Sendable {
 
   public var password: String = String()
 
-  /// The heartbeat interval the client promises to keep, in seconds (0: none). The server drops a
-  /// client silent for 1.5 times this long.
+  /// The longest time, in seconds, the client promises to go without sending a frame (it sends a
+  /// HEARTBEAT when it has nothing else to send). The server drops a client silent for 1.5 times the
+  /// keepalive it grants (LoginResponse.keepalive_seconds). 0: the server's maximum.
   public var keepaliveSeconds: UInt32 = 0
 
   /// Free text for logs, e.g. "chat-node client 1.0".
@@ -62,6 +63,10 @@ public nonisolated struct IMLoginResponse: Sendable {
 
   /// Why the login was refused (code != 0), for people.
   public var reason: String = String()
+
+  /// The keepalive the server grants: the client's, clamped to the server's bounds. A client sends
+  /// something at least this often.
+  public var keepaliveSeconds: UInt32 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -194,7 +199,7 @@ public nonisolated struct IMAbandonResult: Sendable {
   public init() {}
 }
 
-/// ERROR: sent before the server closes a connection, or with a refused request.
+/// ERROR: sent before the server closes a connection.
 public nonisolated struct IMErrorNotice: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -202,7 +207,7 @@ public nonisolated struct IMErrorNotice: Sendable {
 
   public var message: String = String()
 
-  /// For rate limiting: when a retry may succeed.
+  /// When a new connection may succeed (tooManyConnections, shuttingDown); 0: unknown, use backoff.
   public var retryAfterMs: UInt32 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -384,7 +389,7 @@ nonisolated extension IMLoginRequest: SwiftProtobuf.Message, SwiftProtobuf._Mess
 
 nonisolated extension IMLoginResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".LoginResponse"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}user\0\u{3}session_id\0\u{3}server_time_ms\0\u{1}reason\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}user\0\u{3}session_id\0\u{3}server_time_ms\0\u{1}reason\0\u{3}keepalive_seconds\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -396,6 +401,7 @@ nonisolated extension IMLoginResponse: SwiftProtobuf.Message, SwiftProtobuf._Mes
       case 2: try { try decoder.decodeSingularStringField(value: &self.sessionID) }()
       case 3: try { try decoder.decodeSingularUInt64Field(value: &self.serverTimeMs) }()
       case 4: try { try decoder.decodeSingularStringField(value: &self.reason) }()
+      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.keepaliveSeconds) }()
       default: break
       }
     }
@@ -414,6 +420,9 @@ nonisolated extension IMLoginResponse: SwiftProtobuf.Message, SwiftProtobuf._Mes
     if !self.reason.isEmpty {
       try visitor.visitSingularStringField(value: self.reason, fieldNumber: 4)
     }
+    if self.keepaliveSeconds != 0 {
+      try visitor.visitSingularUInt32Field(value: self.keepaliveSeconds, fieldNumber: 5)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -422,6 +431,7 @@ nonisolated extension IMLoginResponse: SwiftProtobuf.Message, SwiftProtobuf._Mes
     if lhs.sessionID != rhs.sessionID {return false}
     if lhs.serverTimeMs != rhs.serverTimeMs {return false}
     if lhs.reason != rhs.reason {return false}
+    if lhs.keepaliveSeconds != rhs.keepaliveSeconds {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -52,6 +52,7 @@ extension IMClientMachine {
         }
         phase = .online(current)
         loginDeadline = nil
+        grantedKeepalive = response.keepaliveSeconds > 0 ? .seconds(Int64(response.keepaliveSeconds)) : nil
         backoff.reset()
         report(.online)
         askAbandonAgain(now: now)

@@ -71,6 +71,8 @@ public struct IMClientMachine: Sendable {
     var loginDeadline: LoopInstant?
     var closeDeadline: LoopInstant?
     var pendingHeartbeat: PendingHeartbeat?
+    /// The keepalive the server granted at login, when it is shorter than asked.
+    var grantedKeepalive: Duration?
     /// Application requests written on the current connection and not answered yet.
     var pendingRequests: Set<UInt32> = []
     var actions: [IMClientAction] = []
@@ -323,7 +325,11 @@ public struct IMClientMachine: Sendable {
     }
 
     var lastTraffic: LoopInstant { max(lastSent, lastReceived) }
-    var heartbeatDue: LoopInstant { lastTraffic + heartbeat.interval }
+    /// A beat is due when this side has sent nothing for the interval: the server's keepalive rule
+    /// counts only what arrives from the client, so frames the server sends (presence notices that
+    /// need no answer) must not hold the beat back. Whether the server is alive is the answer
+    /// deadline's job: everything this side sends that expects an answer arms it.
+    var heartbeatDue: LoopInstant { lastSent + min(heartbeat.interval, grantedKeepalive ?? heartbeat.interval) }
 
     mutating func takeActions() -> [IMClientAction] {
         defer { actions.removeAll(keepingCapacity: true) }

@@ -174,6 +174,7 @@ public struct IMServerSessionMachine: Sendable {
         lastReceived = now
         var response = IMLoginResponse()
         response.user = user
+        response.keepaliveSeconds = UInt32(clamping: Int64(keepalive.secondsDouble.rounded(.down)))
         response.sessionID = sessionID
         response.serverTimeMs = serverTimeMilliseconds
         actions.append(.write(IMFrame(command: .loginAck, serial: serial, message: response)))

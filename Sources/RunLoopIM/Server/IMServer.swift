@@ -122,6 +122,15 @@ public final class IMServer {
         byUser[user, default: []].append(session)
         logger.debug("\(user) online from \(session.remoteAddress?.description ?? "?")")
         if first { presenceChanged(user, online: true, except: session) }
+        if settings.broadcastsPresence {
+            // A snapshot: who else is online now, so a new session need not wait for changes.
+            for other in byUser.keys.sorted() where other != user {
+                var notice = IMPresenceNotice()
+                notice.user = other
+                notice.online = true
+                session.write(IMFrame(command: .presence, serial: 0, message: notice))
+            }
+        }
         for message in store.undelivered(for: user) { session.deliver(message) }
     }
 
