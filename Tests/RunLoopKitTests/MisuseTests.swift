@@ -26,6 +26,17 @@ import Testing
         return (loopBox.get()!, release)
     }
 
+    @Test func performFromLoopThreadOffTheLoopThreadIsRefusedAndQueuesNothing() async throws {
+        let (other, release) = liveLoopOnAnotherThread()
+        defer { release.open() }
+        let error = try await onLoopThread {
+            caught { () throws(RunLoopError) in try other.performFromLoopThread(inModes: ["Q"]) {} }
+        }
+        #expect(error == .notOwningThread)
+        // Queueing a block creates its mode: none was created, so nothing was queued.
+        #expect(!other.allModes.contains("Q"))
+    }
+
     @Test func runningAnotherThreadsLoopIsRefused() async throws {
         let (other, release) = liveLoopOnAnotherThread()
         defer { release.open() }
