@@ -294,9 +294,13 @@ extension RunLoop {
         if timerScratch.capacity < batch.capacity { timerScratch = batch }
     }
 
+    /// Fires one timer of the batch, after CFRunLoop's re-check: still valid, due, not in its callout and
+    /// still scheduled on this loop. Membership of the running mode is not asked: a timer that an earlier
+    /// timer of the batch moved out of this mode, but left in another, still fires in this batch (as in
+    /// `__CFRunLoopDoTimer`); one taken out of every mode no longer belongs to the loop and is skipped.
     private func fire(_ timer: RunLoopTimer, in store: ModeStore, at now: UInt64, clock: LoopClock) {
         let claimed = lock.withLock { () -> Bool in
-            guard timer.isValid, !timer.isInCallout, timer.deadline <= now, store.timers.contains(timer) else {
+            guard timer.isValid, !timer.isInCallout, timer.deadline <= now, !timer.memberships.isEmpty else {
                 return false
             }
             timer.isInCallout = true
