@@ -109,9 +109,14 @@ public final class TCPConnection {
     /// wait that much longer (CocoaAsyncSocket's should-timeout-read), or `nil` to close the connection
     /// with ``NetError/timedOut(_:)`` `.read`. A heartbeat can send a ping here and grant the pong's time.
     public var shouldTimeoutRead: ((TCPConnection, Duration) -> Duration?)?
-    /// How long queued output may make no progress (including the flush of a graceful close). `nil`
-    /// (the default): no limit.
-    public var writeTimeout: Duration? {
+    /// How long queued output may make no progress (including the flush of a graceful close) before
+    /// the connection closes with ``NetError/timedOut(_:)`` `.write`. 60 seconds by default; `nil`: no
+    /// limit.
+    ///
+    /// This is the timeout that reclaims a peer that stops reading: while its output waits, reading
+    /// is typically paused for backpressure (and the read timeout with it), so only the lack of write
+    /// progress shows that the peer is gone or hostile. Lift it only for peers you trust.
+    public var writeTimeout: Duration? = .seconds(60) {
         didSet { armWriteTimer() }
     }
     /// Asked when the write timeout expires, with the time since the last progress. Return a positive
