@@ -96,7 +96,10 @@ let package = Package(
         ),
         .testTarget(
             name: "RunLoopNetTests",
-            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopTesting"]
+            dependencies: [
+                "RunLoopKit", "RunLoopNet", "RunLoopTesting",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]
