@@ -95,6 +95,11 @@ let package = Package(
             dependencies: ["RunLoopKit", "RunLoopTesting"]
         ),
         .testTarget(
+            name: "EchoServerTests",
+            // The sample as a process: depending on it makes SwiftPM build the binary the tests start.
+            dependencies: ["EchoServer", "RunLoopTesting"]
+        ),
+        .testTarget(
             name: "RunLoopNetTests",
             dependencies: [
                 "RunLoopKit", "RunLoopNet", "RunLoopTesting",
