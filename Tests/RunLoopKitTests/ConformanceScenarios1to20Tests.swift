@@ -3,7 +3,7 @@ import RunLoopKit
 import RunLoopTesting
 import Testing
 
-/// CFRUNLOOP.md §9, scenarios 1–20, pinned on RunLoopKit.
+/// docs/BEHAVIOUR.md §9, scenarios 1–20, pinned on RunLoopKit.
 ///
 /// Every test runs its loop on a thread of its own. Most use a manual clock that jumps to the loop's
 /// next deadline when it idles: traces are exact (a manual clock has no spurious wakes) and elapsed
