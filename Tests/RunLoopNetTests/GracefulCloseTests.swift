@@ -109,11 +109,11 @@ import Testing
     }
 
     /// The linger timeout counts time without progress: a reader that keeps acknowledging what the
-    /// kernel still holds for it gets all the time it needs, however long past the timeout.
+    /// kernel still holds for it gets all the time it needs, however long past the timeout. On a
+    /// manual clock, so that a busy machine delaying the reader cannot look like a stalled peer.
     @Test func aSlowReaderDrainingTheKernelQueueOutlastsTheLingerTimeout() async throws {
         let total = 1024 * 1024
-        let (outcome, took) = try await onLoopThread {
-            let loop = RunLoop.current
+        let (outcome, took) = try await onManualClockLoop { loop, _ in
             var outcome = Outcome()
             let listener = TCPListener()
             defer { listener.close() }
@@ -125,7 +125,7 @@ import Testing
             }
             try listener.listen()
             // A small receive window and one read pass every 5 ms: about 16 KiB per 5 ms, so the
-            // megabyte takes some 300 ms to drain, ten linger timeouts.
+            // megabyte takes some 300 ms (virtual) to drain, ten linger timeouts.
             let client = TCPConnection(
                 options: TCPOptions(receiveBufferSize: 16 * 1024), limits: TCPBufferLimits(readChunkSize: 4096))
             client.onData = { connection, bytes in
@@ -136,11 +136,11 @@ import Testing
                 connection.pauseReading()
             }
             client.onClose = { _, why in outcome.clientReason = why }
-            client.connect(to: "127.0.0.1", port: listener.port)
+            client.connect(to: "127.0.0.1", port: listener.port, timeout: nil)
             let start = loop.now
             let reader = RunLoopTimer(after: .milliseconds(5), repeating: .milliseconds(5)) { _ in client.resumeReading() }
             loop.add(reader, forMode: .common)
-            try spin(loop) { outcome.clientReason != nil && outcome.serverReason != nil }
+            try spin(loop, for: .seconds(600)) { outcome.clientReason != nil && outcome.serverReason != nil }
             reader.invalidate()
             return (outcome, loop.now - start)
         }
