@@ -38,7 +38,7 @@ let package = Package(
         ),
         .target(
             name: "RunLoopTesting",
-            dependencies: ["RunLoopKit"]
+            dependencies: ["RunLoopKit", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
             name: "RunLoopNet",

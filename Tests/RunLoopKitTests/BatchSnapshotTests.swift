@@ -7,26 +7,32 @@ import Testing
 /// still change: the two places where a callout's changes meet work already picked for the pass.
 /// See docs/BEHAVIOUR.md §3.4 and §7, and the Deviations article.
 @Suite struct BatchSnapshotTests {
-    /// CFRunLoop's re-check before each timer of a batch is "valid, due, not in its callout, still on
-    /// this loop" — not "still in the running mode". RunLoopKit matches it.
-    @Test func aTimerMovedOutOfTheRunningModeButStillInAnotherFiresInTheSameBatch() async throws {
-        let (events, stillInOther) = try await onManualClockLoop { loop, clock in
+    /// Two timers of mode M, both due when a poll of M starts: `a` (10 ms), then `b` (20 ms, also in
+    /// mode N). `a`'s callback takes `b` out of `modes`. Returns the callouts and whether `b` is still
+    /// in N afterwards.
+    private func pollBatch(whereTheFirstTimerRemovesTheSecondFrom modes: [String]) async throws -> ([String], Bool) {
+        try await onManualClockLoop { loop, clock in
             let trace = Trace()
             let running = RunLoop.Mode("M")
             let other = RunLoop.Mode("N")
             let late = RunLoopTimer(after: .milliseconds(20), label: "b") { _ in trace.append("T:b") }
             let early = RunLoopTimer(after: .milliseconds(10), label: "a") { _ in
                 trace.append("T:a")
-                loop.remove(late, forMode: running)
+                for mode in modes { loop.remove(late, forMode: RunLoop.Mode(mode)) }
             }
             loop.add(early, forMode: running)
             loop.add(late, forMode: running)
             loop.add(late, forMode: other)
-            // Both due before the poll: they form one batch, a first.
             clock.advance(by: .milliseconds(30))
             try loop.run(running, timeout: .zero)
             return (trace.events, loop.contains(late, forMode: other))
         }
+    }
+
+    /// CFRunLoop's re-check before each timer of a batch is "valid, due, not in its callout, still on
+    /// this loop" — not "still in the running mode". RunLoopKit matches it.
+    @Test func aTimerMovedOutOfTheRunningModeButStillInAnotherFiresInTheSameBatch() async throws {
+        let (events, stillInOther) = try await pollBatch(whereTheFirstTimerRemovesTheSecondFrom: ["M"])
         #expect(events == tokens("T:a T:b"))
         // A one-shot that fired is gone from every mode, as after any fire.
         #expect(!stillInOther)
@@ -35,23 +41,7 @@ import Testing
     /// The other half of the same re-check: a timer an earlier one took out of every mode has left the
     /// loop and does not fire.
     @Test func aTimerTakenOutOfEveryModeByAnEarlierTimerDoesNotFire() async throws {
-        let events = try await onManualClockLoop { loop, clock in
-            let trace = Trace()
-            let running = RunLoop.Mode("M")
-            let other = RunLoop.Mode("N")
-            let late = RunLoopTimer(after: .milliseconds(20), label: "b") { _ in trace.append("T:b") }
-            let early = RunLoopTimer(after: .milliseconds(10), label: "a") { _ in
-                trace.append("T:a")
-                loop.remove(late, forMode: running)
-                loop.remove(late, forMode: other)
-            }
-            loop.add(early, forMode: running)
-            loop.add(late, forMode: running)
-            loop.add(late, forMode: other)
-            clock.advance(by: .milliseconds(30))
-            try loop.run(running, timeout: .zero)
-            return trace.events
-        }
+        let (events, _) = try await pollBatch(whereTheFirstTimerRemovesTheSecondFrom: ["M", "N"])
         #expect(events == tokens("T:a"))
     }
 

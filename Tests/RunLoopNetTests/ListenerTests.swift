@@ -140,11 +140,11 @@ import Testing
     /// A process stuck at its limit for seconds: one warning, then silence until it recovers (one line
     /// more) — not a line per retry.
     @Test func repeatedDescriptorExhaustionIsLoggedOnceNotPerRetry() async throws {
-        let lines = LockedBox<[(Logger.Level, String)]>([])
+        let handler = CapturingLogHandler()
         let (accepted, failures) = try await onManualClockLoop { loop, clock in
             let start = clock.now
             var accepted = false
-            let listener = TCPListener(logger: capturingLogger(lines, level: .notice))
+            let listener = TCPListener(logger: capturingLogger(handler, level: .notice))
             defer { listener.close() }
             listener.onAccept = { _, connection in
                 accepted = true
@@ -161,7 +161,7 @@ import Testing
             client.close(immediately: true)
             return (accepted, listener.acceptFailures)
         }
-        let logged = lines.get().map(\.1)
+        let logged = handler.records.get().map(\.message)
         #expect(accepted)
         #expect(failures >= 30, "the listener kept retrying (\(failures) failures)")
         #expect(logged.count == 2, "one warning and one recovery line: \(logged)")
@@ -171,12 +171,12 @@ import Testing
     /// maxConnections above what RLIMIT_NOFILE allows is lowered to fit, with one warning; the clients
     /// past it are refused (and reported once, to onRefused, not also to the log).
     @Test func theConnectionLimitIsFittedToTheDescriptorLimit() async throws {
-        let lines = LockedBox<[(Logger.Level, String)]>([])
+        let handler = CapturingLogHandler()
         let (limit, heard, refusals) = try await onLoopThread {
             let loop = RunLoop.current
             var heard: [String] = []
             var refusals: [NetError] = []
-            let listener = TCPListener(logger: capturingLogger(lines, level: .info))
+            let listener = TCPListener(logger: capturingLogger(handler, level: .info))
             defer { listener.close() }
             listener.maxConnections = 1024
             listener.refusalMessage = bytes("busy\n")
@@ -202,9 +202,9 @@ import Testing
         #expect(limit == 2)
         #expect(heard == ["0:hi\n", "1:hi\n", "2:busy\n"])
         #expect(refusals == [.listenerFull(limit: 2)])
-        let logged = lines.get()
-        #expect(logged.count == 1, "one warning about the limit, no refusal line: \(logged.map(\.1))")
-        #expect(logged.first?.0 == .warning)
+        let logged = handler.records.get()
+        #expect(logged.count == 1, "one warning about the limit, no refusal line: \(logged.map(\.message))")
+        #expect(logged.first?.level == .warning)
     }
 
     @Test func aThousandConcurrentConnectionsEchoOnOneLoop() async throws {

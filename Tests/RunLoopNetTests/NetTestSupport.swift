@@ -108,24 +108,9 @@ func raiseDescriptorLimit() -> UInt64 {
     return UInt64(limit.rlim_cur)
 }
 
-/// A logger whose messages (level and text) are kept for the test to read, from any thread.
-func capturingLogger(_ lines: LockedBox<[(Logger.Level, String)]>, level: Logger.Level = .trace) -> Logger {
-    var logger = Logger(label: "test") { _ in CapturingLogHandler(lines: lines) }
+/// A logger at `level` that keeps what it logs in `handler`.
+func capturingLogger(_ handler: CapturingLogHandler, level: Logger.Level = .trace) -> Logger {
+    var logger = Logger(label: "test") { _ in handler }
     logger.logLevel = level
     return logger
-}
-
-struct CapturingLogHandler: LogHandler {
-    let lines: LockedBox<[(Logger.Level, String)]>
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .trace
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        lines.update { $0.append((event.level, "\(event.message)")) }
-    }
 }
