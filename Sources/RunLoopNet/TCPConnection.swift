@@ -72,7 +72,8 @@ public final class TCPConnection {
     public internal(set) var remoteAddress: SocketAddress?
     /// True once the peer finished sending (end of input) while the connection stays open for writing.
     public internal(set) var isInputClosed = false
-    /// True once this side shut down its output (``shutdownOutput()`` took effect).
+    /// True once this side shut down its output: ``shutdownOutput()`` took effect, or a graceful
+    /// ``close(immediately:)`` flushed its output and now waits for the peer's end of input.
     public internal(set) var isOutputClosed = false
     /// False while more than the high water mark of output waits; true again at or below the low
     /// water mark. See ``TCPBufferLimits``.

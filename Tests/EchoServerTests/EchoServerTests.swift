@@ -5,7 +5,10 @@ import Testing
 /// The `echo-server` sample as a real process, attacked from outside with plain sockets, the way
 /// issue 8 found what broke: a shutdown that reset slow readers and busy senders, clients that never
 /// read holding their slots for ever, and clients left hanging at the descriptor limit.
-@Suite struct EchoServerTests {
+///
+/// Serialized: each test drives a daemon and up to 60 clients hard; five at once (under the thread
+/// sanitizer, on two cores) starve the rest of the suite.
+@Suite(.serialized) struct EchoServerTests {
     /// The byte at `offset` of a client's stream (each client its own phase), so a lost or
     /// reordered echo shows.
     static func pattern(_ offset: Int, seed: Int = 0) -> UInt8 { UInt8(truncatingIfNeeded: (offset + seed) % 251) }
