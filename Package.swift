@@ -49,7 +49,7 @@ let package = Package(
         ),
         .target(
             name: "RunLoopTesting",
-            dependencies: ["RunLoopKit"]
+            dependencies: ["RunLoopKit", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
             name: "RunLoopNet",
@@ -160,8 +160,16 @@ let package = Package(
             dependencies: ["RunLoopKit", "RunLoopTesting"]
         ),
         .testTarget(
+            name: "EchoServerTests",
+            // The sample as a process: depending on it makes SwiftPM build the binary the tests start.
+            dependencies: ["EchoServer", "RunLoopTesting"]
+        ),
+        .testTarget(
             name: "RunLoopNetTests",
-            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopTesting"]
+            dependencies: [
+                "RunLoopKit", "RunLoopNet", "RunLoopTesting",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "ChatNodeTests",

@@ -15,8 +15,8 @@ struct LoopRecorder: ParsableCommand {
     @Option(help: "How long to record, in seconds.")
     var seconds: Double = 3
 
-    @Option(help: "Output path without extension.")
-    var output: String = "loop-trace"
+    @Option(help: "Output path without extension (the default's .trace.json/.trace.txt are git-ignored).")
+    var output: String = "loop-record.trace"
 
     @Option(help: "Report iterations busy for longer than this many milliseconds.")
     var stallMilliseconds: Int = 20
@@ -45,8 +45,10 @@ struct LoopRecorder: ParsableCommand {
         let iterations = recorder.iterations
         print("loop-record: \(recorder.events.count) events in \(iterations.count) iterations, "
             + "\(iterations.filter(\.slept).count) of them slept")
-        print("loop-record: \(stalls.count) stalls over \(stallMilliseconds) ms:")
-        for stall in stalls.prefix(5) { print("  \(stall)") }
+        let shown = min(stalls.count, 5)
+        let which = shown < stalls.count ? " (the first \(shown))" : ""
+        print("loop-record: \(stalls.count) \(stalls.count == 1 ? "stall" : "stalls") over \(stallMilliseconds) ms\(stalls.isEmpty ? "" : which + ":")")
+        for stall in stalls.prefix(shown) { print("  \(stall)") }
         print("loop-record: wrote \(output).json (open in ui.perfetto.dev) and \(output).txt")
     }
 

@@ -6,7 +6,9 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <linux/sockios.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -59,6 +61,12 @@ int rlk_accept_nonblocking(int fd, void *address, uint32_t *length) {
     int accepted = accept4(fd, (struct sockaddr *)address, &size, SOCK_NONBLOCK | SOCK_CLOEXEC);
     *length = (uint32_t)size;
     return accepted;
+}
+
+int rlk_unacknowledged_bytes(int fd) {
+    int count = 0;
+    if (ioctl(fd, SIOCOUTQ, &count) != 0) return -1;
+    return count;
 }
 
 uint64_t rlk_monotonic_now(void) {

@@ -48,6 +48,10 @@ public enum NetError: Error, Equatable, Sendable, CustomStringConvertible {
         case read
         /// Queued output made no progress within the write timeout.
         case write
+        /// A graceful close flushed and shut down its output, but the peer neither ended its input nor
+        /// acknowledged more of what was sent within ``TCPConnection/lingerTimeout``: the last bytes may
+        /// not have been read.
+        case linger
         /// The kernel gave up (ETIMEDOUT): keepalive probes or unacknowledged data went unanswered,
         /// see ``TCPOptions/keepAlive`` and ``TCPOptions/userTimeout``.
         case transport

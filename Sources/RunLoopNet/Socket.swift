@@ -54,8 +54,14 @@ enum Socket {
         }
     }
 
-    /// Reads and drops whatever input is already queued, so that closing does not turn into a reset
-    /// (Linux resets a connection closed with unread input, and the peer may then lose our last bytes).
+    /// Bytes sent (or queued for sending) that the peer has not acknowledged yet; 0 if unknown.
+    static func unacknowledgedBytes(_ fd: Int32) -> Int {
+        Int(max(0, rlk_unacknowledged_bytes(fd)))
+    }
+
+    /// Reads and drops whatever input is already queued (a bounded amount), so that closing a socket
+    /// that was never served — a refused client — does not turn into a reset that could swallow the
+    /// refusal message. Served connections close through the lingering close instead.
     static func discardInput(_ fd: Int32) {
         withUnsafeTemporaryAllocation(byteCount: 4096, alignment: 1) { buffer in
             var rounds = 0

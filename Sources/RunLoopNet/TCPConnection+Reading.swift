@@ -76,6 +76,7 @@ extension TCPConnection {
     /// The read source fired: take what the socket has (a few chunks at most, so one busy connection
     /// cannot starve the others; readiness is level-triggered and the rest waits for the next pass).
     func handleReadable() {
+        if state == .closing { return discardInputWhileClosing() }
         guard state == .connected, fd >= 0 else { return }
         var received = 0
         var endOfInput = false

@@ -81,10 +81,9 @@ extension TCPConnection {
         updateWriteInterest(delivery: delivery)
         guard isOpen else { return }
         armWriteTimer()
+        // Closing: nobody produces any more, so writability is not reported; the close moves on.
+        if state == .closing { return advanceGracefulClose(delivery: delivery) }
         guard output.isEmpty else { return updateWritability(delivery: delivery) }
-        if state == .closing, let reason = closeAfterFlush {
-            return finish(reason, delivery: delivery)
-        }
         if shutdownRequested && !isOutputClosed { completeShutdown(delivery: delivery) }
         guard isOpen else { return }
         updateWritability(delivery: delivery)

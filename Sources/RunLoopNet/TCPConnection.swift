@@ -36,8 +36,9 @@ public final class TCPConnection {
         case connecting
         /// Open (possibly half-closed; see ``isInputClosed`` and ``isOutputClosed``).
         case connected
-        /// ``close(immediately:)`` (or the peer's end of input) asked for a close; queued output is
-        /// being flushed first.
+        /// ``close(immediately:)`` (or the peer's end of input) asked for a graceful close: queued output
+        /// is being flushed, then the connection lingers until the peer's end of input (see
+        /// ``close(immediately:)``). Input arriving meanwhile is read and discarded.
         case closing
         /// Closed; ``closeReason`` says why.
         case closed
@@ -71,7 +72,8 @@ public final class TCPConnection {
     public internal(set) var remoteAddress: SocketAddress?
     /// True once the peer finished sending (end of input) while the connection stays open for writing.
     public internal(set) var isInputClosed = false
-    /// True once this side shut down its output (``shutdownOutput()`` took effect).
+    /// True once this side shut down its output: ``shutdownOutput()`` took effect, or a graceful
+    /// ``close(immediately:)`` flushed its output and now waits for the peer's end of input.
     public internal(set) var isOutputClosed = false
     /// False while more than the high water mark of output waits; true again at or below the low
     /// water mark. See ``TCPBufferLimits``.
@@ -108,14 +110,27 @@ public final class TCPConnection {
     /// wait that much longer (CocoaAsyncSocket's should-timeout-read), or `nil` to close the connection
     /// with ``NetError/timedOut(_:)`` `.read`. A heartbeat can send a ping here and grant the pong's time.
     public var shouldTimeoutRead: ((TCPConnection, Duration) -> Duration?)?
-    /// How long queued output may make no progress (including the flush of a graceful close). `nil`
-    /// (the default): no limit.
-    public var writeTimeout: Duration? {
+    /// How long queued output may make no progress (including the flush of a graceful close) before
+    /// the connection closes with ``NetError/timedOut(_:)`` `.write`. 60 seconds by default; `nil`: no
+    /// limit.
+    ///
+    /// This is the timeout that reclaims a peer that stops reading: while its output waits, reading
+    /// is typically paused for backpressure (and the read timeout with it), so only the lack of write
+    /// progress shows that the peer is gone or hostile. Lift it only for peers you trust.
+    public var writeTimeout: Duration? = .seconds(60) {
         didSet { armWriteTimer() }
     }
     /// Asked when the write timeout expires, with the time since the last progress. Return a positive
     /// duration to wait longer, or `nil` to close with ``NetError/timedOut(_:)`` `.write`.
     public var shouldTimeoutWrite: ((TCPConnection, Duration) -> Duration?)?
+    /// How long a graceful close waits, once its output is flushed and shut down, for the peer to end
+    /// its input — without the peer acknowledging any more of what was sent meanwhile (a slow reader
+    /// still draining the kernel's send queue keeps getting time). On expiry the connection closes with
+    /// ``NetError/timedOut(_:)`` `.linger`: bytes sent may not have been read. 10 seconds by default;
+    /// `nil`: no limit.
+    public var lingerTimeout: Duration? = .seconds(10) {
+        didSet { armLingerTimer() }
+    }
 
     // MARK: internal state (loop thread only)
 
@@ -154,6 +169,11 @@ public final class TCPConnection {
     var connectTimer: DeadlineTimer?
     var readTimer: DeadlineTimer?
     var writeTimer: DeadlineTimer?
+    var lingerTimer: DeadlineTimer?
+    /// When the current linger wait started (the shutdown, or the peer's last acknowledgement).
+    var lingerStart: LoopInstant?
+    /// The unacknowledged send-queue bytes at `lingerStart`.
+    var lingerUnacknowledged = 0
 
     /// Creates an idle connection for `loop`; call ``connect(to:port:timeout:resolver:)`` next.
     /// Must be called on the loop's thread.
@@ -219,29 +239,6 @@ public final class TCPConnection {
     /// Input bytes received and not yet delivered.
     public var bufferedInputBytes: Int { input.count }
 
-    /// Closes the connection.
-    ///
-    /// Gracefully (the default): stops reading, drops pending read requests, flushes queued output
-    /// (bounded by ``writeTimeout`` if set), then closes; ``onClose`` gets ``CloseReason/closed``.
-    /// Immediately: discards queued output and resets the connection (SO_LINGER 0, the peer sees a
-    /// reset); ``onClose`` gets ``CloseReason/aborted``. A connection still resolving or connecting is
-    /// abandoned either way. ``onClose`` runs on the loop's next pass, not inside this call.
-    /// Idempotent; a graceful close may be upgraded to an immediate one.
-    public func close(immediately: Bool = false) {
-        checkThread()
-        switch state {
-        case .closed:
-            return
-        case .idle, .resolving, .connecting:
-            finish(immediately ? .aborted : .closed, delivery: .deferred)
-        case .closing:
-            if immediately { finish(.aborted, delivery: .deferred) }
-        case .connected:
-            if immediately { return finish(.aborted, delivery: .deferred) }
-            beginGracefulClose(.closed, delivery: .deferred)
-        }
-    }
-
     // MARK: internals
 
     @inline(__always)
@@ -259,82 +256,6 @@ public final class TCPConnection {
         }
         slot = made
         return made
-    }
-
-    /// Stops reading and closes once the output queue is empty.
-    func beginGracefulClose(_ reason: CloseReason, delivery: Delivery) {
-        // Nothing to flush: close at once (taking the sources off the loop once, not twice).
-        if output.isEmpty { return finish(reason, delivery: delivery) }
-        state = .closing
-        closeAfterFlush = reason
-        readRequests.removeAll()
-        updateReadInterest(delivery: delivery)
-        armReadTimer()
-        guard state == .closing else { return }
-        if output.isEmpty { finish(reason, delivery: delivery) } else { armWriteTimer() }
-    }
-
-    /// Closes for good: everything off the loop, the descriptor closed, the listener told, the owner
-    /// told once (now or on the next pass).
-    func finish(_ reason: CloseReason, delivery: Delivery) {
-        guard state != .closed else { return }
-        state = .closed
-        closeReason = reason
-        connectTimer?.cancel()
-        readTimer?.cancel()
-        writeTimer?.cancel()
-        releaseSocket(reset: reason == .aborted, graceful: reason == .closed || reason == .peerClosed)
-        readRequests.removeAll()
-        input.removeAll()
-        output.removeAll()
-        candidates.removeAll()
-        listener?.connectionDidClose(self)
-        listener = nil
-        switch reason {
-        case .failed(let error): logger.debug("connection \(remoteAddress?.description ?? "?") failed: \(error)")
-        default: logger.trace("connection \(remoteAddress?.description ?? "?") closed: \(reason)")
-        }
-        switch delivery {
-        case .now:
-            notifyClose(reason)
-        case .deferred:
-            pendingCloseNotification = reason
-            scheduleDeferredPass()
-        }
-        keepAlive = nil
-    }
-
-    private func notifyClose(_ reason: CloseReason) {
-        let handler = onClose
-        onClose = nil
-        onConnect = nil
-        onData = nil
-        onInputClosed = nil
-        onWritabilityChanged = nil
-        shouldTimeoutRead = nil
-        shouldTimeoutWrite = nil
-        handler?(self, reason)
-    }
-
-    /// Takes the sources off the loop (which must stop watching before the number can be reused), then
-    /// closes the descriptor.
-    func releaseSocket(reset: Bool = false, graceful: Bool = false) {
-        isChangingInterest = true
-        readSource?.invalidate()
-        writeSource?.invalidate()
-        isChangingInterest = false
-        readSource = nil
-        writeSource = nil
-        isReadWatched = false
-        isWriteWatched = false
-        guard fd >= 0 else { return }
-        if reset {
-            Socket.setResetOnClose(fd)
-        } else if graceful {
-            Socket.discardInput(fd)
-        }
-        Glibc.close(fd)
-        fd = -1
     }
 
     /// Work that must not run inside the owner's call: a close notification, buffered input for a
@@ -402,10 +323,15 @@ public final class TCPConnection {
         }
     }
 
-    /// Input is watched while open, reading, not paused and below the input limit.
+    /// Input is watched while open, reading, not paused and below the input limit — and while a
+    /// graceful close waits for the peer's end of input, whatever the owner had paused.
     func updateReadInterest(delivery: Delivery) {
-        let wanted = fd >= 0 && state == .connected && !isInputClosed && !isReadingPaused
-            && input.count < inputThreshold
+        let wanted: Bool
+        switch state {
+        case .connected: wanted = fd >= 0 && !isInputClosed && !isReadingPaused && input.count < inputThreshold
+        case .closing: wanted = fd >= 0 && !isInputClosed
+        case .idle, .resolving, .connecting, .closed: wanted = false
+        }
         guard wanted != isReadWatched else { return }
         if setWatching(readSource, wanted, delivery: delivery) { isReadWatched = wanted }
     }

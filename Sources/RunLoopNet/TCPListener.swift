@@ -10,10 +10,18 @@ import Glibc
 ///
 /// - Connection limit: with ``maxConnections`` set, a connection beyond the limit is accepted and
 ///   closed at once — after ``refusalMessage`` if one is set, so the client learns why — and
-///   ``onRefused`` reports ``NetError/listenerFull(limit:)``.
-/// - Descriptor exhaustion (EMFILE, ENFILE) and memory pressure: accepting pauses for
-///   ``acceptRetryDelay`` and a warning is logged, rather than the level-triggered listening socket
-///   waking the loop in a busy loop.
+///   ``onRefused`` reports ``NetError/listenerFull(limit:)``. The limit is fitted to the process's
+///   descriptor limit when listening starts (see ``connectionLimit``).
+/// - Descriptor exhaustion (EMFILE, ENFILE): the listener keeps one descriptor in reserve. When an
+///   accept fails for lack of descriptors, it gives the reserve up for a moment, accepts the waiting
+///   client, refuses it like one over the limit (``onRefused`` reports
+///   ``NetError/system(errno:operation:)`` with EMFILE or ENFILE), and takes the reserve back — so
+///   clients are told, not left waiting in the backlog. If that fails too, and on memory pressure,
+///   accepting pauses for ``acceptRetryDelay`` rather than the level-triggered listening socket
+///   waking the loop in a busy loop. Either way one warning is logged, then at most one summary per
+///   ``exhaustionLogInterval``.
+/// - Logging: a refusal is logged (at `notice`) only when ``onRefused`` is not set — the owner who
+///   is told decides what to log.
 ///
 /// Lifetime: while listening the loop keeps the listener alive; ``close()`` stops it. Accepted
 /// connections live on independently (``connections`` lists the open ones).
@@ -30,13 +38,19 @@ public final class TCPListener {
     public var connectionLimits: TCPBufferLimits
     /// Where the listener logs.
     public var logger: Logger
-    /// At most this many accepted connections open at once; `nil` (the default): no limit.
-    public var maxConnections: Int?
+    /// At most this many accepted connections open at once; `nil` (the default): no limit. While
+    /// listening, the limit in force is ``connectionLimit``.
+    public var maxConnections: Int? {
+        didSet { if isListening { fitLimitToDescriptors() } }
+    }
     /// Sent (best effort, without blocking) to a client refused for the connection limit, before
     /// the connection is closed.
     public var refusalMessage: [UInt8]?
     /// How long accepting pauses after the process or system ran out of descriptors or memory.
     public var acceptRetryDelay: Duration = .milliseconds(100)
+    /// After the warning about running out of descriptors or memory, further failures are counted and
+    /// summarised in one line at most this often.
+    public var exhaustionLogInterval: Duration = .seconds(10)
 
     /// Receives each accepted connection, open and on this loop. Set the connection's callbacks here:
     /// its input starts flowing once this returns. Connections arriving while it is `nil` are closed.
@@ -53,17 +67,33 @@ public final class TCPListener {
     /// The accepted connections still open (in no particular order).
     public var connections: [TCPConnection] { Array(open.values) }
     /// Accept calls that failed for lack of descriptors or memory, since listening began.
-    public private(set) var acceptFailures = 0
+    public internal(set) var acceptFailures = 0
+    /// The connection limit in force: ``maxConnections``, lowered if needed to what the descriptor
+    /// limit (RLIMIT_NOFILE) left when listening started — the descriptors already open and a small
+    /// reserve are subtracted; a warning says so when it lowers it. `nil` without ``maxConnections``.
+    public var connectionLimit: Int? {
+        guard let maxConnections else { return nil }
+        return min(maxConnections, descriptorBudget ?? .max)
+    }
 
     var fd: Int32 = -1
     private var source: RunLoopPortSource?
     private var isWatching = false
     private var isChangingInterest = false
-    private var retryTimer: DeadlineTimer?
+    var retryTimer: DeadlineTimer?
+    /// A descriptor held in reserve, given up for a moment to refuse a client when descriptors run out.
+    var spareDescriptor: Int32 = -1
+    /// How many connections the descriptor limit leaves room for (measured when listening starts).
+    var descriptorBudget: Int?
+    /// Failures since the last exhaustion warning, and when it was logged.
+    var unreportedExhaustion = 0
+    var lastExhaustionWarning: LoopInstant?
     private var keepAlive: TCPListener?
     private var open: [ObjectIdentifier: TCPConnection] = [:]
     /// Test hook: the accept call (returns a descriptor or -errno, and the peer's address).
     var acceptCall: (Int32) -> (fd: Int32, address: SocketAddress?) = Socket.accept
+    /// Test hook: the soft descriptor limit and the descriptors open now.
+    var descriptorUsage: () -> (limit: Int, open: Int) = { (DescriptorLimit.current.soft, DescriptorLimit.openCount()) }
 
     /// A listener for `loop`, not listening yet. Must be called on the loop's thread.
     public init(
@@ -85,6 +115,7 @@ public final class TCPListener {
     deinit {
         source?.invalidate()
         if fd >= 0 { Glibc.close(fd) }
+        if spareDescriptor >= 0 { Glibc.close(spareDescriptor) }
     }
 
     /// The bound port (the chosen one after listening on port 0); 0 when not listening.
@@ -130,7 +161,11 @@ public final class TCPListener {
         localAddress = SocketAddress.of(fd, peer: false)
         isListening = true
         acceptFailures = 0
+        unreportedExhaustion = 0
+        lastExhaustionWarning = nil
         keepAlive = self
+        reserveSpareDescriptor()
+        measureDescriptorBudget()
         if !setWatching(true) {
             close()
             throw .system(errno: EBADF, operation: "watch listening socket")
@@ -155,6 +190,7 @@ public final class TCPListener {
             Glibc.close(fd)
             fd = -1
         }
+        releaseSpareDescriptor()
         logger.debug("stopped listening on \(localAddress?.description ?? "?")")
         keepAlive = nil
     }
@@ -195,15 +231,24 @@ public final class TCPListener {
                      EHOSTUNREACH, EOPNOTSUPP, ENETUNREACH:
                     // The client went away before we accepted it; the next one may be fine.
                     continue
-                case EMFILE, ENFILE, ENOBUFS, ENOMEM:
+                case EMFILE, ENFILE:
+                    acceptFailures += 1
+                    switch refuseWithSpareDescriptor(errno: -accepted) {
+                    case .refused: continue
+                    case .nonePending: return
+                    case .failed: return pauseAccepting(errno: -accepted)
+                    }
+                case ENOBUFS, ENOMEM:
+                    acceptFailures += 1
                     return pauseAccepting(errno: -accepted)
                 default:
-                    logger.error("accept on \(localAddress?.description ?? "?") failed: \(NetError.system(errno: -accepted, operation: "accept"))")
+                    // Unexpected: pause rather than spin on a socket that keeps reporting it.
                     return pauseAccepting(errno: -accepted)
                 }
             }
-            if let limit = maxConnections, open.count >= limit {
-                refuse(accepted, remote, limit: limit)
+            noteAcceptRecovered()
+            if let limit = connectionLimit, open.count >= limit {
+                refuse(accepted, remote, because: .listenerFull(limit: limit))
                 continue
             }
             guard let onAccept else {
@@ -220,21 +265,25 @@ public final class TCPListener {
         }
     }
 
-    private func refuse(_ accepted: Int32, _ remote: SocketAddress?, limit: Int) {
+    /// Sends the refusal message (best effort, never blocking), closes, and reports the refusal once:
+    /// to ``onRefused`` if set, otherwise to the log.
+    func refuse(_ accepted: Int32, _ remote: SocketAddress?, because reason: NetError) {
         if let refusalMessage, !refusalMessage.isEmpty {
             _ = refusalMessage.withUnsafeBytes { Socket.send(accepted, $0) }
         }
         Socket.discardInput(accepted)
         Glibc.close(accepted)
-        logger.notice("refused connection from \(remote?.description ?? "?"): \(limit) connections open")
-        onRefused?(self, remote, .listenerFull(limit: limit))
+        if let onRefused {
+            onRefused(self, remote, reason)
+        } else {
+            logger.notice("refused connection from \(remote?.description ?? "?"): \(reason)")
+        }
     }
 
     /// Out of descriptors or memory: the pending connection stays queued and the socket stays
     /// readable, so watching it now would spin. Stop watching and try again later.
-    private func pauseAccepting(errno code: Int32) {
-        acceptFailures += 1
-        logger.warning("accept on \(localAddress?.description ?? "?") paused for \(acceptRetryDelay): \(NetError.system(errno: code, operation: "accept"))")
+    func pauseAccepting(errno code: Int32) {
+        noteExhaustion(NetError.system(errno: code, operation: "accept"), outcome: "accepting paused for \(acceptRetryDelay)")
         guard setWatching(false) else { return }
         let timer = retryTimer ?? DeadlineTimer(loop: loop, modes: modes, label: "accept retry") { [weak self] in
             self?.resumeAccepting()

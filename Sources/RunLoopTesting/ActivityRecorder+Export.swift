@@ -42,12 +42,24 @@ extension ActivityRecorder {
         return "{\"traceEvents\":[\n" + lines.joined(separator: ",\n") + "\n],\"displayTimeUnit\":\"ms\"}\n"
     }
 
-    /// The recording as a plain-text timeline: one line per event with its time from the first event,
-    /// mode, activation depth and iteration, indented by nesting depth; callouts show their duration.
+    /// What the tokens of a trace mean, as the `#` lines that head a ``timeline()``.
+    public static let tokenLegend = """
+        # Each line: +seconds since the first event, [mode], #iteration of its run, the event.
+        # Activities: E entry (a run starts), BT before timers, BS before sources, BW before waiting
+        #   (about to sleep), AW after waiting (woke up), X exit (the run ends).
+        # Callouts: T:timer  S:custom source  P:port source  B:block  O:observer — then the item's label
+        #   (just the letter when it has none), and how long the callout took.
+        # Indentation: one step per nested run.
+
+        """
+
+    /// The recording as a plain-text timeline: a legend of the tokens (``tokenLegend``, lines starting
+    /// with `#`), then one line per event with its time from the first event, mode, iteration and
+    /// token, indented by nesting depth; callouts show their duration.
     public func timeline() -> String {
         let events = self.events
         guard let origin = events.first?.time else { return "" }
-        return events.map { event in
+        return Self.tokenLegend + events.map { event in
             let offset = event.time - origin
             let indent = String(repeating: "  ", count: max(0, event.depth - 1))
             var line = "+\(seconds(offset))s  \(indent)[\(event.mode.rawValue)] #\(event.iteration)  \(event.token)"

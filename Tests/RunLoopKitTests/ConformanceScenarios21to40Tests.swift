@@ -3,7 +3,7 @@ import RunLoopKit
 import RunLoopTesting
 import Testing
 
-/// CFRUNLOOP.md §9, scenarios 21–40, pinned on RunLoopKit.
+/// docs/BEHAVIOUR.md §9, scenarios 21–40, pinned on RunLoopKit.
 ///
 /// Most scenarios run on a ``ManualClock`` that jumps to the loop's next deadline when the loop is idle,
 /// so traces and virtual fire times are exact. Only the scenarios in which another thread acts while the

@@ -58,6 +58,21 @@ import Testing
         source.invalidate()
     }
 
+    /// A block queued by the loop's own thread may capture that thread's state (a local `var` here),
+    /// which `perform`'s `@Sendable` block cannot: it runs later, on the same thread, at a block point.
+    @Test func performFromLoopThreadCapturesLoopThreadState() async throws {
+        let (log, result) = try await onManualClockLoop { loop, _ in
+            let mode = RunLoop.Mode("M")
+            var log: [String] = []
+            try loop.performFromLoopThread(inModes: [mode], label: "deferred") { log.append("ran, after \(log.count) entries") }
+            log.append("queued")
+            let result = try loop.run(mode, timeout: .zero)
+            return (log, result)
+        }
+        #expect(log == ["queued", "ran, after 1 entries"])
+        #expect(result == .timedOut)
+    }
+
     @Test func blockPerformedFromAnotherThreadWakesTheLoop() async throws {
         let (result, elapsed) = try await onLoopThread {
             let loop = RunLoop.current

@@ -26,6 +26,35 @@ import Testing
         return (loopBox.get()!, release)
     }
 
+    /// `run("default")` compiles (modes are string literals) but names a mode nobody uses; CFRunLoop
+    /// would run it as an empty mode and return at once. RunLoopKit says what is wrong instead.
+    @Test func runningAModeThatWasNeverUsedIsRefusedWithAHint() async throws {
+        let (error, afterUse) = try await onLoopThread {
+            let loop = RunLoop.current
+            let error = caught { () throws(RunLoopError) in try loop.run("default", timeout: .zero) }
+            // Once something was added to it the name is a mode like any other (here, empty again).
+            let source = RunLoopSource { _ in }
+            loop.add(source, forMode: "default")
+            source.invalidate()
+            let afterUse = try loop.run("default", timeout: .zero)
+            return (error, afterUse)
+        }
+        #expect(error == .unknownMode("default"))
+        #expect(error?.description.contains("RunLoop.Mode.default") == true)
+        #expect(afterUse == .finished)
+    }
+
+    @Test func performFromLoopThreadOffTheLoopThreadIsRefusedAndQueuesNothing() async throws {
+        let (other, release) = liveLoopOnAnotherThread()
+        defer { release.open() }
+        let error = try await onLoopThread {
+            caught { () throws(RunLoopError) in try other.performFromLoopThread(inModes: ["Q"]) {} }
+        }
+        #expect(error == .notOwningThread)
+        // Queueing a block creates its mode: none was created, so nothing was queued.
+        #expect(!other.allModes.contains("Q"))
+    }
+
     @Test func runningAnotherThreadsLoopIsRefused() async throws {
         let (other, release) = liveLoopOnAnotherThread()
         defer { release.open() }

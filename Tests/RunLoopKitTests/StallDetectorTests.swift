@@ -89,26 +89,3 @@ import Testing
         #expect(logged.first?.metadata["mode"] == "M")
     }
 }
-
-/// Keeps log records for assertions.
-struct CapturingLogHandler: LogHandler {
-    struct Record: Sendable {
-        let level: Logger.Level
-        let message: String
-        let metadata: [String: String]
-    }
-
-    let records = LockedBox<[Record]>([])
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .trace
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        let flattened = (event.metadata ?? [:]).mapValues { "\($0)" }
-        records.update { $0.append(Record(level: event.level, message: "\(event.message)", metadata: flattened)) }
-    }
-}

@@ -139,7 +139,7 @@ import Testing
 
     @Test func removingTheLastTimerWhileTheLoopSleepsDisarmsTheKernelTimer() async throws {
         // System clock on purpose: the kernel timer is what is being checked. CFRunLoop leaves it armed
-        // and wakes once at the stale deadline (CFRUNLOOP.md §3.2); here the only wake is the run's end.
+        // and wakes once at the stale deadline (docs/BEHAVIOUR.md §3.2); here the only wake is the run's end.
         let events = try await onLoopThread {
             let loop = RunLoop.current
             let trace = Trace()

@@ -1,4 +1,5 @@
 import Glibc
+import Logging
 import RunLoopKit
 @testable import RunLoopNet
 import RunLoopTesting
@@ -56,7 +57,7 @@ import Testing
         #expect(outcome.acceptedAfterAClose)
     }
 
-    @Test func descriptorExhaustionPausesAcceptingInsteadOfSpinning() async throws {
+    @Test func descriptorExhaustionPausesAcceptingWhenEvenTheReserveDoesNotHelp() async throws {
         let (calls, failures, acceptedAfter) = try await onManualClockLoop { loop, clock in
             var calls = 0
             var acceptedAt: LoopInstant?
@@ -65,8 +66,9 @@ import Testing
             listener.acceptRetryDelay = .milliseconds(250)
             listener.acceptCall = { fd in
                 calls += 1
-                // The first attempt finds the process out of descriptors.
-                return calls == 1 ? (-EMFILE, nil) : Socket.accept(fd)
+                // The first attempt finds the process out of descriptors, and so does the attempt made
+                // after giving up the reserved one (another thread took it, say).
+                return calls <= 2 ? (-EMFILE, nil) : Socket.accept(fd)
             }
             let echo = listener.onAccept
             listener.onAccept = { listener, connection in
@@ -80,10 +82,129 @@ import Testing
             client.close()
             return (calls, listener.acceptFailures, acceptedAt.map { $0 - start })
         }
-        // One failing call, then (after the pause) one accept and one EAGAIN: no busy loop.
-        #expect(calls == 3)
-        #expect(failures == 1)
+        // Two failing calls, then (after the pause) one accept and one EAGAIN: no busy loop.
+        #expect(calls == 4)
+        #expect(failures == 2)
         #expect(acceptedAfter == .milliseconds(250))
+    }
+
+    /// At the descriptor limit a waiting client is told, not left in the backlog: the listener gives
+    /// up its reserved descriptor, accepts, sends the refusal message, closes, and takes the reserve
+    /// back — and the next client, once descriptors are free again, is served.
+    @Test func anAcceptThatRunsOutOfDescriptorsStillRefusesPolitely() async throws {
+        struct Outcome: Sendable {
+            var heard = ""
+            var reason: CloseReason?
+            var refusals: [NetError] = []
+            var failures = 0
+            var reserveBack = false
+            var servedAfterwards = false
+        }
+        let outcome = try await onLoopThread {
+            let loop = RunLoop.current
+            var outcome = Outcome()
+            var calls = 0
+            let listener = try echoListener()
+            defer { listener.close() }
+            listener.refusalMessage = bytes("busy\n")
+            listener.onRefused = { _, _, error in outcome.refusals.append(error) }
+            listener.acceptCall = { fd in
+                calls += 1
+                return calls == 1 ? (-EMFILE, nil) : Socket.accept(fd)
+            }
+            let client = TCPConnection()
+            client.onData = { _, chunk in outcome.heard += text(chunk) }
+            client.onClose = { _, why in outcome.reason = why }
+            client.connect(to: "127.0.0.1", port: listener.port)
+            try spin(loop) { outcome.reason != nil }
+            outcome.failures = listener.acceptFailures
+            outcome.reserveBack = listener.spareDescriptor >= 0
+            let next = TCPConnection()
+            next.onConnect = { try? $0.write(bytes("hi")) }
+            next.onData = { connection, _ in
+                outcome.servedAfterwards = true
+                connection.close()
+            }
+            next.connect(to: "127.0.0.1", port: listener.port)
+            try spin(loop) { outcome.servedAfterwards }
+            return outcome
+        }
+        #expect(outcome.heard == "busy\n")
+        #expect(outcome.reason == .peerClosed)
+        #expect(outcome.refusals == [.system(errno: EMFILE, operation: "accept")])
+        #expect(outcome.failures == 1)
+        #expect(outcome.reserveBack)
+        #expect(outcome.servedAfterwards)
+    }
+
+    /// A process stuck at its limit for seconds: one warning, then silence until it recovers (one line
+    /// more) — not a line per retry.
+    @Test func repeatedDescriptorExhaustionIsLoggedOnceNotPerRetry() async throws {
+        let handler = CapturingLogHandler()
+        let (accepted, failures) = try await onManualClockLoop { loop, clock in
+            let start = clock.now
+            var accepted = false
+            let listener = TCPListener(logger: capturingLogger(handler, level: .notice))
+            defer { listener.close() }
+            listener.onAccept = { _, connection in
+                accepted = true
+                connection.onData = { _, _ in }
+            }
+            try listener.listen()
+            listener.acceptCall = { fd in
+                // Three seconds without a descriptor, whatever the listener tries.
+                clock.now < start + .seconds(3) ? (-EMFILE, nil) : Socket.accept(fd)
+            }
+            let client = TCPConnection()
+            client.connect(to: "127.0.0.1", port: listener.port, timeout: nil)
+            try spin(loop, for: .seconds(10)) { accepted }
+            client.close(immediately: true)
+            return (accepted, listener.acceptFailures)
+        }
+        let logged = handler.records.get().map(\.message)
+        #expect(accepted)
+        #expect(failures >= 30, "the listener kept retrying (\(failures) failures)")
+        #expect(logged.count == 2, "one warning and one recovery line: \(logged)")
+        #expect(logged.last?.contains("works again") == true)
+    }
+
+    /// maxConnections above what RLIMIT_NOFILE allows is lowered to fit, with one warning; the clients
+    /// past it are refused (and reported once, to onRefused, not also to the log).
+    @Test func theConnectionLimitIsFittedToTheDescriptorLimit() async throws {
+        let handler = CapturingLogHandler()
+        let (limit, heard, refusals) = try await onLoopThread {
+            let loop = RunLoop.current
+            var heard: [String] = []
+            var refusals: [NetError] = []
+            let listener = TCPListener(logger: capturingLogger(handler, level: .info))
+            defer { listener.close() }
+            listener.maxConnections = 1024
+            listener.refusalMessage = bytes("busy\n")
+            // Room for two connections once the open descriptors and the headroom are counted.
+            listener.descriptorUsage = { (100 + TCPListener.descriptorHeadroom + 2, 100) }
+            listener.onAccept = { _, connection in
+                connection.onData = { connection, bytes in try? connection.write(bytes) }
+            }
+            listener.onRefused = { _, _, error in refusals.append(error) }
+            try listener.listen()
+            var clients: [TCPConnection] = []
+            for index in 0..<3 {
+                let client = TCPConnection()
+                client.onConnect = { try? $0.write(bytes("hi\n")) }
+                client.onData = { _, chunk in heard.append("\(index):\(text(chunk))") }
+                client.connect(to: "127.0.0.1", port: listener.port)
+                clients.append(client)
+                try spin(loop) { heard.count == index + 1 }
+            }
+            for client in clients { client.close(immediately: true) }
+            return (listener.connectionLimit, heard, refusals)
+        }
+        #expect(limit == 2)
+        #expect(heard == ["0:hi\n", "1:hi\n", "2:busy\n"])
+        #expect(refusals == [.listenerFull(limit: 2)])
+        let logged = handler.records.get()
+        #expect(logged.count == 1, "one warning about the limit, no refusal line: \(logged.map(\.message))")
+        #expect(logged.first?.level == .warning)
     }
 
     @Test func aThousandConcurrentConnectionsEchoOnOneLoop() async throws {

@@ -1,4 +1,5 @@
 import Glibc
+import Logging
 import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
@@ -105,4 +106,11 @@ func raiseDescriptorLimit() -> UInt64 {
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
     }
     return UInt64(limit.rlim_cur)
+}
+
+/// A logger at `level` that keeps what it logs in `handler`.
+func capturingLogger(_ handler: CapturingLogHandler, level: Logger.Level = .trace) -> Logger {
+    var logger = Logger(label: "test") { _ in handler }
+    logger.logLevel = level
+    return logger
 }

@@ -84,7 +84,12 @@ import Testing
             defer { sigpipe.invalidate() }
             let listener = TCPListener()
             defer { listener.close() }
-            listener.onAccept = { _, connection in connection.close() }
+            listener.onAccept = { _, connection in
+                // A graceful close lingers, discarding what the client keeps sending, until the linger
+                // timeout: keep that short so the client soon writes to a socket that is really gone.
+                connection.lingerTimeout = .milliseconds(20)
+                connection.close()
+            }
             try listener.listen()
             var reason: CloseReason?
             var writesTried = 0

@@ -160,4 +160,79 @@ import Testing
         #expect(reason == .failed(.timedOut(.write)))
         #expect(stalledFor == .seconds(2))
     }
+
+    /// The echo pattern (echo, pause reading while the output is over the high water mark, resume
+    /// when it drains) against a client that sends and never reads: reading is paused, so the idle
+    /// timeout does not run, and only the default write timeout shows that nothing moves any more.
+    @Test func aPeerThatSendsButNeverReadsIsReclaimedByTheDefaultWriteTimeout() async throws {
+        let (reason, stalled, writeTimeout) = try await onManualClockLoop { loop, clock in
+            var reason: CloseReason?
+            var lastEcho: LoopInstant?
+            var closedAt: LoopInstant?
+            var writeTimeout: Duration?
+            let listener = TCPListener()
+            defer { listener.close() }
+            listener.onAccept = { _, connection in
+                connection.readTimeout = .seconds(3)  // echo-server's --idle-seconds 3
+                writeTimeout = connection.writeTimeout
+                connection.onData = { connection, bytes in
+                    try? connection.write(bytes)
+                    lastEcho = loop.now
+                    if !connection.isWritable { connection.pauseReading() }
+                }
+                connection.onWritabilityChanged = { connection, writable in
+                    if writable { connection.resumeReading() }
+                }
+                connection.onClose = { _, why in
+                    reason = why
+                    closedAt = loop.now
+                }
+            }
+            try listener.listen()
+            let client = TCPConnection()
+            client.writeTimeout = nil  // the hostile side does not give up
+            client.pauseReading()
+            client.connect(to: "127.0.0.1", port: listener.port, timeout: nil)
+            let sender = RunLoopTimer(after: .milliseconds(1), repeating: .milliseconds(1)) { _ in
+                if client.bufferedOutputBytes < 1 << 20 { try? client.write([UInt8](repeating: 3, count: 64 * 1024)) }
+            }
+            loop.add(sender, forMode: .common)
+            try spin(loop, for: .seconds(600)) { reason != nil }
+            sender.invalidate()
+            client.close(immediately: true)
+            let stalled: Duration? = if let closedAt, let lastEcho { closedAt - lastEcho } else { nil }
+            return (reason, stalled, writeTimeout)
+        }
+        #expect(writeTimeout == .seconds(60), "the default")
+        #expect(reason == .failed(.timedOut(.write)))
+        #expect(stalled.map { $0 <= .seconds(61) } == true, "closed within the write timeout of the last echo")
+    }
+
+    /// A client that sends, half-closes and never reads its echoes: the server sees the end of input,
+    /// starts a graceful close, and its flush can never finish. The write timeout ends it.
+    @Test func aClientThatHalfClosesAndNeverReadsIsReclaimed() async throws {
+        let reason = try await onManualClockLoop { loop, _ in
+            var reason: CloseReason?
+            let small = TCPOptions(sendBufferSize: 8192, receiveBufferSize: 8192)
+            let listener = TCPListener(connectionOptions: small)
+            defer { listener.close() }
+            listener.onAccept = { _, connection in
+                connection.onData = { connection, bytes in try? connection.write(bytes) }
+                connection.onClose = { _, why in reason = why }
+            }
+            try listener.listen()
+            let client = TCPConnection(options: small)
+            client.writeTimeout = nil
+            client.pauseReading()
+            client.onConnect = { connection in
+                try? connection.write([UInt8](repeating: 4, count: 128 * 1024))
+                connection.shutdownOutput()
+            }
+            client.connect(to: "127.0.0.1", port: listener.port, timeout: nil)
+            try spin(loop, for: .seconds(600)) { reason != nil }
+            client.close(immediately: true)
+            return reason
+        }
+        #expect(reason == .failed(.timedOut(.write)))
+    }
 }

@@ -67,7 +67,11 @@ import Testing
 
     @Test func timelineShowsOneLinePerEventIndentedByDepth() async throws {
         let recorder = try await recordNestedRun()
-        let lines = recorder.timeline().split(separator: "\n")
+        let all = recorder.timeline().split(separator: "\n")
+        let legend = all.prefix { $0.hasPrefix("#") }
+        #expect(legend.count == ActivityRecorder.tokenLegend.split(separator: "\n").count)
+        #expect(legend.contains { $0.contains("BW before waiting") } && legend.contains { $0.contains("P:port source") })
+        let lines = all.dropFirst(legend.count)
         #expect(lines.count == recorder.events.count)
         let inner = try #require(lines.first { $0.contains("T:inner") })
         #expect(inner.contains("  [Inner] #1  T:inner  (0.002000000s)"))

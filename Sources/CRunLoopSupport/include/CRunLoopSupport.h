@@ -33,6 +33,10 @@ uint64_t rlk_timerfd_drain(int fd);
 /// module does not export accept4, a GNU extension.
 int rlk_accept_nonblocking(int fd, void *address, uint32_t *length);
 
+/// Bytes of a TCP socket's send queue the peer has not acknowledged yet (ioctl SIOCOUTQ, variadic in C):
+/// sent-but-unacknowledged plus not-yet-sent. -1 and errno on failure.
+int rlk_unacknowledged_bytes(int fd);
+
 /// CLOCK_MONOTONIC in nanoseconds.
 uint64_t rlk_monotonic_now(void);
 

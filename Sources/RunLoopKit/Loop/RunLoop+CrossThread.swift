@@ -58,4 +58,29 @@ extension RunLoop {
         }
         if queued && !isCurrentThread { wakePort.wake() }
     }
+
+    /// Queues `block` exactly like ``perform(inModes:label:_:)``, for a caller on the loop's own thread:
+    /// the block is not `@Sendable`, so it may capture and mutate state that lives on this thread (a
+    /// local `var`, a loop-confined object) — it runs on this same thread, later, at a block point of an
+    /// iteration in one of `modes`.
+    ///
+    /// Use it to defer work from a callout ("after this event is handled"); from any other thread use
+    /// ``perform(inModes:label:_:)``, whose `@Sendable` requirement is what keeps such state from
+    /// crossing threads.
+    /// - Throws: ``RunLoopError/notOwningThread`` when called off the loop's thread (nothing is queued),
+    ///   ``RunLoopError/loopTornDown`` once the thread has ended.
+    public func performFromLoopThread(
+        inModes modes: [Mode] = [.default], label: String? = nil, _ block: @escaping () -> Void
+    ) throws(RunLoopError) {
+        try checkOwnership()
+        let confined = ThreadConfinedBlock(body: block)
+        perform(inModes: modes, label: label) { confined.body() }
+    }
+}
+
+/// A block queued by the loop's own thread: it is created, run and released on that thread only (a
+/// torn-down loop drops its blocks on that thread too), which the ownership check at queueing time
+/// guarantees, so carrying it through the `@Sendable` queue shares nothing across threads.
+private struct ThreadConfinedBlock: @unchecked Sendable {
+    let body: () -> Void
 }

@@ -7,16 +7,20 @@ extension RunLoop {
     /// ends with the first of: a source handled (with `returnAfterSourceHandled`), the timeout, a
     /// ``stop()``, or the mode running out of sources, timers and blocks.
     ///
-    /// A mode that does not exist or is empty returns ``RunResult/finished`` at once, with no observer
-    /// callout. May be called from a callout (nested run); the nested activation services only its own
-    /// mode, and items in their callout are not re-entered.
+    /// An empty mode returns ``RunResult/finished`` at once, with no observer callout. A mode that was
+    /// never created — nothing was ever added to it, no block queued for it — is refused with
+    /// ``RunLoopError/unknownMode(_:)``: it is almost always a misspelt name (`run("default")` is not
+    /// ``Mode/default``), which CFRunLoop would run silently as an empty mode. May be called from a
+    /// callout (nested run); the nested activation services only its own mode, and items in their
+    /// callout are not re-entered.
     ///
     /// - Parameters:
     ///   - mode: a concrete mode (not ``Mode/common``).
     ///   - timeout: `nil` waits without limit; zero or negative polls once without blocking.
     ///   - returnAfterSourceHandled: return after the first source performed (timers never count).
     /// - Throws: ``RunLoopError/notOwningThread`` off the loop's thread, ``RunLoopError/loopTornDown``
-    ///   once that thread has ended, ``RunLoopError/commonModesNotRunnable`` for the pseudo-mode.
+    ///   once that thread has ended, ``RunLoopError/commonModesNotRunnable`` for the pseudo-mode,
+    ///   ``RunLoopError/unknownMode(_:)`` for a mode the loop never created.
     @discardableResult
     public func run(
         _ mode: Mode = .default,
@@ -36,8 +40,10 @@ extension RunLoop {
             isPoll = false
             deadline = .max
         }
-        let entered: (store: ModeStore, previous: ModeStore?)? = lock.withLock {
-            guard !tornDownLocked, let store = modes[mode], !isEmptyLocked(store) else { return nil }
+        let entered = try lock.withLock { () throws(RunLoopError) -> (store: ModeStore, previous: ModeStore?)? in
+            guard !tornDownLocked else { return nil }
+            guard let store = modes[mode] else { throw .unknownMode(mode) }
+            guard !isEmptyLocked(store) else { return nil }
             if activations.isEmpty { wakePort.discardStale() }
             activations.append(Activation(store: store))
             let previous = currentStore
@@ -294,9 +300,13 @@ extension RunLoop {
         if timerScratch.capacity < batch.capacity { timerScratch = batch }
     }
 
+    /// Fires one timer of the batch, after CFRunLoop's re-check: still valid, due, not in its callout and
+    /// still scheduled on this loop. Membership of the running mode is not asked: a timer that an earlier
+    /// timer of the batch moved out of this mode, but left in another, still fires in this batch (as in
+    /// `__CFRunLoopDoTimer`); one taken out of every mode no longer belongs to the loop and is skipped.
     private func fire(_ timer: RunLoopTimer, in store: ModeStore, at now: UInt64, clock: LoopClock) {
         let claimed = lock.withLock { () -> Bool in
-            guard timer.isValid, !timer.isInCallout, timer.deadline <= now, store.timers.contains(timer) else {
+            guard timer.isValid, !timer.isInCallout, timer.deadline <= now, !timer.memberships.isEmpty else {
                 return false
             }
             timer.isInCallout = true

@@ -27,6 +27,9 @@ public enum RunLoopError: Error, Equatable, Sendable, CustomStringConvertible {
     case clockInUse
     /// A kernel resource (eventfd, timerfd, epoll base) could not be created.
     case resourceUnavailable(String)
+    /// The mode was never created on this loop (no item was ever added to it, no block queued for
+    /// it), so running it could only return at once: almost always a misspelt name.
+    case unknownMode(RunLoop.Mode)
 
     public var description: String {
         switch self {
@@ -41,6 +44,10 @@ public enum RunLoopError: Error, Equatable, Sendable, CustomStringConvertible {
         case .loopTornDown: return "the run loop's thread has ended"
         case .clockInUse: return "the clock can only be replaced while the loop is idle and holds no timers"
         case .resourceUnavailable(let what): return "could not create \(what)"
+        case .unknownMode(let mode):
+            let hint = ["default", "common"].contains(mode.rawValue.lowercased())
+                ? "; the \(mode.rawValue.lowercased()) mode is RunLoop.Mode.\(mode.rawValue.lowercased())" : ""
+            return "run-loop mode \"\(mode)\" was never used on this loop (nothing added to it, no block queued for it)\(hint)"
         }
     }
 }

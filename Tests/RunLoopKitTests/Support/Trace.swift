@@ -2,7 +2,7 @@ import Glibc
 import RunLoopKit
 import RunLoopTesting
 
-/// Records what a loop did, as the short tokens CFRUNLOOP.md uses: E BT BS BW AW X for activities,
+/// Records what a loop did, as the short tokens docs/BEHAVIOUR.md uses: E BT BS BW AW X for activities,
 /// and whatever callouts append ("T:a", "S:b", "B:c", "P:d").
 final class Trace: @unchecked Sendable {
     private var mutex = pthread_mutex_t()

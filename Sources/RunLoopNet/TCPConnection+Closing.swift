@@ -1,0 +1,198 @@
+import RunLoopKit
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension TCPConnection {
+    /// Closes the connection. Loop thread only; ``onClose`` runs on a later pass of the loop, never
+    /// inside this call. Idempotent; a graceful close may be upgraded to an immediate one.
+    ///
+    /// Gracefully (the default) — a lingering close, so that everything already written reaches the
+    /// peer: pending read requests are dropped and input is no longer delivered; queued output is
+    /// flushed (bounded by ``writeTimeout``); the output is shut down, so the peer reads end of stream
+    /// after the last byte; then the connection keeps reading, and discarding, until the peer ends its
+    /// input too (bounded by ``lingerTimeout``), and only then closes the socket. Closing earlier
+    /// would let input that arrives later make the kernel answer with a reset, which throws away
+    /// whatever of our output the peer has not read yet.
+    ///
+    /// ``onClose`` then gets ``CloseReason/closed`` (or ``CloseReason/peerClosed`` when the peer's end
+    /// of input started the close). If delivery cannot be confirmed, the reason says so and is never
+    /// `closed`: ``NetError/timedOut(_:)`` `.write` (the flush made no progress),
+    /// ``NetError/timedOut(_:)`` `.linger` (the peer neither ended its input nor read more),
+    /// ``NetError/connectionReset`` (the peer reset the connection).
+    ///
+    /// Immediately: discards queued output and resets the connection (SO_LINGER 0, the peer sees a
+    /// reset); ``onClose`` gets ``CloseReason/aborted``. A connection still resolving or connecting is
+    /// abandoned either way.
+    public func close(immediately: Bool = false) {
+        checkThread()
+        switch state {
+        case .closed:
+            return
+        case .idle, .resolving, .connecting:
+            finish(immediately ? .aborted : .closed, delivery: .deferred)
+        case .closing:
+            if immediately { finish(.aborted, delivery: .deferred) }
+        case .connected:
+            if immediately { return finish(.aborted, delivery: .deferred) }
+            beginGracefulClose(.closed, delivery: .deferred)
+        }
+    }
+
+    /// Starts the lingering close: no more input for the owner, output flushed, then
+    /// ``advanceGracefulClose(delivery:)`` shuts the output down and waits for the peer.
+    func beginGracefulClose(_ reason: CloseReason, delivery: Delivery) {
+        state = .closing
+        closeAfterFlush = reason
+        readRequests.removeAll()
+        // Nobody will consume it: the owner asked to close, or the peer already ended its input.
+        input.removeAll()
+        armReadTimer()
+        // Keep watching input (if still open) so arriving bytes are discarded rather than left unread.
+        updateReadInterest(delivery: delivery)
+        guard state == .closing else { return }
+        flushOutput(delivery: delivery)
+    }
+
+    /// Called whenever the closing connection may move on: once the output queue is empty, shuts the
+    /// output down (FIN after the last byte), then closes when the peer's end of input has been seen,
+    /// or lingers until it is.
+    func advanceGracefulClose(delivery: Delivery) {
+        guard state == .closing, let reason = closeAfterFlush, output.isEmpty, fd >= 0 else { return }
+        if !isOutputClosed {
+            isOutputClosed = true
+            if Glibc.shutdown(fd, Int32(SHUT_WR)) != 0 {
+                let code = errno
+                // ENOTCONN: the peer reset the connection; what was sent may not have arrived.
+                let error: NetError = code == ENOTCONN ? .connectionReset : .from(errno: code, operation: "shutdown")
+                return finish(.failed(error), delivery: delivery)
+            }
+        }
+        if isInputClosed { return finish(reason, delivery: delivery) }
+        if lingerStart == nil {
+            lingerStart = loop.now
+            lingerUnacknowledged = Socket.unacknowledgedBytes(fd)
+        }
+        armLingerTimer()
+    }
+
+    /// Input readiness while closing: read and drop what arrived, so the socket is never closed with
+    /// unread input; the peer's end of input completes the close.
+    func discardInputWhileClosing() {
+        guard fd >= 0, !isInputClosed else { return }
+        var endOfInput = false
+        var failure: Int32 = 0
+        // A few chunks per pass, like a normal read, so one closing connection cannot starve others.
+        withUnsafeTemporaryAllocation(byteCount: limits.readChunkSize, alignment: 16) { buffer in
+            for _ in 0..<4 {
+                let count = Socket.receive(fd, buffer)
+                if count == buffer.count { continue }
+                if count == 0 {
+                    endOfInput = true
+                } else if count < 0 {
+                    let code = Int32(-count)
+                    if code != EAGAIN && code != EWOULDBLOCK { failure = code }
+                }
+                break
+            }
+        }
+        if failure != 0 { return finish(.failed(.from(errno: failure, operation: "recv")), delivery: .now) }
+        guard endOfInput else { return }
+        isInputClosed = true
+        updateReadInterest(delivery: .now)
+        armLingerTimer()
+        advanceGracefulClose(delivery: .now)
+    }
+
+    // MARK: linger timeout
+
+    private var lingerDeadline: LoopInstant? {
+        guard state == .closing, isOutputClosed, !isInputClosed, let lingerStart, let lingerTimeout else { return nil }
+        return lingerStart + lingerTimeout
+    }
+
+    func armLingerTimer() {
+        if let deadline = lingerDeadline {
+            timer(&lingerTimer, "linger timeout") { $0.lingerTimerFired() }.arm(at: deadline)
+        } else {
+            lingerTimer?.disarm()
+        }
+    }
+
+    private func lingerTimerFired() {
+        guard let deadline = lingerDeadline else { return }
+        let now = loop.now
+        if now < deadline { return armLingerTimer() }
+        // A slow reader still draining what the kernel holds for it is making progress: more time.
+        let unacknowledged = Socket.unacknowledgedBytes(fd)
+        if unacknowledged > 0 && unacknowledged < lingerUnacknowledged {
+            lingerUnacknowledged = unacknowledged
+            lingerStart = now
+            return armLingerTimer()
+        }
+        finish(.failed(.timedOut(.linger)), delivery: .now)
+    }
+
+    // MARK: the end
+
+    /// Closes for good: everything off the loop, the descriptor closed, the listener told, the owner
+    /// told once (now or on the next pass).
+    func finish(_ reason: CloseReason, delivery: Delivery) {
+        guard state != .closed else { return }
+        state = .closed
+        closeReason = reason
+        connectTimer?.cancel()
+        readTimer?.cancel()
+        writeTimer?.cancel()
+        lingerTimer?.cancel()
+        releaseSocket(reset: reason == .aborted)
+        readRequests.removeAll()
+        input.removeAll()
+        output.removeAll()
+        candidates.removeAll()
+        listener?.connectionDidClose(self)
+        listener = nil
+        switch reason {
+        case .failed(let error): logger.debug("connection \(remoteAddress?.description ?? "?") failed: \(error)")
+        default: logger.trace("connection \(remoteAddress?.description ?? "?") closed: \(reason)")
+        }
+        switch delivery {
+        case .now:
+            notifyClose(reason)
+        case .deferred:
+            pendingCloseNotification = reason
+            scheduleDeferredPass()
+        }
+        keepAlive = nil
+    }
+
+    func notifyClose(_ reason: CloseReason) {
+        let handler = onClose
+        onClose = nil
+        onConnect = nil
+        onData = nil
+        onInputClosed = nil
+        onWritabilityChanged = nil
+        shouldTimeoutRead = nil
+        shouldTimeoutWrite = nil
+        handler?(self, reason)
+    }
+
+    /// Takes the sources off the loop (which must stop watching before the number can be reused), then
+    /// closes the descriptor. Every graceful path gets here only after the peer's end of input, so no
+    /// unread input can turn this close into a reset.
+    func releaseSocket(reset: Bool = false) {
+        isChangingInterest = true
+        readSource?.invalidate()
+        writeSource?.invalidate()
+        isChangingInterest = false
+        readSource = nil
+        writeSource = nil
+        isReadWatched = false
+        isWriteWatched = false
+        guard fd >= 0 else { return }
+        if reset { Socket.setResetOnClose(fd) }
+        Glibc.close(fd)
+        fd = -1
+    }
+}
