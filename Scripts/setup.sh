@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian machine (with Swift 6.3) lacks to build and run RunLoopKit: libevent 2.1
+# and SQLite headers. With --tests, also what the test suite uses: iproute2 (network-namespace tests,
+# which need root) and a Python venv with the protobuf runtime (the outside-client test).
+# Idempotent: installs only what is missing. Works as root or through sudo.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+packages=(libevent-dev libsqlite3-dev pkg-config)
+with_tests=false
+if [ "${1:-}" = "--tests" ]; then
+  with_tests=true
+  packages+=(iproute2 python3-venv)
+fi
+
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "== installing ${missing[*]}"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+pkg-config --modversion libevent_core sqlite3 | paste -sd' ' | sed 's/^/libevent, sqlite: /'
+
+if $with_tests; then
+  if [ ! -x .build-python/bin/python ]; then
+    echo "== Python venv for the outside-client test (.build-python)"
+    python3 -m venv .build-python
+  fi
+  .build-python/bin/pip install -q --disable-pip-version-check -r Tests/PythonClient/requirements.txt
+fi
