@@ -15,7 +15,7 @@ struct RelayRestartTests {
             let loop = RunLoop.current
             let database = temporaryPath("relay.db")
             defer { removeDatabase(database) }
-            var relay = try RelayProcess(arguments: ["--database", database])
+            var relay = try startRelay(database: database, port: 0)
             let port = relay.port
             let tweak: (inout IMClientConfiguration) -> Void = {
                 $0.backoff = ReconnectBackoff.Policy(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(200))
@@ -44,14 +44,14 @@ struct RelayRestartTests {
             try #require(try spin(loop) { alice.state != .online && bob.state != .online })
             // 3. Messages sent while the server is down: queued, flushed in order after login.
             try send(20)
-            relay = try RelayProcess(port: port, arguments: ["--database", database])
+            relay = try startRelay(database: database, port: port)
             let settled = try spin(loop) { aliceLog.deliveredCount == 60 && bobLog.messages.count == 60 }
             try #require(settled, "alice delivered \(aliceLog.deliveredCount), failed \(aliceLog.failedCount), bob got \(bobLog.messages.count); alice \(alice.state) \(aliceLog.states.suffix(6)), bob \(bob.state) \(bobLog.states.suffix(6)); unsettled \(alice.unsettledMessages.count)")
 
             // A second kill and restart with everything settled: nothing moves twice.
             relay.kill()
             try #require(try spin(loop) { alice.state != .online })
-            relay = try RelayProcess(port: port, arguments: ["--database", database])
+            relay = try startRelay(database: database, port: port)
             try #require(try spin(loop) { alice.state == .online && bob.state == .online })
             try send(5)
             try #require(try spin(loop) { aliceLog.deliveredCount == 65 && bobLog.messages.count == 65 })
@@ -70,4 +70,9 @@ struct RelayRestartTests {
             relay.kill()
         }
     }
+}
+
+/// `im-relay` on 127.0.0.1 with its messages in `database`.
+func startRelay(database: String, port: UInt16) throws -> ServerProcess {
+    try ServerProcess("im-relay", ["--host", "127.0.0.1", "--port", "\(port)", "--log-level", "warning", "--database", database])
 }

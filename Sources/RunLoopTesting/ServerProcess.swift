@@ -1,0 +1,75 @@
+import Foundation
+import Glibc
+
+/// A server program of this package started by a test and killed by pid: `im-relay`, `chat-node
+/// serve`. The binary is the one SwiftPM built beside the test bundle (`swift build` and `swift test`
+/// build every product of the package). The program must print `listening on HOST:PORT` on its
+/// standard output once it accepts connections; ``port`` is read from that line.
+///
+/// `@unchecked Sendable`: it is immutable but for Foundation's `Process`, which is safe to signal and
+/// wait on from any thread (and Swift 6.3's region checker crashed on a local variable of this type).
+public final class ServerProcess: @unchecked Sendable {
+    public let process = Process()
+    /// The port the server reported.
+    public let port: UInt16
+    private let output = Pipe()
+
+    public enum Failure: Error, CustomStringConvertible {
+        case binaryMissing(String)
+        case noPort(String)
+        public var description: String {
+            switch self {
+            case .binaryMissing(let path): return "\(path) not found: run `swift build` first"
+            case .noPort(let line): return "the server did not report its port (got: \(line))"
+            }
+        }
+    }
+
+    /// Where the package's products are: beside the test bundle.
+    public static func productPath(_ name: String) -> String {
+        let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        var directory = bundle.deletingLastPathComponent()
+        // On Linux the test runner is `<build>/debug/<Package>PackageTests.xctest`.
+        if directory.lastPathComponent.hasSuffix(".xctest") { directory = directory.deletingLastPathComponent() }
+        return directory.appendingPathComponent(name).path
+    }
+
+    /// Starts `product` with `arguments` and waits until it reports its port.
+    public init(_ product: String, _ arguments: [String]) throws {
+        let path = Self.productPath(product)
+        guard FileManager.default.isExecutableFile(atPath: path) else { throw Failure.binaryMissing(path) }
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        process.standardOutput = output
+        try process.run()
+        var line = ""
+        let handle = output.fileHandleForReading
+        while !line.hasSuffix("\n") {
+            let byte = handle.readData(ofLength: 1)
+            if byte.isEmpty { break }
+            line += String(decoding: byte, as: UTF8.self)
+        }
+        guard line.hasPrefix("listening on "), let text = line.split(separator: ":").last,
+              let bound = UInt16(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            process.terminate()
+            throw Failure.noPort(line)
+        }
+        port = bound
+    }
+
+    /// SIGKILL: no goodbye, no flush — the kernel resets the sockets.
+    public func kill() {
+        signal(SIGKILL)
+    }
+
+    /// Sends `number` and waits for the process to end.
+    public func signal(_ number: Int32) {
+        guard process.isRunning else { return }
+        Glibc.kill(process.processIdentifier, number)
+        process.waitUntilExit()
+    }
+
+    deinit {
+        if process.isRunning { kill() }
+    }
+}
