@@ -10,7 +10,7 @@ struct ChatNodeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "chat-node",
         abstract: "A small chat service on RunLoopKit's run loop: server, terminal client, demo.",
-        subcommands: [Demo.self, Serve.self, Account.self]
+        subcommands: [Demo.self, Serve.self, Client.self, Account.self]
     )
 }
 

@@ -1,0 +1,636 @@
+import Glibc
+import Logging
+import RunLoopIM
+import RunLoopKit
+import RunLoopNet
+
+/// The logic of `chat-node client`: an ``IMClient`` driven by lines of text, reporting everything as
+/// lines of text. It owns no file descriptor: the caller feeds it lines (``receive(line:)``), tells it
+/// when input ends (``endOfInput()``) and gets every line to show through ``output``. So tests drive it
+/// in-process, and the CLI only wires standard input, standard output and signals to it.
+///
+/// Input is run strictly in order, one line at a time: a line that needs an answer from the node
+/// (`/join`, `/leave`, `/rooms`, `/history`, `/more`) holds the lines after it until the answer arrives,
+/// and one that needs the connection while the client is not connected waits for the connection. So a
+/// script `/join lobby` + `hello` sends `hello` to lobby, whatever the timing. Messages never wait for
+/// the connection: ``IMClient`` queues them. In an interactive session `/status`, `/help` and `/quit` jump
+/// the line.
+///
+/// Output lines (stable; scripts and tests match them):
+/// - incoming: `[lobby] bob: hello`, `[@bob] bob: hi` (direct)
+/// - own messages, `mN` numbering them in this session: `→ m3 queued [lobby]: hello`, `→ m3 sent`,
+///   `→ m3 delivered (seq 42)`, `→ m3 failed: refused by the server (unknown recipient)`
+/// - the connection: `* connected`, `* reconnecting in 2.0 s (attempt 3)`,
+///   `* offline — network down (link eth0 down)`, `* disconnected: <reason>`, `* closed: <reason>`
+/// - presence and answers: `* bob is online`, `* joined lobby (2 members)`, `* left lobby (1 member)`
+/// - history: a header `[lobby] history, newest first:`, entries `  #42 14:03:05 bob: hello`, and
+///   `  (more: /more)` or `  (start of the conversation)`
+/// - errors: `! …`
+///
+/// Finishing: after ``endOfInput()`` or `/quit`, the remaining lines run, then it waits until every own
+/// message is delivered or failed (at most ``Configuration/drainTimeout`` from the end of input), closes
+/// the client (which settles anything still unacknowledged with the node), and calls ``onFinish`` with
+/// the exit status: 0 when nothing failed, 1 when a message failed, a command was refused or invalid,
+/// or the client closed on its own (login refused, reconnects exhausted).
+///
+/// Threads: confined to its loop's thread — create it, call it and receive ``output`` and ``onFinish``
+/// there. The loop must run for anything to happen.
+public final class TerminalClient {
+    /// Everything a terminal client can be told.
+    public struct Configuration: Sendable {
+        /// The account; the node creates it at the first login if it allows registration.
+        public var user: String
+        public var password: String
+        /// The node's address: an IPv4 or IPv6 literal, or a host name.
+        public var host = "127.0.0.1"
+        public var port: UInt16 = 7100
+        /// How often an idle client proves it is alive (announced to the node as its keepalive).
+        public var heartbeat: Duration = .seconds(30)
+        /// When to try again after the connection drops.
+        public var backoff = ReconnectBackoff.Policy()
+        /// After the end of input, how long to wait for own messages to settle before closing anyway.
+        public var drainTimeout: Duration = .seconds(10)
+        /// Messages per `/history` page when the command names no count.
+        public var historyPageSize = 20
+        /// Watch the routing table (``NetworkReachability``) so "offline — network down" is reported,
+        /// and no reconnect attempt is wasted, while there is no route to the node.
+        public var followsReachability = true
+        /// A person at a terminal: `/status`, `/help` and `/quit` run at once even while earlier lines
+        /// wait, and lines waiting for the connection say so. Scripts leave it off.
+        public var isInteractive = false
+
+        public init(user: String, password: String) {
+            self.user = user
+            self.password = password
+        }
+    }
+
+    public let configuration: Configuration
+    public let loop: RunLoop
+    /// The protocol client underneath (tests read its state; do not replace its callbacks).
+    public let client: IMClient
+    public var logger: Logger
+    /// Receives each line to show, without a newline, on the loop's thread.
+    public var output: (String) -> Void
+    /// Called once, on the loop's thread, when the client is closed and the session is over, with the
+    /// exit status (also kept in ``exitStatus``).
+    public var onFinish: ((Int32) -> Void)?
+
+    /// Set when the session is over.
+    public private(set) var exitStatus: Int32?
+    /// Where plain text goes: the room joined last (and not left since).
+    public private(set) var currentRoom: String?
+    /// Failed messages, refused or invalid commands so far.
+    public private(set) var failureCount = 0
+
+    /// A prompt for an interactive session: `alice@lobby> ` or `alice> `.
+    public var prompt: String { "\(configuration.user)\(currentRoom.map { "@\($0)" } ?? "")> " }
+
+    private struct OwnMessage {
+        let number: Int
+        let conversation: TerminalConversation
+        var state: IMDeliveryState
+    }
+
+    private enum Request {
+        case join(String)
+        case leave(String)
+        case rooms
+        case history(TerminalConversation, limit: Int, before: UInt64)
+
+        var name: String {
+            switch self {
+            case .join(let room): return "/join \(room)"
+            case .leave(let room): return "/leave \(room)"
+            case .rooms: return "/rooms"
+            case .history(let conversation, _, let before): return before == 0 ? "/history \(conversation)" : "/more \(conversation)"
+            }
+        }
+    }
+
+    private enum Waiting: Equatable {
+        case connection
+        case answer(UInt32)
+    }
+
+    private enum Phase {
+        case created, running, closing, finished
+    }
+
+    private var phase = Phase.created
+    /// Own messages not settled yet, by id; `ownOrder` keeps their send order for `/status`.
+    private var own: [String: OwnMessage] = [:]
+    private var ownOrder: [String] = []
+    /// The text of a message until its `queued` line is shown.
+    private var pendingText: [String: String] = [:]
+    private var nextNumber = 1
+    /// Message ids are ours, not IMClient's: its `onDelivery` reports `queued` (and, when online,
+    /// `sent`) before `send` returns the id, so the id must be known before the call.
+    private let idPrefix = "tc-" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+    private var pendingInput: [TerminalCommand] = []
+    private var waiting: Waiting?
+    private var requests: [UInt32: Request] = [:]
+    private var historyCursor: (conversation: TerminalConversation, limit: Int, before: UInt64, more: Bool)?
+    private var joinedRooms: [String] = []
+    private var inputEnded = false
+    private var drainTimer: RunLoopTimer?
+    private var reachability: NetworkReachability?
+    /// When the reconnect announced last is due.
+    private var nextAttempt: LoopInstant?
+    /// Work that must not run inside an ``IMClient`` callback (sending, requesting, closing): IMClient
+    /// does not promise to be re-entrant, so reactions to its callbacks run on the loop's next pass.
+    private var followUp: RunLoopSource!
+
+    /// Makes the client; ``start()`` connects. Must be called on `loop`'s thread.
+    /// - Parameter output: receives each line to show (see the type's documentation for the format).
+    public init(configuration: Configuration, loop: RunLoop = .current, logger: Logger = Logger(label: "chat-node.client"),
+                output: @escaping (String) -> Void) {
+        precondition(loop.isCurrentThread, "TerminalClient must be created on its run loop's thread")
+        self.configuration = configuration
+        self.loop = loop
+        self.logger = logger
+        self.output = output
+        var settings = IMClientConfiguration(user: configuration.user, password: configuration.password)
+        settings.clientName = "chat-node client"
+        settings.heartbeat = .fixed(configuration.heartbeat)
+        settings.backoff = configuration.backoff
+        client = IMClient(configuration: settings, loop: loop,
+                          connector: TCPTransport.connector(host: configuration.host, port: configuration.port), logger: logger)
+        followUp = RunLoopSource(label: "chat-node client input") { [weak self] _ in self?.pump() }
+        loop.add(followUp, forMode: .common)
+        client.onStateChange = { [weak self] _, state in self?.stateChanged(state) }
+        client.onDisconnect = { [weak self] _, reason in
+            // The closed line that follows says the same for these two.
+            switch reason {
+            case .userClosed, .loginRefused: return
+            default: self?.emit("* disconnected: \(reason)")
+            }
+        }
+        client.onMessage = { [weak self] _, message in self?.received(message) }
+        client.onDelivery = { [weak self] _, id, state in self?.deliveryChanged(id, state) }
+        client.onResponse = { [weak self] _, serial, result in self?.answered(serial, result) }
+        client.onNotice = { [weak self] _, frame in self?.notice(frame) }
+    }
+
+    deinit {
+        followUp.invalidate()
+        drainTimer?.invalidate()
+    }
+
+    /// Connects (and from then on reconnects by itself) and starts running input lines. Loop thread.
+    public func start() {
+        checkThread()
+        guard phase == .created else { return }
+        phase = .running
+        emit("* connecting to \(configuration.host):\(configuration.port) as \(configuration.user)")
+        if configuration.followsReachability { followNetwork() }
+        client.start()
+        schedulePump()
+    }
+
+    /// Takes one line of input (without its newline): a command or a message. Lines after the end of
+    /// input or once closing are ignored. Loop thread.
+    public func receive(line: String) {
+        checkThread()
+        guard phase == .created || phase == .running, !inputEnded, let command = TerminalCommand.parse(line) else { return }
+        if configuration.isInteractive, command.isLocal, waiting != nil {
+            run(command)
+        } else {
+            pendingInput.append(command)
+        }
+        schedulePump()
+    }
+
+    /// There will be no more input (standard input reached its end): finish as after `/quit`. Loop thread.
+    public func endOfInput() {
+        checkThread()
+        beginQuitting()
+    }
+
+    /// Asks the session to end, as a signal does: the first call is `/quit` (run the lines already
+    /// given, let own messages settle, close); a second one stops waiting for messages and closes now;
+    /// a third one, while the close still waits for the node, ends the session at once. Loop thread.
+    public func quit() {
+        checkThread()
+        switch phase {
+        case .created:
+            finish(status: 1)
+        case .running:
+            if inputEnded {
+                emit("! not waiting any longer")
+                abandonInput()
+                closeNow()
+            } else {
+                pendingInput.removeAll()
+                if waiting == .connection { waiting = nil }
+                beginQuitting()
+            }
+        case .closing:
+            emit("! closed without waiting for the node")
+            failureCount += 1
+            finish(status: 1)
+        case .finished:
+            break
+        }
+    }
+
+    // MARK: Running input
+
+    private func schedulePump() {
+        guard phase == .running else { return }
+        followUp.signal()
+    }
+
+    /// Runs queued lines until one has to wait; then, once input has ended and nothing is left, closes.
+    private func pump() {
+        guard phase == .running else { return }
+        while waiting == nil, !pendingInput.isEmpty {
+            run(pendingInput.removeFirst())
+        }
+        guard inputEnded, waiting == nil, pendingInput.isEmpty, own.isEmpty else { return }
+        switch client.state {
+        case .connecting, .loggingIn:
+            // Let the attempt under way conclude (bounded by the drain timeout), so that a script
+            // learns whether its login was refused, and a session that logs in also logs out.
+            return
+        default:
+            closeNow()
+        }
+    }
+
+    private func run(_ command: TerminalCommand) {
+        switch command {
+        case .say(let text):
+            guard let room = currentRoom else {
+                return fail("no current room: /join ROOM first (or /msg USER TEXT)")
+            }
+            send(text, to: .room(room))
+        case .direct(let user, let text):
+            send(text, to: .user(user))
+        case .room(let room, let text):
+            send(text, to: .room(room))
+        case .join(let room):
+            var body = IMRoomRequest()
+            body.room = room
+            ask(.join(room), command: command) { try $0.request(.join, message: body) }
+        case .leave(let room):
+            guard let room = room ?? currentRoom else { return fail("usage: /leave ROOM (no current room)") }
+            var body = IMRoomRequest()
+            body.room = room
+            ask(.leave(room), command: command) { try $0.request(.leave, message: body) }
+        case .rooms:
+            // LIST_ROOMS has an empty body; IMClient.request wants a message, and an empty one encodes
+            // to no bytes.
+            ask(.rooms, command: command) { try $0.request(.listRooms, message: IMRoomRequest()) }
+        case .history(let named, let limit):
+            guard let conversation = named ?? currentRoom.map(TerminalConversation.room) else {
+                return fail("usage: /history #ROOM|@USER [N] (no current room)")
+            }
+            requestHistory(conversation, limit: limit ?? configuration.historyPageSize, before: 0, command: command)
+        case .more:
+            guard let cursor = historyCursor else { return fail("/more: no /history yet") }
+            guard cursor.more else { return fail("/more: no older messages in \(cursor.conversation)") }
+            requestHistory(cursor.conversation, limit: cursor.limit, before: cursor.before, command: command)
+        case .status:
+            showStatus()
+        case .quit:
+            pendingInput.removeAll()
+            if waiting == .connection { waiting = nil }
+            beginQuitting()
+        case .help:
+            TerminalCommand.helpLines.forEach(emit)
+        case .invalid(let why):
+            fail(why)
+        }
+    }
+
+    private func requestHistory(_ conversation: TerminalConversation, limit: Int, before: UInt64, command: TerminalCommand) {
+        var body = IMHistoryRequest()
+        switch conversation {
+        case .room(let room): body.room = room
+        case .user(let user): body.user = user
+        }
+        body.beforeSeq = before
+        body.limit = UInt32(clamping: limit)
+        ask(.history(conversation, limit: limit, before: before), command: command) { try $0.request(.history, message: body) }
+    }
+
+    /// Sends a request and holds the following lines until its answer; while not connected, holds this
+    /// line (and the rest) until the connection is back.
+    private func ask(_ request: Request, command: TerminalCommand, _ write: (IMClient) throws -> UInt32) {
+        guard client.state == .online else {
+            pendingInput.insert(command, at: 0)
+            waiting = .connection
+            if configuration.isInteractive { emit("… \(request.name) waits for the connection (\(client.state))") }
+            return
+        }
+        do {
+            let serial = try write(client)
+            requests[serial] = request
+            waiting = .answer(serial)
+        } catch {
+            fail("\(request.name): \(error)")
+        }
+    }
+
+    private func send(_ text: String, to recipient: IMRecipient) {
+        let number = nextNumber
+        nextNumber += 1
+        let id = "\(idPrefix)-\(number)"
+        let conversation: TerminalConversation
+        switch recipient {
+        case .room(let room): conversation = .room(room)
+        case .user(let user): conversation = .user(user)
+        }
+        // Registered before the call: the `queued` report arrives from inside `send`.
+        own[id] = OwnMessage(number: number, conversation: conversation, state: .queued)
+        ownOrder.append(id)
+        pendingText[id] = text
+        do {
+            try client.send(text, to: recipient, id: id)
+        } catch {
+            own[id] = nil
+            ownOrder.removeAll { $0 == id }
+            pendingText[id] = nil
+            fail("m\(number) not sent: \(error)")
+        }
+    }
+
+    private func beginQuitting() {
+        guard phase == .running || phase == .created, !inputEnded else { return }
+        inputEnded = true
+        guard phase == .running else { return finish(status: 1) }
+        // The deadline runs from the end of input, not from when the last line ran: a line waiting for a
+        // connection that never comes must not keep the session alive.
+        let timer = RunLoopTimer(after: configuration.drainTimeout, label: "chat-node client drain") { [weak self] _ in
+            self?.drainTimedOut()
+        }
+        drainTimer = timer
+        loop.add(timer, forMode: .common)
+        if configuration.isInteractive, !own.isEmpty || unrunLines > 0 {
+            // A person should know why nothing happens yet, and how not to wait.
+            var waits: [String] = []
+            if !own.isEmpty { waits.append("\(own.count) message\(own.count == 1 ? "" : "s")") }
+            if unrunLines > 0 { waits.append("\(unrunLines) command\(unrunLines == 1 ? "" : "s")") }
+            emit("* finishing: waiting up to \(formatDuration(configuration.drainTimeout)) for \(waits.joined(separator: " and ")) (Ctrl-C again: leave now)")
+        }
+        schedulePump()
+    }
+
+    private func drainTimedOut() {
+        guard phase == .running else { return }
+        var waited: [String] = []
+        if !own.isEmpty { waited.append("\(own.count) message\(own.count == 1 ? "" : "s") not settled") }
+        let notRun = unrunLines
+        if notRun > 0 { waited.append("\(notRun) line\(notRun == 1 ? "" : "s") not run") }
+        if case .connecting = client.state { waited.append("still connecting") }
+        if case .loggingIn = client.state { waited.append("still logging in") }
+        emit("! gave up waiting after \(formatDuration(configuration.drainTimeout)): \(waited.joined(separator: ", "))")
+        abandonInput()
+        closeNow()
+    }
+
+    /// Drops the lines not run yet (each one a failure) and stops waiting for an answer.
+    private func abandonInput() {
+        failureCount += unrunLines
+        pendingInput.removeAll()
+        waiting = nil
+    }
+
+    /// Lines not run yet, counting one that waits for its answer. A line waiting for the connection is
+    /// still in `pendingInput`.
+    private var unrunLines: Int {
+        if case .answer = waiting { return pendingInput.count + 1 }
+        return pendingInput.count
+    }
+
+    private func closeNow() {
+        guard phase == .running else { return }
+        phase = .closing
+        drainTimer?.invalidate()
+        drainTimer = nil
+        // Messages still open are settled by the close (ABANDON): each ends delivered or failed.
+        client.close()
+    }
+
+    private func finish(status: Int32) {
+        guard phase != .finished else { return }
+        phase = .finished
+        drainTimer?.invalidate()
+        drainTimer = nil
+        followUp.invalidate()
+        reachability?.invalidate()
+        reachability = nil
+        exitStatus = status
+        onFinish?(status)
+    }
+
+    // MARK: From the client
+
+    private func stateChanged(_ state: IMConnectionState) {
+        switch state {
+        case .idle, .connecting, .loggingIn, .closing:
+            return  // steps on the way; the outcome gets the line
+        case .online:
+            emit("* connected")
+            if waiting == .connection { waiting = nil }
+            schedulePump()
+        case .reconnecting(let delay, _):
+            nextAttempt = loop.now + delay
+            emit("* \(state)")
+            if inputEnded { schedulePump() }  // an attempt concluded: finishing may go on
+        case .waitingForNetwork:
+            emit("* \(state)")
+            if inputEnded { schedulePump() }
+        case .closed(let reason):
+            emit("* \(state)")
+            if reason != .userClosed || phase != .closing { failureCount += 1 }
+            finish(status: failureCount == 0 ? 0 : 1)
+        }
+    }
+
+    private func received(_ message: IMChatMessage) {
+        let conversation: TerminalConversation
+        switch message.to {
+        case .room(let room)?: conversation = .room(room)
+        case .user?, nil: conversation = .user(message.from)
+        }
+        emitText(prefix: "\(conversation) \(message.from): ", message.text)
+    }
+
+    private func deliveryChanged(_ id: String, _ state: IMDeliveryState) {
+        guard var message = own[id] else { return }
+        message.state = state
+        if state == .queued, let text = pendingText.removeValue(forKey: id) {
+            emitText(prefix: "→ m\(message.number) queued \(message.conversation): ", text)
+        } else {
+            emit("→ m\(message.number) \(state)")
+        }
+        if state.isFinal {
+            own[id] = nil
+            ownOrder.removeAll { $0 == id }
+            if case .failed = state { failureCount += 1 }
+            if inputEnded { schedulePump() }
+        } else {
+            own[id] = message
+        }
+    }
+
+    private func answered(_ serial: UInt32, _ result: Result<IMFrame, IMDisconnectReason>) {
+        guard let request = requests.removeValue(forKey: serial) else { return }
+        if waiting == .answer(serial) {
+            waiting = nil
+            schedulePump()
+        }
+        let frame: IMFrame
+        switch result {
+        case .failure(let reason):
+            return fail("\(request.name): no answer, the connection ended (\(reason))")
+        case .success(let answer):
+            frame = answer
+        }
+        guard frame.header.code == 0 else {
+            let code = frame.code.map { "\($0)" } ?? "code \(frame.header.code)"
+            return fail("\(request.name): refused (\(code))")
+        }
+        do {
+            switch request {
+            case .join(let room):
+                let info = try frame.decode(IMRoomInfo.self)
+                joinedRooms.removeAll { $0 == room }
+                joinedRooms.append(room)
+                currentRoom = room
+                emit("* joined \(room) (\(members(info.members)))")
+            case .leave(let room):
+                let info = try frame.decode(IMRoomInfo.self)
+                joinedRooms.removeAll { $0 == room }
+                if currentRoom == room { currentRoom = joinedRooms.last }
+                emit("* left \(room) (\(members(info.members)))\(currentRoom.map { "; current room: \($0)" } ?? "")")
+            case .rooms:
+                let list = try frame.decode(IMRoomList.self)
+                if list.rooms.isEmpty { return emit("* no rooms yet (/join ROOM creates one)") }
+                emit("rooms:")
+                for room in list.rooms {
+                    emit("  \(room.name) — \(members(room.members))\(room.joined ? ", joined" : "")")
+                }
+            case .history(let conversation, let limit, let before):
+                showHistory(try frame.decode(IMHistoryPage.self), of: conversation, limit: limit, continuing: before != 0)
+            }
+        } catch {
+            fail("\(request.name): unreadable answer (\(error))")
+        }
+    }
+
+    private func showHistory(_ page: IMHistoryPage, of conversation: TerminalConversation, limit: Int, continuing: Bool) {
+        let smallest = page.messages.map(\.seq).min()
+        historyCursor = (conversation, limit, smallest ?? 0, page.moreAvailable && smallest != nil)
+        emit("\(conversation) \(continuing ? "older history" : "history"), newest first:")
+        if page.messages.isEmpty { emit("  (no messages)") }
+        let now = time(nil)
+        for message in page.messages {
+            emitText(prefix: "  #\(message.seq) \(clockTime(milliseconds: message.sentAtMs, now: now)) \(message.from): ", message.text)
+        }
+        emit(historyCursor?.more == true ? "  (more: /more)" : "  (start of the conversation)")
+    }
+
+    private func notice(_ frame: IMFrame) {
+        guard frame.command == .presence, let presence = try? frame.decode(IMPresenceNotice.self) else { return }
+        emit("* \(presence.user) is \(presence.online ? "online" : "offline")")
+    }
+
+    private func showStatus() {
+        var state = "\(client.state)"
+        if case .reconnecting(_, let attempt) = client.state, let nextAttempt {
+            // The state's delay was counted from the drop; say what is left of it now.
+            let left = max(.zero, nextAttempt - loop.now)
+            state = "reconnecting in \(formatDuration(left, tenths: true)) (attempt \(attempt))"
+        }
+        let node = "\(configuration.host):\(configuration.port)"
+        emit("* \(state) — \(configuration.user) at \(node)\(currentRoom.map { ", room \($0)" } ?? ", no current room")")
+        if ownOrder.isEmpty {
+            emit("* no messages pending")
+        } else {
+            let list = ownOrder.compactMap { own[$0] }.map { "m\($0.number) \($0.state)" }
+            emit("* pending: \(list.joined(separator: ", "))")
+        }
+    }
+
+    // MARK: Reachability
+
+    private func followNetwork() {
+        // A literal address gets a route check of its own; a host name would need a DNS lookup first,
+        // so then "the network" (any default route) is the best cheap judge.
+        let target = SocketAddress(ip: configuration.host, port: configuration.port)
+        do {
+            let reachability = try NetworkReachability(loop: loop, modes: client.modes, target: target, logger: logger)
+            self.reachability = reachability
+            client.follow(reachability)
+        } catch {
+            logger.warning("not watching the network (\(error)); reconnects run on backoff alone")
+        }
+    }
+
+    // MARK: Output
+
+    private func fail(_ text: String) {
+        failureCount += 1
+        emit("! \(text)")
+    }
+
+    private func emit(_ line: String) {
+        output(line)
+    }
+
+    /// A message's text is the sender's: control characters (an escape sequence could rewrite the
+    /// terminal) are shown as `^X`, and each line of a multi-line text gets its own output line.
+    private func emitText(prefix: String, _ text: String) {
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        for (index, line) in lines.enumerated() {
+            emit((index == 0 ? prefix : String(repeating: " ", count: min(prefix.count, 8))) + Self.visible(line))
+        }
+    }
+
+    /// `text` with control characters shown as `^X` (and C1 controls as U+FFFD), safe to print.
+    public static func visible(_ text: Substring) -> String {
+        var result = ""
+        result.unicodeScalars.reserveCapacity(text.unicodeScalars.count)
+        for scalar in text.unicodeScalars {
+            switch scalar.value {
+            case 0x09: result.unicodeScalars.append(" ")
+            case 0x00..<0x20: result += "^" + String(UnicodeScalar(UInt8(scalar.value + 0x40)))
+            case 0x7F: result += "^?"
+            case 0x80..<0xA0: result.unicodeScalars.append("\u{FFFD}")
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
+    }
+
+    private func members(_ count: UInt32) -> String { "\(count) member\(count == 1 ? "" : "s")" }
+
+    private func checkThread() {
+        precondition(loop.isCurrentThread, "TerminalClient used off its run loop's thread")
+    }
+}
+
+/// A time of day for a history entry: `14:03:05` today, `2025-03-14 14:03` on another day (local time).
+func clockTime(milliseconds: UInt64, now: time_t) -> String {
+    var seconds = time_t(milliseconds / 1000)
+    var then = tm()
+    var today = tm()
+    var current = now
+    localtime_r(&seconds, &then)
+    localtime_r(&current, &today)
+    func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+    let clock = "\(two(then.tm_hour)):\(two(then.tm_min))"
+    if then.tm_year == today.tm_year, then.tm_yday == today.tm_yday { return clock + ":\(two(then.tm_sec))" }
+    return "\(then.tm_year + 1900)-\(two(then.tm_mon + 1))-\(two(then.tm_mday)) \(clock)"
+}
+
+/// `10 s`, `0.3 s`; with `tenths`, always one decimal (`1.0 s`) like IMConnectionState's delays.
+func formatDuration(_ duration: Duration, tenths: Bool = false) -> String {
+    let (seconds, attoseconds) = duration.components
+    let value = Double(seconds) + Double(attoseconds) / 1e18
+    if tenths { return "\((value * 10).rounded() / 10) s" }
+    return value == value.rounded() ? "\(Int(value)) s" : "\(value) s"
+}
