@@ -205,3 +205,41 @@ struct LoopbackTests {
         }
     }
 }
+
+@Suite("IMClient callbacks")
+struct ClientCallbackTests {
+    @Test("no callback runs inside the owner's own call: send returns its id before .queued is reported")
+    func callbacksAfterTheCall() async throws {
+        try await onLoopThread {
+            let loop = RunLoop.current
+            let server = IMServer(store: InMemoryIMStore())
+            try server.listen()
+            let client = makeClient(clientConfiguration("alice"), port: server.port)
+            var inCall = false
+            var calledInside = 0
+            var states: [String: [IMDeliveryState]] = [:]
+            client.onStateChange = { _, _ in if inCall { calledInside += 1 } }
+            client.onDelivery = { _, id, state in
+                if inCall { calledInside += 1 }
+                states[id, default: []].append(state)
+            }
+            inCall = true
+            client.start()
+            inCall = false
+            try #require(try spin(loop) { client.state == .online })
+            inCall = true
+            let id = try client.send("hi", to: .user("bob"))
+            inCall = false
+            #expect(calledInside == 0)
+            #expect(states[id] == nil, "reported on the next pass")
+            try #require(try spin(loop) { states[id]?.last?.isFinal == true })
+            #expect(states[id] == [.queued, .sent(attempt: 1), .delivered(seq: 1)])
+            inCall = true
+            client.close()
+            inCall = false
+            #expect(calledInside == 0)
+            try spin(loop) { if case .closed = client.state { return true } else { return false } }
+            server.shutdown()
+        }
+    }
+}

@@ -26,6 +26,10 @@ import SwiftProtobuf
 /// incoming (sender, id) reaches ``onMessage`` once; each own message ends in exactly one final
 /// ``IMDeliveryState`` (delivered or failed).
 ///
+/// Callbacks never run inside a call the owner makes (``send(_:to:id:)``, ``request(_:message:)``,
+/// ``close()``, ``start()``, ``networkChanged(reachable:reason:)``): what such a call causes is
+/// reported on the loop's next pass, so the owner may call the client from any callback.
+///
 /// Threads: confined to its loop's thread — create it, call it and receive every callback there
 /// (checked with a precondition). From another thread, hop with ``RunLoop/perform(inModes:_:)``.
 /// Lifetime: from ``start()`` until it is closed for good, the loop's timer keeps it alive.
@@ -56,6 +60,9 @@ public final class IMClient {
     private var keepAlive: IMClient?
     private var pendingWriteFailure: (UInt64, NetError)?
     private var followed: NetworkReachability?
+    /// Inside one of the owner's own calls: callbacks wait for the loop's next pass.
+    private var ownerCallDepth = 0
+    private var deferredCallbacks: [IMClientAction] = []
 
     /// - Parameters:
     ///   - connector: makes the transport for each attempt, e.g. ``TCPTransport/connector(host:port:connectTimeout:options:limits:)``.
@@ -89,6 +96,11 @@ public final class IMClient {
     public var heartbeatInterval: Duration { machine.heartbeatInterval }
     /// The adaptive heartbeat's learning, in adaptive mode.
     public var adaptiveHeartbeat: AdaptiveHeartbeat? { machine.adaptiveHeartbeat }
+    /// Why the last connection ended or the last attempt failed (also a connect that never opened,
+    /// which ``onDisconnect`` does not report): what "reconnecting in N s" is recovering from.
+    public var lastFailure: IMDisconnectReason? { machine.lastFailure }
+    /// The reason ``onDisconnect`` last reported.
+    public private(set) var lastDisconnectReason: IMDisconnectReason?
     /// Incoming duplicates de-duplication kept from ``onMessage`` so far.
     public var duplicatesDropped: Int { machine.duplicatesDropped }
 
@@ -96,7 +108,7 @@ public final class IMClient {
     public func start() {
         checkThread()
         keepAlive = self
-        apply(machine.start(now: loop.now))
+        ownerCall { machine.start(now: loop.now) }
     }
 
     /// Queues `text` for `recipient`: sent at once when online, otherwise after the next login.
@@ -109,7 +121,7 @@ public final class IMClient {
     public func send(_ text: String, to recipient: IMRecipient, id: String? = nil) throws(IMClientError) -> String {
         checkThread()
         let (messageID, actions) = try machine.send(text: text, to: recipient, id: id, now: loop.now)
-        apply(actions)
+        ownerCall { actions }
         return messageID
     }
 
@@ -121,7 +133,7 @@ public final class IMClient {
         checkThread()
         let body: [UInt8] = (try? message.serializedBytes()) ?? []
         let (serial, actions) = try machine.request(command, body: body, now: loop.now)
-        apply(actions)
+        ownerCall { actions }
         return serial
     }
 
@@ -129,7 +141,7 @@ public final class IMClient {
     /// logs out (bounded by the close timeout), then closes. No reconnect follows. Idempotent.
     public func close() {
         checkThread()
-        apply(machine.close(now: loop.now))
+        ownerCall { machine.close(now: loop.now) }
     }
 
     /// Tells the client whether the network can reach the server (from a ``NetworkReachability`` or
@@ -137,7 +149,7 @@ public final class IMClient {
     /// attempts; when the network returns it connects at once.
     public func networkChanged(reachable: Bool, reason: String = "") {
         checkThread()
-        apply(machine.networkChanged(reachable: reachable, reason: reason, now: loop.now))
+        ownerCall { machine.networkChanged(reachable: reachable, reason: reason, now: loop.now) }
     }
 
     /// Follows `reachability`: its current path now and every change from then on go to
@@ -159,6 +171,21 @@ public final class IMClient {
     }
 
     // MARK: Carrying out the machine's decisions
+
+    /// Carries out what one of the owner's calls decided; its callbacks run on the loop's next pass,
+    /// never inside the call (the rule RunLoopNet keeps too): `send` returns its id before
+    /// ``onDelivery`` reports `.queued` for it, and a callback never re-enters the caller's code.
+    private func ownerCall(_ decide: () -> [IMClientAction]) {
+        ownerCallDepth += 1
+        defer { ownerCallDepth -= 1 }
+        apply(decide())
+    }
+
+    private func flushDeferredCallbacks() {
+        let callbacks = deferredCallbacks
+        deferredCallbacks.removeAll()
+        for callback in callbacks { deliver(callback) }
+    }
 
     private func apply(_ actions: [IMClientAction]) {
         for action in actions { perform(action) }
@@ -194,10 +221,25 @@ public final class IMClient {
             guard generation == transportGeneration, let transport else { return }
             self.transport = nil
             transport.close(graceful: graceful)
+        case .stateChanged, .disconnected, .received, .deliveryChanged, .response, .requestLost, .notice:
+            if ownerCallDepth == 0, deferredCallbacks.isEmpty { return deliver(action) }
+            if deferredCallbacks.isEmpty {
+                // Owner's thread by construction (checkThread in every public call).
+                try? loop.performFromLoopThread(inModes: modes, label: "im.client callbacks") { [weak self] in
+                    self?.flushDeferredCallbacks()
+                }
+            }
+            deferredCallbacks.append(action)
+        }
+    }
+
+    private func deliver(_ callback: IMClientAction) {
+        switch callback {
         case .stateChanged(let state):
             logger.debug("\(machine.configuration.user): \(state)")
             onStateChange?(self, state)
         case .disconnected(let reason):
+            lastDisconnectReason = reason
             logger.info("\(machine.configuration.user): disconnected: \(reason)")
             onDisconnect?(self, reason)
         case .received(let message):
@@ -210,6 +252,8 @@ public final class IMClient {
             onResponse?(self, serial, .failure(reason))
         case .notice(let frame):
             onNotice?(self, frame)
+        case .openTransport, .write, .closeTransport:
+            break
         }
     }
 

@@ -79,7 +79,8 @@ public enum IMDisconnectReason: Error, Equatable, Sendable, CustomStringConverti
         case .loginTimeout: return "login timed out"
         case .loginRefused(let code, let text): return "login refused (\(code))\(text.isEmpty ? "" : ": \(text)")"
         case .protocolError(let error): return "protocol error: \(error)"
-        case .serverError(let code, let text): return "server error (\(code))\(text.isEmpty ? "" : ": \(text)")"
+        case .serverError(let code, let text):
+            return "server error (\(code))\(text.isEmpty || text == code.description ? "" : ": \(text)")"
         case .networkUnreachable(let why): return "network unreachable (\(why))"
         case .userClosed: return "closed by the user"
         }

@@ -71,6 +71,8 @@ public struct IMClientMachine: Sendable {
     var loginDeadline: LoopInstant?
     var closeDeadline: LoopInstant?
     var pendingHeartbeat: PendingHeartbeat?
+    /// Why the last connection ended or the last attempt failed.
+    public internal(set) var lastFailure: IMDisconnectReason?
     /// The keepalive the server granted at login, when it is shorter than asked.
     var grantedKeepalive: Duration?
     /// Application requests written on the current connection and not answered yet.
@@ -422,6 +424,7 @@ public struct IMClientMachine: Sendable {
     }
 
     mutating func scheduleReconnect(now: LoopInstant, after reason: IMDisconnectReason) {
+        lastFailure = reason
         guard isNetworkReachable else { return waitForNetwork() }
         guard let delay = backoff.nextDelay(jitter: configuration.jitter) else {
             phase = .closed
