@@ -8,6 +8,7 @@ import RunLoopNet
 ///
 /// Loop thread only (a ``HostedLoop`` of its own in the demo).
 final class FaultyLink {
+    // Internal: the demo and the chaos test (through @testable) use it; it is a test device, not an API.
     private let listener: TCPListener
     private let target: UInt16
     private var pairs: [ObjectIdentifier: (TCPConnection, TCPConnection)] = [:]
