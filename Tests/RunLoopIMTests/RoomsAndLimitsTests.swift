@@ -213,3 +213,35 @@ struct RoomsAndLimitsTests {
         }
     }
 }
+
+@Suite("Login deadline")
+struct LoginDeadlineTests {
+    @Test("a connection that never logs in is told loginTimeout and closed when the deadline passes")
+    func loginDeadline() async throws {
+        try await onManualClockLoop { loop, _ in
+            var settings = IMServer.Settings()
+            settings.session.loginTimeout = .seconds(10)
+            let server = IMServer(store: InMemoryIMStore(), settings: settings)
+            var ended: [IMSessionEndReason] = []
+            server.onSessionEnd = { _, _, reason in ended.append(reason) }
+            try server.listen()
+            let raw = TCPConnection()
+            var frames: [IMFrame] = []
+            var decoder = FrameDecoder()
+            var closed = false
+            var opened = LoopInstant.distantFuture
+            raw.onConnect = { _ in opened = loop.now }
+            raw.onData = { _, bytes in
+                decoder.append(bytes)
+                while let frame = try? decoder.next() { frames.append(frame) }
+            }
+            raw.onClose = { _, _ in closed = true }
+            raw.connect(to: .ipv4Loopback(port: server.port))
+            try #require(try spin(loop, for: .seconds(60)) { closed })
+            #expect(ended == [.loginTimeout])
+            #expect(frames.map(\.command) == [.error] && frames.first?.code == .loginTimeout)
+            #expect(loop.now - opened >= .seconds(10) && loop.now - opened < .seconds(11))
+            server.shutdown()
+        }
+    }
+}
