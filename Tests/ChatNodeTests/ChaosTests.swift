@@ -53,7 +53,7 @@ struct ChaosTests {
 
     struct Outcome: Sendable {
         var settled = false, delivered = 0, failed = 0, lost = 0, duplicated = 0, failedButSeen = 0
-        var allSent = false, everyoneSawBothKills = false, echoed = false
+        var allSent = false, everyoneSawBothKills = false, echoed = false, stoppedCleanly = false
         var failures: [String] = []
         var report = ""
     }
@@ -69,6 +69,7 @@ struct ChaosTests {
         #expect(outcome.lost == 0 && outcome.duplicated == 0 && outcome.failedButSeen == 0, "\(outcome.report)")
         #expect(outcome.everyoneSawBothKills, "everyone saw both kills: \(outcome.report)")
         #expect(!outcome.echoed, "no room message comes back to its sender")
+        #expect(outcome.stoppedCleanly, "SIGTERM ends the node with status 0")
     }
 
     /// The whole run, on the calling loop thread (a plain function: Swift 6.3.1's region checker
@@ -165,7 +166,9 @@ struct ChaosTests {
                 + "faults \(run.faults); disconnects \(members.map { "\($0.name) \($0.disconnects)" }); failures \(run.failures)"
             for member in members { member.client.close() }
             try spin(loop) { members.allSatisfy { if case .closed = $0.client.state { return true } else { return false } } }
+            // SIGTERM: the node tells nobody (all logged out), closes its database and exits 0.
             run.node.signal(SIGTERM)
+            outcome.stoppedCleanly = run.node.process.terminationReason == .exit && run.node.process.terminationStatus == 0
             return outcome
     }
 }
