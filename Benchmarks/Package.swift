@@ -9,7 +9,9 @@ let package = Package(
     name: "RunLoopKitBenchmarks",
     platforms: [.macOS(.v15)],
     dependencies: [
-        .package(path: ".."),
+        // Named explicitly: SwiftPM otherwise names a path dependency after its folder ("main",
+        // "wt-fuzz", ...), so `package: "main"` only resolved in a checkout called main.
+        .package(name: "RunLoopKit", path: ".."),
         .package(url: "https://github.com/ordo-one/package-benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
@@ -29,16 +31,16 @@ let package = Package(
         // One RunLoopKit workload outside the harness, for callgrind, perf and strace.
         .executableTarget(
             name: "rlk-profile",
-            dependencies: [.product(name: "RunLoopKit", package: "main"), "BenchSupport"],
+            dependencies: [.product(name: "RunLoopKit", package: "RunLoopKit"), "BenchSupport"],
             path: "Sources/RunLoopKitProfile"
         ),
         .executableTarget(
             name: "RunLoopKitBench",
             dependencies: [
                 .product(name: "Benchmark", package: "package-benchmark"),
-                .product(name: "RunLoopKit", package: "main"),
-                .product(name: "RunLoopTesting", package: "main"),
-                .product(name: "RunLoopNet", package: "main"),
+                .product(name: "RunLoopKit", package: "RunLoopKit"),
+                .product(name: "RunLoopTesting", package: "RunLoopKit"),
+                .product(name: "RunLoopNet", package: "RunLoopKit"),
                 "BenchCommon",
             ],
             path: "Benchmarks/RunLoopKitBench",
