@@ -35,6 +35,18 @@ let package = Package(
             dependencies: [.product(name: "RunLoopKit", package: "RunLoopKit"), "BenchSupport"],
             path: "Sources/RunLoopKitProfile"
         ),
+        // One IMServer loop holding 10,000 idle, heartbeating client connections: RSS per connection and
+        // CPU while idle (Scripts/im-idle.sh). Not a harness benchmark: it measures a process.
+        .executableTarget(
+            name: "im-idle",
+            dependencies: [
+                .product(name: "RunLoopKit", package: "RunLoopKit"),
+                .product(name: "RunLoopNet", package: "RunLoopKit"),
+                .product(name: "RunLoopIM", package: "RunLoopKit"),
+                "BenchSupport",
+            ],
+            path: "Sources/IMIdleProfile"
+        ),
         .executableTarget(
             name: "RunLoopKitBench",
             dependencies: [
