@@ -48,7 +48,16 @@ private final class ClientsThread: @unchecked Sendable {
 /// `im-idle both`: the server on this thread, the clients on a second thread with its own loop.
 /// RSS is then the two together; the server's CPU is still its thread's alone.
 func runBoth(_ options: Options) -> Int32 {
-    Measure.raiseFileLimit(wanted: 2 * options.count + 128)
+    var options = options
+    // Two descriptors per connection here (both ends), plus the listener and each loop's own. A
+    // hard limit too low for that (20,000 is common; raising it needs CAP_SYS_RESOURCE) caps the
+    // count rather than failing accepts half-way.
+    let files = Measure.raiseFileLimit(wanted: 2 * options.count + 128)
+    let fitting = (files - 128) / 2
+    if fitting < options.count {
+        print("im-idle: the open-file limit (\(files)) allows \(fitting) connections in one process, not \(options.count): measuring \(fitting)")
+        options.count = fitting
+    }
     let server: ServerRole
     do {
         server = try ServerRole(options: options)
