@@ -177,7 +177,10 @@ let package = Package(
         ),
         .testTarget(
             name: "RunLoopIMTests",
-            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMSQLite", "RunLoopTesting"]
+            dependencies: [
+                "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMSQLite", "RunLoopTesting",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -14,6 +14,7 @@ let package = Package(
         .package(name: "RunLoopKit", path: ".."),
         .package(url: "https://github.com/ordo-one/package-benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
     ],
     targets: [
         // Shared C helpers: the same semaphore, thread and socket primitives for every system.
@@ -34,6 +35,18 @@ let package = Package(
             dependencies: [.product(name: "RunLoopKit", package: "RunLoopKit"), "BenchSupport"],
             path: "Sources/RunLoopKitProfile"
         ),
+        // One IMServer loop holding 10,000 idle, heartbeating client connections: RSS per connection and
+        // CPU while idle (Scripts/im-idle.sh). Not a harness benchmark: it measures a process.
+        .executableTarget(
+            name: "im-idle",
+            dependencies: [
+                .product(name: "RunLoopKit", package: "RunLoopKit"),
+                .product(name: "RunLoopNet", package: "RunLoopKit"),
+                .product(name: "RunLoopIM", package: "RunLoopKit"),
+                "BenchSupport",
+            ],
+            path: "Sources/IMIdleProfile"
+        ),
         .executableTarget(
             name: "RunLoopKitBench",
             dependencies: [
@@ -44,6 +57,18 @@ let package = Package(
                 "BenchCommon",
             ],
             path: "Benchmarks/RunLoopKitBench",
+            plugins: benchmarkPlugin
+        ),
+        // RunLoopIM's frames encoded and decoded, beside SwiftProtobuf's own delimited framing.
+        .executableTarget(
+            name: "IMFrameBench",
+            dependencies: [
+                .product(name: "Benchmark", package: "package-benchmark"),
+                .product(name: "RunLoopIM", package: "RunLoopKit"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                "BenchCommon",
+            ],
+            path: "Benchmarks/IMFrameBench",
             plugins: benchmarkPlugin
         ),
         .executableTarget(

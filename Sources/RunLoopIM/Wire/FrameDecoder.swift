@@ -14,7 +14,9 @@ public struct FrameDecoder: Sendable {
 
     /// - Parameter maxBodyLength: the largest body accepted (default 64 KiB); at most `UInt32.max`.
     public init(maxBodyLength: Int = 64 * 1024) {
-        precondition(maxBodyLength >= 0, "maxBodyLength must not be negative")
+        // The header's length field is 32 bits: a larger limit means nothing, and would overflow the
+        // buffer arithmetic below (found by the fuzzing work: Int.max / 4 trapped).
+        precondition((0...Int(UInt32.max)).contains(maxBodyLength), "maxBodyLength must be 0...UInt32.max")
         self.maxBodyLength = maxBodyLength
     }
 
