@@ -191,6 +191,40 @@ enum FuzzFrames {
             notice.message = random.text(40)
             notice.retryAfterMs = random.uint32()
             return message(command, notice, &random)
+        case .join, .leave:
+            var request = IMRoomRequest()
+            request.room = random.text(20)
+            return message(command, request, &random)
+        case .joinAck, .leaveAck:
+            return message(command, IMRoomInfo(name: random.text(20), members: random.int(0...100), joined: random.int(0...1) == 1), &random)
+        case .listRooms:
+            return FuzzFrame(frame: IMFrame(command: command, serial: random.uint32())) { $0.body.isEmpty }
+        case .roomList:
+            var list = IMRoomList()
+            list.rooms = (0..<random.int(0...5)).map { _ in IMRoomInfo(name: random.text(20), members: random.int(0...9), joined: false) }
+            return message(command, list, &random)
+        case .history:
+            var request = IMHistoryRequest()
+            if random.int(0...1) == 0 { request.room = random.text(12) } else { request.user = random.text(12) }
+            request.beforeSeq = random.next()
+            request.limit = random.uint32()
+            return message(command, request, &random)
+        case .historyPage:
+            var page = IMHistoryPage()
+            page.messages = (0..<random.int(0...3)).map { _ in
+                var chat = IMChatMessage()
+                chat.id = random.text(36)
+                chat.text = random.text(50)
+                chat.seq = random.next()
+                return chat
+            }
+            page.moreAvailable = random.int(0...1) == 1
+            return message(command, page, &random)
+        case .presence:
+            var notice = IMPresenceNotice()
+            notice.user = random.text(10)
+            notice.online = random.int(0...1) == 1
+            return message(command, notice, &random)
         }
     }
 
