@@ -29,8 +29,8 @@ final class RawPeer {
 
     init(port: UInt16, request: [UInt8]) {
         tcp.onConnect = { tcp in try? tcp.write(request) }
-        tcp.onData = { [unowned self] _, bytes in take(bytes) }
-        tcp.onClose = { [unowned self] _, reason in closed = reason }
+        tcp.onData = { [weak self] _, bytes in self?.take(bytes) }
+        tcp.onClose = { [weak self] _, reason in self?.closed = reason }
         tcp.connect(to: "127.0.0.1", port: port)
     }
 

@@ -39,7 +39,11 @@ public final class WebSocketServer {
                                connectionLimits: connectionLimits, logger: logger)
         self.configuration = configuration
         self.logger = logger
-        listener.onAccept = { [unowned self] _, tcp in accepted(tcp) }
+        // Weak: the loop may keep the listener (and its callout) a little longer than its owner keeps the server.
+        listener.onAccept = { [weak self] _, tcp in
+            guard let self else { return tcp.close(immediately: true) }
+            self.accepted(tcp)
+        }
     }
 
     /// The port listened on (useful after listening on port 0).

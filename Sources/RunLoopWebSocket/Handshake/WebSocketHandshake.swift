@@ -18,6 +18,14 @@ public struct WebSocketHandshakeRefusal: Error, Sendable, Equatable, CustomStrin
     /// Extra response fields (426 names the version this server speaks).
     public var extraFields: [String]
 
+    /// A refusal with `status` (e.g. 404, 403), a one-line `reason` (sent as the body) and extra
+    /// response fields such as `"Sec-WebSocket-Version: 13"`.
+    public init(status: Int, reason: String, extraFields: [String] = []) {
+        self.status = status
+        self.reason = reason
+        self.extraFields = extraFields
+    }
+
     public var description: String { "\(status) \(Self.phrase(status)): \(reason)" }
 
     /// The whole refusal: a small plain-text response that closes the connection.
@@ -33,6 +41,7 @@ public struct WebSocketHandshakeRefusal: Error, Sendable, Equatable, CustomStrin
         switch status {
         case 400: return "Bad Request"
         case 404: return "Not Found"
+        case 403: return "Forbidden"
         case 405: return "Method Not Allowed"
         case 426: return "Upgrade Required"
         case 431: return "Request Header Fields Too Large"
