@@ -34,7 +34,7 @@ py2() { PYENV_VERSION=2.7.18 PYTHONUSERBASE="$work/py" "$python2" "$@"; }
 mkdir -p "$work"
 if ! py2 -c 'import autobahntestsuite' >/dev/null 2>&1; then
     echo "autobahn: installing the pinned suite into $work/py"
-    py2 -m pip install --quiet --user --no-deps --disable-pip-version-check -r "$here/requirements.txt"
+    py2 -m pip install --quiet --user --no-deps --disable-pip-version-check --no-warn-script-location -r "$here/requirements.txt"
 fi
 
 echo "autobahn: building ws-echo-server and ws-autobahn-client"
