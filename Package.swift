@@ -10,11 +10,14 @@ let package = Package(
         .library(name: "RunLoopNet", targets: ["RunLoopNet"]),
         .library(name: "RunLoopIM", targets: ["RunLoopIM"]),
         .library(name: "RunLoopIMSQLite", targets: ["RunLoopIMSQLite"]),
+        .library(name: "RunLoopWebSocket", targets: ["RunLoopWebSocket"]),
         .executable(name: "loop-demo", targets: ["LoopDemo"]),
         .executable(name: "loop-record", targets: ["LoopRecorder"]),
         .executable(name: "echo-server", targets: ["EchoServer"]),
         .executable(name: "im-relay", targets: ["IMRelay"]),
         .executable(name: "chat-node", targets: ["ChatNodeCLI"]),
+        .executable(name: "ws-echo-server", targets: ["WebSocketEcho"]),
+        .executable(name: "ws-autobahn-client", targets: ["WebSocketAutobahnClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -75,6 +78,15 @@ let package = Package(
                 "RunLoopIM",
                 "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "RunLoopWebSocket",
+            dependencies: [
+                "RunLoopKit",
+                "RunLoopNet",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
 
@@ -145,6 +157,16 @@ let package = Package(
             ],
             path: "Samples/ChatNode/CLI"
         ),
+        .executableTarget(
+            name: "WebSocketEcho",
+            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopWebSocket"],
+            path: "Samples/WebSocketEcho"
+        ),
+        .executableTarget(
+            name: "WebSocketAutobahnClient",
+            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopWebSocket"],
+            path: "Samples/WebSocketAutobahnClient"
+        ),
 
         // Tests
         .testTarget(
@@ -181,6 +203,10 @@ let package = Package(
                 "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMSQLite", "RunLoopTesting",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
+        ),
+        .testTarget(
+            name: "RunLoopWebSocketTests",
+            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopWebSocket", "RunLoopTesting"]
         ),
     ],
     swiftLanguageModes: [.v6]

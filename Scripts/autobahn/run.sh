@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Autobahn|Testsuite 25.10.1 against RunLoopWebSocket, both ways, every case outside the compression
+# sections (12.*, 13.*: permessage-deflate is not implemented):
+#   fuzzingclient  -> ws-echo-server       (our server)
+#   fuzzingserver  <- ws-autobahn-client   (our client)
+# Prints one summary line per mode and exits non-zero if any case FAILED. Without Python 2.7 (the
+# suite's only runtime) it says so loudly and exits 0 with a SKIPPED line, so CI can always call it.
+# Installs the pinned suite into .build-autobahn/ on first use; reports go to .build-autobahn/reports/.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+work="$root/.build-autobahn"
+server_port="${AUTOBAHN_SERVER_PORT:-9011}"
+fuzzing_port="${AUTOBAHN_FUZZING_PORT:-9012}"
+
+python2=""
+for candidate in "${PYTHON2:-}" python2.7 "$HOME/.pyenv/versions/2.7.18/bin/python2.7"; do
+    [ -n "$candidate" ] || continue
+    if PYENV_VERSION=2.7.18 "$candidate" -c 'import sys; assert sys.version_info[:2] == (2, 7)' >/dev/null 2>&1; then
+        python2="$candidate"
+        break
+    fi
+done
+if [ -z "$python2" ]; then
+    echo "##################################################################" >&2
+    echo "## PYTHON 2.7 NOT FOUND: Autobahn|Testsuite CANNOT RUN HERE.     ##" >&2
+    echo "## WebSocket conformance is NOT verified by this run.            ##" >&2
+    echo "##################################################################" >&2
+    echo "autobahn: SKIPPED (no python2.7)"
+    exit 0
+fi
+py2() { PYENV_VERSION=2.7.18 PYTHONUSERBASE="$work/py" "$python2" "$@"; }
+
+mkdir -p "$work"
+if ! py2 -c 'import autobahntestsuite' >/dev/null 2>&1; then
+    echo "autobahn: installing the pinned suite into $work/py"
+    py2 -m pip install --quiet --user --no-deps --disable-pip-version-check --no-warn-script-location -r "$here/requirements.txt"
+fi
+
+echo "autobahn: building ws-echo-server and ws-autobahn-client"
+cd "$root"
+config="${AUTOBAHN_BUILD_CONFIGURATION:-debug}"
+swift build -c "$config" --product ws-echo-server >/dev/null
+swift build -c "$config" --product ws-autobahn-client >/dev/null
+bin="$(swift build -c "$config" --show-bin-path)"
+
+pids=()
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; }
+trap cleanup EXIT
+
+rm -rf "$work/reports"
+mkdir -p "$work/reports"
+cd "$work"
+status=0
+start=$(date +%s)
+
+# 1. fuzzingclient against our echo server.
+"$bin/ws-echo-server" --host 127.0.0.1 --port "$server_port" > "$work/echo-server.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do grep -q "listening on" "$work/echo-server.log" && break; sleep 0.1; done
+cat > "$work/fuzzingclient.json" <<SPEC
+{
+  "outdir": "./reports/servers",
+  "servers": [{"agent": "RunLoopWebSocket", "url": "ws://127.0.0.1:$server_port"}],
+  "cases": ["*"],
+  "exclude-cases": ["12.*", "13.*"],
+  "exclude-agent-cases": {}
+}
+SPEC
+py2 "$here/wstest_local.py" -m fuzzingclient -s "$work/fuzzingclient.json" > "$work/fuzzingclient.log" 2>&1 || true
+kill "${pids[0]}" 2>/dev/null || true
+py2 "$here/summarize.py" fuzzingclient "$work/reports/servers/index.json" || status=1
+
+# 2. fuzzingserver against our client.
+cat > "$work/fuzzingserver.json" <<SPEC
+{
+  "url": "ws://127.0.0.1:$fuzzing_port",
+  "outdir": "./reports/clients",
+  "cases": ["*"],
+  "exclude-cases": ["12.*", "13.*"],
+  "exclude-agent-cases": {}
+}
+SPEC
+py2 "$here/wstest_local.py" -m fuzzingserver -s "$work/fuzzingserver.json" > "$work/fuzzingserver.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$fuzzing_port") 2>/dev/null && break; sleep 0.1; done
+"$bin/ws-autobahn-client" --port "$fuzzing_port" --agent runloopkit > "$work/autobahn-client.log" 2>&1 || status=1
+kill "${pids[1]}" 2>/dev/null || true
+py2 "$here/summarize.py" fuzzingserver "$work/reports/clients/index.json" || status=1
+
+echo "autobahn: $(( $(date +%s) - start )) s, reports in $work/reports"
+exit $status

@@ -1,0 +1,86 @@
+import Logging
+import RunLoopKit
+import RunLoopNet
+
+/// A WebSocket server: a ``TCPListener`` whose accepted connections go through the opening handshake
+/// and are handed to ``onConnection`` open. Refused upgrades get an HTTP error answer (400, 405, 426
+/// with `Sec-WebSocket-Version: 13`) and are closed; nothing else is affected.
+///
+/// Threads: loop thread only; every callback runs on the loop's thread.
+public final class WebSocketServer {
+    /// The listener underneath (its limits, connection count, address).
+    public let listener: TCPListener
+    /// Limits and timeouts given to every connection.
+    public var configuration: WebSocketConfiguration
+    public var logger: Logger
+
+    /// Runs for every connection whose upgrade was accepted, already open: set its callbacks here.
+    public var onConnection: ((WebSocketServer, WebSocketConnection) -> Void)?
+    /// Asked for every valid upgrade request; return a refusal (e.g. 404 for an unknown target) to
+    /// turn it away. `nil` (the default): every valid request is accepted.
+    public var shouldAccept: ((WebSocketUpgradeRequest) -> WebSocketHandshakeRefusal?)?
+    /// Runs for every refused upgrade, after the refusal is queued, e.g. to log it.
+    public var onRefused: ((WebSocketServer, WebSocketHandshakeRefusal) -> Void)?
+
+    /// Must be called on the loop's thread.
+    /// - Parameters:
+    ///   - connectionLimits: each TCP connection's buffers; its water marks are the backpressure
+    ///     ``WebSocketConnection/isWritable`` reports, and its write limit must exceed the largest
+    ///     message sent.
+    public init(
+        loop: RunLoop = .current,
+        modes: [RunLoop.Mode] = [.common],
+        configuration: WebSocketConfiguration = WebSocketConfiguration(),
+        connectionOptions: TCPOptions = TCPOptions(),
+        connectionLimits: TCPBufferLimits = TCPBufferLimits(),
+        logger: Logger = Logger(label: "RunLoopWebSocket")
+    ) {
+        listener = TCPListener(loop: loop, modes: modes, connectionOptions: connectionOptions,
+                               connectionLimits: connectionLimits, logger: logger)
+        self.configuration = configuration
+        self.logger = logger
+        // Weak: the loop may keep the listener (and its callout) a little longer than its owner keeps the server.
+        listener.onAccept = { [weak self] _, tcp in
+            guard let self else { return tcp.close(immediately: true) }
+            self.accepted(tcp)
+        }
+    }
+
+    /// The port listened on (useful after listening on port 0).
+    public var port: UInt16 { listener.port }
+
+    /// Starts listening on `host`:`port` (127.0.0.1 and a free port by default).
+    public func listen(host: String = "127.0.0.1", port: UInt16 = 0) throws(NetError) {
+        try listener.listen(host: host, port: port)
+    }
+
+    /// Stops accepting; open connections carry on.
+    public func close() { listener.close() }
+
+    private func accepted(_ tcp: TCPConnection) {
+        let configuration = self.configuration
+        tcp.read(upTo: [13, 10, 13, 10], maxLength: configuration.maxHandshakeSize,
+                 timeout: configuration.handshakeTimeout) { [weak self] tcp, head in
+            guard let self else { return tcp.close(immediately: true) }
+            self.handshake(tcp, head: head, configuration: configuration)
+        }
+    }
+
+    private func handshake(_ tcp: TCPConnection, head: [UInt8], configuration: WebSocketConfiguration) {
+        var outcome = WebSocketHandshake.validateRequest(head)
+        if case .success(let request) = outcome, let refusal = shouldAccept?(request) { outcome = .failure(refusal) }
+        switch outcome {
+        case .failure(let refusal):
+            logger.debug("refused upgrade from \(tcp.remoteAddress?.description ?? "?"): \(refusal)")
+            try? tcp.write(refusal.response)
+            tcp.close()
+            onRefused?(self, refusal)
+        case .success(let request):
+            do { try tcp.write(WebSocketHandshake.acceptResponse(for: request)) } catch { return tcp.close(immediately: true) }
+            let connection = WebSocketConnection(role: .server, tcp: tcp, configuration: configuration, logger: logger)
+            connection.upgradeRequest = request
+            onConnection?(self, connection)
+            connection.startReceiving()
+        }
+    }
+}

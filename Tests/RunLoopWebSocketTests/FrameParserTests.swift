@@ -1,0 +1,104 @@
+import RunLoopWebSocket
+import Testing
+
+/// The frame parser as a pure value: every split point, every header check.
+@Suite struct FrameParserTests {
+    /// A stream of mixed frames, masked as a client sends them.
+    static let frames: [WebSocketFrame] = [
+        WebSocketFrame(opcode: .text, payload: Array("hello".utf8)),
+        WebSocketFrame(fin: false, opcode: .binary, payload: Array(0..<200).map { UInt8($0) }),
+        WebSocketFrame(opcode: .ping, payload: [1, 2, 3]),
+        WebSocketFrame(opcode: .continuation, payload: Array(repeating: 7, count: 70_000)),
+        WebSocketFrame(opcode: .close, payload: [0x03, 0xE8]),
+        WebSocketFrame(opcode: .pong),
+    ]
+
+    static func parseAll(_ parser: inout WebSocketFrameParser) throws -> [WebSocketFrame] {
+        var out: [WebSocketFrame] = []
+        while let frame = try parser.nextFrame() { out.append(frame) }
+        return out
+    }
+
+    @Test func roundTripsMaskedAndUnmaskedFramesOfAllLengthForms() throws {
+        for sender in [WebSocketFrameParser.Sender.client, .server] {
+            let wire = Self.frames.flatMap { $0.encoded(maskingKey: sender == .client ? WebSocketMask.randomKey() : nil) }
+            var parser = WebSocketFrameParser(sender: sender, maxFrameSize: 1 << 20)
+            parser.append(wire)
+            #expect(try Self.parseAll(&parser) == Self.frames)
+            #expect(parser.bufferedCount == 0)
+        }
+    }
+
+    @Test func everySplitPointGivesTheSameFrames() throws {
+        // Small frames (7-bit and 16-bit lengths, a 64-bit one) so that every split is affordable.
+        let frames = [
+            WebSocketFrame(opcode: .text, payload: Array("héllo".utf8)),
+            WebSocketFrame(opcode: .binary, payload: Array(repeating: 9, count: 300)),
+            WebSocketFrame(opcode: .ping, payload: [4, 5]),
+        ]
+        var wire = frames.flatMap { $0.encoded(maskingKey: [0x12, 0x34, 0x56, 0x78]) }
+        // And a frame that uses the 64-bit length form for a small payload (allowed to parse).
+        wire += [0x82, 0xFF, 0, 0, 0, 0, 0, 0, 0, 2, 1, 1, 1, 1, 0xAB ^ 1, 0xCD ^ 1]
+        let expected = frames + [WebSocketFrame(opcode: .binary, payload: [0xAB, 0xCD])]
+        for split in 0...wire.count {
+            var parser = WebSocketFrameParser(sender: .client, maxFrameSize: 1024)
+            var out: [WebSocketFrame] = []
+            parser.append(wire[..<split])
+            out += try Self.parseAll(&parser)
+            parser.append(wire[split...])
+            out += try Self.parseAll(&parser)
+            #expect(out == expected, "split at \(split)")
+        }
+        // Byte by byte.
+        var parser = WebSocketFrameParser(sender: .client, maxFrameSize: 1024)
+        var out: [WebSocketFrame] = []
+        for byte in wire {
+            parser.append([byte])
+            out += try Self.parseAll(&parser)
+        }
+        #expect(out == expected)
+    }
+
+    @Test func maskingIsItsOwnInverseAndServerFramesAreUnmasked() {
+        let payload = Array(0..<1000).map { UInt8(truncatingIfNeeded: $0 * 7) }
+        let key: [UInt8] = [0xDE, 0xAD, 0xBE, 0xEF]
+        var bytes = payload
+        WebSocketMask.apply(key, to: &bytes, from: 0)
+        #expect(bytes != payload)
+        #expect(bytes[5] == payload[5] ^ key[1])
+        WebSocketMask.apply(key, to: &bytes, from: 0)
+        #expect(bytes == payload)
+        let server = WebSocketFrame(opcode: .binary, payload: [1, 2, 3]).encoded()
+        #expect(server == [0x82, 0x03, 1, 2, 3])
+        let client = WebSocketFrame(opcode: .binary, payload: [1, 2, 3]).encoded(maskingKey: key)
+        let expected: [UInt8] = [0x82, 0x83, 0xDE, 0xAD, 0xBE, 0xEF, 0xDF, 0xAF, 0xBD]  // 1^DE, 2^AD, 3^BE
+        #expect(client == expected)
+    }
+
+    static func violation(_ bytes: [UInt8], sender: WebSocketFrameParser.Sender = .client, limit: Int = 1024) -> WebSocketError? {
+        var parser = WebSocketFrameParser(sender: sender, maxFrameSize: limit)
+        parser.append(bytes)
+        do {
+            _ = try parser.nextFrame()
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test func headerViolationsAreRefusedBeforeThePayloadArrives() {
+        // Unmasked client frame; masked server frame.
+        #expect(Self.violation([0x81, 0x05])?.closeCode == .protocolError)
+        #expect(Self.violation([0x81, 0x85], sender: .server)?.closeCode == .protocolError)
+        // Reserved bits, reserved opcodes.
+        #expect(Self.violation([0xC1, 0x80])?.closeCode == .protocolError)
+        #expect(Self.violation([0x83, 0x80])?.closeCode == .protocolError)
+        #expect(Self.violation([0x8B, 0x80])?.closeCode == .protocolError)
+        // A control frame over 125 bytes (16-bit length form), and a fragmented one.
+        #expect(Self.violation([0x89, 0xFE, 0x00, 0x7E]) == .protocolViolation("control frame payload of 126 bytes"))
+        #expect(Self.violation([0x09, 0x80])?.closeCode == .protocolError)
+        // Over the frame limit: 1009, from the header alone.
+        #expect(Self.violation([0x82, 0xFE, 0x04, 0x01]) == .frameTooLarge(limit: 1024))
+        #expect(Self.violation([0x82, 0xFF, 0x80, 0, 0, 0, 0, 0, 0, 0])?.closeCode == .protocolError)
+    }
+}
