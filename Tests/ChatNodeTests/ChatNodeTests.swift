@@ -7,15 +7,6 @@ import RunLoopNet
 import RunLoopTesting
 import Testing
 
-@discardableResult
-func spin(_ loop: RunLoop, for limit: Duration = .seconds(30), until done: () -> Bool) throws -> Bool {
-    let end = loop.now + limit
-    while !done() {
-        if loop.now >= end { return false }
-        try loop.run(.default, timeout: .milliseconds(5))
-    }
-    return true
-}
 
 func temporaryDatabase() -> String {
     "/tmp/chat-node-test-\(getpid())-\(UInt64.random(in: 0...UInt64.max)).db"

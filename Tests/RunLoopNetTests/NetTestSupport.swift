@@ -4,21 +4,6 @@ import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
 
-/// Runs `loop` in `mode` in short slices until `done()` or `limit` (on the loop's clock) has passed.
-/// Returns whether `done()` became true. The limit only guards against a hang (the thread sanitizer
-/// on a busy machine is many times slower), so it is generous.
-@discardableResult
-func spin(
-    _ loop: RunLoop, mode: RunLoop.Mode = .default, for limit: Duration = .seconds(30),
-    until done: () -> Bool
-) throws -> Bool {
-    let end = loop.now + limit
-    while !done() {
-        if loop.now >= end { return false }
-        try loop.run(mode, timeout: .milliseconds(5))
-    }
-    return true
-}
 
 /// A listener on 127.0.0.1 (or `host`), port 0, that echoes everything it receives.
 func echoListener(host: String = "127.0.0.1", modes: [RunLoop.Mode] = [.common]) throws -> TCPListener {

@@ -3,17 +3,6 @@ import RunLoopNet
 import RunLoopTesting
 import RunLoopWebSocket
 
-/// Runs `loop` in short slices until `done()` or `limit` (on the loop's clock) has passed; the limit
-/// only guards against a hang.
-@discardableResult
-func spin(_ loop: RunLoop, for limit: Duration = .seconds(30), until done: () -> Bool) throws -> Bool {
-    let end = loop.now + limit
-    while !done() {
-        if loop.now >= end { return false }
-        try loop.run(.default, timeout: .milliseconds(5))
-    }
-    return true
-}
 
 /// A WebSocket peer written by hand on a raw TCP connection, to send what a real client never would
 /// and to read exactly what the server put on the wire.

@@ -1,6 +1,7 @@
 @testable import RunLoopIM
 import RunLoopKit
 import RunLoopNet
+import RunLoopTesting
 
 /// An ``IMServer`` in `pair.server` and an ``IMClient`` ("alice") in `pair.client` following a
 /// ``NetworkReachability`` whose target is the server's address — all on the calling loop thread,

@@ -1,20 +1,9 @@
 import Glibc
 import RunLoopKit
+import RunLoopTesting
 import RunLoopIM
 import RunLoopNet
 
-/// Runs `loop` in short slices until `done()` or `limit` (on the loop's clock) has passed; returns
-/// whether `done()` became true. The limit only ends a hang (the thread sanitizer on a busy machine is
-/// many times slower), so it is generous; a passing test returns as soon as the condition holds.
-@discardableResult
-func spin(_ loop: RunLoop, for limit: Duration = .seconds(30), until done: () -> Bool) throws -> Bool {
-    let end = loop.now + limit
-    while !done() {
-        if loop.now >= end { return false }
-        try loop.run(.default, timeout: .milliseconds(5))
-    }
-    return true
-}
 
 /// Records everything a client reports.
 final class ClientRecorder {
