@@ -46,6 +46,7 @@ ROWS = [
     ("server CPU during the fan-out", lambda f: f.get("server_cpu_ms"), 0, " ms"),
     ("server CPU, share of one core", lambda f: cpu_share(f, "server_cpu_ms"), 0, " %"),
     ("**server CPU per delivery**", lambda f: f.get("server_cpu_per_delivery_us"), 2, " µs"),
+    ("deliveries/s the server's CPU alone would allow (10⁶ / CPU per delivery)", lambda f: 1e6 / f["server_cpu_per_delivery_us"] if f.get("server_cpu_per_delivery_us") else None, 0, ""),
     ("server main thread waiting for a CPU (run queue)", lambda f: f.get("server_runqueue_wait_ms"), 0, " ms"),
     ("client-side CPU during the fan-out (all client processes)", lambda f: f.get("client_cpu_ms"), 0, " ms"),
     ("client-side CPU, share of one core", lambda f: cpu_share(f, "client_cpu_ms"), 0, " %"),
