@@ -47,6 +47,19 @@ let package = Package(
             ],
             path: "Sources/IMIdleProfile"
         ),
+        // Messages per second through one chat node (one room, N clients, fan-out), delivery latency and
+        // the node's RSS per client, beside mosquitto doing the same at QoS 1 (Scripts/fanout.sh).
+        // Not a harness benchmark: the node is another process, measured through /proc.
+        .executableTarget(
+            name: "fanout-bench",
+            dependencies: [
+                .product(name: "RunLoopKit", package: "RunLoopKit"),
+                .product(name: "RunLoopNet", package: "RunLoopKit"),
+                .product(name: "RunLoopIM", package: "RunLoopKit"),
+                "BenchSupport",
+            ],
+            path: "Sources/FanoutBench"
+        ),
         .executableTarget(
             name: "RunLoopKitBench",
             dependencies: [

@@ -1,0 +1,53 @@
+/// `fanout-bench --port P --pid PID [--subscribers N] [--messages M] [--window W] [--payload B] [--timeout S]`
+struct Options {
+    /// The chat node's port on 127.0.0.1 (the script started it and read "listening on …").
+    var port: UInt16 = 0
+    /// The node's process id: its RSS and CPU are read from /proc/PID.
+    var pid: Int32 = 0
+    /// Clients that join the room and receive every message.
+    var subscribers = 50
+    /// Messages the publisher sends to the room.
+    var messages = 5_000
+    /// Messages the publisher may have sent and not yet had acknowledged (SEND_ACK), like an MQTT
+    /// client's QoS 1 in-flight window waiting for PUBACKs.
+    var window = 100
+    /// Bytes of message text: the send time (20 decimal digits) padded with 'x', the same payload the
+    /// MQTT driver publishes.
+    var payload = 64
+    /// The whole fan-out must finish within this, or the run reports what arrived and fails.
+    var timeout = 90
+    /// Logging in and joining must finish within this.
+    var readyTimeout = 30
+    /// The room every client joins.
+    var room = "fanout"
+
+    static let usage = """
+        usage: fanout-bench --port P --pid PID [--subscribers N] [--messages M] [--window W] [--payload BYTES] [--timeout SECONDS]
+          N subscribers and one publisher (IMClient) join one room of the chat node at 127.0.0.1:P; the
+          publisher sends M messages with at most W unacknowledged; prints `fanout.<figure> <value>` lines.
+        """
+
+    init(_ arguments: [String]) throws(UsageError) {
+        var rest = arguments[...]
+        while let flag = rest.popFirst() {
+            guard let text = rest.popFirst(), let value = Int(text), value >= 0 else { throw UsageError(flag) }
+            switch flag {
+            case "--port": port = UInt16(clamping: value)
+            case "--pid": pid = Int32(clamping: value)
+            case "--subscribers": subscribers = max(1, value)
+            case "--messages": messages = max(1, value)
+            case "--window": window = max(1, value)
+            case "--payload": payload = max(20, value)
+            case "--timeout": timeout = max(1, value)
+            default: throw UsageError(flag)
+            }
+        }
+        if port == 0 { throw UsageError("--port") }
+        if pid == 0 { throw UsageError("--pid") }
+    }
+}
+
+struct UsageError: Error {
+    let flag: String
+    init(_ flag: String) { self.flag = flag }
+}

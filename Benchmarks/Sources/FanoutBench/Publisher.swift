@@ -1,0 +1,92 @@
+import BenchSupport
+import RunLoopIM
+import RunLoopKit
+import RunLoopNet
+
+/// The one sending client, on a thread and loop of its own: logs in, joins the room, and on ``go()``
+/// sends `messages` room messages, keeping at most `window` sent and not yet acknowledged — the
+/// equivalent of an MQTT QoS 1 publisher's in-flight window of PUBLISHes waiting for PUBACK. A
+/// message is acknowledged (`delivered`) once the node committed it and its recipients' inbox rows.
+final class Publisher {
+    let options: Options
+    let loop = RunLoop.current
+    private var client: IMClient!
+    private(set) var isReady = false
+    private(set) var failures: [String] = []
+    private(set) var sent = 0
+    private(set) var acknowledged = 0
+    private(set) var failed = 0
+    /// CLOCK_MONOTONIC of the first send and of the last acknowledgement.
+    private(set) var firstSend: UInt64 = 0
+    private(set) var lastAck: UInt64 = 0
+    var isFinished: Bool { acknowledged + failed >= options.messages }
+
+    init(options: Options) {
+        self.options = options
+        var configuration = IMClientConfiguration(user: "publisher", password: "fanout")
+        configuration.loginTimeout = .seconds(Int64(options.readyTimeout))
+        // The window bounds what is unsettled; the outbox only needs room for it.
+        configuration.outboxLimit = max(configuration.outboxLimit, options.window)
+        client = IMClient(
+            configuration: configuration, loop: loop,
+            connector: TCPTransport.connector(host: "127.0.0.1", port: options.port))
+        let room = options.room
+        client.onStateChange = { [unowned self] client, state in
+            switch state {
+            case .online where !isReady:
+                var request = IMRoomRequest()
+                request.room = room
+                do { try client.request(.join, message: request) } catch { failures.append("publisher join: \(error)") }
+            case .closed(let reason):
+                failures.append("publisher closed: \(reason)")
+            default:
+                break
+            }
+        }
+        client.onResponse = { [unowned self] _, _, result in
+            switch result {
+            case .success(let frame) where frame.code == .ok: isReady = true
+            case .success(let frame): failures.append("publisher join refused: \(frame.code.map { "\($0)" } ?? "?")")
+            case .failure(let reason): failures.append("publisher join lost: \(reason)")
+            }
+        }
+        client.onDisconnect = { [unowned self] _, reason in failures.append("publisher disconnected: \(reason)") }
+        client.onDelivery = { [unowned self] _, _, state in
+            switch state {
+            case .delivered:
+                acknowledged += 1
+                lastAck = bs_now_ns()
+            case .failed(let why):
+                failed += 1
+                if failures.count < 10 { failures.append("publisher message failed: \(why)") }
+            case .queued, .sent:
+                return
+            }
+            fill()
+        }
+    }
+
+    func start() { client.start() }
+
+    /// Starts sending.
+    func go() {
+        firstSend = bs_now_ns()
+        fill()
+    }
+
+    /// Sends until `window` messages are unsettled or all have been sent.
+    private func fill() {
+        while sent < options.messages, sent - acknowledged - failed < options.window {
+            let text = Payload.make(sentAt: bs_now_ns(), bytes: options.payload)
+            do {
+                try client.send(text, to: .room(options.room))
+            } catch {
+                failures.append("publisher send: \(error)")
+                failed += options.messages - sent
+                sent = options.messages
+                return
+            }
+            sent += 1
+        }
+    }
+}

@@ -1,0 +1,84 @@
+import BenchSupport
+import RunLoopIM
+import RunLoopKit
+import RunLoopNet
+
+/// The N receiving clients, all on the calling thread's loop: each logs in as a user of its own (a
+/// room message has one inbox row per recipient user, as in a real room), joins the room, and records
+/// for every message it receives the delivery latency (now − the send time in its text).
+final class Subscribers {
+    let options: Options
+    let loop = RunLoop.current
+    private var clients: [IMClient] = []
+    /// Subscribers whose JOIN was answered `ok`.
+    private(set) var joined = 0
+    /// Why a client failed to come online or to join (a failed run reports them).
+    private(set) var failures: [String] = []
+    /// Delivery latency of every message received, in nanoseconds (M × N of them when all arrive).
+    private(set) var latencies: [UInt64] = []
+    /// Messages each subscriber received.
+    private(set) var receivedBy: [Int]
+    /// Texts without a send time (none expected: they would mean a foreign message in the room).
+    private(set) var unreadable = 0
+    /// CLOCK_MONOTONIC of the last message received.
+    private(set) var lastDelivery: UInt64 = 0
+    /// Stop the loop when this many messages have arrived in all.
+    var expected = Int.max
+
+    init(options: Options) {
+        self.options = options
+        receivedBy = Array(repeating: 0, count: options.subscribers)
+        latencies.reserveCapacity(options.subscribers * options.messages)
+    }
+
+    var received: Int { latencies.count }
+    /// Incoming duplicates the clients' de-duplication dropped (a resend the server made).
+    var duplicatesDropped: Int { clients.reduce(0) { $0 + $1.duplicatesDropped } }
+
+    /// Opens every client; they come online and join as the loop runs.
+    func connect() {
+        for index in 0..<options.subscribers { open(index) }
+    }
+
+    private func open(_ index: Int) {
+        var configuration = IMClientConfiguration(user: "sub\(index)", password: "fanout")
+        configuration.loginTimeout = .seconds(Int64(options.readyTimeout))
+        let client = IMClient(
+            configuration: configuration, loop: loop,
+            connector: TCPTransport.connector(host: "127.0.0.1", port: options.port))
+        let room = options.room
+        client.onStateChange = { [unowned self] client, state in
+            switch state {
+            case .online:
+                var request = IMRoomRequest()
+                request.room = room
+                do { try client.request(.join, message: request) } catch { failures.append("sub\(index) join: \(error)") }
+            case .closed(let reason):
+                failures.append("sub\(index) closed: \(reason)")
+            default:
+                break
+            }
+        }
+        client.onResponse = { [unowned self] _, _, result in
+            switch result {
+            case .success(let frame) where frame.code == .ok: joined += 1
+            case .success(let frame): failures.append("sub\(index) join refused: \(frame.code.map { "\($0)" } ?? "?")")
+            case .failure(let reason): failures.append("sub\(index) join lost: \(reason)")
+            }
+        }
+        client.onDisconnect = { [unowned self] _, reason in failures.append("sub\(index) disconnected: \(reason)") }
+        client.onMessage = { [unowned self] _, message in
+            let now = bs_now_ns()
+            guard let sentAt = Payload.sentAt(message.text) else {
+                unreadable += 1
+                return
+            }
+            latencies.append(now &- sentAt)
+            receivedBy[index] += 1
+            lastDelivery = now
+            if latencies.count >= expected { loop.stop() }
+        }
+        clients.append(client)
+        client.start()
+    }
+}
