@@ -52,8 +52,10 @@ struct ClientHarness {
         record(machine.frameReceived(IMFrame(command: .loginAck, serial: login.serial, message: IMLoginResponse()), generation: generation, now: now))
     }
 
+    /// One frame in a read of its own (the DELIVER_ACK for it, if any, follows at once).
     mutating func receive(_ frame: IMFrame) {
         record(machine.frameReceived(frame, generation: generation, now: now))
+        record(machine.endOfInput(generation: generation, now: now))
     }
 
     func written(_ command: IMCommand) -> [IMFrame] {
@@ -412,5 +414,30 @@ struct ClientRequestTests {
         #expect(harness.log.contains(.requestLost(serial: second, .answerTimeout(.seconds(5)))))
         harness.receive(IMFrame(command: .presence, serial: 0, message: IMPresenceNotice()))
         #expect(!harness.log.contains { if case .notice = $0 { return true } else { return false } }, "nothing from a dead connection")
+    }
+}
+
+@Suite("Client protocol machine: acknowledgements")
+struct ClientAckTests {
+    @Test("one DELIVER_ACK for everything one read delivered, duplicates included")
+    func batchedAcks() throws {
+        var harness = ClientHarness()
+        harness.goOnline()
+        for seq in 1...5 {
+            var message = IMChatMessage()
+            message.id = "m\(seq % 4)"  // m1 comes twice
+            message.from = "bob"
+            message.seq = UInt64(seq)
+            harness.record(harness.machine.frameReceived(IMFrame(command: .deliver, serial: UInt32(seq), message: message),
+                                                         generation: harness.generation, now: harness.now))
+        }
+        #expect(harness.written(.deliverAck).isEmpty, "not before the read is done")
+        harness.record(harness.machine.endOfInput(generation: harness.generation, now: harness.now))
+        let acks = harness.written(.deliverAck)
+        #expect(acks.count == 1)
+        #expect(try acks[0].decode(IMDeliverAck.self).seqs == [1, 2, 3, 4, 5])
+        #expect(harness.received.count == 4 && harness.machine.duplicatesDropped == 1)
+        harness.record(harness.machine.endOfInput(generation: harness.generation, now: harness.now))
+        #expect(harness.written(.deliverAck).count == 1, "nothing new, no frame")
     }
 }

@@ -288,9 +288,10 @@ public final class IMClient {
                 apply(machine.protocolError(generation: generation, error, now: loop.now))
                 return
             }
-            guard let frame else { return }
+            guard let frame else { break }
             apply(machine.frameReceived(frame, generation: generation, now: loop.now))
         }
+        apply(machine.endOfInput(generation: generation, now: loop.now))
     }
 
     private func checkThread() {

@@ -65,9 +65,9 @@ extension IMClientMachine {
         } else {
             duplicatesDropped += 1
         }
-        // Acknowledge duplicates too: the server resent because our earlier ack was lost.
-        var ack = IMDeliverAck()
-        ack.seqs = [message.seq]
-        write(IMFrame(command: .deliverAck, serial: takeSerial(), message: ack), now: now, expectsAnswer: false)
+        // Acknowledge duplicates too: the server resent because our earlier ack was lost. One
+        // DELIVER_ACK for everything one read brought (``endOfInput``): each ack is a transaction
+        // on the server, and a busy room delivers many messages per read.
+        unacknowledged.append(message.seq)
     }
 }

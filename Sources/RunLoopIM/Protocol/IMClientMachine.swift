@@ -75,6 +75,8 @@ public struct IMClientMachine: Sendable {
     public internal(set) var lastFailure: IMDisconnectReason?
     /// The keepalive the server granted at login, when it is shorter than asked.
     var grantedKeepalive: Duration?
+    /// Sequences delivered to the application and not yet acknowledged to the server.
+    var unacknowledged: [UInt64] = []
     /// Application requests written on the current connection and not answered yet.
     var pendingRequests: Set<UInt32> = []
     var actions: [IMClientAction] = []
@@ -147,6 +149,17 @@ public struct IMClientMachine: Sendable {
             drop(.protocolError(error), now: now)
         }
         if isTransportOpen { refreshAnswerDeadline(now: now) }
+        return takeActions()
+    }
+
+    /// Every frame of one read of the transport of `generation` was given to ``frameReceived(_:generation:now:)``:
+    /// the DELIVER_ACK for what they delivered goes out now, in one frame.
+    public mutating func endOfInput(generation from: UInt64, now: LoopInstant) -> [IMClientAction] {
+        guard currentGeneration == from, isTransportOpen, !unacknowledged.isEmpty else { return [] }
+        var ack = IMDeliverAck()
+        ack.seqs = unacknowledged
+        unacknowledged.removeAll(keepingCapacity: true)
+        write(IMFrame(command: .deliverAck, serial: takeSerial(), message: ack), now: now, expectsAnswer: false)
         return takeActions()
     }
 
@@ -400,6 +413,8 @@ public struct IMClientMachine: Sendable {
         answerDeadline = nil
         loginDeadline = nil
         outbox.connectionLost()
+        // Not acknowledged on that connection: the server sends them again and de-dup drops them.
+        unacknowledged.removeAll()
         for serial in pendingRequests.sorted() { actions.append(.requestLost(serial: serial, reason)) }
         pendingRequests.removeAll()
         if wasClosing {
