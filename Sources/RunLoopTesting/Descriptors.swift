@@ -40,3 +40,21 @@ public func peerIsOpen(_ fd: Int32) -> Bool {
     var byte: UInt8 = 0
     return recv(fd, &byte, 1, Int32(MSG_DONTWAIT) | Int32(MSG_PEEK)) != 0
 }
+
+/// A descriptor number no parallel test will be handed: `slot` below the top of the open-file limit
+/// (the soft limit is raised to the hard one first). The kernel gives out the lowest free number, so
+/// numbers at the top stay free unless thousands are open; a fixed number like 700 is not — a test
+/// holding 1,000 connections lands on it, and a `dup2` onto it would close one of that test's sockets.
+/// Use a different `slot` in each test that needs one.
+public func reservedDescriptorNumber(slot: Int) -> Int32 {
+    var limit = rlimit()
+    getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    if limit.rlim_cur < limit.rlim_max {
+        limit.rlim_cur = limit.rlim_max
+        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
+    let top = Int(min(limit.rlim_cur, 1 << 20))
+    precondition(top > 64 + slot, "the open-file limit is too low for a reserved descriptor number")
+    return Int32(top - 1 - slot)
+}

@@ -63,8 +63,7 @@ import Testing
 
     @Test func aReusedDescriptorNumberIsWatchedEvenIfTheOldSourceWasNotInvalidated() async throws {
         let (received, oldIsValid) = try await onManualClockLoop { loop, _ in
-            // The reused number is a high one, so nothing else in the process lands on it meanwhile.
-            let number: Int32 = 700
+            let number = reservedDescriptorNumber(slot: 1)
             var first: [Int32] = [0, 0]
             _ = pipe(&first)
             _ = dup2(first[0], number)

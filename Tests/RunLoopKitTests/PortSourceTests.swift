@@ -155,24 +155,24 @@ import Testing
     }
 
     @Test func badDescriptorsAreTypedErrors() async throws {
-        let (closed, regular, closedSinceCreation) = try await onLoopThread {
-            let closed = caught { () throws(RunLoopError) in _ = try RunLoopPortSource(fileDescriptor: 9999) { _, _ in } }
+        let (closed, regular, closedSinceCreation, neverOpened) = try await onLoopThread {
+            let neverOpened = reservedDescriptorNumber(slot: 3)
+            let closed = caught { () throws(RunLoopError) in _ = try RunLoopPortSource(fileDescriptor: neverOpened) { _, _ in } }
             let path = "/tmp/runloopkit-port-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
             let file = open(path, O_CREAT | O_RDWR, 0o600)
             defer { close(file); unlink(path) }
             let regular = caught { () throws(RunLoopError) in _ = try RunLoopPortSource(fileDescriptor: file) { _, _ in } }
-            // A high number, so no descriptor opened by a parallel test reuses it after the close.
             var fds: [Int32] = [0, 0]
             _ = pipe(&fds)
-            let high = dup2(fds[0], 900)
+            let high = dup2(fds[0], reservedDescriptorNumber(slot: 2))
             close(fds[0])
             close(fds[1])
             let source = try RunLoopPortSource(fileDescriptor: high) { _, _ in }
             close(high)
             let later = caught { () throws(RunLoopError) in try RunLoop.current.add(source, forMode: .default) }
-            return (closed, regular, later)
+            return (closed, regular, later, neverOpened)
         }
-        #expect(closed == .invalidDescriptor(9999))
+        #expect(closed == .invalidDescriptor(neverOpened))
         #expect(regular == .unsupportedDescriptor(regular.flatMap { if case .unsupportedDescriptor(let fd) = $0 { fd } else { nil } } ?? -1))
         #expect(closedSinceCreation.map { if case .invalidDescriptor = $0 { true } else { false } } == true)
     }
