@@ -20,6 +20,7 @@ import Testing
         }
         let total = 2 * 1024 * 1024
         let chunk = 16 * 1024
+        let stream = patternStream(count: total)
         let outcome = try await onLoopThread {
             let loop = RunLoop.current
             var outcome = Outcome()
@@ -31,8 +32,7 @@ import Testing
                 // Produce while writable; stop at the high water mark; resume when told.
                 func produce(_ connection: TCPConnection) {
                     while connection.isWritable && produced < total {
-                        let block = (produced..<(produced + chunk)).map { UInt8(truncatingIfNeeded: $0 % 251) }
-                        try? connection.write(block)
+                        try? connection.write(Array(stream[produced..<(produced + chunk)]))
                         produced += chunk
                         outcome.maxQueued = max(outcome.maxQueued, connection.bufferedOutputBytes)
                     }
@@ -53,15 +53,14 @@ import Testing
             // Paused from the start: the server's first stall (whenever it comes) is what resumes it.
             reader.pauseReading()
             reader.onData = { _, bytes in
-                for byte in bytes {
-                    if byte != UInt8(truncatingIfNeeded: outcome.received % 251) { outcome.inOrder = false }
-                    outcome.received += 1
-                }
+                if !isPart(bytes, of: stream, at: outcome.received) { outcome.inOrder = false }
+                outcome.received += bytes.count
             }
             reader.onClose = { _, why in outcome.clientReason = why }
             reader.connect(to: "127.0.0.1", port: listener.port)
-            // spin's default hang guard (30 s): under the thread sanitizer, next to the process tests,
-            // this 2 MiB trickle has taken over 10 s on a loaded 2-core machine (about 4 s alone).
+            // spin's default hang guard (30 s). The trickle itself takes a second or two under the
+            // thread sanitizer on a loaded 2-core machine; making and checking the bytes one by one
+            // in the callouts (see patternStream) used to take more than the whole 30 s.
             try spin(loop) { outcome.clientReason != nil && outcome.serverReason != nil }
             client = nil
             return outcome
