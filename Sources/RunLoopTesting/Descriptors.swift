@@ -35,10 +35,22 @@ public func readAvailable(_ fd: Int32, limit: Int = 4096) -> String {
 /// Whether `fd` is an open descriptor.
 public func isOpen(_ fd: Int32) -> Bool { fcntl(fd, F_GETFD) != -1 }
 
-/// Whether the other end of a socket pair is still open: a closed peer reads as end of file.
-public func peerIsOpen(_ fd: Int32) -> Bool {
-    var byte: UInt8 = 0
-    return recv(fd, &byte, 1, Int32(MSG_DONTWAIT) | Int32(MSG_PEEK)) != 0
+/// The open file a descriptor names: (device, inode).
+public struct FileIdentity: Equatable, Sendable {
+    public let device: UInt64
+    public let inode: UInt64
+}
+
+/// What `fd` refers to in this process, or nil if it is not open.
+///
+/// To tell whether this process closed a descriptor, compare its identity before and after: a closed
+/// number may be reused at once by a parallel test (it then names another file). The other end of a
+/// socket pair is no witness: a child that a parallel test spawns meanwhile inherits every descriptor
+/// without FD_CLOEXEC and keeps the socket open, so the peer sees no end of file until that child exits.
+public func fileIdentity(_ fd: Int32) -> FileIdentity? {
+    var info = stat()
+    guard fstat(fd, &info) == 0 else { return nil }
+    return FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
 }
 
 /// A descriptor number no parallel test will be handed: `slot` below the top of the open-file limit
