@@ -10,8 +10,10 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 work="$root/.build-autobahn"
-server_port="${AUTOBAHN_SERVER_PORT:-9011}"
-fuzzing_port="${AUTOBAHN_FUZZING_PORT:-9012}"
+# Free ports chosen now (a fixed one met a fuzzing server left behind by an earlier run).
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+server_port="${AUTOBAHN_SERVER_PORT:-$(free_port)}"
+fuzzing_port="${AUTOBAHN_FUZZING_PORT:-$(free_port)}"
 
 python2=""
 for candidate in "${PYTHON2:-}" python2.7 "$HOME/.pyenv/versions/2.7.18/bin/python2.7"; do
@@ -30,6 +32,9 @@ if [ -z "$python2" ]; then
     exit 0
 fi
 py2() { PYENV_VERSION=2.7.18 PYTHONUSERBASE="$work/py" "$python2" "$@"; }
+# For background runs: `exec`, so that `$!` is Python's own pid and the cleanup really stops it
+# (killing the subshell of a plain function call left the fuzzing server running).
+py2_exec() { PYENV_VERSION=2.7.18 PYTHONUSERBASE="$work/py" exec "$python2" "$@"; }
 
 mkdir -p "$work"
 if ! py2 -c 'import autobahntestsuite' >/dev/null 2>&1; then
@@ -81,7 +86,7 @@ cat > "$work/fuzzingserver.json" <<SPEC
   "exclude-agent-cases": {}
 }
 SPEC
-py2 "$here/wstest_local.py" -m fuzzingserver -s "$work/fuzzingserver.json" > "$work/fuzzingserver.log" 2>&1 &
+py2_exec "$here/wstest_local.py" -m fuzzingserver -s "$work/fuzzingserver.json" > "$work/fuzzingserver.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$fuzzing_port") 2>/dev/null && break; sleep 0.1; done
 "$bin/ws-autobahn-client" --port "$fuzzing_port" --agent runloopkit > "$work/autobahn-client.log" 2>&1 || status=1
