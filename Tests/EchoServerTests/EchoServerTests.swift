@@ -4,34 +4,12 @@ import Testing
 
 /// The `echo-server` sample as a real process, attacked from outside with plain sockets, the way
 /// issue 8 found what broke: a shutdown that reset slow readers and busy senders, clients that never
-/// read holding their slots for ever, and clients left hanging at the descriptor limit.
+/// read holding their slots for ever, and clients left hanging at the descriptor limit. Streams come
+/// from RunLoopTesting's `patternStream` (each client its own seed), checked with memcmp (``readSome``).
 ///
 /// Serialized: each test drives a daemon and up to 60 clients hard; five at once (under the thread
 /// sanitizer, on two cores) starve the rest of the suite.
 @Suite(.serialized) struct EchoServerTests {
-    /// A client's stream: the byte at `offset` is `(offset + seed) % 251` (each client its own
-    /// phase), so a lost or reordered echo shows.
-    ///
-    /// Made with a handful of memcpy calls, and checked with memcmp (``readSome``), never with a Swift
-    /// loop over the bytes: in a debug build under the thread sanitizer such a loop costs microseconds
-    /// a byte — tens of seconds for these megabytes on a loaded machine, eaten out of the tests' time
-    /// limits (RunLoopNetTests' slow-reader tests timed out that way).
-    static func stream(count: Int, seed: Int = 0) -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: count)
-        bytes.withUnsafeMutableBufferPointer { buffer in
-            guard let base = buffer.baseAddress else { return }
-            let period = min(251, count)
-            for offset in 0..<period { base[offset] = UInt8((offset + seed) % 251) }
-            var filled = period
-            while filled < count {
-                let copied = min(filled, count - filled)
-                memcpy(base + filled, base, copied)
-                filled += copied
-            }
-        }
-        return bytes
-    }
-
     /// One client's view of the end of its connection.
     struct Ending: Sendable, Equatable, CustomStringConvertible {
         var received = 0
@@ -96,7 +74,7 @@ import Testing
         let (port, pid) = (server.port, server.pid)
         let report = try await onLoopThread {
             let total = 8 * 1024 * 1024
-            let stream = Self.stream(count: total)
+            let stream = patternStream(count: total)
             var report = SlowReaderReport()
             let client = RawClient(port: port)
             report.port = client.localPort
@@ -151,7 +129,7 @@ import Testing
         let (port, pid) = (server.port, server.pid)
         let count = 20
         let (endings, ports) = try await onLoopThread {
-            let streams = (0..<count).map { Self.stream(count: 2 * 1024 * 1024, seed: $0) }
+            let streams = (0..<count).map { patternStream(count: 2 * 1024 * 1024, seed: $0) }
             let clients = (0..<count).map { _ in RawClient(port: port) }
             var endings = [Ending](repeating: Ending(), count: count)
             var sent = [Int](repeating: 0, count: count)

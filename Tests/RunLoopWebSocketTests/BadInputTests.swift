@@ -28,6 +28,7 @@ import Testing
     static func run(
         configuration: WebSocketConfiguration = WebSocketConfiguration(),
         request: [UInt8] = request(),
+        awaitingServerError: Bool = false,
         _ bad: @escaping @Sendable (RawPeer) -> Void = { _ in }
     ) async throws -> Outcome {
         try await onLoopThread {
@@ -46,6 +47,9 @@ import Testing
             try spin(loop) { peer.head != nil || peer.closed != nil }
             bad(peer)
             try spin(loop) { peer.closed != nil }
+            // The server reports its side once its close completes, which can come after the peer
+            // saw the close frame (seen under parallel load): wait for it where a test checks it.
+            if awaitingServerError { try spin(loop) { outcome.serverInfo != nil } }
             outcome.head = peer.head
             outcome.closeCode = peer.closeCode
             outcome.peerClosed = peer.closed
@@ -80,7 +84,7 @@ import Testing
     }
 
     @Test func unmaskedClientFrameClosesWith1002() async throws {
-        let outcome = try await Self.run { $0.send(WebSocketFrame(opcode: .text, payload: Array("x".utf8)), masked: false) }
+        let outcome = try await Self.run(awaitingServerError: true) { $0.send(WebSocketFrame(opcode: .text, payload: Array("x".utf8)), masked: false) }
         #expect(outcome.head?.hasPrefix("HTTP/1.1 101") == true)
         #expect(outcome.closeCode == .protocolError)
         #expect(outcome.serverInfo?.code == .protocolError)
@@ -94,7 +98,7 @@ import Testing
     }
 
     @Test func invalidUTF8ClosesWith1007EvenWhenSplitAcrossFragments() async throws {
-        let whole = try await Self.run { $0.send(WebSocketFrame(opcode: .text, payload: [0x41, 0xED, 0xA0, 0x80])) }
+        let whole = try await Self.run(awaitingServerError: true) { $0.send(WebSocketFrame(opcode: .text, payload: [0x41, 0xED, 0xA0, 0x80])) }
         #expect(whole.closeCode == .invalidPayload)
         #expect(whole.serverInfo?.error == .invalidUTF8)
         // Valid so far in the first fragment; the surrogate is only complete in the second.
@@ -109,7 +113,7 @@ import Testing
     @Test func messageOverTheLimitClosesWith1009() async throws {
         let configuration = WebSocketConfiguration(maxFrameSize: 1000, maxMessageSize: 1500)
         // Each fragment within the frame limit; together over the message limit.
-        let outcome = try await Self.run(configuration: configuration) { peer in
+        let outcome = try await Self.run(configuration: configuration, awaitingServerError: true) { peer in
             peer.send(WebSocketFrame(fin: false, opcode: .binary, payload: Array(repeating: 0, count: 1000)))
             peer.send(WebSocketFrame(opcode: .continuation, payload: Array(repeating: 0, count: 1000)))
         }
