@@ -2,14 +2,22 @@ import Glibc
 import RunLoopKit
 
 /// Runs `body` on a new thread (so it gets a fresh `RunLoop.current`) and returns its result to the
-/// async test. The thread ends when `body` returns, which also tears its loop down.
+/// async test once that thread has ended — and so once its loop has been torn down.
 ///
 /// Swift Testing runs tests in parallel on a shared pool; giving each test its own thread gives it its
 /// own loop, so tests never see each other's items.
+///
+/// The result is handed over only after the thread is joined: the loop's teardown runs in a
+/// thread-specific-data destructor after `body` returns, and a test that goes on to use that loop's
+/// items (moving a timer to another loop, expecting `loopTornDown`) would otherwise race with it. Under
+/// load or the thread sanitizer it lost that race.
 public func onLoopThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
+        let result = LockedBox<Result<T, any Error>?>(nil)
+        let worker = startJoinableThread { result.set(Result { try body() }) }
         startThread {
-            do { continuation.resume(returning: try body()) } catch { continuation.resume(throwing: error) }
+            pthread_join(worker, nil)
+            continuation.resume(with: result.get()!)
         }
     }
 }
@@ -30,6 +38,11 @@ public func onManualClockLoop<T: Sendable>(
 /// Starts a detached pthread running `body`, with no signal blocked — like a daemon's own thread.
 /// (Threads inherit the creator's mask, and Swift concurrency's worker threads block every signal.)
 public func startThread(_ body: @escaping @Sendable () -> Void) {
+    pthread_detach(startJoinableThread(body))
+}
+
+/// Starts a pthread running `body` with no signal blocked; the caller must join or detach it.
+public func startJoinableThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
     final class Box: @unchecked Sendable {
         let body: @Sendable () -> Void
         init(_ body: @escaping @Sendable () -> Void) { self.body = body }
@@ -45,7 +58,7 @@ public func startThread(_ body: @escaping @Sendable () -> Void) {
         return nil
     }, context)
     precondition(status == 0, "pthread_create failed")
-    pthread_detach(thread)
+    return thread
 }
 
 /// Sleeps the calling helper thread; for cross-thread tests that need real time to pass.
