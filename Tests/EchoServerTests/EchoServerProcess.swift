@@ -47,6 +47,9 @@ final class EchoServerProcess {
         posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 1)
         posix_spawn_file_actions_addclose(&actions, pipeFDs[0])
         posix_spawn_file_actions_addopen(&actions, 2, logPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        // Tests run in parallel: descriptors other tests opened without close-on-exec (their pipes,
+        // their sockets' peers) must not live on in this daemon, or their peers never see end of file.
+        closeInheritedDescriptors(from: 3, in: &actions)
         // The test thread's signal mask and dispositions must not leak into the daemon: a blocked
         // SIGTERM would never reach it.
         var attributes = posix_spawnattr_t()

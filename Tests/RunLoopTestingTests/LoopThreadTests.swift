@@ -32,3 +32,30 @@ import Testing
         await #expect(throws: Failure.self) { try await onLoopThread { throw Failure() } }
     }
 }
+
+/// A spawned child keeps nothing of ours beyond what it was given.
+@Suite struct SpawnedChildDescriptorTests {
+    /// Spawns `sh -c "test -e /proc/$$/fd/N"` and returns its exit status: 0 if the child has `fd` open.
+    private func childHas(_ fd: Int32, closingInherited: Bool) -> Int32 {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if closingInherited { #expect(closeInheritedDescriptors(from: 3, in: &actions)) }
+        let arguments = ["/bin/sh", "-c", "test -e /proc/$$/fd/\(fd)"]
+        let argv = arguments.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        guard posix_spawn(&pid, arguments[0], &actions, nil, argv, environ) == 0 else { return -1 }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        return (status >> 8) & 0xff
+    }
+
+    @Test func aDescriptorWithoutCloseOnExecStaysOutOfTheChild() {
+        var ends: [Int32] = [-1, -1]
+        #expect(pipe(&ends) == 0)
+        defer { close(ends[0]); close(ends[1]) }
+        #expect(childHas(ends[1], closingInherited: false) == 0, "the witness: without it the child inherits the pipe")
+        #expect(childHas(ends[1], closingInherited: true) == 1)
+    }
+}

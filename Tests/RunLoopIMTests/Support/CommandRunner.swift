@@ -1,4 +1,5 @@
 import Glibc
+import RunLoopTesting
 
 /// What a finished command printed and how it ended.
 struct CommandResult: Sendable {
@@ -43,6 +44,8 @@ func runCommand(_ arguments: [String]) throws(CommandError) -> CommandResult {
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
     posix_spawn_file_actions_adddup2(&actions, outputPipe[1], 1)
     posix_spawn_file_actions_adddup2(&actions, errorPipe[1], 2)
+    // Whatever else this process has open (other tests' pipes and sockets) stays out of the child.
+    closeInheritedDescriptors(from: 3, in: &actions)
 
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
