@@ -110,22 +110,23 @@ import Testing
     @Test func aSlowReaderDrainingTheKernelQueueOutlastsTheLingerTimeout() async throws {
         let total = 1024 * 1024
         let stream = patternStream(count: total)
-        let (outcome, took) = try await onManualClockLoop { loop, _ in
+        // The clock moves only when the test moves it, and only after the reader made progress: virtual
+        // time never passes while the kernel's loopback is still moving bytes in real time. (With an
+        // auto-advancing clock, idle passes under load moved it on while ACKs lagged, and the linger
+        // timeout fired although the reader was still reading.)
+        let (outcome, took) = try await onManualClockLoop(autoAdvances: false) { loop, clock in
             var outcome = Outcome()
             let listener = TCPListener()
             defer { listener.close() }
             listener.onAccept = { _, connection in
-                // 100 ms virtual, not 30: the drain below still outlasts it several times, and a
-                // shorter one flaked under load — the kernel's loopback ACKs lagged while idle passes
-                // moved the manual clock on in 5 ms steps.
-                connection.lingerTimeout = .milliseconds(100)
+                connection.lingerTimeout = .milliseconds(30)
                 connection.onClose = { _, why in outcome.serverReason = why }
                 try? connection.write(stream)
                 connection.close()
             }
             try listener.listen()
-            // A small receive window and one read pass every 5 ms: about 16 KiB per 5 ms, so the
-            // megabyte takes over 300 ms (virtual) to drain: several linger timeouts.
+            // A small receive window, one 4 KiB read per 5 ms step: the megabyte takes far longer
+            // (virtual) than the 30 ms linger timeout to drain.
             let client = TCPConnection(
                 options: TCPOptions(receiveBufferSize: 16 * 1024), limits: TCPBufferLimits(readChunkSize: 4096))
             client.onData = { connection, bytes in
@@ -136,10 +137,20 @@ import Testing
             client.onClose = { _, why in outcome.clientReason = why }
             client.connect(to: "127.0.0.1", port: listener.port, timeout: nil)
             let start = loop.now
-            let reader = RunLoopTimer(after: .milliseconds(5), repeating: .milliseconds(5)) { _ in client.resumeReading() }
-            loop.add(reader, forMode: .common)
-            try spin(loop, for: .seconds(600)) { outcome.clientReason != nil && outcome.serverReason != nil }
-            reader.invalidate()
+            let realDeadline = ContinuousClock.now + .seconds(60)
+            func finished() -> Bool { outcome.clientReason != nil && outcome.serverReason != nil }
+            while !finished() {
+                let before = outcome.received
+                let closedBefore = (outcome.clientReason != nil, outcome.serverReason != nil)
+                client.resumeReading()
+                while outcome.received == before, !finished(),
+                      closedBefore == (outcome.clientReason != nil, outcome.serverReason != nil) {
+                    guard ContinuousClock.now < realDeadline else { return (outcome, loop.now - start) }
+                    _ = try loop.run(.default, timeout: .zero)
+                    if outcome.received == before { usleep(100) }
+                }
+                clock.advance(by: .milliseconds(5))
+            }
             return (outcome, loop.now - start)
         }
         #expect(outcome.received == total)
