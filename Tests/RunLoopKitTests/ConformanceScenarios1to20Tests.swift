@@ -412,6 +412,9 @@ import Testing
             loop.add(RunLoopObserver(activities: .beforeWaiting, repeats: false) { _, _ in asleep.open() }, forMode: mode)
             startThread {
                 asleep.wait()
+                // BeforeWaiting comes just before the sleep; under load the loop's thread may take a
+                // while to get there, so wait for it (bounded) before the 50 ms of real sleep.
+                for _ in 0..<5000 where !loop.isWaiting { sleep(milliseconds: 1) }
                 sleep(milliseconds: 50)
                 probe.append(loop.isWaiting ? "waiting" : "not waiting")
                 loop.stop()
