@@ -43,6 +43,8 @@ NA = {
     ("mem.customSource", "NIOBench"): "NIO has no custom sources",
     ("mem.portSource", "NIOBench"): "a NIO Channel is a whole pipeline, not a watched fd: not compared",
     ("tcp.echo", "FoundationBench"): "Foundation has no TCP listener/connection API on Linux (no Network.framework); CFSocket callbacks on BSD sockets are the fd ping-pong row",
+    ("ws.echo", "LibeventBench"): "libevent 2.1 has no WebSocket (evws arrived in 2.2, not in Debian)",
+    ("ws.echo", "FoundationBench"): "Foundation on Linux has a WebSocket client (URLSessionWebSocketTask) but no server",
 }
 
 # (section, label, workload, metric, statistic, unit, target)
@@ -111,6 +113,17 @@ ROWS = [
      "tcp.echo", "wallClock", 50, "msgs", None),
     ("", "allocations per echoed message (client and server)",
      "tcp.echo", "mallocCountTotal", 50, "allocs", None),
+    ("8. WebSocket echo", "64-byte binary message, masked by the client, 100 connections (per message)",
+     "ws.echo", "wallClock", 50, "ns", None),
+    ("", "the same in messages per second",
+     "ws.echo", "wallClock", 50, "msgs", None),
+    ("", "allocations per echoed message (client and server)",
+     "ws.echo", "mallocCountTotal", 50, "allocs", None),
+]
+
+# Rows whose ratio to another row of the same system is the point: (label, workload, over workload).
+FRAMING = [
+    ("WebSocket framing's cost: ws.echo ÷ tcp.echo per message, each system against itself", "ws.echo", "tcp.echo"),
 ]
 
 
@@ -261,6 +274,15 @@ def main():
         label = dict(SYSTEMS)[target]
         print(f"\n**LOST WAKE-UPS: {label} `{workload}`: {count:.0f} round trip(s) never woke the loop "
               "(recovered after 1 s by adding a timer; those iterations are in the samples).**")
+    for label, workload, base_workload in FRAMING:
+        cells = []
+        for target_name, system in SYSTEMS:
+            framed = value(results, workload, target_name, "wallClock", 50)
+            raw = value(results, base_workload, target_name, "wallClock", 50)
+            if framed is not None and raw:
+                cells.append(f"{system} {framed / raw:.2f}×")
+        if cells:
+            print(f"\n{label}: " + ", ".join(cells))
     print()
     print("Medians (p50) unless the row says p99; time rows are per operation except the 100 ms spread.")
     print("Ratios are RunLoopKit's value divided by the baseline's: below 1.00× RunLoopKit is faster/smaller.")

@@ -17,10 +17,11 @@ let benchmarks: @Sendable () -> Void = {
     pingPongBenchmarks()
     memoryBenchmarks()
     tcpEchoBenchmarks()
+    webSocketEchoBenchmarks()
 }
 
 /// One single-threaded event loop group and a semaphore the workloads post when done.
-private final class Loop: @unchecked Sendable {
+final class Loop: @unchecked Sendable {
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     let loop: EventLoop
     let done = bs_sem_new()!

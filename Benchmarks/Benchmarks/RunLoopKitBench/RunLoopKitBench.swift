@@ -15,6 +15,7 @@ let benchmarks: @Sendable () -> Void = {
     pingPongBenchmarks()
     memoryBenchmarks()
     tcpEchoBenchmarks()
+    webSocketEchoBenchmarks()
 }
 
 private func run(_ loop: RunLoop, _ mode: RunLoop.Mode) {

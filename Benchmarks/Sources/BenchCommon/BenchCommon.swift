@@ -32,6 +32,8 @@ public enum Workload {
     public static let memPorts = "mem.portSource"
     // 7. TCP echo
     public static let tcpEcho = "tcp.echo"                      // one 64-byte message echoed over loopback TCP
+    // 8. WebSocket echo (the same shape as tcp.echo, so the framing's cost is the difference)
+    public static let wsEcho = "ws.echo"                        // one 64-byte binary message, masked by the client
 
     public static let timerBatchCount = 100_000
     public static let timerChainCount = 100_000
