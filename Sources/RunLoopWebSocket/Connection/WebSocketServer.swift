@@ -76,11 +76,27 @@ public final class WebSocketServer {
             tcp.close()
             onRefused?(self, refusal)
         case .success(let request):
-            do { try tcp.write(WebSocketHandshake.acceptResponse(for: request)) } catch { return tcp.close(immediately: true) }
-            let connection = WebSocketConnection(role: .server, tcp: tcp, configuration: configuration, logger: logger)
-            connection.upgradeRequest = request
-            onConnection?(self, connection)
-            connection.startReceiving()
+            Self.upgrade(tcp, accepting: request, configuration: configuration, logger: logger) { connection in
+                onConnection?(self, connection)
+            }
         }
+    }
+
+    /// Completes an accepted upgrade on a TCP connection whose request head was already read — by an
+    /// HTTP server that serves some targets itself and hands others to WebSocket: sends the 101
+    /// answer, makes the open server-side connection, lets `setUp` set its callbacks, then starts
+    /// reading frames (so no message can arrive before the callbacks are in place).
+    /// Loop thread only. A connection whose TCP output refuses the answer is dropped and `setUp` not called.
+    public static func upgrade(
+        _ tcp: TCPConnection, accepting request: WebSocketUpgradeRequest,
+        configuration: WebSocketConfiguration = WebSocketConfiguration(),
+        logger: Logger = Logger(label: "RunLoopWebSocket"),
+        setUp: (WebSocketConnection) -> Void
+    ) {
+        do { try tcp.write(WebSocketHandshake.acceptResponse(for: request)) } catch { return tcp.close(immediately: true) }
+        let connection = WebSocketConnection(role: .server, tcp: tcp, configuration: configuration, logger: logger)
+        connection.upgradeRequest = request
+        setUp(connection)
+        connection.startReceiving()
     }
 }
