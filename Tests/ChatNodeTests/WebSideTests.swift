@@ -16,16 +16,13 @@ private typealias RunLoop = RunLoopKit.RunLoop
 struct WebRouteTests {
     static func head(_ lines: String...) -> [UInt8] { Array((lines.joined(separator: "\r\n") + "\r\n\r\n").utf8) }
 
-    @Test("GET / and the page's files are served; /ws upgrades; other paths 404, other methods 405, bad heads 400/426")
+    @Test("GET / and the page's files are served; /ws goes to the WebSocket handshake; other paths 404, other methods 405, bad heads 400")
     func routes() {
         guard case .asset(let index) = ChatWebRoute.route(Self.head("GET / HTTP/1.1", "Host: x")) else { Issue.record("no page"); return }
         #expect(index.name == "index.html" && index.contentType == "text/html; charset=utf-8")
         guard case .asset(let script) = ChatWebRoute.route(Self.head("GET /app.js?v=1 HTTP/1.1", "Host: x")) else { Issue.record("no script"); return }
         #expect(script.contentType.hasPrefix("text/javascript") && script.body == WebAssets.files["app.js"])
-        let upgrade = Self.head("GET /ws HTTP/1.1", "Host: x", "Upgrade: websocket", "Connection: Upgrade",
-                                "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 13")
-        guard case .upgrade(let request) = ChatWebRoute.route(upgrade) else { Issue.record("no upgrade"); return }
-        #expect(request.target == "/ws")
+        #expect(ChatWebRoute.route(Self.head("GET /ws?session=1 HTTP/1.1", "Host: x")) == .webSocket)
         func status(_ head: [UInt8]) -> Int? {
             if case .refuse(let refusal) = ChatWebRoute.route(head) { return refusal.status }
             return nil
@@ -34,9 +31,6 @@ struct WebRouteTests {
         #expect(status(Self.head("GET /../etc/passwd HTTP/1.1", "Host: x")) == 404)
         #expect(status(Self.head("POST / HTTP/1.1", "Host: x")) == 405)
         #expect(status(Self.head("DELETE /ws HTTP/1.1", "Host: x")) == 405)
-        #expect(status(Self.head("GET /ws HTTP/1.1", "Host: x")) == 400)
-        #expect(status(Self.head("GET /ws HTTP/1.1", "Host: x", "Upgrade: websocket", "Connection: Upgrade",
-                                 "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 8")) == 426)
         #expect(status(Array("\u{1}\u{2}garbage\r\n\r\n".utf8)) == 400)
     }
 
@@ -159,12 +153,14 @@ struct WebBadInputTests {
         let post = RawHTTP(port: port, request: "POST /ws HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
         let oldVersion = RawHTTP(port: port, request: "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                                  + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 8\r\n\r\n")
-        try #require(try spin(loop) { [page, missing, post, oldVersion].allSatisfy(\.isClosed) })
+        let notUpgrade = RawHTTP(port: port, request: "GET /ws HTTP/1.1\r\nHost: x\r\n\r\n")
+        try #require(try spin(loop) { [page, missing, post, oldVersion, notUpgrade].allSatisfy(\.isClosed) })
         #expect(page.text.hasPrefix("HTTP/1.1 200 OK\r\n") && page.text.hasSuffix(WebAssets.files["index.html"] ?? "?"))
         #expect(missing.text.hasPrefix("HTTP/1.1 404 Not Found\r\n"), "\(missing.text)")
         #expect(post.text.hasPrefix("HTTP/1.1 405 Method Not Allowed\r\nAllow: GET\r\n"), "\(post.text)")
         #expect(oldVersion.text.hasPrefix("HTTP/1.1 426 Upgrade Required\r\nSec-WebSocket-Version: 13\r\n"), "\(oldVersion.text)")
-        #expect(seen.refusedStatuses.sorted() == [404, 405, 426])
+        #expect(notUpgrade.text.hasPrefix("HTTP/1.1 400 Bad Request\r\n"), "\(notUpgrade.text)")
+        #expect(seen.refusedStatuses.sorted() == [400, 404, 405, 426])
     }
 
     /// WebSocket peers that break the IM protocol, each in its own way.

@@ -72,7 +72,7 @@ public final class ChatNode {
         server = IMServer(store: store, settings: settings, loop: loop, logger: logger)
         if configuration.httpPort != nil {
             let web = ChatWebServer(server: server, loop: loop, pingInterval: configuration.webSocketPingInterval, logger: logger)
-            web.listener.maxConnections = configuration.maximumConnections
+            web.webSocket.listener.maxConnections = configuration.maximumConnections
             self.web = web
         } else {
             web = nil

@@ -184,6 +184,7 @@ function loginAnswered(code, body) {
   app.online = true;
   app.attempts = 0;
   setConnection("online", "online");
+  notice(app.serial > 1 ? "reconnected" : "");
   $("login-form").hidden = true;
   $("chat").hidden = false;
   $("logout").hidden = false;
@@ -233,6 +234,7 @@ function sendAnswered(code, body) {
     case 0:
       app.outbox.delete(entry.id);
       entry.element.dataset.seq = body.seq;
+      entry.element.querySelector(".time").textContent = timeText(body.sentAtMs);
       return setMessageState(entry, "acked", `stored by the node as #${body.seq}; it delivers it to every recipient`);
     case 8:  // rate limited: again after the node's wait, same id
       setMessageState(entry, "queued");
@@ -334,7 +336,7 @@ function messageElement(message, conversation) {
   element.dataset.from = message.from;
   element.dataset.id = message.id;
   const parts = [["from", message.from], ["text", message.text || ""],
-    ["time", message.sentAtMs ? new Date(Number(message.sentAtMs)).toLocaleTimeString() : ""]];
+    ["time", timeText(message.sentAtMs)]];
   if (message.from === app.user) parts.push(["state", ""]);
   for (const [name, text] of parts) {
     const span = document.createElement("span");
@@ -343,6 +345,10 @@ function messageElement(message, conversation) {
     element.append(span);
   }
   return element;
+}
+
+function timeText(milliseconds) {
+  return milliseconds ? new Date(Number(milliseconds)).toLocaleTimeString() : "";
 }
 
 /// Stored messages in seq order; own messages not yet stored stay at the end.

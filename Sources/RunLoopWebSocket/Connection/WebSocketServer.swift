@@ -21,6 +21,11 @@ public final class WebSocketServer {
     public var shouldAccept: ((WebSocketUpgradeRequest) -> WebSocketHandshakeRefusal?)?
     /// Runs for every refused upgrade, after the refusal is queued, e.g. to log it.
     public var onRefused: ((WebSocketServer, WebSocketHandshakeRefusal) -> Void)?
+    /// Offered every request head first (its bytes up to the blank line), for a server that answers
+    /// plain HTTP beside the upgrade — a page, a health check: return `true` when the request was
+    /// answered on the connection (and it closed or will close), `false` to let the upgrade checks run.
+    /// `nil` (the default): every request is taken for an upgrade.
+    public var handleRequest: ((WebSocketServer, TCPConnection, [UInt8]) -> Bool)?
 
     /// Must be called on the loop's thread.
     /// - Parameters:
@@ -67,6 +72,7 @@ public final class WebSocketServer {
     }
 
     private func handshake(_ tcp: TCPConnection, head: [UInt8], configuration: WebSocketConfiguration) {
+        if let handleRequest, handleRequest(self, tcp, head) { return }
         var outcome = WebSocketHandshake.validateRequest(head)
         if case .success(let request) = outcome, let refusal = shouldAccept?(request) { outcome = .failure(refusal) }
         switch outcome {
@@ -76,27 +82,11 @@ public final class WebSocketServer {
             tcp.close()
             onRefused?(self, refusal)
         case .success(let request):
-            Self.upgrade(tcp, accepting: request, configuration: configuration, logger: logger) { connection in
-                onConnection?(self, connection)
-            }
+            do { try tcp.write(WebSocketHandshake.acceptResponse(for: request)) } catch { return tcp.close(immediately: true) }
+            let connection = WebSocketConnection(role: .server, tcp: tcp, configuration: configuration, logger: logger)
+            connection.upgradeRequest = request
+            onConnection?(self, connection)
+            connection.startReceiving()
         }
-    }
-
-    /// Completes an accepted upgrade on a TCP connection whose request head was already read — by an
-    /// HTTP server that serves some targets itself and hands others to WebSocket: sends the 101
-    /// answer, makes the open server-side connection, lets `setUp` set its callbacks, then starts
-    /// reading frames (so no message can arrive before the callbacks are in place).
-    /// Loop thread only. A connection whose TCP output refuses the answer is dropped and `setUp` not called.
-    public static func upgrade(
-        _ tcp: TCPConnection, accepting request: WebSocketUpgradeRequest,
-        configuration: WebSocketConfiguration = WebSocketConfiguration(),
-        logger: Logger = Logger(label: "RunLoopWebSocket"),
-        setUp: (WebSocketConnection) -> Void
-    ) {
-        do { try tcp.write(WebSocketHandshake.acceptResponse(for: request)) } catch { return tcp.close(immediately: true) }
-        let connection = WebSocketConnection(role: .server, tcp: tcp, configuration: configuration, logger: logger)
-        connection.upgradeRequest = request
-        setUp(connection)
-        connection.startReceiving()
     }
 }

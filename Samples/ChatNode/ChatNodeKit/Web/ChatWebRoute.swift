@@ -19,11 +19,12 @@ public struct WebAsset: Equatable, Sendable {
 /// What the chat node's HTTP listener does with a request head: a pure function of its bytes.
 ///
 /// `GET /` (and `/index.html`) → the page, `GET /<file>` → that file of the page, `GET /ws` → the
-/// WebSocket upgrade (refused as ``WebSocketHandshake`` refuses a bad one: 400, 426); another method
+/// WebSocket upgrade (checked, and refused if bad, by ``WebSocketServer``: 400, 426); another method
 /// → 405, another path → 404, a malformed head → 400.
 public enum ChatWebRoute: Equatable, Sendable {
     case asset(WebAsset)
-    case upgrade(WebSocketUpgradeRequest)
+    /// Let ``WebSocketServer`` check the upgrade and hand the connection to the IM server.
+    case webSocket
     case refuse(WebSocketHandshakeRefusal)
 
     /// The path the IM protocol's WebSocket is served at.
@@ -36,12 +37,7 @@ public enum ChatWebRoute: Equatable, Sendable {
         guard method == "GET" else {
             return .refuse(.init(status: 405, reason: "method \(method) not allowed; use GET", extraFields: ["Allow: GET"]))
         }
-        if path == webSocketPath {
-            switch WebSocketHandshake.validateRequest(head) {
-            case .success(let request): return .upgrade(request)
-            case .failure(let refusal): return .refuse(refusal)
-            }
-        }
+        if path == webSocketPath { return .webSocket }
         let name = path == "/" ? "index.html" : String(path.dropFirst())
         guard path.hasPrefix("/"), let body = WebAssets.files[name] else {
             return .refuse(.init(status: 404, reason: "no such page: \(path) (the chat is at /, its WebSocket at \(webSocketPath))"))

@@ -190,6 +190,7 @@ function loginAnswered(code, body) {
   app.online = true;
   app.attempts = 0;
   setConnection("online", "online");
+  notice(app.serial > 1 ? "reconnected" : "");
   $("login-form").hidden = true;
   $("chat").hidden = false;
   $("logout").hidden = false;
@@ -239,6 +240,7 @@ function sendAnswered(code, body) {
     case 0:
       app.outbox.delete(entry.id);
       entry.element.dataset.seq = body.seq;
+      entry.element.querySelector(".time").textContent = timeText(body.sentAtMs);
       return setMessageState(entry, "acked", `stored by the node as #${body.seq}; it delivers it to every recipient`);
     case 8:  // rate limited: again after the node's wait, same id
       setMessageState(entry, "queued");
@@ -340,7 +342,7 @@ function messageElement(message, conversation) {
   element.dataset.from = message.from;
   element.dataset.id = message.id;
   const parts = [["from", message.from], ["text", message.text || ""],
-    ["time", message.sentAtMs ? new Date(Number(message.sentAtMs)).toLocaleTimeString() : ""]];
+    ["time", timeText(message.sentAtMs)]];
   if (message.from === app.user) parts.push(["state", ""]);
   for (const [name, text] of parts) {
     const span = document.createElement("span");
@@ -349,6 +351,10 @@ function messageElement(message, conversation) {
     element.append(span);
   }
   return element;
+}
+
+function timeText(milliseconds) {
+  return milliseconds ? new Date(Number(milliseconds)).toLocaleTimeString() : "";
 }
 
 /// Stored messages in seq order; own messages not yet stored stay at the end.
@@ -573,6 +579,7 @@ setInterval(tick, 250);
         "style.css": #"""
 /* The chat node's page: one column of rooms and people, one of the conversation. */
 * { box-sizing: border-box; }
+[hidden] { display: none !important; }  /* the layouts below set display; hidden must still hide */
 body { margin: 0; font: 15px/1.4 system-ui, sans-serif; color: #1d2330; background: #f4f5f7; }
 header { display: flex; align-items: center; gap: 1em; padding: .5em 1em; background: #24324a; color: #fff; }
 header h1 { font-size: 1.1em; margin: 0; flex: 1; }
