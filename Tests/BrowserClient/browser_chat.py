@@ -157,6 +157,17 @@ def main():
                 expect(page.locator("#title")).to_have_text("# lobby")
             check("ann and bob logged in from the page and joined lobby")
 
+            impostor = browser.new_context().new_page()
+            impostor.goto(node.url)
+            impostor.fill("#user", "ann")
+            impostor.fill("#password", "not ann's")
+            impostor.click("#login")
+            expect(impostor.locator("#conn")).to_have_attribute("data-state", "refused")
+            expect(impostor.locator("#login-error")).to_have_text("unknown user or wrong password")
+            expect(impostor.locator("#login-form")).to_be_visible()
+            impostor.context.close()
+            check("a wrong password is refused on the page, without reconnecting")
+
             say(ann, "hello from ann")
             expect(room_message(bob, "ann", "hello from ann")).to_have_count(1)
             expect(room_message(ann, "ann", "hello from ann")).to_have_attribute("data-state", "acked")

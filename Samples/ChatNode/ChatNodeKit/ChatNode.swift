@@ -16,8 +16,9 @@ public final class ChatNode {
         /// 0: the system picks (read ``ChatNode/port``).
         public var port: UInt16 = 7100
         /// The HTTP listener for the browser page and its WebSocket (`/ws`), on the same host; 0: the
-        /// system picks (read ``ChatNode/webPort``); `nil`: none.
-        public var httpPort: UInt16? = 7101
+        /// system picks (read ``ChatNode/webPort``); `nil` (the default): none. `chat-node serve`
+        /// uses 7101.
+        public var httpPort: UInt16?
         /// How often the node pings each WebSocket client.
         public var webSocketPingInterval: Duration = .seconds(20)
         /// The SQLite file (created if missing).

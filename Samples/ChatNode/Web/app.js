@@ -172,8 +172,14 @@ function received(frame) {
 function loginAnswered(code, body) {
   if (code !== 0) {
     if (code === 4) {
+      // Retrying a wrong password would not help: close without the reconnect that lost() starts.
       app.wantsConnection = false;
-      app.ws.close(1000);
+      const ws = app.ws;
+      ws.onclose = null;
+      ws.close(1000);
+      app.ws = null;
+      app.pending.clear();
+      app.answerDeadline = null;
       $("login-error").textContent = body.reason || "unknown user or wrong password";
       $("chat").hidden = true;
       $("login-form").hidden = false;
