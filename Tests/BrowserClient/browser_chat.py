@@ -221,14 +221,19 @@ def main():
             expect(ann.locator("#online li").filter(has_text="bob")).to_have_count(0)
             say(ann, "while bob was away")
             expect(room_message(ann, "ann", "while bob was away")).to_have_attribute("data-state", "acked")
-            log_in(bob, node.url, "bob")
+            log_in(bob, node.url + "?historyPage=2", "bob")
             expect(room_message(bob, "ann", "while bob was away")).to_have_count(1)
             bob.click('#rooms li[data-room="lobby"]')
-            expect(bob.locator('li.msg[data-conv="room:lobby"]')).to_have_count(6)
+            lobby = bob.locator('li.msg[data-conv="room:lobby"]')
+            expect(lobby).to_have_count(2)  # the newest page of history
+            for shown in (4, 6):
+                bob.click("#older")
+                expect(lobby).to_have_count(shown)
+            expect(bob.locator("#older")).to_be_hidden()  # the start of the conversation
             texts = bob.locator('li.msg[data-conv="room:lobby"] .text').all_text_contents()
             assert texts[0] == "hello from ann" and texts[-1] == "while bob was away", texts
             assert set(texts[3:5]) == {"sent while the node was down", "typed while the node was down"}, texts
-            check("a page that was away gets what arrived meanwhile, and the room's history, once each")
+            check("a page that was away gets what arrived meanwhile, and the room's history page by page, once each")
 
             for name, page in (("ann", ann), ("bob", bob)):
                 path = os.path.join(screenshots, f"browser-chat-{name}.png")

@@ -32,7 +32,10 @@ struct ServerPingTests {
         let web = WebSocketServer()
         web.onConnection = { [server] _, connection in server.adopt(connection, pingInterval: .milliseconds(100)) }
         try web.listen()
-        defer { server.abort() }
+        defer {
+            web.close()
+            server.abort()
+        }
         let answering = WebSocketConnection()
         answering.connect(host: "127.0.0.1", port: web.port, target: "/ws")
         let deaf = DeafPeer(port: web.port)

@@ -10,7 +10,8 @@ const ANSWER_TIMEOUT_MS = 8000;  // after a request some frame must arrive withi
 const ACK_TIMEOUT_MS = 10000;    // a SEND without SEND_ACK this long is sent again (same id)
 const BACKOFF_FIRST_MS = 500;
 const BACKOFF_MAX_MS = 30000;
-const HISTORY_PAGE = 20;
+// Messages per history page; `?historyPage=N` in the page's address changes it.
+const HISTORY_PAGE = Math.min(500, Math.max(1, Number(new URLSearchParams(location.search).get("historyPage")) || 20));
 const STATUS = { 0: "ok", 1: "bad request", 4: "authentication failed", 7: "too many connections", 8: "rate limited",
   9: "unknown recipient", 10: "node shutting down", 11: "keepalive timeout", 12: "unknown command",
   13: "internal error", 14: "not a member" };
