@@ -99,8 +99,11 @@ public enum IMJSONEnvelope {
 /// Why a JSON text is not a frame: the status code the session answers with (ERROR, then close), the
 /// reason for people, and the serial to echo (0 when none could be read).
 public struct IMEnvelopeError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The status the ERROR frame carries (`badRequest`, `unknownCommand`, `frameTooLarge`, …).
     public var code: IMStatusCode
+    /// What was wrong, for people (the ERROR's message and the close reason).
     public var reason: String
+    /// The serial to echo: the offending message's, or 0 when it could not be read.
     public var serial: UInt32
 
     public init(_ code: IMStatusCode, _ reason: String, serial: UInt32 = 0) {

@@ -26,6 +26,7 @@ public final class WebSocketSessionLink: IMSessionLink {
         case json
     }
 
+    /// The server-side WebSocket connection (its TCP connection has the addresses).
     public let connection: WebSocketConnection
     /// The client's encoding, once its first message arrived.
     public private(set) var encoding: Encoding?

@@ -51,6 +51,7 @@ public protocol IMSessionLink: AnyObject {
 ///
 /// Loop thread only, like its connection.
 public final class TCPSessionLink: IMSessionLink {
+    /// The accepted connection (addresses, buffer figures).
     public let connection: TCPConnection
     private var decoder: FrameDecoder
     /// Cleared when the session ends: later input is drained and dropped (not left to fill the input
