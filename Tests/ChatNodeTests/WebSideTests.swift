@@ -193,3 +193,50 @@ struct WebBadInputTests {
         for peer in peers { #expect(peer.closeInfo?.initiatedByPeer == true, "the node closed it: \(String(describing: peer.closeInfo))") }
     }
 }
+
+@Suite("Chat node: a JSON client")
+struct WebJSONClientTests {
+    @Test("a WebSocket client speaking the JSON envelope logs in, sends, receives and acknowledges — every answer in JSON, 64-bit fields as strings")
+    func jsonSession() async throws {
+        try await onLoopThread { try Self.jsonSessionOnLoop() }
+    }
+
+    static func jsonSessionOnLoop() throws {
+        let loop = RunLoop.current
+        let path = temporaryDatabase()
+        defer { removeDatabase(path) }
+        var configuration = nodeConfiguration(path)
+        configuration.httpPort = 0
+        let node = try ChatNode(configuration: configuration)
+        try node.start()
+        defer { node.abort() }
+        let tom = client("tom", port: node.port)
+        tom.start()
+        try #require(try spin(loop) { tom.state == .online })
+
+        let browser = WebSocketPeer(port: try #require(node.webPort))
+        try #require(try spin(loop) { browser.isOpen })
+        func answer(_ serial: UInt32) -> IMFrame? { browser.frames.first { $0.serial == serial && $0.command != .deliver } }
+        try browser.connection.send(text: #"{"command":"LOGIN","serial":1,"body":{"user":"jo","password":"pw","keepaliveSeconds":30}}"#)
+        try #require(try spin(loop) { answer(1) != nil })
+        let login = try #require(answer(1))
+        let response = try login.decode(IMLoginResponse.self)
+        #expect(login.command == .loginAck && login.code == .ok && response.user == "jo")
+        try browser.connection.send(text: #"{"command":"SEND","serial":2,"body":{"id":"j-1","user":"tom","text":"hi tom"}}"#)
+        try #require(try spin(loop) { answer(2) != nil })
+        #expect(answer(2)?.command == .sendAck && answer(2)?.code == .ok)
+        #expect(browser.messages.allSatisfy { if case .text = $0 { return true } else { return false } }, "answered in JSON")
+        let ack = try #require(browser.messages.compactMap { if case .text(let text) = $0, text.contains("SEND_ACK") { return text } else { return nil } }.first)
+        #expect(ack.contains(#""seq":""#), "64-bit integers are strings in the canonical mapping: \(ack)")
+
+        _ = try tom.send("hi jo", to: .user("jo"))
+        try #require(try spin(loop) { browser.frames.contains { $0.command == .deliver } })
+        let deliver = try #require(browser.frames.first { $0.command == .deliver })
+        let message = try deliver.decode(IMChatMessage.self)
+        #expect(message.from == "tom" && message.text == "hi jo")
+        try browser.connection.send(text: #"{"command":"DELIVER_ACK","serial":3,"body":{"seqs":["\#(message.seq)"]}}"#)
+        try #require(try spin(loop) { node.store.undelivered(for: "jo").isEmpty })
+        tom.close()
+        try spin(loop) { tom.state == .closed(.userClosed) }
+    }
+}

@@ -108,49 +108,4 @@ struct WebSocketTransportTests {
             server.crash()
         }
     }
-
-    @Test("a WebSocket client speaking JSON text gets JSON answers; a bad envelope gets ERROR and close 1008, other sessions carry on")
-    func jsonSessionAndRefusal() async throws {
-        try await onLoopThread {
-            let loop = RunLoop.current
-            let server = try DualServer(store: InMemoryIMStore(accounts: ["ann": "pw", "bob": "pw"]))
-            defer { server.crash() }
-            let bystander = IMClient(configuration: configuration("bob"),
-                                     connector: WebSocketTransport.connector(host: "127.0.0.1", port: server.web.port))
-            bystander.start()
-            try #require(try spin(loop) { bystander.state == .online })
-
-            let browser = TextPeer(port: server.web.port)
-            try #require(try spin(loop) { browser.isOpen })
-            try browser.connection.send(text: #"{"command":"LOGIN","serial":1,"body":{"user":"ann","password":"pw","keepaliveSeconds":30}}"#)
-            try #require(try spin(loop) { browser.texts.contains { $0.contains("\"LOGIN_ACK\"") } })
-            let ack = try IMJSONEnvelope.decode(try #require(browser.texts.first { $0.contains("\"LOGIN_ACK\"") }))
-            let response = try ack.decode(IMLoginResponse.self)
-            #expect(ack.serial == 1 && ack.code == .ok && response.user == "ann")
-
-            try browser.connection.send(text: #"{"command":"SEND","serial":2,"body":{"id":"x","user":"bob","txt":"typo"}}"#)
-            try #require(try spin(loop) { browser.closeInfo != nil })
-            let error = try IMJSONEnvelope.decode(try #require(browser.texts.last))
-            #expect(error.command == .error && error.code == .badRequest && error.serial == 2, "\(browser.texts)")
-            #expect(browser.closeInfo?.code == .policyViolation, "\(String(describing: browser.closeInfo))")
-            #expect(bystander.state == .online)
-            bystander.close()
-            try spin(loop) { bystander.state == .closed(.userClosed) }
-        }
-    }
-}
-
-/// A raw WebSocket client that keeps every text message and how the connection closed.
-final class TextPeer {
-    let connection = WebSocketConnection()
-    var texts: [String] = []
-    var isOpen = false
-    var closeInfo: WebSocketCloseInfo?
-
-    init(port: UInt16) {
-        connection.onOpen = { [weak self] _ in self?.isOpen = true }
-        connection.onMessage = { [weak self] _, message in if case .text(let text) = message { self?.texts.append(text) } }
-        connection.onClose = { [weak self] _, info in self?.closeInfo = info }
-        connection.connect(host: "127.0.0.1", port: port, target: "/ws")
-    }
 }
