@@ -116,9 +116,7 @@ struct WebBadInputTests {
         let loop = RunLoop.current
         let path = temporaryDatabase()
         defer { removeDatabase(path) }
-        var configuration = nodeConfiguration(path)
-        configuration.httpPort = 0
-        let node = try ChatNode(configuration: configuration)
+        let node = try ChatNode(configuration: nodeConfiguration(path, httpPort: 0))
         try node.start()
         let webPort = try #require(node.webPort)
         let seen = WebBadInputObservations()
@@ -205,9 +203,7 @@ struct WebJSONClientTests {
         let loop = RunLoop.current
         let path = temporaryDatabase()
         defer { removeDatabase(path) }
-        var configuration = nodeConfiguration(path)
-        configuration.httpPort = 0
-        let node = try ChatNode(configuration: configuration)
+        let node = try ChatNode(configuration: nodeConfiguration(path, httpPort: 0))
         try node.start()
         defer { node.abort() }
         let tom = client("tom", port: node.port)
