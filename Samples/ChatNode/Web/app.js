@@ -48,6 +48,9 @@ function connect() {
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
   const ws = new WebSocket(`${scheme}//${location.host}/ws`);
   app.ws = ws;
+  // The opening handshake and the login answer share the answer deadline: a node that swallows the
+  // connection attempt (a black hole, not a refusal) is given up on as fast as a silent one.
+  app.answerDeadline = Date.now() + ANSWER_TIMEOUT_MS;
   // A late event from an older socket changes nothing: every handler checks it is still the current one.
   ws.onopen = () => {
     if (ws !== app.ws) return;
