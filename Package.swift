@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "RunLoopIM", targets: ["RunLoopIM"]),
         .library(name: "RunLoopIMSQLite", targets: ["RunLoopIMSQLite"]),
         .library(name: "RunLoopWebSocket", targets: ["RunLoopWebSocket"]),
+        .library(name: "RunLoopIMWebSocket", targets: ["RunLoopIMWebSocket"]),
         .executable(name: "loop-demo", targets: ["LoopDemo"]),
         .executable(name: "loop-record", targets: ["LoopRecorder"]),
         .executable(name: "echo-server", targets: ["EchoServer"]),
@@ -89,6 +90,18 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        .target(
+            // The IM protocol over WebSocket, both sides: its own target so neither RunLoopIM nor
+            // RunLoopWebSocket depends on the other.
+            name: "RunLoopIMWebSocket",
+            dependencies: [
+                "RunLoopKit",
+                "RunLoopNet",
+                "RunLoopIM",
+                "RunLoopWebSocket",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ]
+        ),
 
         // Samples
         .executableTarget(
@@ -140,6 +153,8 @@ let package = Package(
                 "RunLoopNet",
                 "RunLoopIM",
                 "RunLoopIMSQLite",
+                "RunLoopWebSocket",
+                "RunLoopIMWebSocket",
                 "RunLoopTesting",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -195,7 +210,10 @@ let package = Package(
         ),
         .testTarget(
             name: "ChatNodeTests",
-            dependencies: ["ChatNodeKit", "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMSQLite", "RunLoopTesting"]
+            dependencies: [
+                "ChatNodeKit", "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMSQLite", "RunLoopWebSocket",
+                "RunLoopIMWebSocket", "RunLoopTesting",
+            ]
         ),
         .testTarget(
             name: "RunLoopIMTests",
@@ -207,6 +225,13 @@ let package = Package(
         .testTarget(
             name: "RunLoopWebSocketTests",
             dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopWebSocket", "RunLoopTesting"]
+        ),
+        .testTarget(
+            name: "RunLoopIMWebSocketTests",
+            dependencies: [
+                "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopWebSocket", "RunLoopIMWebSocket", "RunLoopTesting",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

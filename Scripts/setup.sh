@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian machine (with Swift 6.3) lacks to build and run RunLoopKit: libevent 2.1
 # and SQLite headers. With --tests, also what the test suite uses: iproute2 (network-namespace tests,
-# which need root) and a Python venv with the protobuf runtime (the outside-client test).
+# which need root), Debian's Chromium (the browser test), and a Python venv with the protobuf runtime
+# (the outside-client test) and Playwright (which drives that Chromium; it downloads no browser).
 # Idempotent: installs only what is missing. Works as root or through sudo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +13,7 @@ packages=(libevent-dev libsqlite3-dev pkg-config)
 with_tests=false
 if [ "${1:-}" = "--tests" ]; then
   with_tests=true
-  packages+=(iproute2 python3-venv)
+  packages+=(iproute2 python3-venv chromium)
 fi
 
 missing=()
@@ -22,7 +23,8 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "== installing ${missing[*]}"
   as_root apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  # No recommends: Chromium's would pull in a desktop's worth of packages the headless test never uses.
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 pkg-config --modversion libevent_core sqlite3 | paste -sd' ' | sed 's/^/libevent, sqlite: /'
 
@@ -31,5 +33,6 @@ if $with_tests; then
     echo "== Python venv for the outside-client test (.build-python)"
     python3 -m venv .build-python
   fi
-  .build-python/bin/pip install -q --disable-pip-version-check -r Tests/PythonClient/requirements.txt
+  .build-python/bin/pip install -q --disable-pip-version-check -r Tests/PythonClient/requirements.txt \
+    -r Tests/BrowserClient/requirements.txt
 fi

@@ -16,9 +16,11 @@ func removeDatabase(_ path: String) {
     for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
 }
 
-func nodeConfiguration(_ path: String, port: UInt16 = 0) -> ChatNode.Configuration {
+/// A test node's settings: fast password hashes, a short grace; `httpPort` 0 serves the page and `/ws`.
+func nodeConfiguration(_ path: String, port: UInt16 = 0, httpPort: UInt16? = nil) -> ChatNode.Configuration {
     var configuration = ChatNode.Configuration(databasePath: path)
     configuration.port = port
+    configuration.httpPort = httpPort
     configuration.passwordHasher = .forTests
     configuration.shutdownGrace = .seconds(2)
     return configuration

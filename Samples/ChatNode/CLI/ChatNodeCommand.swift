@@ -42,6 +42,12 @@ struct Serve: ParsableCommand {
     @Option(help: "Port; 0 lets the system choose. Printed on stdout as 'listening on HOST:PORT'.")
     var port: UInt16 = 7100
 
+    @Option(help: "HTTP port for the browser page (/) and its WebSocket (/ws); 0 lets the system choose. Printed as 'page: URL'.")
+    var httpPort: UInt16 = 7101
+
+    @Flag(help: "Serve no browser page and no WebSocket, only IM over TCP.")
+    var noHttp = false
+
     @Option(help: "SQLite file for accounts, rooms, history and undelivered messages.")
     var database = "chat-node.db"
 
@@ -81,6 +87,7 @@ struct Serve: ParsableCommand {
         var configuration = ChatNode.Configuration(databasePath: database)
         configuration.host = host
         configuration.port = port
+        configuration.httpPort = noHttp ? nil : httpPort
         configuration.registersOnFirstLogin = registration
         configuration.maximumConnections = maxConnections
         configuration.maximumSessionsPerUser = maxSessionsPerUser
@@ -91,6 +98,7 @@ struct Serve: ParsableCommand {
         let node = try ChatNode(configuration: configuration, loop: loop)
         try node.start()
         print("listening on \(host):\(node.port)")
+        if let page = node.pageURL { print("page: \(page)") }
         fflush(nil)  // a script or test reads the port from a pipe
 
         var signals: [RunLoopSignalSource] = []

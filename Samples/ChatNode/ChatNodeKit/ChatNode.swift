@@ -15,6 +15,12 @@ public final class ChatNode {
         public var host = "127.0.0.1"
         /// 0: the system picks (read ``ChatNode/port``).
         public var port: UInt16 = 7100
+        /// The HTTP listener for the browser page and its WebSocket (`/ws`), on the same host; 0: the
+        /// system picks (read ``ChatNode/webPort``); `nil` (the default): none. `chat-node serve`
+        /// uses 7101.
+        public var httpPort: UInt16?
+        /// How often the node pings each WebSocket client.
+        public var webSocketPingInterval: Duration = .seconds(20)
         /// The SQLite file (created if missing).
         public var databasePath: String
         /// Create an account at the first login of an unknown name (with that password); otherwise
@@ -42,6 +48,8 @@ public final class ChatNode {
     public let store: SQLiteIMStore
     public let accounts: AccountStore
     public let server: IMServer
+    /// The page and WebSocket listener, when ``Configuration/httpPort`` is set.
+    public let web: ChatWebServer?
     public var logger: Logger
     /// What the node reports: presence changes, refused logins, session ends (for the demo's narration).
     public var onEvent: ((String) -> Void)?
@@ -63,6 +71,13 @@ public final class ChatNode {
         settings.maximumConnections = configuration.maximumConnections
         settings.maximumSessionsPerUser = configuration.maximumSessionsPerUser
         server = IMServer(store: store, settings: settings, loop: loop, logger: logger)
+        if configuration.httpPort != nil {
+            let web = ChatWebServer(server: server, loop: loop, pingInterval: configuration.webSocketPingInterval, logger: logger)
+            web.webSocket.listener.maxConnections = configuration.maximumConnections
+            self.web = web
+        } else {
+            web = nil
+        }
         server.authenticator = { [weak self] request, verdict in
             guard let self else { return verdict(.refused(.shuttingDown, reason: "node stopped")) }
             self.authenticate(request, verdict: verdict)
@@ -80,10 +95,35 @@ public final class ChatNode {
     /// The bound port while listening.
     public var port: UInt16 { server.port }
 
-    /// Listens.
+    /// The HTTP listener's bound port while listening.
+    public var webPort: UInt16? { web?.port }
+
+    /// The browser page's address, when the node serves it.
+    public var pageURL: String? {
+        guard let webPort else { return nil }
+        let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
+        return "http://\(host):\(webPort)/"
+    }
+
+    /// Listens: IM over TCP, and HTTP (page and WebSocket) when configured.
     public func start() throws(NetError) {
         try server.listen(host: configuration.host, port: configuration.port)
-        logger.info("chat node listening on \(configuration.host):\(server.port), database \(configuration.databasePath)")
+        if let web, let httpPort = configuration.httpPort {
+            do {
+                try web.listen(host: configuration.host, port: httpPort)
+            } catch {
+                server.abort()
+                throw error
+            }
+        }
+        logger.info("chat node listening on \(configuration.host):\(server.port)\(pageURL.map { ", page \($0)" } ?? ""), database \(configuration.databasePath)")
+    }
+
+    /// Stops at once, the way a crash looks to clients (``IMServer/abort()``), and frees both ports.
+    /// For demos and fault tests; a real stop is ``stop(_:)``.
+    public func abort() {
+        web?.close()
+        server.abort()
     }
 
     /// Creates an account (for `chat-node account add` and tests); hashes on this thread.
@@ -100,6 +140,7 @@ public final class ChatNode {
     public func stop(_ done: @escaping () -> Void = {}) {
         guard !isStopping else { return }
         isStopping = true
+        web?.close()
         server.shutdown()
         let deadline = loop.now + configuration.shutdownGrace
         let timer = RunLoopTimer(after: .milliseconds(10), repeating: .milliseconds(10), label: "chat-node.stop") { [weak self] timer in

@@ -17,8 +17,9 @@ public struct IMTransportEvents {
     }
 }
 
-/// The byte pipe under an IM connection: TCP (``TCPTransport``) today; WebSocket binary frames fit the
-/// same shape. The IM logic is written once, above this.
+/// The byte pipe under an IM connection: TCP (``TCPTransport``), or WebSocket binary messages
+/// (`WebSocketTransport` in the `RunLoopIMWebSocket` module, one frame per message). The IM logic is
+/// written once, above this.
 ///
 /// Loop thread only. A transport is opened once; after ``close(graceful:)`` it reports nothing more.
 public protocol IMTransport: AnyObject {

@@ -210,8 +210,14 @@ public struct IMServerSessionMachine: Sendable {
 
     /// The byte stream broke the framing rules.
     public mutating func protocolError(_ error: IMFrameError) -> [IMServerSessionAction] {
+        protocolError(error.statusCode, error.description, serial: 0)
+    }
+
+    /// The input broke the protocol in a way only its encoding can tell (a WebSocket text message that
+    /// is not a valid JSON envelope): ERROR `code` with `serial` (0 when none could be read), then end.
+    public mutating func protocolError(_ code: IMStatusCode, _ text: String, serial: UInt32) -> [IMServerSessionAction] {
         guard phase != .ended else { return [] }
-        return fail(error.statusCode, error.description, serial: 0)
+        return fail(code, text, serial: serial)
     }
 
     /// The transport closed underneath.

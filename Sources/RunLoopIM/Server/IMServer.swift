@@ -65,11 +65,16 @@ public final class IMServer {
         self.logger = logger
         listener = TCPListener(loop: loop, modes: modes, logger: logger)
         listener.maxConnections = settings.maximumConnections
-        var notice = IMErrorNotice()
-        notice.message = "server full"
-        listener.refusalMessage = IMFrame(command: .error, serial: 0, code: .tooManyConnections, message: notice).encoded()
+        listener.refusalMessage = Self.serverFull.encoded()
         listener.onAccept = { [weak self] _, connection in self?.accept(connection) }
     }
+
+    /// What a connection beyond ``Settings/maximumConnections`` is told before it is closed.
+    static let serverFull: IMFrame = {
+        var notice = IMErrorNotice()
+        notice.message = "server full"
+        return IMFrame(command: .error, serial: 0, code: .tooManyConnections, message: notice)
+    }()
 
     /// Listens on an IP literal and port (0: the system picks; read ``port``).
     public func listen(host: String = "127.0.0.1", port: UInt16 = 0) throws(NetError) {
@@ -99,7 +104,19 @@ public final class IMServer {
     // MARK: Session callbacks
 
     private func accept(_ connection: TCPConnection) {
-        let session = IMServerSession(connection: connection, server: self)
+        adopt(TCPSessionLink(connection: connection, maxBodyLength: settings.maximumFrameBody))
+    }
+
+    /// Runs a session over a connection accepted elsewhere — a WebSocket upgrade on an HTTP listener —
+    /// exactly as over the server's own TCP listener: same login, limits, delivery and reports.
+    /// Beyond ``Settings/maximumConnections`` sessions in all, the link gets ERROR `tooManyConnections`
+    /// and is closed. Must be called on the loop's thread.
+    public func adopt(_ link: IMSessionLink) {
+        if let limit = settings.maximumConnections, open.count >= limit {
+            try? link.send(Self.serverFull)
+            return link.close(for: .protocolError(.tooManyConnections, "server full"))
+        }
+        let session = IMServerSession(link: link, server: self)
         open[ObjectIdentifier(session)] = session
     }
 

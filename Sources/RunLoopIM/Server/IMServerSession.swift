@@ -2,8 +2,9 @@ import Logging
 import RunLoopKit
 import RunLoopNet
 
-/// One client's connection on an ``IMServer``: the transport, the frame decoder, the session's
-/// ``IMServerSessionMachine`` and its timer. Created by the server; loop thread only.
+/// One client's connection on an ``IMServer``: its ``IMSessionLink`` (TCP,
+/// or WebSocket through `RunLoopIMWebSocket`), the session's ``IMServerSessionMachine`` and its timer.
+/// Created by the server; loop thread only.
 public final class IMServerSession {
     /// The logged-in user, once logged in (still set after the session ended, for its last reports).
     public private(set) var user: String?
@@ -11,31 +12,38 @@ public final class IMServerSession {
     public let remoteAddress: SocketAddress?
     /// How long the client may stay silent (1.5 × its keepalive), once logged in.
     public var silenceLimit: Duration? { machine.silenceLimit }
+    /// The connection underneath: frames in and out, in the client's encoding.
+    public let link: IMSessionLink
 
     weak var server: IMServer?
-    let connection: TCPConnection
     private(set) var machine: IMServerSessionMachine
-    private var decoder: FrameDecoder
     private var timer: ProtocolTimer!
     /// Sequences delivered on this connection and not yet acknowledged: never sent twice per connection.
     private var inFlight: Set<UInt64> = []
     private(set) var isEnded = false
 
-    init(connection: TCPConnection, server: IMServer) {
-        self.connection = connection
+    init(link: IMSessionLink, server: IMServer) {
+        self.link = link
         self.server = server
-        remoteAddress = connection.remoteAddress
-        machine = IMServerSessionMachine(settings: server.settings.session, now: connection.loop.now)
-        decoder = FrameDecoder(maxBodyLength: server.settings.maximumFrameBody)
-        timer = ProtocolTimer(loop: connection.loop, modes: connection.modes, label: "im.session") { [weak self] in
+        remoteAddress = link.remoteAddress
+        machine = IMServerSessionMachine(settings: server.settings.session, now: link.loop.now)
+        timer = ProtocolTimer(loop: link.loop, modes: link.modes, label: "im.session") { [weak self] in
             guard let self else { return }
-            self.apply(self.machine.timerFired(now: self.connection.loop.now))
+            self.apply(self.machine.timerFired(now: self.link.loop.now))
         }
-        connection.onData = { [weak self] _, bytes in self?.received(bytes) }
-        connection.onClose = { [weak self] _, reason in
-            guard let self else { return }
-            self.apply(self.machine.transportClosed("\(reason)"))
-        }
+        link.start(IMSessionLinkEvents(
+            received: { [weak self] frame in
+                guard let self, !self.isEnded else { return }
+                self.apply(self.machine.frameReceived(frame, now: self.link.loop.now))
+            },
+            failed: { [weak self] code, reason, serial in
+                self?.apply(self?.machine.protocolError(code, reason, serial: serial) ?? [])
+            },
+            closed: { [weak self] why in
+                guard let self else { return }
+                self.apply(self.machine.transportClosed(why))
+            }
+        ))
         timer.schedule(at: machine.nextDeadline)
     }
 
@@ -52,33 +60,18 @@ public final class IMServerSession {
 
     /// Resets the connection without a word (``IMServer/abort()``).
     func abort() {
-        connection.close(immediately: true)
+        link.abort()
         apply(machine.transportClosed("aborted by the server"))
     }
 
     func write(_ frame: IMFrame) {
         guard !isEnded else { return }
         do {
-            try connection.write(frame.encoded())
+            try link.send(frame)
         } catch {
             // A client that does not read fills its output limit: it is dropped, not buffered forever.
-            connection.close(immediately: true)
+            link.abort()
             apply(machine.transportClosed("write failed: \(error)"))
-        }
-    }
-
-    private func received(_ bytes: [UInt8]) {
-        decoder.append(bytes)
-        while !isEnded {
-            let frame: IMFrame?
-            do {
-                frame = try decoder.next()
-            } catch {
-                apply(machine.protocolError(error))
-                return
-            }
-            guard let frame else { break }
-            apply(machine.frameReceived(frame, now: connection.loop.now))
         }
     }
 
@@ -109,7 +102,7 @@ public final class IMServerSession {
     /// ended meanwhile ignores it.
     private func loginDecided(_ request: IMLoginRequest, _ verdict: IMLoginVerdict) {
         guard !isEnded, let server else { return }
-        let now = connection.loop.now
+        let now = link.loop.now
         switch verdict {
         case .accepted:
             apply(machine.loginAccepted(user: request.user, sessionID: UUIDText.random(),
@@ -123,7 +116,7 @@ public final class IMServerSession {
         guard !isEnded else { return }
         isEnded = true
         timer.cancel()
-        connection.close()
+        link.close(for: reason)
         server?.sessionEnded(self, reason: reason)
     }
 }

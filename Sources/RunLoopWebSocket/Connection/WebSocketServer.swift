@@ -21,6 +21,11 @@ public final class WebSocketServer {
     public var shouldAccept: ((WebSocketUpgradeRequest) -> WebSocketHandshakeRefusal?)?
     /// Runs for every refused upgrade, after the refusal is queued, e.g. to log it.
     public var onRefused: ((WebSocketServer, WebSocketHandshakeRefusal) -> Void)?
+    /// Offered every request head first (its bytes up to the blank line), for a server that answers
+    /// plain HTTP beside the upgrade — a page, a health check: return `true` when the request was
+    /// answered on the connection (and it closed or will close), `false` to let the upgrade checks run.
+    /// `nil` (the default): every request is taken for an upgrade.
+    public var handleRequest: ((WebSocketServer, TCPConnection, [UInt8]) -> Bool)?
 
     /// Must be called on the loop's thread.
     /// - Parameters:
@@ -67,6 +72,7 @@ public final class WebSocketServer {
     }
 
     private func handshake(_ tcp: TCPConnection, head: [UInt8], configuration: WebSocketConfiguration) {
+        if let handleRequest, handleRequest(self, tcp, head) { return }
         var outcome = WebSocketHandshake.validateRequest(head)
         if case .success(let request) = outcome, let refusal = shouldAccept?(request) { outcome = .failure(refusal) }
         switch outcome {

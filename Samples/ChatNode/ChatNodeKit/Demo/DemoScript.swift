@@ -13,6 +13,8 @@ final class DemoScript {
     private var node: LoopThreadOnly<ChatNode>?
     private var nodeRecorders: [ActivityRecorder] = []
     private var port: UInt16 = 0
+    /// The page's port: any free one at the first start, the same one after the crash.
+    private var webPort: UInt16 = 0
     private let linkHost = HostedLoop(name: "link")
     private var link: LoopThreadOnly<FaultyLink>?
     private var people: [(host: HostedLoop, person: LoopThreadOnly<DemoParticipant>)] = []
@@ -97,7 +99,7 @@ final class DemoScript {
         try? linkHost.sync { [link] in link?.value.close() }
         linkHost.stop()
         if let nodeHost {
-            try? nodeHost.sync { [node] in node?.value.server.abort() }
+            try? nodeHost.sync { [node] in node?.value.abort() }
             nodeHost.stop()
         }
         for suffix in ["", "-wal", "-shm"] { unlink(databasePath + suffix) }
@@ -109,6 +111,7 @@ final class DemoScript {
         let host = HostedLoop(name: "node")
         var configuration = ChatNode.Configuration(databasePath: databasePath)
         configuration.port = port
+        configuration.httpPort = webPort
         configuration.passwordHasher = PasswordHasher(rounds: 1 << 12)
         let narrate = narrator("node")
         let recorder = ActivityRecorder()
@@ -122,17 +125,19 @@ final class DemoScript {
             return node
         })
         self.port = try host.sync { started.value.port }
+        let page = try host.sync { started.value.pageURL }
+        webPort = try host.sync { started.value.webPort ?? 0 }
         nodeHost = host
         node = started
         nodeRecorders.append(recorder)
-        narrator("node")("listening on 127.0.0.1:\(self.port)")
+        narrator("node")("listening on 127.0.0.1:\(self.port); page \(page ?? "-") (open it in a browser to watch)")
     }
 
     private func crashNode() throws {
         guard let host = nodeHost, let node else { return }
         try host.sync {
             node.value.onEvent = nil  // a crashed process says nothing more
-            node.value.server.abort()
+            node.value.abort()
             node.value.store.database.close()
         }
         host.stop()

@@ -1,0 +1,517 @@
+// The chat node's browser client. It speaks the IM protocol of docs/PROTOCOL.md as JSON text
+// messages on the node's WebSocket (/ws, section 13 of that document): login, rooms, direct messages,
+// paged history, each own message's delivery, reconnect with exponential backoff and jitter, a
+// heartbeat with an answer deadline, resend under the same id, and de-duplication of what arrives.
+"use strict";
+
+const KEEPALIVE_SECONDS = 20;    // promised in LOGIN: the node drops us after 1.5 × this of silence
+const HEARTBEAT_MS = 8000;       // a HEARTBEAT after this long without sending anything
+const ANSWER_TIMEOUT_MS = 8000;  // after a request some frame must arrive within this, or the link is dead
+const ACK_TIMEOUT_MS = 10000;    // a SEND without SEND_ACK this long is sent again (same id)
+const BACKOFF_FIRST_MS = 500;
+const BACKOFF_MAX_MS = 30000;
+// Messages per history page; `?historyPage=N` in the page's address changes it.
+const HISTORY_PAGE = Math.min(500, Math.max(1, Number(new URLSearchParams(location.search).get("historyPage")) || 20));
+const STATUS = { 0: "ok", 1: "bad request", 4: "authentication failed", 7: "too many connections", 8: "rate limited",
+  9: "unknown recipient", 10: "node shutting down", 11: "keepalive timeout", 12: "unknown command",
+  13: "internal error", 14: "not a member" };
+
+const $ = (id) => document.getElementById(id);
+
+const app = {
+  user: null,
+  password: null,
+  ws: null,
+  online: false,
+  wantsConnection: false,   // false after a logout or a refused login: no reconnect
+  serial: 0,
+  pending: new Map(),       // serial → what the answer is for
+  answerDeadline: null,     // ping-pong: the link is dead if nothing arrives by then
+  lastSent: 0,
+  attempts: 0,
+  reconnectAt: null,
+  reconnectTimer: null,
+  outbox: new Map(),        // id → own message not yet settled: {id, conv, text, state, sentAt}
+  seen: new Set(),          // "from\0id" of every message shown: each one once
+  conversations: new Map(), // "room:NAME" | "user:NAME" → conversation
+  current: null,
+  onlineUsers: new Set(),
+  rooms: [],
+};
+
+// MARK: connection
+
+function connect() {
+  clearTimeout(app.reconnectTimer);
+  app.reconnectAt = null;
+  setConnection("connecting", "connecting…");
+  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+  const ws = new WebSocket(`${scheme}//${location.host}/ws`);
+  app.ws = ws;
+  // The opening handshake and the login answer share the answer deadline: a node that swallows the
+  // connection attempt (a black hole, not a refusal) is given up on as fast as a silent one.
+  app.answerDeadline = Date.now() + ANSWER_TIMEOUT_MS;
+  // A late event from an older socket changes nothing: every handler checks it is still the current one.
+  ws.onopen = () => {
+    if (ws !== app.ws) return;
+    request("LOGIN", { user: app.user, password: app.password, keepaliveSeconds: KEEPALIVE_SECONDS, clientName: "chat-node page" });
+  };
+  ws.onmessage = (event) => {
+    if (ws !== app.ws) return;
+    let frame;
+    try {
+      frame = JSON.parse(event.data);
+    } catch {
+      return dropConnection("the node sent something that is not JSON");
+    }
+    received(frame);
+  };
+  ws.onclose = (event) => {
+    if (ws !== app.ws) return;
+    lost(`closed ${event.code}${event.reason ? ` (${event.reason})` : ""}`);
+  };
+}
+
+/// Ends the current socket at once (a dead link never completes a close handshake) and reconnects.
+function dropConnection(why) {
+  const ws = app.ws;
+  if (!ws) return;
+  ws.onclose = null;
+  try { ws.close(4000, "client gave up on the link"); } catch { /* already closing */ }
+  lost(why);
+}
+
+function lost(why) {
+  app.ws = null;
+  app.online = false;
+  app.pending.clear();
+  app.answerDeadline = null;
+  // Sent but not acknowledged: sent again, same id, after the next login (the node de-duplicates).
+  for (const entry of app.outbox.values()) if (entry.state === "sent") setMessageState(entry, "queued");
+  setComposer();
+  if (!app.wantsConnection) return setConnection("offline", "offline");
+  // Exponential backoff with a cap; up to half of each wait removed at random, so many pages that
+  // lost the same node do not all come back at the same instant.
+  const base = Math.min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * 2 ** app.attempts);
+  const wait = base - Math.random() * base / 2;
+  app.attempts += 1;
+  app.reconnectAt = Date.now() + wait;
+  app.reconnectTimer = setTimeout(connect, wait);
+  notice(`connection lost: ${why}`);
+  showCountdown();
+}
+
+function showCountdown() {
+  if (app.reconnectAt === null) return;
+  const seconds = Math.max(0, (app.reconnectAt - Date.now()) / 1000);
+  setConnection("reconnecting", `reconnecting in ${seconds.toFixed(1)} s`);
+}
+
+function setConnection(state, text) {
+  const element = $("conn");
+  element.dataset.state = state;
+  element.textContent = text;
+}
+
+/// Sends one frame; requests (anything that expects an answer) start the answer deadline.
+function send(command, body, expectsAnswer) {
+  if (!app.ws || app.ws.readyState !== WebSocket.OPEN) return null;
+  app.serial = app.serial >= 4294967295 ? 1 : app.serial + 1;
+  const frame = { command, serial: app.serial };
+  if (body !== undefined) frame.body = body;
+  app.ws.send(JSON.stringify(frame));
+  app.lastSent = Date.now();
+  if (expectsAnswer && app.answerDeadline === null) app.answerDeadline = Date.now() + ANSWER_TIMEOUT_MS;
+  return app.serial;
+}
+
+function request(command, body, context = {}) {
+  const serial = send(command, body, true);
+  if (serial !== null) app.pending.set(serial, { command, ...context });
+  return serial;
+}
+
+/// Heartbeat, answer deadline, ack timeouts and the reconnect countdown: one tick for all.
+function tick() {
+  const now = Date.now();
+  showCountdown();
+  if (!app.ws) return;
+  if (app.answerDeadline !== null && now > app.answerDeadline) return dropConnection("no answer from the node");
+  if (!app.online) return;
+  if (now - app.lastSent >= HEARTBEAT_MS) request("HEARTBEAT");
+  for (const entry of app.outbox.values()) {
+    if (entry.state === "sent" && now - entry.sentAt >= ACK_TIMEOUT_MS) transmit(entry);
+  }
+}
+
+// MARK: frames from the node
+
+function received(frame) {
+  const context = app.pending.get(frame.serial);
+  const isAnswer = context !== undefined && frame.command !== "DELIVER" && frame.command !== "PRESENCE";
+  if (isAnswer) app.pending.delete(frame.serial);
+  // Every frame proves the link; the deadline runs on only while answers are still owed.
+  app.answerDeadline = app.pending.size > 0 ? Date.now() + ANSWER_TIMEOUT_MS : null;
+  const body = frame.body || {};
+  const code = frame.code || 0;
+  switch (frame.command) {
+    case "LOGIN_ACK": return loginAnswered(code, body);
+    case "HEARTBEAT":  // the node's ping: answered with the same serial
+      app.ws.send(JSON.stringify({ command: "HEARTBEAT_ACK", serial: frame.serial }));
+      return undefined;
+    case "SEND_ACK": return sendAnswered(code, body);
+    case "DELIVER":
+      send("DELIVER_ACK", { seqs: [body.seq] }, false);  // duplicates too: the node must forget them
+      return show(body);
+    case "JOIN_ACK":
+    case "LEAVE_ACK": return roomAnswered(frame.command, code, body, context);
+    case "ROOM_LIST": return showRooms(body.rooms || []);
+    case "HISTORY_PAGE": return historyAnswered(code, body, context);
+    case "PRESENCE": return presence(body.user, body.online === true);
+    case "ERROR": return notice(`the node closes the connection: ${body.message || STATUS[code] || code}`);
+    default: return undefined;  // a command this page does not know: ignored, as the protocol asks
+  }
+}
+
+function loginAnswered(code, body) {
+  if (code !== 0) {
+    if (code === 4) {
+      // Retrying a wrong password would not help: close without the reconnect that lost() starts.
+      app.wantsConnection = false;
+      const ws = app.ws;
+      ws.onclose = null;
+      ws.close(1000);
+      app.ws = null;
+      app.pending.clear();
+      app.answerDeadline = null;
+      $("login-error").textContent = body.reason || "unknown user or wrong password";
+      $("chat").hidden = true;
+      $("login-form").hidden = false;
+      return setConnection("refused", "login refused");
+    }
+    return notice(`login refused for now: ${body.reason || STATUS[code] || code}`);  // the node closes; we retry
+  }
+  app.online = true;
+  app.attempts = 0;
+  setConnection("online", "online");
+  notice(app.serial > 1 ? "reconnected" : "");
+  $("login-form").hidden = true;
+  $("chat").hidden = false;
+  $("logout").hidden = false;
+  $("me").textContent = app.user;
+  setComposer();
+  request("LIST_ROOMS");
+  for (const entry of app.outbox.values()) transmit(entry);
+  // What arrived while away comes as DELIVERs from the inbox; the open conversation's newest page is
+  // fetched too (merged without duplicates), so its history has no hole either.
+  if (app.current) loadHistory(app.conversations.get(app.current), "latest");
+}
+
+// MARK: own messages
+
+function newID() {
+  if (crypto.randomUUID) return crypto.randomUUID();
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function submitMessage(text) {
+  const conversation = app.conversations.get(app.current);
+  if (!conversation || text.trim() === "") return;
+  const entry = { id: newID(), conv: conversation.key, text, state: "queued", sentAt: 0 };
+  app.outbox.set(entry.id, entry);
+  app.seen.add(`${app.user}\u0000${entry.id}`);
+  entry.element = messageElement({ from: app.user, id: entry.id, text }, conversation);
+  conversation.list.append(entry.element);
+  setMessageState(entry, "queued");
+  scrollDown(conversation);
+  if (app.online) transmit(entry);
+}
+
+function transmit(entry) {
+  const conversation = app.conversations.get(entry.conv);
+  const body = { id: entry.id, text: entry.text };
+  body[conversation.kind] = conversation.name;
+  if (request("SEND", body, { id: entry.id }) === null) return;
+  entry.sentAt = Date.now();
+  setMessageState(entry, "sent");
+}
+
+function sendAnswered(code, body) {
+  const entry = app.outbox.get(body.id);
+  if (!entry) return;  // an answer to a resend of something already settled
+  switch (code) {
+    case 0:
+      app.outbox.delete(entry.id);
+      entry.element.dataset.seq = body.seq;
+      entry.element.querySelector(".time").textContent = timeText(body.sentAtMs);
+      return setMessageState(entry, "acked", `stored by the node as #${body.seq}; it delivers it to every recipient`);
+    case 8:  // rate limited: again after the node's wait, same id
+      setMessageState(entry, "queued");
+      return setTimeout(() => app.outbox.has(entry.id) && app.online && transmit(entry), body.retryAfterMs || 1000);
+    case 10:
+    case 13:  // not stored this time: the ack timeout sends it again
+      return undefined;
+    default:
+      app.outbox.delete(entry.id);
+      return setMessageState(entry, "failed", STATUS[code] || `code ${code}`);
+  }
+}
+
+function setMessageState(entry, state, detail) {
+  entry.state = state;
+  const element = entry.element;
+  element.dataset.state = state;
+  const label = element.querySelector(".state");
+  label.textContent = state === "failed" ? `failed: ${detail}` : state;
+  label.title = detail || "";
+}
+
+// MARK: conversations
+
+function conversationFor(kind, name) {
+  const key = `${kind}:${name}`;
+  let conversation = app.conversations.get(key);
+  if (conversation) return conversation;
+  const list = document.createElement("ul");
+  list.dataset.conv = key;
+  list.hidden = true;
+  $("messages").append(list);
+  conversation = { key, kind, name, list, oldest: null, more: false, loaded: false, unread: 0 };
+  app.conversations.set(key, conversation);
+  if (kind === "user") renderDirects();
+  return conversation;
+}
+
+function open(conversation) {
+  app.current = conversation.key;
+  for (const other of app.conversations.values()) other.list.hidden = other !== conversation;
+  conversation.unread = 0;
+  $("title").textContent = conversation.kind === "room" ? `# ${conversation.name}` : `@ ${conversation.name}`;
+  $("leave").hidden = conversation.kind !== "room";
+  $("older").hidden = !conversation.more;
+  renderRooms();
+  renderDirects();
+  setComposer();
+  if (!conversation.loaded && app.online) loadHistory(conversation, "latest");
+  scrollDown(conversation);
+}
+
+function setComposer() {
+  const usable = app.current !== null;
+  $("text").disabled = !usable;
+  $("send").disabled = !usable;
+}
+
+/// A message from the node (DELIVER or a history page): shown once per (sender, id).
+function show(message, fromHistory = false) {
+  const signature = `${message.from}\u0000${message.id}`;
+  const conversation = message.room
+    ? conversationFor("room", message.room)
+    : conversationFor("user", message.from === app.user ? message.user : message.from);
+  const seq = Number(message.seq || 0);
+  if (conversation.oldest === null || seq < conversation.oldest) conversation.oldest = seq;
+  if (app.seen.has(signature)) {
+    // Our own message, seen again in history: it is settled at the node whatever this page knew.
+    const own = conversation.list.querySelector(`li[data-id="${CSS.escape(message.id)}"]`);
+    if (own && own.dataset.state !== "acked" && message.from === app.user) {
+      const entry = app.outbox.get(message.id) || { element: own };
+      app.outbox.delete(message.id);
+      own.dataset.seq = message.seq;
+      setMessageState(entry, "acked", `stored by the node as #${message.seq}`);
+    }
+    return;
+  }
+  app.seen.add(signature);
+  const element = messageElement(message, conversation);
+  element.dataset.seq = seq;
+  if (message.from === app.user) {
+    element.dataset.state = "acked";
+    element.querySelector(".state").textContent = "acked";
+  }
+  insertBySeq(conversation.list, element, seq);
+  if (app.current !== conversation.key && !fromHistory) {
+    conversation.unread += 1;
+    renderRooms();
+    renderDirects();
+  } else if (!fromHistory) {
+    scrollDown(conversation);
+  }
+}
+
+function messageElement(message, conversation) {
+  const element = document.createElement("li");
+  element.className = message.from === app.user ? "msg own" : "msg";
+  element.dataset.conv = conversation.key;
+  element.dataset.from = message.from;
+  element.dataset.id = message.id;
+  const parts = [["from", message.from], ["text", message.text || ""],
+    ["time", timeText(message.sentAtMs)]];
+  if (message.from === app.user) parts.push(["state", ""]);
+  for (const [name, text] of parts) {
+    const span = document.createElement("span");
+    span.className = name;
+    span.textContent = text;  // text, never HTML: nothing a sender writes can run here
+    element.append(span);
+  }
+  return element;
+}
+
+function timeText(milliseconds) {
+  return milliseconds ? new Date(Number(milliseconds)).toLocaleTimeString() : "";
+}
+
+/// Stored messages in seq order; own messages not yet stored stay at the end.
+function insertBySeq(list, element, seq) {
+  for (const other of list.children) {
+    const otherSeq = other.dataset.seq === undefined ? Infinity : Number(other.dataset.seq);
+    if (otherSeq > seq) return list.insertBefore(element, other);
+  }
+  return list.append(element);
+}
+
+function scrollDown(conversation) {
+  if (app.current === conversation.key) $("messages").scrollTop = $("messages").scrollHeight;
+}
+
+function loadHistory(conversation, which) {
+  const body = { limit: HISTORY_PAGE };
+  body[conversation.kind] = conversation.name;
+  if (which === "older" && conversation.oldest) body.beforeSeq = String(conversation.oldest);
+  request("HISTORY", body, { conv: conversation.key, which });
+}
+
+function historyAnswered(code, body, context) {
+  if (!context) return;
+  const conversation = app.conversations.get(context.conv);
+  if (code !== 0) return notice(`history of ${conversation.name}: ${STATUS[code] || code}`);
+  for (const message of body.messages || []) show(message, true);
+  // The newest page tells whether older ones exist only the first time; an "older" page always does.
+  if (context.which === "older" || !conversation.loaded) conversation.more = body.moreAvailable === true;
+  conversation.loaded = true;
+  if (app.current === conversation.key) $("older").hidden = !conversation.more;
+  if (context.which === "latest") scrollDown(conversation);
+}
+
+// MARK: rooms and people
+
+function roomAnswered(command, code, body, context) {
+  if (code !== 0) return notice(`${command === "JOIN_ACK" ? "join" : "leave"} ${context ? context.room : ""}: ${STATUS[code] || code}`);
+  request("LIST_ROOMS");
+  if (command === "JOIN_ACK") open(conversationFor("room", body.name));
+  else notice(`left ${body.name}`);
+}
+
+function showRooms(rooms) {
+  app.rooms = rooms;
+  renderRooms();
+}
+
+function renderRooms() {
+  const list = $("rooms");
+  list.replaceChildren();
+  for (const room of app.rooms) {
+    const conversation = app.conversations.get(`room:${room.name}`);
+    const item = document.createElement("li");
+    item.dataset.room = room.name;
+    item.className = (room.joined ? "" : "not-joined") + (app.current === `room:${room.name}` ? " current" : "");
+    item.textContent = `# ${room.name} (${room.members || 0})`;
+    item.title = room.joined ? "open" : "join";
+    if (conversation && conversation.unread > 0) item.append(badge(conversation.unread));
+    item.onclick = () => room.joined ? open(conversationFor("room", room.name)) : request("JOIN", { room: room.name }, { room: room.name });
+    list.append(item);
+  }
+}
+
+function renderDirects() {
+  const list = $("directs");
+  list.replaceChildren();
+  for (const conversation of app.conversations.values()) {
+    if (conversation.kind !== "user") continue;
+    const item = document.createElement("li");
+    item.dataset.user = conversation.name;
+    item.className = app.current === conversation.key ? "current" : "";
+    item.textContent = `@ ${conversation.name}${app.onlineUsers.has(conversation.name) ? " •" : ""}`;
+    if (conversation.unread > 0) item.append(badge(conversation.unread));
+    item.onclick = () => open(conversation);
+    list.append(item);
+  }
+}
+
+function badge(count) {
+  const span = document.createElement("span");
+  span.className = "unread";
+  span.textContent = String(count);
+  return span;
+}
+
+function presence(user, online) {
+  if (online) app.onlineUsers.add(user);
+  else app.onlineUsers.delete(user);
+  const list = $("online");
+  list.replaceChildren();
+  for (const name of [...app.onlineUsers].sort()) {
+    const item = document.createElement("li");
+    item.textContent = name;
+    item.onclick = () => open(conversationFor("user", name));
+    list.append(item);
+  }
+  renderDirects();
+}
+
+function notice(text) {
+  $("notice").textContent = text;
+}
+
+// MARK: the page's controls
+
+$("login-form").onsubmit = (event) => {
+  event.preventDefault();
+  app.user = $("user").value.trim();
+  app.password = $("password").value;
+  $("login-error").textContent = "";
+  app.wantsConnection = true;
+  app.attempts = 0;
+  connect();
+};
+
+$("logout").onclick = () => {
+  app.wantsConnection = false;
+  request("LOGOUT");  // the node answers and closes; no reconnect follows
+  $("logout").hidden = true;
+  setTimeout(() => location.reload(), 300);
+};
+
+$("join-form").onsubmit = (event) => {
+  event.preventDefault();
+  const room = $("room-name").value.trim();
+  if (room) request("JOIN", { room }, { room });
+  $("room-name").value = "";
+};
+
+$("leave").onclick = () => {
+  const conversation = app.conversations.get(app.current);
+  if (conversation && conversation.kind === "room") request("LEAVE", { room: conversation.name }, { room: conversation.name });
+};
+
+$("refresh-rooms").onclick = () => request("LIST_ROOMS");
+
+$("dm-form").onsubmit = (event) => {
+  event.preventDefault();
+  const user = $("dm-user").value.trim();
+  if (user) open(conversationFor("user", user));
+  $("dm-user").value = "";
+};
+
+$("older").onclick = () => {
+  const conversation = app.conversations.get(app.current);
+  if (conversation) loadHistory(conversation, "older");
+};
+
+$("composer").onsubmit = (event) => {
+  event.preventDefault();
+  submitMessage($("text").value);
+  $("text").value = "";
+};
+
+setInterval(tick, 250);

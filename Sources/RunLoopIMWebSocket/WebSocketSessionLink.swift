@@ -1,0 +1,174 @@
+import RunLoopIM
+import RunLoopKit
+import RunLoopNet
+import RunLoopWebSocket
+
+/// An ``IMSessionLink`` on a server-side ``WebSocketConnection``: lets an ``IMServer`` run a session
+/// for a WebSocket client (``IMServer/adopt(_:)``) with the same logic as for TCP.
+///
+/// Encodings: a binary message carries exactly one IM frame, bytes as on TCP; a text message carries
+/// one ``IMJSONEnvelope``. The client's first message fixes the connection's encoding and every answer
+/// uses it; a message in the other encoding afterwards is a protocol error (ERROR `badRequest`).
+/// Before the first message (a login timeout) the server speaks binary.
+///
+/// Liveness: besides the IM keepalive rule (the client's HEARTBEATs), the link sends a WebSocket ping
+/// every ``pingInterval`` — browsers answer pings by themselves though their scripts cannot send any —
+/// and drops a connection whose previous ping is still unanswered at the next one.
+///
+/// Closing: the session's end reason becomes the close code (``closeCode(for:)``), after the ERROR
+/// frame the session sent. Loop thread only.
+public final class WebSocketSessionLink: IMSessionLink {
+    /// How the client writes its frames.
+    public enum Encoding: Sendable, Equatable {
+        /// Binary messages, one IM frame each (16-byte header + protobuf body).
+        case binary
+        /// Text messages, one JSON envelope each.
+        case json
+    }
+
+    /// The server-side WebSocket connection (its TCP connection has the addresses).
+    public let connection: WebSocketConnection
+    /// The client's encoding, once its first message arrived.
+    public private(set) var encoding: Encoding?
+    /// Time between the server's WebSocket pings; `nil`: none.
+    public let pingInterval: Duration?
+    private let maxBodyLength: Int
+    private var isReporting = true
+    private var pingTimer: RunLoopTimer?
+    private var awaitingPong = false
+
+    /// - Parameters:
+    ///   - maxBodyLength: the largest IM frame body accepted (binary) — the JSON text is bounded by
+    ///     the connection's message limit.
+    ///   - pingInterval: how often to ping; `nil` for never.
+    public init(connection: WebSocketConnection, maxBodyLength: Int, pingInterval: Duration? = .seconds(20)) {
+        self.connection = connection
+        self.maxBodyLength = maxBodyLength
+        self.pingInterval = pingInterval
+    }
+
+    public var loop: RunLoop { connection.loop }
+    public var modes: [RunLoop.Mode] { connection.tcp.modes }
+    public var remoteAddress: SocketAddress? { connection.tcp.remoteAddress }
+
+    public func start(_ events: IMSessionLinkEvents) {
+        connection.onMessage = { [weak self] _, message in self?.received(message, events) }
+        connection.onPong = { [weak self] _, _ in self?.awaitingPong = false }
+        connection.onClose = { [weak self] _, info in
+            guard let self else { return }
+            self.stopPinging()
+            guard self.isReporting else { return }
+            self.isReporting = false
+            events.closed("websocket closed: \(info)")
+        }
+        if let pingInterval { startPinging(every: pingInterval) }
+    }
+
+    private func received(_ message: WebSocketMessage, _ events: IMSessionLinkEvents) {
+        guard isReporting else { return }
+        let decoded: Result<IMFrame, IMEnvelopeError>
+        switch message {
+        case .binary(let bytes):
+            decoded = encoding == .json ? .failure(mixed("binary")) : Self.frame(fromBinary: bytes, maxBodyLength: maxBodyLength)
+            encoding = encoding ?? .binary
+        case .text(let text):
+            decoded = encoding == .binary ? .failure(mixed("text")) : Result { () throws(IMEnvelopeError) in try IMJSONEnvelope.decode(text) }
+            encoding = encoding ?? .json
+        }
+        switch decoded {
+        case .success(let frame): events.received(frame)
+        case .failure(let error): events.failed(error.code, error.reason, error.serial)
+        }
+    }
+
+    private func mixed(_ kind: String) -> IMEnvelopeError {
+        IMEnvelopeError(.badRequest, "a \(kind) message on a connection that speaks \(encoding == .json ? "JSON text" : "binary frames")")
+    }
+
+    /// A binary message must hold exactly one whole frame: WebSocket already delimits messages, so a
+    /// part of a frame or two frames in one message is a client bug, not a stream to reassemble.
+    public static func frame(fromBinary bytes: [UInt8], maxBodyLength: Int) -> Result<IMFrame, IMEnvelopeError> {
+        var decoder = FrameDecoder(maxBodyLength: maxBodyLength)
+        decoder.append(bytes)
+        do {
+            guard let frame = try decoder.next(), decoder.bufferedByteCount == 0 else {
+                return .failure(IMEnvelopeError(.badRequest, "a binary message must hold exactly one IM frame (\(bytes.count) bytes do not)"))
+            }
+            return .success(frame)
+        } catch {
+            return .failure(IMEnvelopeError(error.statusCode, error.description))
+        }
+    }
+
+    public func send(_ frame: IMFrame) throws(NetError) {
+        do {
+            switch encoding ?? .binary {
+            case .binary: try connection.send(binary: frame.encoded())
+            case .json: try connection.send(text: IMJSONEnvelope.encode(frame))
+            }
+        } catch {
+            if case .transport(let netError) = error { throw netError }
+            throw .outputClosed
+        }
+    }
+
+    public func close(for reason: IMSessionEndReason) {
+        isReporting = false
+        stopPinging()
+        connection.close(code: Self.closeCode(for: reason), reason: "\(reason)")
+    }
+
+    public func abort() {
+        isReporting = false
+        stopPinging()
+        connection.abort()
+    }
+
+    /// The close code for why a session ended: 1000 after a logout, 1001 when the server stops, 1009
+    /// for a frame over the size limit, 1008 (policy violation) for every other IM error — the
+    /// WebSocket layer was fine, the IM protocol was not; the close reason and the ERROR frame
+    /// before it say which. A closed transport sends nothing (the code is not used).
+    public static func closeCode(for reason: IMSessionEndReason) -> WebSocketCloseCode {
+        switch reason {
+        case .loggedOut, .transportClosed: return .normalClosure
+        case .serverShutdown: return .goingAway
+        case .protocolError(.frameTooLarge, _): return .messageTooBig
+        case .protocolError, .loginRefused, .loginTimeout, .keepaliveExpired: return .policyViolation
+        }
+    }
+
+    // MARK: pings
+
+    private func startPinging(every interval: Duration) {
+        let timer = RunLoopTimer(after: interval, repeating: interval, label: "im.websocket ping") { [weak self] _ in
+            self?.pingDue()
+        }
+        pingTimer = timer
+        for mode in modes { loop.add(timer, forMode: mode) }
+    }
+
+    private func pingDue() {
+        guard connection.state == .open else { return stopPinging() }
+        if awaitingPong {
+            // A whole interval without the pong: the peer (or the path to it) is gone.
+            stopPinging()
+            return connection.abort()
+        }
+        awaitingPong = true
+        try? connection.ping()
+    }
+
+    private func stopPinging() {
+        pingTimer?.invalidate()
+        pingTimer = nil
+    }
+}
+
+extension IMServer {
+    /// Runs an IM session for an open server-side WebSocket connection — from a ``WebSocketServer``'s
+    /// `onConnection`, or an HTTP server's upgrade — through a ``WebSocketSessionLink``.
+    /// Loop thread only.
+    public func adopt(_ connection: WebSocketConnection, pingInterval: Duration? = .seconds(20)) {
+        adopt(WebSocketSessionLink(connection: connection, maxBodyLength: settings.maximumFrameBody, pingInterval: pingInterval))
+    }
+}

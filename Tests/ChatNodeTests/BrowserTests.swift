@@ -1,0 +1,92 @@
+import Foundation
+import Glibc
+import RunLoopTesting
+import Testing
+
+/// What the browser test needs: a Python with Playwright (`RUNLOOPKIT_PYTHON`, else the repository's
+/// `.build-python` venv that `Scripts/setup.sh --tests` makes) and Debian's Chromium. Probed once;
+/// missing either, the test is skipped and says which.
+struct BrowserEnvironment: Sendable {
+    var python: String
+    var chromium: String
+    /// Nil when usable; otherwise what is missing.
+    var problem: String?
+
+    static let repository = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let shared = probe()
+
+    private static func probe() -> BrowserEnvironment {
+        let environment = ProcessInfo.processInfo.environment
+        let venv = repository.appendingPathComponent(".build-python/bin/python").path
+        let python = environment["RUNLOOPKIT_PYTHON"].flatMap { $0.isEmpty ? nil : $0 } ?? venv
+        let chromium = environment["RUNLOOPKIT_CHROMIUM"] ?? "/usr/bin/chromium"
+        var found = BrowserEnvironment(python: python, chromium: chromium)
+        if !FileManager.default.isExecutableFile(atPath: chromium) {
+            found.problem = "no Chromium at \(chromium) (apt-get install --no-install-recommends chromium, or set RUNLOOPKIT_CHROMIUM)"
+        } else if !FileManager.default.isExecutableFile(atPath: python) {
+            found.problem = "no Python at \(python) (bash Scripts/setup.sh --tests makes .build-python)"
+        } else if let status = try? run(python, ["-c", "import playwright.sync_api"]), status != 0 {
+            found.problem = "\(python) cannot import playwright (bash Scripts/setup.sh --tests installs it)"
+        }
+        return found
+    }
+
+    private static func run(_ executable: String, _ arguments: [String]) throws -> Int32 {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+}
+
+@Suite("Chat node in a browser")
+struct BrowserTests {
+    @Test(
+        "two Chromium pages and a terminal client chat in a room through a real node that is killed and restarted; the pages reconnect, resend, and show what arrived while away, once each",
+        .enabled(if: BrowserEnvironment.shared.problem == nil,
+                 "needs Playwright (bash Scripts/setup.sh --tests, or RUNLOOPKIT_PYTHON) and Chromium at /usr/bin/chromium"),
+        .timeLimit(.minutes(2))
+    )
+    func browserChat() async throws {
+        let environment = BrowserEnvironment.shared
+        let binary = ServerProcess.productPath("chat-node")
+        try #require(FileManager.default.isExecutableFile(atPath: binary), "chat-node not built at \(binary)")
+        let script = BrowserEnvironment.repository.appendingPathComponent("Tests/BrowserClient/browser_chat.py").path
+        let screenshots = BrowserEnvironment.repository.appendingPathComponent(".build/browser-test").path
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("browser-chat-\(getpid()).out")
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: output) }
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: environment.python)
+        process.arguments = [script, "--chat-node", binary, "--chromium", environment.chromium, "--screenshots", screenshots]
+        var childEnvironment = ProcessInfo.processInfo.environment
+        childEnvironment["PYTHONDONTWRITEBYTECODE"] = "1"
+        childEnvironment["PYTHONUNBUFFERED"] = "1"
+        process.environment = childEnvironment
+        process.standardInput = FileHandle.nullDevice
+        // A file, not a pipe: nobody drains a pipe while the script runs.
+        let sink = try FileHandle(forWritingTo: output)
+        process.standardOutput = sink
+        process.standardError = sink
+        try process.run()
+        let deadline = ContinuousClock.now + .seconds(90)
+        while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)  // its finally-block cannot run: the node dies with its pipe
+        }
+        process.waitUntilExit()
+        try sink.close()
+        let transcript = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+        // The screenshots' paths, in the test log.
+        for line in transcript.split(separator: "\n") where line.hasPrefix("screenshot: ") { print(line) }
+        #expect(process.terminationStatus == 0, "browser_chat.py failed:\n\(transcript)")
+        let summary = transcript.split(separator: "\n").last.map(String.init) ?? ""
+        #expect(summary.hasPrefix("{\"ok\": true"), "\(transcript)")
+    }
+}

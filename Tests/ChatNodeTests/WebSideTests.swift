@@ -1,0 +1,238 @@
+import ChatNodeKit
+import Foundation
+import Glibc
+import RunLoopIM
+import RunLoopIMWebSocket
+import RunLoopKit
+import RunLoopNet
+import RunLoopTesting
+import RunLoopWebSocket
+import Testing
+
+/// Foundation has a RunLoop too; these tests mean RunLoopKit's.
+private typealias RunLoop = RunLoopKit.RunLoop
+
+@Suite("Chat node: HTTP routes and the embedded page")
+struct WebRouteTests {
+    static func head(_ lines: String...) -> [UInt8] { Array((lines.joined(separator: "\r\n") + "\r\n\r\n").utf8) }
+
+    @Test("GET / and the page's files are served; /ws goes to the WebSocket handshake; other paths 404, other methods 405, bad heads 400")
+    func routes() {
+        guard case .asset(let index) = ChatWebRoute.route(Self.head("GET / HTTP/1.1", "Host: x")) else { Issue.record("no page"); return }
+        #expect(index.name == "index.html" && index.contentType == "text/html; charset=utf-8")
+        guard case .asset(let script) = ChatWebRoute.route(Self.head("GET /app.js?v=1 HTTP/1.1", "Host: x")) else { Issue.record("no script"); return }
+        #expect(script.contentType.hasPrefix("text/javascript") && script.body == WebAssets.files["app.js"])
+        #expect(ChatWebRoute.route(Self.head("GET /ws?session=1 HTTP/1.1", "Host: x")) == .webSocket)
+        func status(_ head: [UInt8]) -> Int? {
+            if case .refuse(let refusal) = ChatWebRoute.route(head) { return refusal.status }
+            return nil
+        }
+        #expect(status(Self.head("GET /nope HTTP/1.1", "Host: x")) == 404)
+        #expect(status(Self.head("GET /../etc/passwd HTTP/1.1", "Host: x")) == 404)
+        #expect(status(Self.head("POST / HTTP/1.1", "Host: x")) == 405)
+        #expect(status(Self.head("DELETE /ws HTTP/1.1", "Host: x")) == 405)
+        #expect(status(Array("\u{1}\u{2}garbage\r\n\r\n".utf8)) == 400)
+    }
+
+    @Test("the embedded page is exactly Samples/ChatNode/Web (run Scripts/embed-web-assets.sh after editing it)")
+    func embeddedPageMatchesSources() throws {
+        let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Samples/ChatNode/Web")
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+        #expect(names == WebAssets.files.keys.sorted(), "files added or removed: run Scripts/embed-web-assets.sh")
+        for name in names {
+            let source = try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
+            #expect(WebAssets.files[name] == source, "\(name) changed: run Scripts/embed-web-assets.sh")
+        }
+    }
+}
+
+/// One HTTP exchange on a raw TCP connection: the request as given, everything until the node closes.
+final class RawHTTP {
+    let connection = TCPConnection()
+    var received: [UInt8] = []
+    var isClosed = false
+
+    init(port: UInt16, request: String) {
+        connection.onConnect = { connection in try? connection.write(Array(request.utf8)) }
+        connection.onData = { [weak self] _, bytes in self?.received += bytes }
+        connection.onClose = { [weak self] _, _ in self?.isClosed = true }
+        connection.connect(to: "127.0.0.1", port: port)
+    }
+
+    var text: String { String(decoding: received, as: UTF8.self) }
+}
+
+/// A WebSocket client that sends what a test tells it and keeps what comes back and how it closed.
+final class WebSocketPeer {
+    let connection = WebSocketConnection()
+    var messages: [WebSocketMessage] = []
+    var isOpen = false
+    var closeInfo: WebSocketCloseInfo?
+
+    init(port: UInt16) {
+        connection.onOpen = { [weak self] _ in self?.isOpen = true }
+        connection.onMessage = { [weak self] _, message in self?.messages.append(message) }
+        connection.onClose = { [weak self] _, info in self?.closeInfo = info }
+        connection.connect(host: "127.0.0.1", port: port, target: ChatWebRoute.webSocketPath)
+    }
+
+    /// The last ERROR frame received.
+    var lastError: IMFrame? { frames.last { $0.command == .error } }
+    /// Whether the last message was text (`nil`: none came).
+    var lastWasText: Bool? {
+        guard let last = messages.last else { return nil }
+        if case .text = last { return true }
+        return false
+    }
+
+    /// The IM frames received, whichever encoding carried them.
+    var frames: [IMFrame] {
+        messages.compactMap { message in
+            switch message {
+            case .text(let text): return try? IMJSONEnvelope.decode(text)
+            case .binary(let bytes): return try? WebSocketSessionLink.frame(fromBinary: bytes, maxBodyLength: 1 << 16).get()
+            }
+        }
+    }
+}
+
+/// What the bad-input test observes from callbacks (a class: Swift 6.3's region checker crashes on
+/// mutable locals captured by escaping closures in long test bodies).
+final class WebBadInputObservations {
+    var refusedStatuses: [Int] = []
+    var tomGot: [String] = []
+    var stopped = false
+}
+
+@Suite("Chat node: bad input on the HTTP and WebSocket side")
+struct WebBadInputTests {
+    @Test("unknown path, non-GET, bad upgrade, bad JSON, unknown command, a binary message that is no IM frame, an oversized one: each gets its status or ERROR and close code; logged-in clients are unaffected")
+    func badInput() async throws {
+        try await onLoopThread { try Self.badInputOnLoop() }
+    }
+
+    static func badInputOnLoop() throws {
+        let loop = RunLoop.current
+        let path = temporaryDatabase()
+        defer { removeDatabase(path) }
+        let node = try ChatNode(configuration: nodeConfiguration(path, httpPort: 0))
+        try node.start()
+        let webPort = try #require(node.webPort)
+        let seen = WebBadInputObservations()
+        node.web?.onRefused = { seen.refusedStatuses.append($0.status) }
+
+        // Bystanders: one over WebSocket, one over TCP, logged in throughout.
+        let browserLike = IMClient(configuration: IMClientConfiguration(user: "wendy", password: "pw"),
+                                   connector: WebSocketTransport.connector(host: "127.0.0.1", port: webPort))
+        let terminalLike = client("tom", port: node.port)
+        browserLike.start()
+        terminalLike.start()
+        try #require(try spin(loop) { browserLike.state == .online && terminalLike.state == .online })
+
+        try checkHTTPRefusals(loop: loop, port: webPort, seen: seen)
+        try checkWebSocketViolations(loop: loop, port: webPort)
+
+        // The bystanders never noticed.
+        #expect(browserLike.state == .online && terminalLike.state == .online)
+        terminalLike.onMessage = { _, message in seen.tomGot.append(message.text) }
+        _ = try browserLike.send("still here", to: .user("tom"))
+        try #require(try spin(loop) { seen.tomGot == ["still here"] })
+        browserLike.close()
+        terminalLike.close()
+        try #require(try spin(loop) { browserLike.state == .closed(.userClosed) && terminalLike.state == .closed(.userClosed) })
+        node.stop { seen.stopped = true }
+        try #require(try spin(loop) { seen.stopped })
+    }
+
+    fileprivate static func checkHTTPRefusals(loop: RunLoop, port: UInt16, seen: WebBadInputObservations) throws {
+        let page = RawHTTP(port: port, request: "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        let missing = RawHTTP(port: port, request: "GET /missing HTTP/1.1\r\nHost: x\r\n\r\n")
+        let post = RawHTTP(port: port, request: "POST /ws HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+        let oldVersion = RawHTTP(port: port, request: "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                                 + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 8\r\n\r\n")
+        let notUpgrade = RawHTTP(port: port, request: "GET /ws HTTP/1.1\r\nHost: x\r\n\r\n")
+        try #require(try spin(loop) { [page, missing, post, oldVersion, notUpgrade].allSatisfy(\.isClosed) })
+        #expect(page.text.hasPrefix("HTTP/1.1 200 OK\r\n") && page.text.hasSuffix(WebAssets.files["index.html"] ?? "?"))
+        #expect(missing.text.hasPrefix("HTTP/1.1 404 Not Found\r\n"), "\(missing.text)")
+        #expect(post.text.hasPrefix("HTTP/1.1 405 Method Not Allowed\r\nAllow: GET\r\n"), "\(post.text)")
+        #expect(oldVersion.text.hasPrefix("HTTP/1.1 426 Upgrade Required\r\nSec-WebSocket-Version: 13\r\n"), "\(oldVersion.text)")
+        #expect(notUpgrade.text.hasPrefix("HTTP/1.1 400 Bad Request\r\n"), "\(notUpgrade.text)")
+        #expect(seen.refusedStatuses.sorted() == [400, 404, 405, 426])
+    }
+
+    /// WebSocket peers that break the IM protocol, each in its own way.
+    fileprivate static func checkWebSocketViolations(loop: RunLoop, port: UInt16) throws {
+        let badJSON = WebSocketPeer(port: port)
+        let unknownCommand = WebSocketPeer(port: port)
+        let notAFrame = WebSocketPeer(port: port)
+        let tooLarge = WebSocketPeer(port: port)
+        let mixed = WebSocketPeer(port: port)
+        let peers = [badJSON, unknownCommand, notAFrame, tooLarge, mixed]
+        try #require(try spin(loop) { peers.allSatisfy(\.isOpen) })
+        try badJSON.connection.send(text: "{not json")
+        try unknownCommand.connection.send(text: #"{"command":"FLY","serial":3}"#)
+        try notAFrame.connection.send(binary: Array("hello".utf8))
+        var oversized = IMFrame(command: .send, serial: 4).encoded()
+        oversized.replaceSubrange(0..<4, with: [0x00, 0x10, 0x00, 0x00])  // announces a 1 MiB body
+        try tooLarge.connection.send(binary: oversized)
+        try mixed.connection.send(text: #"{"command":"HEARTBEAT","serial":1}"#)
+        try mixed.connection.send(binary: IMFrame(command: .heartbeat, serial: 2).encoded())
+        try #require(try spin(loop) { peers.allSatisfy { $0.closeInfo != nil } })
+
+        #expect(badJSON.lastError?.code == .badRequest && badJSON.closeInfo?.code == .policyViolation)
+        #expect(badJSON.lastWasText == true, "a JSON client is answered in JSON: \(badJSON.messages)")
+        #expect(unknownCommand.lastError?.code == .unknownCommand && unknownCommand.lastError?.serial == 3)
+        #expect(unknownCommand.closeInfo?.code == .policyViolation)
+        #expect(notAFrame.lastError?.code == .badRequest && notAFrame.closeInfo?.code == .policyViolation)
+        #expect(notAFrame.lastWasText == false, "a binary client is answered in binary: \(notAFrame.messages)")
+        #expect(tooLarge.lastError?.code == .frameTooLarge && tooLarge.closeInfo?.code == .messageTooBig)
+        #expect(mixed.frames.first?.command == .heartbeatAck && mixed.lastError?.code == .badRequest, "\(mixed.messages)")
+        for peer in peers { #expect(peer.closeInfo?.initiatedByPeer == true, "the node closed it: \(String(describing: peer.closeInfo))") }
+    }
+}
+
+@Suite("Chat node: a JSON client")
+struct WebJSONClientTests {
+    @Test("a WebSocket client speaking the JSON envelope logs in, sends, receives and acknowledges — every answer in JSON, 64-bit fields as strings")
+    func jsonSession() async throws {
+        try await onLoopThread { try Self.jsonSessionOnLoop() }
+    }
+
+    static func jsonSessionOnLoop() throws {
+        let loop = RunLoop.current
+        let path = temporaryDatabase()
+        defer { removeDatabase(path) }
+        let node = try ChatNode(configuration: nodeConfiguration(path, httpPort: 0))
+        try node.start()
+        defer { node.abort() }
+        let tom = client("tom", port: node.port)
+        tom.start()
+        try #require(try spin(loop) { tom.state == .online })
+
+        let browser = WebSocketPeer(port: try #require(node.webPort))
+        try #require(try spin(loop) { browser.isOpen })
+        func answer(_ serial: UInt32) -> IMFrame? { browser.frames.first { $0.serial == serial && $0.command != .deliver } }
+        try browser.connection.send(text: #"{"command":"LOGIN","serial":1,"body":{"user":"jo","password":"pw","keepaliveSeconds":30}}"#)
+        try #require(try spin(loop) { answer(1) != nil })
+        let login = try #require(answer(1))
+        let response = try login.decode(IMLoginResponse.self)
+        #expect(login.command == .loginAck && login.code == .ok && response.user == "jo")
+        try browser.connection.send(text: #"{"command":"SEND","serial":2,"body":{"id":"j-1","user":"tom","text":"hi tom"}}"#)
+        try #require(try spin(loop) { answer(2) != nil })
+        #expect(answer(2)?.command == .sendAck && answer(2)?.code == .ok)
+        #expect(browser.messages.allSatisfy { if case .text = $0 { return true } else { return false } }, "answered in JSON")
+        let ack = try #require(browser.messages.compactMap { if case .text(let text) = $0, text.contains("SEND_ACK") { return text } else { return nil } }.first)
+        #expect(ack.contains(#""seq":""#), "64-bit integers are strings in the canonical mapping: \(ack)")
+
+        _ = try tom.send("hi jo", to: .user("jo"))
+        try #require(try spin(loop) { browser.frames.contains { $0.command == .deliver } })
+        let deliver = try #require(browser.frames.first { $0.command == .deliver })
+        let message = try deliver.decode(IMChatMessage.self)
+        #expect(message.from == "tom" && message.text == "hi jo")
+        try browser.connection.send(text: #"{"command":"DELIVER_ACK","serial":3,"body":{"seqs":["\#(message.seq)"]}}"#)
+        try #require(try spin(loop) { node.store.undelivered(for: "jo").isEmpty })
+        tom.close()
+        try spin(loop) { tom.state == .closed(.userClosed) }
+    }
+}

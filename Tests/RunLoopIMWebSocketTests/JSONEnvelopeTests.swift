@@ -1,0 +1,89 @@
+import RunLoopIM
+import RunLoopIMWebSocket
+import RunLoopWebSocket
+import Testing
+
+@Suite("IM JSON envelope")
+struct JSONEnvelopeTests {
+    @Test("a frame of every command survives encode → decode, bodies in the canonical JSON mapping")
+    func roundTrip() throws {
+        var message = IMChatMessage()
+        message.id = "m-1"
+        message.room = "lobby"
+        message.text = "héllo \"quoted\""
+        message.seq = 18_446_744_073_709_551_615
+        let frame = IMFrame(command: .deliver, serial: 4_294_967_295, code: .ok, message: message)
+        let text = IMJSONEnvelope.encode(frame)
+        #expect(text.contains("\"command\":\"DELIVER\"") && text.contains("\"seq\":\"18446744073709551615\""), "\(text)")
+        #expect(try IMJSONEnvelope.decode(text) == frame)
+        for command in IMCommand.allCases {
+            let plain = IMFrame(command: command, serial: 9, code: .notAMember)
+            #expect(try IMJSONEnvelope.decode(IMJSONEnvelope.encode(plain)) == plain, "\(command)")
+        }
+    }
+
+    @Test("what browsers write: optional code and body, camelCase or proto field names")
+    func browserForms() throws {
+        let login = try IMJSONEnvelope.decode(#"{"command":"LOGIN","serial":1,"body":{"user":"ann","password":"pw","keepalive_seconds":30}}"#)
+        let request = try login.decode(IMLoginRequest.self)
+        #expect(login.command == .login && login.serial == 1 && request.user == "ann" && request.keepaliveSeconds == 30)
+        let history = try IMJSONEnvelope.decode(#"{"command":"HISTORY","serial":2,"code":0,"body":{"room":"r","beforeSeq":"41","limit":20}}"#)
+        #expect(try history.decode(IMHistoryRequest.self).beforeSeq == 41)
+        #expect(try IMJSONEnvelope.decode(#"{"command":"HEARTBEAT","serial":3}"#) == IMFrame(command: .heartbeat, serial: 3))
+        #expect(try IMJSONEnvelope.decode(#"{"command":"LIST_ROOMS","serial":4,"body":{}}"#) == IMFrame(command: .listRooms, serial: 4))
+    }
+
+    @Test("strict: each malformed envelope is refused with the status code a binary frame would get, echoing the serial when readable")
+    func refusals() {
+        let cases: [(String, IMStatusCode, UInt32)] = [
+            ("not json", .badRequest, 0),
+            ("[1,2]", .badRequest, 0),
+            (#"{"command":"SEND"}"#, .badRequest, 0),
+            (#"{"command":"SEND","serial":-1}"#, .badRequest, 0),
+            (#"{"command":"SEND","serial":1.5}"#, .badRequest, 0),
+            (#"{"command":"SEND","serial":true}"#, .badRequest, 0),
+            (#"{"command":"SEND","serial":"7"}"#, .badRequest, 0),
+            (#"{"command":"SEND","serial":4294967296}"#, .badRequest, 0),
+            (#"{"command":"FLY","serial":7}"#, .unknownCommand, 7),
+            (#"{"command":7,"serial":7}"#, .badRequest, 7),
+            (#"{"command":"SEND","serial":7,"extra":1}"#, .badRequest, 7),
+            (#"{"command":"SEND","serial":7,"code":"0"}"#, .badRequest, 0),
+            (#"{"command":"SEND","serial":7,"body":"hi"}"#, .badRequest, 7),
+            (#"{"command":"SEND","serial":7,"body":{"txet":"typo"}}"#, .badRequest, 7),
+            (#"{"command":"SEND","serial":7,"body":{"text":5}}"#, .badRequest, 7),
+            (#"{"command":"HEARTBEAT","serial":7,"body":{"x":1}}"#, .badRequest, 7),
+        ]
+        for (text, code, serial) in cases {
+            #expect(throws: IMEnvelopeError.self, "\(text)") { try IMJSONEnvelope.decode(text) }
+            do {
+                _ = try IMJSONEnvelope.decode(text)
+            } catch {
+                #expect(error.code == code && error.serial == serial, "\(text): \(error)")
+            }
+        }
+    }
+
+    @Test("a binary message holds exactly one frame; its faults keep their IM codes")
+    func binaryMessages() throws {
+        let heartbeat = IMFrame(command: .heartbeat, serial: 1).encoded()
+        let decoded = try WebSocketSessionLink.frame(fromBinary: heartbeat, maxBodyLength: 64).get()
+        #expect(decoded == IMFrame(command: .heartbeat, serial: 1))
+        for bytes in [Array(heartbeat.prefix(10)), heartbeat + heartbeat, [UInt8]()] {
+            #expect(throws: IMEnvelopeError.self) { try WebSocketSessionLink.frame(fromBinary: bytes, maxBodyLength: 64).get() }
+        }
+        let big = IMFrame(command: .send, serial: 1, body: Array(repeating: 0, count: 65)).encoded()
+        #expect(throws: IMEnvelopeError(.frameTooLarge, "frame body of 65 B exceeds the limit of 64 B")) {
+            try WebSocketSessionLink.frame(fromBinary: big, maxBodyLength: 64).get()
+        }
+    }
+
+    @Test("session end reasons map to close codes: 1000 logout, 1001 shutdown, 1009 too large, 1008 other IM errors")
+    func closeCodes() {
+        #expect(WebSocketSessionLink.closeCode(for: .loggedOut) == .normalClosure)
+        #expect(WebSocketSessionLink.closeCode(for: .serverShutdown) == .goingAway)
+        #expect(WebSocketSessionLink.closeCode(for: .protocolError(.frameTooLarge, "")) == .messageTooBig)
+        #expect(WebSocketSessionLink.closeCode(for: .protocolError(.badRequest, "")) == .policyViolation)
+        #expect(WebSocketSessionLink.closeCode(for: .loginTimeout) == .policyViolation)
+        #expect(WebSocketSessionLink.closeCode(for: .keepaliveExpired(silentFor: .seconds(3))) == .policyViolation)
+    }
+}
