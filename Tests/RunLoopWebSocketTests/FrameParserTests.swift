@@ -59,6 +59,26 @@ import Testing
         #expect(out == expected)
     }
 
+    /// RFC 6455 §5.7's own examples: the masked and unmasked "Hello" single-frame text messages, and
+    /// the parser unmasking the masked one. Masking runs eight bytes at a time, so a longer payload
+    /// checks the word path against a byte-by-byte XOR.
+    @Test func theRFCsMaskedHelloAndAWordWiseMaskMatchByteWiseXOR() throws {
+        let hello = WebSocketFrame(opcode: .text, payload: Array("Hello".utf8))
+        #expect(hello.encoded() == [0x81, 0x05, 0x48, 0x65, 0x6C, 0x6C, 0x6F])
+        let masked: [UInt8] = [0x81, 0x85, 0x37, 0xFA, 0x21, 0x3D, 0x7F, 0x9F, 0x4D, 0x51, 0x58]
+        #expect(hello.encoded(maskingKey: [0x37, 0xFA, 0x21, 0x3D]) == masked)
+        var parser = WebSocketFrameParser(sender: .client, maxFrameSize: 1024)
+        parser.append(masked)
+        #expect(try parser.nextFrame() == hello)
+
+        let key: [UInt8] = [0x01, 0x80, 0xFE, 0x5A]
+        let payload = (0..<37).map { UInt8(truncatingIfNeeded: $0 &* 29) }
+        var wordWise = payload
+        WebSocketMask.apply(key, to: &wordWise, from: 3)
+        let byteWise = payload.enumerated().map { index, byte in index < 3 ? byte : byte ^ key[(index - 3) & 3] }
+        #expect(wordWise == byteWise)
+    }
+
     @Test func maskingIsItsOwnInverseAndServerFramesAreUnmasked() {
         let payload = Array(0..<1000).map { UInt8(truncatingIfNeeded: $0 * 7) }
         let key: [UInt8] = [0xDE, 0xAD, 0xBE, 0xEF]

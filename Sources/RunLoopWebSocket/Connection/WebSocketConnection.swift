@@ -157,7 +157,7 @@ public final class WebSocketConnection {
     }
 
     func write(_ frame: WebSocketFrame) throws(NetError) {
-        try tcp.write(frame.encoded(maskingKey: role == .client ? WebSocketMask.randomKey() : nil))
+        try tcp.write(frame.encoded(maskingWord: role == .client ? WebSocketMask.randomWord() : nil))
     }
 }
 

@@ -74,8 +74,9 @@ public struct WebSocketFrameParser: Sendable {
         }
         var payload = Array(buffer[(start + payloadStart)..<(start + total)])
         if masked {
-            let key = Array(buffer[(start + headerLength)..<(start + headerLength + 4)])
-            WebSocketMask.apply(key, to: &payload, from: 0)
+            let at = start + headerLength
+            let key = UInt32(buffer[at]) << 24 | UInt32(buffer[at + 1]) << 16 | UInt32(buffer[at + 2]) << 8 | UInt32(buffer[at + 3])
+            WebSocketMask.apply(word: key, to: &payload, from: 0)
         }
         start += total
         compact()
