@@ -87,3 +87,13 @@ struct JSONEnvelopeTests {
         #expect(WebSocketSessionLink.closeCode(for: .keepaliveExpired(silentFor: .seconds(3))) == .policyViolation)
     }
 }
+
+/// Found by the outside attack: PROTOCOL.md §13 says the ERROR echoes `serial` whenever it could be
+/// read, but a bad `code` is refused with serial 0 (`IMJSONEnvelope.decode` calls `number(_:_:)`
+/// for "code" without passing the serial on).
+@Test("a bad code is refused with the serial that was read")
+func attackBadCodeEchoesSerial() {
+    #expect(throws: IMEnvelopeError(.badRequest, "\"code\" must be an integer 0...4294967295", serial: 3)) {
+        try IMJSONEnvelope.decode(#"{"command":"HEARTBEAT","serial":3,"code":"x"}"#)
+    }
+}

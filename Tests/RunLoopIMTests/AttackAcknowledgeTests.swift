@@ -1,0 +1,23 @@
+import Testing
+@testable import RunLoopIM
+@testable import RunLoopIMSQLite
+
+/// Found by the outside attack on the web feature: a DELIVER_ACK is client input, and a `seq` at or
+/// above 2^63 (any client can send one: JSON `"seqs":["9223372036854775808"]`, or a binary varint)
+/// traps in `Int64(seq)` in `SQLiteIMStore.acknowledge` — the whole node dies, every session with it.
+@Suite("Attack: client-chosen seqs")
+struct AttackAcknowledgeTests {
+    @Test("acknowledging a seq above Int64.max neither traps nor removes anything")
+    func hugeSeq() throws {
+        let path = temporaryPath("attack-ack.db")
+        defer { removeDatabase(path) }
+        let store = try SQLiteIMStore(path: path)
+        var message = IMChatMessage()
+        message.id = "m1"
+        message.user = "bob"
+        message.text = "hi"
+        _ = store.store(message, from: "alice", nowMilliseconds: 1)
+        store.acknowledge([UInt64(Int64.max) + 1, .max], for: "bob")
+        #expect(store.undelivered(for: "bob").count == 1)
+    }
+}
