@@ -216,7 +216,12 @@ public final class SQLiteIMStore: IMServerStore {
     public func acknowledge(_ seqs: [UInt64], for user: String) {
         do {
             try database.transaction { () throws(SQLiteError) in
-                for seq in seqs { try database.query("DELETE FROM inbox WHERE user = ? AND seq = ?", [.text(user), .integer(Int64(seq))]) }
+                // Client input: a seq past Int64.max names no stored message (SQLite's rowids are
+                // signed), and converting it would trap and take the node down.
+                for seq in seqs {
+                    guard let key = Int64(exactly: seq) else { continue }
+                    try database.query("DELETE FROM inbox WHERE user = ? AND seq = ?", [.text(user), .integer(key)])
+                }
             }
         } catch {
             // Harmless: the messages come again at the next login and the client drops duplicates.

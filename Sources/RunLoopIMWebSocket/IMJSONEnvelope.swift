@@ -48,7 +48,7 @@ public enum IMJSONEnvelope {
             throw IMEnvelopeError(.badRequest, "not JSON: \(error.localizedDescription)")
         }
         // The serial first, so every later refusal can echo it.
-        let serial = try number(object["serial"], "serial", required: true)
+        let serial = try number(object["serial"], "serial", required: true, serial: 0)
         if let extra = Set(object.keys).subtracting(keys).sorted().first {
             throw IMEnvelopeError(.badRequest, "unknown key \"\(extra)\"", serial: serial)
         }
@@ -58,22 +58,22 @@ public enum IMJSONEnvelope {
         guard let command = IMCommand(name: name) else {
             throw IMEnvelopeError(.unknownCommand, "unknown command \"\(name)\"", serial: serial)
         }
-        let code = try number(object["code"], "code", required: false)
+        let code = try number(object["code"], "code", required: false, serial: serial)
         let body = try bodyBytes(object["body"], for: command, serial: serial)
         return IMFrame(rawCommand: command.rawValue, serial: serial, code: code, body: body)
     }
 
     /// A 32-bit unsigned integer field: JSON numbers only (not booleans, strings or fractions).
-    private static func number(_ value: Any?, _ key: String, required: Bool) throws(IMEnvelopeError) -> UInt32 {
+    private static func number(_ value: Any?, _ key: String, required: Bool, serial: UInt32) throws(IMEnvelopeError) -> UInt32 {
         guard let value else {
-            if required { throw IMEnvelopeError(.badRequest, "missing \"\(key)\"") }
+            if required { throw IMEnvelopeError(.badRequest, "missing \"\(key)\"", serial: serial) }
             return 0
         }
         // Foundation bridges JSON true/false and 1.5 to NSNumber as well (and `is Bool` holds for 0 and
         // 1): the number's own type tells integers ("i", "q") from booleans ("c") and fractions ("d").
         guard let boxed = value as? NSNumber, ["i", "q", "l", "s"].contains(String(cString: boxed.objCType)),
               let number = value as? UInt32 else {
-            throw IMEnvelopeError(.badRequest, "\"\(key)\" must be an integer 0...4294967295")
+            throw IMEnvelopeError(.badRequest, "\"\(key)\" must be an integer 0...4294967295", serial: serial)
         }
         return number
     }

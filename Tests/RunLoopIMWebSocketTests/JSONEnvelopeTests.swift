@@ -47,7 +47,7 @@ struct JSONEnvelopeTests {
             (#"{"command":"FLY","serial":7}"#, .unknownCommand, 7),
             (#"{"command":7,"serial":7}"#, .badRequest, 7),
             (#"{"command":"SEND","serial":7,"extra":1}"#, .badRequest, 7),
-            (#"{"command":"SEND","serial":7,"code":"0"}"#, .badRequest, 0),
+            (#"{"command":"SEND","serial":7,"code":"0"}"#, .badRequest, 7),
             (#"{"command":"SEND","serial":7,"body":"hi"}"#, .badRequest, 7),
             (#"{"command":"SEND","serial":7,"body":{"txet":"typo"}}"#, .badRequest, 7),
             (#"{"command":"SEND","serial":7,"body":{"text":5}}"#, .badRequest, 7),
@@ -88,11 +88,9 @@ struct JSONEnvelopeTests {
     }
 }
 
-/// Found by the outside attack: PROTOCOL.md §13 says the ERROR echoes `serial` whenever it could be
-/// read, but a bad `code` is refused with serial 0 (`IMJSONEnvelope.decode` calls `number(_:_:)`
-/// for "code" without passing the serial on).
+/// PROTOCOL.md §13: the ERROR echoes `serial` whenever it could be read — also for a bad `code`.
 @Test("a bad code is refused with the serial that was read")
-func attackBadCodeEchoesSerial() {
+func aBadCodeStillEchoesTheSerial() {
     #expect(throws: IMEnvelopeError(.badRequest, "\"code\" must be an integer 0...4294967295", serial: 3)) {
         try IMJSONEnvelope.decode(#"{"command":"HEARTBEAT","serial":3,"code":"x"}"#)
     }

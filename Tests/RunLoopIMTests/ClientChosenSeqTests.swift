@@ -2,11 +2,11 @@ import Testing
 @testable import RunLoopIM
 @testable import RunLoopIMSQLite
 
-/// Found by the outside attack on the web feature: a DELIVER_ACK is client input, and a `seq` at or
+/// A DELIVER_ACK is client input, and a `seq` at or
 /// above 2^63 (any client can send one: JSON `"seqs":["9223372036854775808"]`, or a binary varint)
-/// traps in `Int64(seq)` in `SQLiteIMStore.acknowledge` — the whole node dies, every session with it.
-@Suite("Attack: client-chosen seqs")
-struct AttackAcknowledgeTests {
+/// once trapped in `Int64(seq)` in `SQLiteIMStore.acknowledge`: the whole node died, every session with it.
+@Suite("Client-chosen seqs")
+struct ClientChosenSeqTests {
     @Test("acknowledging a seq above Int64.max neither traps nor removes anything")
     func hugeSeq() throws {
         let path = temporaryPath("attack-ack.db")
