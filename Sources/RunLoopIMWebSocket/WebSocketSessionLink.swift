@@ -38,8 +38,8 @@ public final class WebSocketSessionLink: IMSessionLink {
     private var awaitingPong = false
 
     /// - Parameters:
-    ///   - maxBodyLength: the largest IM frame body accepted (binary) — the JSON text is bounded by
-    ///     the connection's message limit.
+    ///   - maxBodyLength: the largest IM frame body accepted, binary or re-encoded from JSON (the
+    ///     JSON text itself is also bounded by the connection's message limit).
     ///   - pingInterval: how often to ping; `nil` for never.
     public init(connection: WebSocketConnection, maxBodyLength: Int, pingInterval: Duration? = .seconds(20)) {
         self.connection = connection
@@ -72,7 +72,7 @@ public final class WebSocketSessionLink: IMSessionLink {
             decoded = encoding == .json ? .failure(mixed("binary")) : Self.frame(fromBinary: bytes, maxBodyLength: maxBodyLength)
             encoding = encoding ?? .binary
         case .text(let text):
-            decoded = encoding == .binary ? .failure(mixed("text")) : Result { () throws(IMEnvelopeError) in try IMJSONEnvelope.decode(text) }
+            decoded = encoding == .binary ? .failure(mixed("text")) : Self.frame(fromJSON: text, maxBodyLength: maxBodyLength)
             encoding = encoding ?? .json
         }
         switch decoded {
@@ -98,6 +98,23 @@ public final class WebSocketSessionLink: IMSessionLink {
         } catch {
             return .failure(IMEnvelopeError(error.statusCode, error.description))
         }
+    }
+
+    /// A JSON envelope's frame, held to the same body limit as a binary one: the limit is what every
+    /// client can receive (a TCP client's decoder refuses larger DELIVERs), so a body that passed as
+    /// JSON only because JSON spells it longer would be stored and then poison every recipient.
+    public static func frame(fromJSON text: String, maxBodyLength: Int) -> Result<IMFrame, IMEnvelopeError> {
+        let frame: IMFrame
+        do {
+            frame = try IMJSONEnvelope.decode(text)
+        } catch {
+            return .failure(error)
+        }
+        guard frame.body.count <= maxBodyLength else {
+            return .failure(IMEnvelopeError(
+                .frameTooLarge, "a \(frame.body.count)-byte body, over the limit of \(maxBodyLength)", serial: frame.serial))
+        }
+        return .success(frame)
     }
 
     public func send(_ frame: IMFrame) throws(NetError) {

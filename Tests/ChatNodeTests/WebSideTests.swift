@@ -168,7 +168,8 @@ struct WebBadInputTests {
         let notAFrame = WebSocketPeer(port: port)
         let tooLarge = WebSocketPeer(port: port)
         let mixed = WebSocketPeer(port: port)
-        let peers = [badJSON, unknownCommand, notAFrame, tooLarge, mixed]
+        let tooLargeJSON = WebSocketPeer(port: port)
+        let peers = [badJSON, unknownCommand, notAFrame, tooLarge, mixed, tooLargeJSON]
         try #require(try spin(loop) { peers.allSatisfy(\.isOpen) })
         try badJSON.connection.send(text: "{not json")
         try unknownCommand.connection.send(text: #"{"command":"FLY","serial":3}"#)
@@ -176,6 +177,11 @@ struct WebBadInputTests {
         var oversized = IMFrame(command: .send, serial: 4).encoded()
         oversized.replaceSubrange(0..<4, with: [0x00, 0x10, 0x00, 0x00])  // announces a 1 MiB body
         try tooLarge.connection.send(binary: oversized)
+        // Within the WebSocket message limit but over the IM body limit once re-encoded: refused as the
+        // binary frame would be, never stored (a TCP recipient could not take it).
+        let big = String(repeating: "x", count: 70 * 1024)
+        try tooLargeJSON.connection.send(text: #"{"command":"HEARTBEAT","serial":9}"#)
+        try tooLargeJSON.connection.send(text: #"{"command":"SEND","serial":10,"body":{"id":"m","user":"tom","text":"\#(big)"}}"#)
         try mixed.connection.send(text: #"{"command":"HEARTBEAT","serial":1}"#)
         try mixed.connection.send(binary: IMFrame(command: .heartbeat, serial: 2).encoded())
         try #require(try spin(loop) { peers.allSatisfy { $0.closeInfo != nil } })
@@ -187,6 +193,8 @@ struct WebBadInputTests {
         #expect(notAFrame.lastError?.code == .badRequest && notAFrame.closeInfo?.code == .policyViolation)
         #expect(notAFrame.lastWasText == false, "a binary client is answered in binary: \(notAFrame.messages)")
         #expect(tooLarge.lastError?.code == .frameTooLarge && tooLarge.closeInfo?.code == .messageTooBig)
+        #expect(tooLargeJSON.lastError?.code == .frameTooLarge && tooLargeJSON.lastError?.serial == 10)
+        #expect(tooLargeJSON.closeInfo?.code == .messageTooBig && tooLargeJSON.lastWasText == true)
         #expect(mixed.frames.first?.command == .heartbeatAck && mixed.lastError?.code == .badRequest, "\(mixed.messages)")
         for peer in peers { #expect(peer.closeInfo?.initiatedByPeer == true, "the node closed it: \(String(describing: peer.closeInfo))") }
     }
