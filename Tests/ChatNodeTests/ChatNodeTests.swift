@@ -94,6 +94,41 @@ struct ChatNodeTests {
         }
     }
 
+    @Test("password checks are bounded: over the bound a login is refused for now (rateLimited) and retried, not closed for good; a finished check frees its place")
+    func pendingLoginBound() async throws {
+        try await onLoopThread {
+            let loop = RunLoop.current
+            let path = temporaryDatabase()
+            defer { removeDatabase(path) }
+            var configuration = nodeConfiguration(path)
+            configuration.maximumPendingLogins = 0
+            let full = try ChatNode(configuration: configuration)
+            try full.start()
+            let refused = client("ann", port: full.port)
+            var reasons: [IMDisconnectReason] = []
+            refused.onDisconnect = { _, reason in reasons.append(reason) }
+            refused.start()
+            try #require(try spin(loop) { reasons.count >= 2 }, "refused, then tried again")
+            #expect(reasons.allSatisfy { if case .loginRefused(.rateLimited, _) = $0 { return true } else { return false } }, "\(reasons)")
+            #expect(refused.state != .closed(.loginRefused(.rateLimited, "too many logins in progress; try again shortly")))
+            refused.close()
+            full.stop()
+
+            configuration.maximumPendingLogins = 1
+            let one = try ChatNode(configuration: configuration)
+            try one.start()
+            let clients = ["bea", "cy", "dot"].map { client($0, port: one.port) }
+            for each in clients {
+                each.start()
+                try #require(try spin(loop) { each.state == .online }, "each check gives its place back")
+            }
+            for each in clients { each.close() }
+            var stopped = false
+            one.stop { stopped = true }
+            try #require(try spin(loop) { stopped })
+        }
+    }
+
     @Test("offline delivery survives a node restart: kept until acknowledged, in order, exactly once")
     func offlineDeliveryAcrossRestart() async throws {
         try await onLoopThread {

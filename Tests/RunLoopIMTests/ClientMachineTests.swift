@@ -354,6 +354,25 @@ struct ClientMachineTests {
         #expect(harness.opens == 1)
     }
 
+    @Test("a login refused for now (rate limited, shutting down, internal error) is tried again after a backoff; the next one can succeed", arguments: [IMStatusCode.rateLimited, .shuttingDown, .internalError])
+    func temporarilyRefusedLogin(code: IMStatusCode) {
+        var harness = ClientHarness()
+        harness.record(harness.machine.start(now: harness.now))
+        harness.record(harness.machine.transportOpened(generation: 1, now: harness.now))
+        var response = IMLoginResponse()
+        response.reason = "busy"
+        harness.receive(IMFrame(command: .loginAck, serial: harness.lastWritten(.login)!.serial, code: code, message: response))
+        #expect(harness.opens == 1)
+        if case .closed = harness.machine.state { Issue.record("closed for good on \(code)") }
+        let refusedAt = harness.now
+        while harness.opens == 1, harness.fireNext(before: refusedAt + .seconds(60)) {}
+        #expect(harness.opens == 2, "tried again after the backoff")
+        #expect(harness.now > refusedAt, "not at once: after a backoff")
+        harness.record(harness.machine.transportOpened(generation: 2, now: harness.now))
+        harness.receive(IMFrame(command: .loginAck, serial: harness.lastWritten(.login)!.serial, message: IMLoginResponse()))
+        #expect(harness.machine.state == .online)
+    }
+
     @Test("a server that accepts and never answers the login: login timeout, then backoff")
     func silentLogin() {
         var harness = ClientHarness { $0.loginTimeout = .seconds(3); $0.answerTimeout = .seconds(10) }

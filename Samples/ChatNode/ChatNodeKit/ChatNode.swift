@@ -32,6 +32,10 @@ public final class ChatNode {
         public var maximumFrameBody = 64 * 1024
         public var maximumConnections = 1024
         public var maximumSessionsPerUser = 4
+        /// Password checks (scrypt, deliberately slow) queued or running at once; a login over it is
+        /// refused for now with `rateLimited`, which clients retry after a backoff. Without a bound a
+        /// flood of wrong passwords queued so much work that real logins timed out for a minute.
+        public var maximumPendingLogins = 16
         /// How long a stop waits for sessions to close gracefully before it closes the database anyway.
         public var shutdownGrace: Duration = .seconds(5)
 
@@ -55,6 +59,8 @@ public final class ChatNode {
     public var onEvent: ((String) -> Void)?
     private let hashing = DispatchQueue(label: "chat-node.passwords", attributes: .concurrent)
     private var isStopping = false
+    /// Password checks handed to `hashing` and not answered yet (loop thread only).
+    private var pendingLogins = 0
 
     /// Opens the database and prepares the server; ``start()`` listens.
     public init(configuration: Configuration, loop: RunLoop = .current, logger: Logger = Logger(label: "chat-node")) throws {
@@ -172,8 +178,17 @@ public final class ChatNode {
             report("login refused for \(request.user): no such account")
             return verdict(.refused(.authenticationFailed, reason: "unknown user or wrong password"))
         }
+        guard pendingLogins < configuration.maximumPendingLogins else {
+            report("login refused for now for \(request.user): \(pendingLogins) password checks pending")
+            return verdict(.refused(.rateLimited, reason: "too many logins in progress; try again shortly"))
+        }
+        pendingLogins += 1
+        let answer: (IMLoginVerdict) -> Void = { [weak self] result in
+            self?.pendingLogins -= 1
+            verdict(result)
+        }
         // The hash runs on a worker: scrypt is deliberately slow and must not stall the loop.
-        let reply = LoopThreadOnly(verdict)
+        let reply = LoopThreadOnly(answer)
         let hasher = configuration.passwordHasher
         let password = request.password
         let loop = self.loop

@@ -422,7 +422,9 @@ public struct IMClientMachine: Sendable {
             finishClose(now: now)
             return
         }
-        if case .loginRefused(let code, let text) = reason {
+        // A refusal for now (the server is busy checking passwords, stopping, or failed to read its
+        // accounts) is retried with backoff like a dropped connection; any other refusal is final.
+        if case .loginRefused(let code, let text) = reason, !Self.isTemporaryLoginRefusal(code) {
             phase = .closed
             closeForGood(.loginRefused(code, text))
             return
@@ -483,5 +485,15 @@ enum UUIDText {
             return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
         }
         return [hex[0..<4], hex[4..<6], hex[6..<8], hex[8..<10], hex[10..<16]].map { $0.joined() }.joined(separator: "-")
+    }
+}
+
+extension IMClientMachine {
+    /// Login refusals worth another attempt: the same request may succeed later.
+    static func isTemporaryLoginRefusal(_ code: IMStatusCode) -> Bool {
+        switch code {
+        case .rateLimited, .shuttingDown, .internalError: return true
+        default: return false
+        }
     }
 }
