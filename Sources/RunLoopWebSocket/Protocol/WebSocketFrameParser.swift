@@ -57,12 +57,15 @@ public struct WebSocketFrameParser: Sendable {
             headerLength = 4
             guard available >= headerLength else { return nil }
             length = UInt64(buffer[start + 2]) << 8 | UInt64(buffer[start + 3])
+            // RFC 6455 §5.2: "the minimal number of bytes MUST be used to encode the length".
+            guard length >= 126 else { throw .protocolViolation("a \(length)-byte length in the 16-bit form") }
         } else if length == 127 {
             headerLength = 10
             guard available >= headerLength else { return nil }
             length = 0
             for index in 2..<10 { length = length << 8 | UInt64(buffer[start + index]) }
             guard length >> 63 == 0 else { throw .protocolViolation("64-bit length with the top bit set") }
+            guard length > 0xFFFF else { throw .protocolViolation("a \(length)-byte length in the 64-bit form") }
         }
         if opcode.isControl && length > 125 { throw .protocolViolation("control frame payload of \(length) bytes") }
         guard length <= UInt64(maxFrameSize) else { throw .frameTooLarge(limit: maxFrameSize) }
