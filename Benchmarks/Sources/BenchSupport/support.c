@@ -2,6 +2,7 @@
 #include "BenchSupport.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdlib.h>
@@ -94,3 +95,7 @@ long bs_read1(int fd) {
 }
 
 void bs_close(int fd) { close(fd); }
+
+size_t bs_heap_in_use(void) {
+    return mallinfo2().uordblks;
+}
