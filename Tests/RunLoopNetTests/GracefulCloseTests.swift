@@ -136,7 +136,13 @@ import Testing
             client.onClose = { _, why in outcome.clientReason = why }
             client.connect(to: "127.0.0.1", port: listener.port, timeout: nil)
             let start = loop.now
-            let reader = RunLoopTimer(after: .milliseconds(5), repeating: .milliseconds(5)) { _ in client.resumeReading() }
+            // Each pass also gives the kernel 1 ms of real time: idle passes move the manual clock on
+            // as fast as the loop spins, and a faster loop let 100 ms (virtual) go by while loopback
+            // ACKs were still being processed — a stalled peer only in appearance.
+            let reader = RunLoopTimer(after: .milliseconds(5), repeating: .milliseconds(5)) { _ in
+                usleep(1_000)
+                client.resumeReading()
+            }
             loop.add(reader, forMode: .common)
             try spin(loop, for: .seconds(600)) { outcome.clientReason != nil && outcome.serverReason != nil }
             reader.invalidate()
