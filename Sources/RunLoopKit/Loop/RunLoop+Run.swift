@@ -289,15 +289,25 @@ extension RunLoop {
 
     /// Fires every timer of the mode due now, in (deadline, scheduling) order.
     private func fireTimers(in store: ModeStore, clock: LoopClock) {
+        // No timer, or none due: no lock (one atomic load, and a clock read when there are timers).
+        let earliest = store.earliestDeadline.load(ordering: .acquiring)
+        if earliest == .max { return }
         let now = clock.nowNanoseconds
+        if earliest > now { return }
         var batch: [TimerHeap.Entry] = []
         swap(&batch, &timerScratch)
+        // The snapshot keeps its timers alive (strongly) while the batch runs: callouts may drop them.
+        var timers: [RunLoopTimer] = []
+        swap(&timers, &timerBatchScratch)
         lock.withLock {
-            if store.timers.hasDue(at: now) { store.timers.collectDue(at: now, into: &batch) }
+            store.timers.collectDue(at: now, into: &batch)
+            for entry in batch { timers.append(entry.reference.takeUnretainedValue()) }
         }
-        for entry in batch { fire(entry.timer, in: store, at: now, clock: clock) }
         batch.removeAll(keepingCapacity: true)
         if timerScratch.capacity < batch.capacity { timerScratch = batch }
+        for timer in timers { fire(timer, in: store, at: now, clock: clock) }
+        timers.removeAll(keepingCapacity: true)
+        if timerBatchScratch.capacity < timers.capacity { timerBatchScratch = timers }
     }
 
     /// Fires one timer of the batch, after CFRunLoop's re-check: still valid, due, not in its callout and
@@ -306,7 +316,7 @@ extension RunLoop {
     /// `__CFRunLoopDoTimer`); one taken out of every mode no longer belongs to the loop and is skipped.
     private func fire(_ timer: RunLoopTimer, in store: ModeStore, at now: UInt64, clock: LoopClock) {
         let claimed = lock.withLock { () -> Bool in
-            guard timer.isValid, !timer.isInCallout, timer.deadline <= now, !timer.memberships.isEmpty else {
+            guard timer.isValid, !timer.isInCallout, timer.deadline <= now, timer.isScheduled else {
                 return false
             }
             timer.isInCallout = true
@@ -316,17 +326,38 @@ extension RunLoop {
         }
         guard claimed else { return }
         callOut(.timer, item: timer, label: timer.label, mode: store.mode, clock: clock) { timer.callback(timer) }
-        let isOneShotDone = lock.withLock { () -> Bool in
+        let after = lock.withLock { () -> AfterFire in
             timer.isInCallout = false
-            guard timer.isValid else { return false }
-            guard timer.repeats else { return true }
-            if timer.wasRedatedInCallout { return false }
+            guard timer.isValid else { return .nothing }
+            guard timer.repeats else {
+                // A fired one-shot is invalidated. While it is still in this loop's modes that is done
+                // here, under the lock already held, rather than by `invalidate()` (another lock pair
+                // and two lookups of the timer's loop).
+                guard let home = timer.home, home.store.loopID == ObjectIdentifier(self) else { return .invalidate }
+                guard timer.markInvalid() else { return .nothing }
+                removeEverywhereLocked(timer)
+                return .release
+            }
+            if timer.wasRedatedInCallout { return .nothing }
             timer.deadline = Self.nextDeadline(
                 after: timer.firingDeadline, interval: timer.intervalNanoseconds, now: clock.nowNanoseconds)
             repositionLocked(timer)
-            return false
+            return .nothing
         }
-        if isOneShotDone { timer.invalidate() }
+        switch after {
+        case .nothing: break
+        case .invalidate: timer.invalidate()
+        case .release: timer.attachment.release()
+        }
+    }
+
+    /// What `fire` does once the lock is dropped.
+    private enum AfterFire {
+        case nothing
+        /// A one-shot that left this loop's modes in its callout: the general path.
+        case invalidate
+        /// A one-shot detached under the lock: give up its loop.
+        case release
     }
 
     /// The first instant of the original schedule strictly after `now`: the phase is kept and missed

@@ -56,6 +56,7 @@ public final class RunLoop: @unchecked Sendable {
     var depth = 0
     /// Reusable buffers so steady-state iterations do not allocate.
     var timerScratch: [TimerHeap.Entry] = []
+    var timerBatchScratch: [RunLoopTimer] = []
     var sourceScratch: [(RunLoopSource, UInt64)] = []
 
     private init(thread: pthread_t, isMain: Bool) {
@@ -63,7 +64,7 @@ public final class RunLoop: @unchecked Sendable {
         self.isMain = isMain
         do {
             wakePort = try WakeUpPort()
-            modes[.default] = try ModeStore(mode: .default, wakePort: wakePort)
+            modes[.default] = try ModeStore(mode: .default, wakePort: wakePort, loopID: ObjectIdentifier(self))
         } catch {
             // Only descriptor exhaustion gets here; a loop that cannot wait cannot exist.
             fatalError("RunLoopKit: cannot create a run loop: \(error)")
@@ -162,7 +163,7 @@ public final class RunLoop: @unchecked Sendable {
             return store
         }
         do {
-            let store = try ModeStore(mode: mode, wakePort: wakePort)
+            let store = try ModeStore(mode: mode, wakePort: wakePort, loopID: ObjectIdentifier(self))
             store.backend.usesKernelTimer = clockStorage.isSystem
             modes[mode] = store
             return store
@@ -186,16 +187,14 @@ public final class RunLoop: @unchecked Sendable {
                     store.backend.unwatch(registration)
                     cancelled.append((registration.source, mode))
                 }
-                for timer in store.timers.timers {
-                    timer.memberships.removeAll()
+                for timer in store.removeAllTimers() {
+                    timer.clearMemberships()
                     timers.append(timer)
                 }
                 observers.append(contentsOf: store.observers)
                 store.sources.removeAll()
                 store.removeAllPorts()
                 store.observers.removeAll()
-                store.timers = TimerHeap()
-                store.timers.owner = ObjectIdentifier(store)
                 store.readyPorts.removeAll()
             }
             for change in pendingBackendChanges {
