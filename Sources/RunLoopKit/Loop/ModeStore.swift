@@ -7,7 +7,15 @@ final class ModeStore {
     /// The loop the store belongs to.
     let loopID: ObjectIdentifier
     let backend: ModeBackend
-    var sources: [RunLoopSource] = []
+    /// Changed only through `appendSource`, `removeSource(at:)` and `removeAllSources()`.
+    private(set) var sources: [RunLoopSource] = []
+    /// Bumped on every change of `sources`, so the loop thread refreshes its own copy
+    /// (`loopSources`) only when the set changed instead of copying it under the lock every pass.
+    let sourcesGeneration = Atomic<UInt64>(0)
+    /// Loop thread only: `sources` as of `loopSourcesGeneration`. Unchecked exclusivity: one thread
+    /// ever touches it, and the check would cost a runtime call per pass.
+    @exclusivity(unchecked) var loopSources: [RunLoopSource] = []
+    @exclusivity(unchecked) var loopSourcesGeneration: UInt64 = 0
     /// Port registrations by source, and by descriptor number (to spot stale ones): a daemon holds
     /// thousands of sockets, and adding or removing one must not scan the others.
     private(set) var ports: [ObjectIdentifier: PortRegistration] = [:]
@@ -28,10 +36,16 @@ final class ModeStore {
     let earliestDeadline = Atomic<UInt64>(.max)
     /// Deadline of the activation waiting in this mode; `.max` when none or unbounded.
     var runDeadline: UInt64 = .max
-    /// Port registrations with readiness not yet performed (loop thread only).
-    var readyPorts: [PortRegistration] = []
+    /// How many sources, ports and timers the mode holds, and how many ports, readable without the
+    /// lock: an iteration asks "still not empty?" and "any descriptor to poll?" with a load each.
+    /// Written under the lock after each change.
+    let itemCount = Atomic<Int>(0)
+    let portCount = Atomic<Int>(0)
+    /// Port registrations with readiness not yet performed. Loop thread only, hence unchecked
+    /// exclusivity (as `loopSources`).
+    @exclusivity(unchecked) var readyPorts: [PortRegistration] = []
     /// A spare buffer swapped with `readyPorts` so steady-state dispatch does not allocate.
-    var spareReadyPorts: [PortRegistration] = []
+    @exclusivity(unchecked) var spareReadyPorts: [PortRegistration] = []
 
     init(mode: RunLoop.Mode, wakePort: WakeUpPort, loopID: ObjectIdentifier) throws(RunLoopError) {
         self.mode = mode
@@ -59,6 +73,7 @@ final class ModeStore {
     func insertPort(_ registration: PortRegistration) {
         ports[ObjectIdentifier(registration.source)] = registration
         portsByDescriptor[registration.source.fileDescriptor, default: []].append(registration)
+        publishCounts()
     }
 
     func removePort(_ registration: PortRegistration) {
@@ -68,11 +83,49 @@ final class ModeStore {
         let fd = registration.source.fileDescriptor
         portsByDescriptor[fd]?.removeAll { $0 === registration }
         if portsByDescriptor[fd]?.isEmpty == true { portsByDescriptor[fd] = nil }
+        publishCounts()
     }
 
     func removeAllPorts() {
         ports.removeAll()
         portsByDescriptor.removeAll()
+        publishCounts()
+    }
+
+    // MARK: custom sources (caller holds the loop lock)
+
+    func appendSource(_ source: RunLoopSource) {
+        sources.append(source)
+        sourcesChanged()
+    }
+
+    func removeSource(at index: Int) {
+        sources.remove(at: index)
+        sourcesChanged()
+    }
+
+    func removeAllSources() {
+        sources.removeAll()
+        sourcesChanged()
+    }
+
+    private func sourcesChanged() {
+        sourcesGeneration.add(1, ordering: .releasing)
+        publishCounts()
+    }
+
+    /// The mode's custom sources, for the loop thread: its own copy, refreshed under the lock only
+    /// after a change. A source removed by another thread after the generation was read may still be
+    /// performed in this pass, exactly as with a copy taken under the lock just before it.
+    func sourcesForPass(lock: Lock) -> [RunLoopSource] {
+        let generation = sourcesGeneration.load(ordering: .acquiring)
+        if generation != loopSourcesGeneration {
+            lock.withLock {
+                loopSources = sources
+                loopSourcesGeneration = sourcesGeneration.load(ordering: .relaxed)
+            }
+        }
+        return loopSources
     }
 
     func insertObserver(_ observer: RunLoopObserver) {
@@ -91,11 +144,13 @@ final class ModeStore {
     func insertTimer(_ timer: RunLoopTimer) {
         timers.insert(timer, store: self)
         publishEarliest()
+        publishCounts()
     }
 
     func removeTimer(_ timer: RunLoopTimer) {
         timers.remove(timer)
         publishEarliest()
+        publishCounts()
     }
 
     func repositionTimer(_ timer: RunLoopTimer) {
@@ -105,13 +160,22 @@ final class ModeStore {
 
     /// Empties the heap (teardown); returns its timers, whose membership records the caller clears.
     func removeAllTimers() -> [RunLoopTimer] {
-        defer { publishEarliest() }
+        defer {
+            publishEarliest()
+            publishCounts()
+        }
         return timers.removeAll()
     }
 
     @inline(__always)
     private func publishEarliest() {
         earliestDeadline.store(timers.earliestDeadline, ordering: .releasing)
+    }
+
+    @inline(__always)
+    private func publishCounts() {
+        itemCount.store(sources.count + ports.count + timers.count, ordering: .releasing)
+        portCount.store(ports.count, ordering: .releasing)
     }
 
     /// The instant the mode must wake: its next timer (with tolerance) or the end of the waiting run.

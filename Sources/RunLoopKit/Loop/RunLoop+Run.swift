@@ -59,7 +59,7 @@ extension RunLoop {
         notify(store, .exit)
 
         lock.withLock {
-            activations.removeLast()
+            if activations.removeLast().stopRequested { pendingStops.subtract(1, ordering: .releasing) }
             currentStore = previous
             if !activations.contains(where: { $0.store === store }) { store.runDeadline = .max }
         }
@@ -110,6 +110,11 @@ extension RunLoop {
 
             if handled && returnAfterSourceHandled { return .handledSource }
             if isPoll || (deadline != .max && clock.nowNanoseconds >= deadline) { return .timedOut }
+            // No stop request and items left: carry on without the lock. A stop requested just after
+            // this load also wakes the loop, so the next iteration sees it.
+            if pendingStops.load(ordering: .acquiring) == 0 && store.itemCount.load(ordering: .acquiring) > 0 {
+                continue
+            }
             // Stop, then emptiness: CFRunLoop's order, under one lock.
             let ending: RunResult? = lock.withLock {
                 if takeStopRequestLocked() { return .stopped }
@@ -135,6 +140,7 @@ extension RunLoop {
     private func takeStopRequestLocked() -> Bool {
         guard let top = activations.indices.last, activations[top].stopRequested else { return false }
         activations[top].stopRequested = false
+        pendingStops.subtract(1, ordering: .releasing)
         return true
     }
 
@@ -148,7 +154,7 @@ extension RunLoop {
         if polling {
             // Only port sources need the kernel's word: due timers are found by reading the clock,
             // and a pending wake-up by its flag. Skipping the syscall makes a source-only poll cheap.
-            if lock.withLock({ store.ports.isEmpty }) {
+            if store.portCount.load(ordering: .acquiring) == 0 {
                 wakePort.discardStale()
             } else {
                 backend.dispatch(blocking: false)
@@ -255,7 +261,7 @@ extension RunLoop {
 
     /// The sources0 pass: signalled custom sources in (order, first-signal) order.
     private func performSources(in store: ModeStore, returnAfterFirst: Bool) -> Bool {
-        let sources = lock.withLock { store.sources }
+        let sources = store.sourcesForPass(lock: lock)
         if sources.isEmpty { return false }
         let clock = clockStorage
         if sources.count == 1 {

@@ -172,13 +172,13 @@ extension RunLoop {
         guard source.isValid, let store = storeLocked(mode), !store.sources.contains(where: { $0 === source }) else {
             return false
         }
-        store.sources.append(source)
+        store.appendSource(source)
         return true
     }
 
     func removeSourceLocked(_ source: RunLoopSource, from mode: Mode) -> Bool {
         guard let store = modes[mode], let index = store.sources.firstIndex(where: { $0 === source }) else { return false }
-        store.sources.remove(at: index)
+        store.removeSource(at: index)
         return true
     }
 

@@ -50,6 +50,9 @@ public final class RunLoop: @unchecked Sendable {
     let hasCalloutObservers = Atomic<Bool>(false)
     let hasPendingBackendChanges = Atomic<Bool>(false)
     let sleeping = Atomic<Bool>(false)
+    /// How many activations have a stop request not yet taken: an iteration that sees 0 (and a mode
+    /// still holding items) ends without the lock. Changed under the lock with `stopRequested`.
+    let pendingStops = Atomic<Int>(0)
 
     // Loop thread only.
     /// How many activations are running (1 in the outermost run).
@@ -192,7 +195,7 @@ public final class RunLoop: @unchecked Sendable {
                     timers.append(timer)
                 }
                 observers.append(contentsOf: store.observers)
-                store.sources.removeAll()
+                store.removeAllSources()
                 store.removeAllPorts()
                 store.observers.removeAll()
                 store.readyPorts.removeAll()
