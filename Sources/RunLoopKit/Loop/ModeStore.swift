@@ -20,8 +20,13 @@ final class ModeStore {
     /// thousands of sockets, and adding or removing one must not scan the others.
     private(set) var ports: [ObjectIdentifier: PortRegistration] = [:]
     private(set) var portsByDescriptor: [Int32: [PortRegistration]] = [:]
-    /// Sorted by order; equal orders keep insertion order.
-    var observers: [RunLoopObserver] = []
+    /// Sorted by order; equal orders keep insertion order. Changed only through `insertObserver`,
+    /// `removeObserver` and `removeAllObservers`; the loop thread notifies from its own copy, as for
+    /// sources.
+    private(set) var observers: [RunLoopObserver] = []
+    let observersGeneration = Atomic<UInt64>(0)
+    @exclusivity(unchecked) var loopObservers: [RunLoopObserver] = []
+    @exclusivity(unchecked) var loopObserversGeneration: UInt64 = 0
     /// Union of the activities the mode's observers ever asked for (only grows, like CFRunLoop's),
     /// read without the lock so an unobserved activity costs one load.
     private let observedMask = Atomic<UInt32>(0)
@@ -117,9 +122,9 @@ final class ModeStore {
     /// The mode's custom sources, for the loop thread: its own copy, refreshed under the lock only
     /// after a change. A source removed by another thread after the generation was read may still be
     /// performed in this pass, exactly as with a copy taken under the lock just before it.
+    @inline(__always)
     func sourcesForPass(lock: Lock) -> [RunLoopSource] {
-        let generation = sourcesGeneration.load(ordering: .acquiring)
-        if generation != loopSourcesGeneration {
+        if sourcesGeneration.load(ordering: .acquiring) != loopSourcesGeneration {
             lock.withLock {
                 loopSources = sources
                 loopSourcesGeneration = sourcesGeneration.load(ordering: .relaxed)
@@ -128,10 +133,33 @@ final class ModeStore {
         return loopSources
     }
 
+    /// The mode's observers, for the loop thread: as `sourcesForPass(lock:)`.
+    @inline(__always)
+    func observersForPass(lock: Lock) -> [RunLoopObserver] {
+        if observersGeneration.load(ordering: .acquiring) != loopObserversGeneration {
+            lock.withLock {
+                loopObservers = observers
+                loopObserversGeneration = observersGeneration.load(ordering: .relaxed)
+            }
+        }
+        return loopObservers
+    }
+
     func insertObserver(_ observer: RunLoopObserver) {
         let index = observers.firstIndex { $0.order > observer.order } ?? observers.endIndex
         observers.insert(observer, at: index)
+        observersGeneration.add(1, ordering: .releasing)
         observedMask.bitwiseOr(observer.activities.rawValue, ordering: .relaxed)
+    }
+
+    func removeObserver(_ observer: RunLoopObserver) {
+        observers.removeAll { $0 === observer }
+        observersGeneration.add(1, ordering: .releasing)
+    }
+
+    func removeAllObservers() {
+        observers.removeAll()
+        observersGeneration.add(1, ordering: .releasing)
     }
 
     @inline(__always)

@@ -54,13 +54,13 @@ extension RunLoop {
     func removeObserverLocked(_ observer: RunLoopObserver, from mode: Mode) {
         guard let position = observer.modes.firstIndex(of: mode) else { return }
         observer.modes.remove(at: position)
-        modes[mode]?.observers.removeAll { $0 === observer }
+        modes[mode]?.removeObserver(observer)
     }
 
     /// Invalidation path; takes the lock.
     func removeEverywhere(_ observer: RunLoopObserver) {
         lock.withLock {
-            for mode in observer.modes { modes[mode]?.observers.removeAll { $0 === observer } }
+            for mode in observer.modes { modes[mode]?.removeObserver(observer) }
             observer.modes.removeAll()
             commonItems.observers.removeAll { $0 === observer }
         }

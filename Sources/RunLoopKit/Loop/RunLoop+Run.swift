@@ -223,18 +223,12 @@ extension RunLoop {
 
     private func notifyObservers(_ store: ModeStore, _ activity: Activity) {
         let clock = clockStorage
-        let observers = lock.withLock { store.observers }
-        for observer in observers where observer.activities.contains(activity) {
-            let claimed = lock.withLock { () -> Bool in
-                guard observer.isValid, !observer.isInCallout else { return false }
-                observer.isInCallout = true
-                return true
-            }
-            guard claimed else { continue }
+        for observer in store.observersForPass(lock: lock) where observer.activities.contains(activity) {
+            guard observer.isValid, observer.claimCallout() else { continue }
             callOut(.observer, item: observer, label: observer.label, mode: store.mode, clock: clock) {
                 observer.callback(observer, activity)
             }
-            lock.withLock { observer.isInCallout = false }
+            observer.endCallout()
             if !observer.repeats { observer.invalidate() }
         }
     }

@@ -197,7 +197,7 @@ public final class RunLoop: @unchecked Sendable {
                 observers.append(contentsOf: store.observers)
                 store.removeAllSources()
                 store.removeAllPorts()
-                store.observers.removeAll()
+                store.removeAllObservers()
                 store.readyPorts.removeAll()
             }
             for change in pendingBackendChanges {
