@@ -80,16 +80,18 @@ extension RunLoop {
         if observer.attachment.loop === self { observer.attachment.release() }
     }
 
-    /// Runs a callout, reporting it to callout observers if there are any.
+    /// Runs a callout, reporting it to callout observers if there are any. The report's fields are
+    /// autoclosures: unobserved, a callout retains no label, mode name, item or clock to describe itself.
     @inline(__always)
     func callOut(
-        _ kind: CalloutKind, item: AnyObject?, label: String?, mode: Mode, clock: LoopClock, _ body: () -> Void
+        _ kind: CalloutKind, item: @autoclosure () -> AnyObject?, label: @autoclosure () -> String?,
+        mode: @autoclosure () -> Mode, clock: @autoclosure () -> LoopClock, _ body: () -> Void
     ) {
         if !hasCalloutObservers.load(ordering: .relaxed) {
             body()
             return
         }
-        reportedCallOut(kind, item: item, label: label, mode: mode, clock: clock, body)
+        reportedCallOut(kind, item: item(), label: label(), mode: mode(), clock: clock(), body)
     }
 
     private func reportedCallOut(
