@@ -40,13 +40,14 @@ public final class RunLoopTimer: @unchecked Sendable {
     /// The first mode's heap slot (nearly every timer is in one mode: no array, no allocation), then any
     /// others. `otherMemberships` is empty whenever `home` is nil.
     @exclusivity(unchecked) var home: TimerMembership?
-    var otherMemberships: [TimerMembership] = []
+    @exclusivity(unchecked) var otherMemberships: [TimerMembership] = []
     @exclusivity(unchecked) var isInCallout = false
-    var firingDeadline: UInt64 = 0
-    var wasRedatedInCallout = false
+    @exclusivity(unchecked) var firingDeadline: UInt64 = 0
+    @exclusivity(unchecked) var wasRedatedInCallout = false
     @exclusivity(unchecked) var toleranceNanoseconds: UInt64 = 0
     /// Before the first schedule a timer may hold a delay relative to "when it is added".
-    var pendingStart: PendingStart
+    /// Guarded by the loop lock once scheduled, by the attachment's lock before.
+    @exclusivity(unchecked) var pendingStart: PendingStart
 
     enum PendingStart {
         case none

@@ -1,14 +1,15 @@
 import Synchronization
 
-/// Everything one mode of one loop holds. Guarded by the loop lock, except `readyPorts` and the
-/// backend's dispatch state, which only the loop thread touches.
+/// Everything one mode of one loop holds. Guarded by the loop lock, except `readyPorts`, the
+/// `loop…` copies and the backend's dispatch state, which only the loop thread touches. The mutable
+/// stored properties have unchecked exclusivity, for the reason given on RunLoop's.
 final class ModeStore {
     let mode: RunLoop.Mode
     /// The loop the store belongs to.
     let loopID: ObjectIdentifier
     let backend: ModeBackend
     /// Changed only through `appendSource`, `removeSource(at:)` and `removeAllSources()`.
-    private(set) var sources: [RunLoopSource] = []
+    @exclusivity(unchecked) private(set) var sources: [RunLoopSource] = []
     /// Bumped on every change of `sources`, so the loop thread refreshes its own copy
     /// (`loopSources`) only when the set changed instead of copying it under the lock every pass.
     let sourcesGeneration = Atomic<UInt64>(0)
@@ -18,12 +19,12 @@ final class ModeStore {
     @exclusivity(unchecked) var loopSourcesGeneration: UInt64 = 0
     /// Port registrations by source, and by descriptor number (to spot stale ones): a daemon holds
     /// thousands of sockets, and adding or removing one must not scan the others.
-    private(set) var ports: [ObjectIdentifier: PortRegistration] = [:]
-    private(set) var portsByDescriptor: [Int32: [PortRegistration]] = [:]
+    @exclusivity(unchecked) private(set) var ports: [ObjectIdentifier: PortRegistration] = [:]
+    @exclusivity(unchecked) private(set) var portsByDescriptor: [Int32: [PortRegistration]] = [:]
     /// Sorted by order; equal orders keep insertion order. Changed only through `insertObserver`,
     /// `removeObserver` and `removeAllObservers`; the loop thread notifies from its own copy, as for
     /// sources.
-    private(set) var observers: [RunLoopObserver] = []
+    @exclusivity(unchecked) private(set) var observers: [RunLoopObserver] = []
     let observersGeneration = Atomic<UInt64>(0)
     @exclusivity(unchecked) var loopObservers: [RunLoopObserver] = []
     @exclusivity(unchecked) var loopObserversGeneration: UInt64 = 0
@@ -40,7 +41,7 @@ final class ModeStore {
     /// add re-arms the mode's kernel timer, which wakes the loop.
     let earliestDeadline = Atomic<UInt64>(.max)
     /// Deadline of the activation waiting in this mode; `.max` when none or unbounded.
-    var runDeadline: UInt64 = .max
+    @exclusivity(unchecked) var runDeadline: UInt64 = .max
     /// How many sources, ports and timers the mode holds, and how many ports, readable without the
     /// lock: an iteration asks "still not empty?" and "any descriptor to poll?" with a load each.
     /// Written under the lock after each change.

@@ -28,6 +28,7 @@ extension RunLoop {
     }
 
     private func requestStopLocked(_ index: Int) {
+        lock.assertHeld()
         guard !activations[index].stopRequested else { return }
         activations[index].stopRequested = true
         pendingStops.add(1, ordering: .releasing)

@@ -127,6 +127,7 @@ extension RunLoop {
     /// A mode is empty when it has no sources, ports or timers and no block waits for it.
     /// Observers do not count. Caller holds the lock.
     func isEmptyLocked(_ store: ModeStore) -> Bool {
+        lock.assertHeld()
         if store.hasItems { return false }
         if blocks.isEmpty { return true }
         let isCommon = commonModeList.contains(store.mode)
@@ -138,6 +139,7 @@ extension RunLoop {
     }
 
     private func takeStopRequestLocked() -> Bool {
+        lock.assertHeld()
         guard let top = activations.indices.last, activations[top].stopRequested else { return false }
         activations[top].stopRequested = false
         pendingStops.subtract(1, ordering: .releasing)

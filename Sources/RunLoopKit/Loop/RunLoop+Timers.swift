@@ -36,7 +36,7 @@ extension RunLoop {
             }
             return !timer.isScheduled
         }
-        if detached, timer.runLoop === self { timer.attachment.release() }
+        if detached { timer.attachment.release(ifClaimedBy: self) }
     }
 
     /// Whether `timer` is scheduled in `mode`. With ``Mode/common``: whether it was added to the
@@ -111,13 +111,14 @@ extension RunLoop {
     /// Caller holds the lock.
     @inline(__always)
     func timersChangedLocked(_ store: ModeStore) {
+        lock.assertHeld()
         if !isCurrentThread { store.rearm() }
     }
 
     /// Invalidation path; takes the lock.
     func removeEverywhere(_ timer: RunLoopTimer) {
         lock.withLock { removeEverywhereLocked(timer) }
-        if timer.runLoop === self { timer.attachment.release() }
+        timer.attachment.release(ifClaimedBy: self)
     }
 
     /// Takes the timer out of every mode and the common items. Caller holds the lock.

@@ -28,20 +28,23 @@ public final class RunLoop: @unchecked Sendable {
     /// True for the main thread's loop.
     public let isMain: Bool
 
-    // Guarded by `lock`.
-    var clockStorage: LoopClock = .system
-    var modes: [Mode: ModeStore] = [:]
-    var commonModeList: [Mode] = [.default]
-    var commonItems = CommonItems()
-    var blocks: [PendingBlock] = []
-    var activations: [Activation] = []
-    var currentStore: ModeStore?
-    var lastStore: ModeStore?
-    var tornDownLocked = false
-    var pendingBackendChanges: [BackendChange] = []
-    var calloutObservers: [RunLoopCalloutObserver] = []
-    var nextTimerSequence: UInt64 = 0
-    var nextPortSequence: UInt64 = 0
+    // Guarded by `lock`. Unchecked exclusivity, as the hot fields of ModeStore and RunLoopTimer: the
+    // lock serialises every access, and the runtime check (a `swift_beginAccess` call per access) was
+    // the largest single cost of adding and removing a timer. Debug builds assert the lock in the
+    // `…Locked` functions; the thread-sanitizer run of the suite watches the rest.
+    @exclusivity(unchecked) var clockStorage: LoopClock = .system
+    @exclusivity(unchecked) var modes: [Mode: ModeStore] = [:]
+    @exclusivity(unchecked) var commonModeList: [Mode] = [.default]
+    @exclusivity(unchecked) var commonItems = CommonItems()
+    @exclusivity(unchecked) var blocks: [PendingBlock] = []
+    @exclusivity(unchecked) var activations: [Activation] = []
+    @exclusivity(unchecked) var currentStore: ModeStore?
+    @exclusivity(unchecked) var lastStore: ModeStore?
+    @exclusivity(unchecked) var tornDownLocked = false
+    @exclusivity(unchecked) var pendingBackendChanges: [BackendChange] = []
+    @exclusivity(unchecked) var calloutObservers: [RunLoopCalloutObserver] = []
+    @exclusivity(unchecked) var nextTimerSequence: UInt64 = 0
+    @exclusivity(unchecked) var nextPortSequence: UInt64 = 0
 
     /// Set once the owning thread has ended. pthread handles are reused, so a dead thread's loop must
     /// stop recognising "its" handle: a new thread may get the same one.
@@ -54,13 +57,13 @@ public final class RunLoop: @unchecked Sendable {
     /// still holding items) ends without the lock. Changed under the lock with `stopRequested`.
     let pendingStops = Atomic<Int>(0)
 
-    // Loop thread only.
+    // Loop thread only (unchecked exclusivity: one thread, no lock needed, no check either).
     /// How many activations are running (1 in the outermost run).
-    var depth = 0
+    @exclusivity(unchecked) var depth = 0
     /// Reusable buffers so steady-state iterations do not allocate.
-    var timerScratch: [TimerHeap.Entry] = []
-    var timerBatchScratch: [RunLoopTimer] = []
-    var sourceScratch: [(RunLoopSource, UInt64)] = []
+    @exclusivity(unchecked) var timerScratch: [TimerHeap.Entry] = []
+    @exclusivity(unchecked) var timerBatchScratch: [RunLoopTimer] = []
+    @exclusivity(unchecked) var sourceScratch: [(RunLoopSource, UInt64)] = []
 
     private init(thread: pthread_t, isMain: Bool) {
         self.thread = thread
@@ -159,6 +162,7 @@ public final class RunLoop: @unchecked Sendable {
 
     /// The store for `mode`, created if needed. Caller holds the lock.
     func storeLocked(_ mode: Mode) -> ModeStore? {
+        lock.assertHeld()
         // Items mostly go to the mode used last; comparing a short name beats hashing it.
         if let last = lastStore, last.mode == mode { return last }
         if let store = modes[mode] {

@@ -77,7 +77,7 @@ extension RunLoop {
             calloutObservers.removeAll { $0 === observer }
             hasCalloutObservers.store(!calloutObservers.isEmpty, ordering: .releasing)
         }
-        if observer.attachment.loop === self { observer.attachment.release() }
+        observer.attachment.release(ifClaimedBy: self)
     }
 
     /// Runs a callout, reporting it to callout observers if there are any. The report's fields are
