@@ -6,23 +6,33 @@ import Synchronization
 /// Stored inline in the item (a noncopyable struct around a `Mutex`), so it costs the item no
 /// allocations of its own.
 ///
-/// The claim is the loop's identity; the weak reference (for ``loop``) outlives a release, so an item
-/// removed and added again to the same loop — a timeout re-armed per message — checks identities
-/// instead of writing and destroying a weak reference each time. An identity never outlives its loop's
-/// claim: a loop's teardown releases every item it holds, so a later loop at the same address cannot be
-/// mistaken for it.
+/// The claim is an unretained reference: no weak reference to write, load and destroy each time a
+/// timer is removed and added again (a timeout re-armed per message), and no reference counting. It is
+/// safe because a claim never outlives its loop: a loop's teardown (at its thread's exit, before the
+/// thread's reference to the loop goes) releases every item it holds, and an add that loses the race
+/// with teardown releases its claim itself, while the caller still holds the loop. ``loop`` retains
+/// the loop inside the lock, so a concurrent teardown cannot free it in between. Debug builds keep a
+/// weak reference beside it and trap if a claim ever outlives its loop.
 struct LoopAttachment: ~Copyable, @unchecked Sendable {
     private let state = Mutex(AttachmentState())
 
-    var loop: RunLoop? { state.withLock { $0.claimant == nil ? nil : $0.loop } }
+    var loop: RunLoop? {
+        state.withLock { state in
+            #if DEBUG
+            precondition(state.claimant == nil || state.check != nil, "RunLoopKit: an item's loop claim outlived the loop")
+            #endif
+            return state.claimant?.takeUnretainedValue()
+        }
+    }
 
     /// Claims the item for `loop`; false if another loop has it.
     func claim(for loop: RunLoop) -> Bool {
-        let identity = ObjectIdentifier(loop)
-        return state.withLock { state in
-            if let claimant = state.claimant { return claimant == identity }
-            if state.loop !== loop { state.loop = loop }
-            state.claimant = identity
+        state.withLock { state in
+            if let claimant = state.claimant { return claimant.toOpaque() == Unmanaged.passUnretained(loop).toOpaque() }
+            state.claimant = .passUnretained(loop)
+            #if DEBUG
+            state.check = loop
+            #endif
             return true
         }
     }
@@ -31,24 +41,24 @@ struct LoopAttachment: ~Copyable, @unchecked Sendable {
 
     /// Releases the claim if `loop` holds it.
     func release(ifClaimedBy loop: RunLoop) {
-        let identity = ObjectIdentifier(loop)
         state.withLock { state in
-            if state.claimant == identity { state.claimant = nil }
+            if state.claimant?.toOpaque() == Unmanaged.passUnretained(loop).toOpaque() { state.claimant = nil }
         }
     }
 
-    /// Whether `loop` holds the claim (no weak-reference load).
+    /// Whether `loop` holds the claim.
     func isClaimed(by loop: RunLoop) -> Bool {
-        let identity = ObjectIdentifier(loop)
-        return state.withLock { $0.claimant == identity }
+        state.withLock { $0.claimant?.toOpaque() == Unmanaged.passUnretained(loop).toOpaque() }
     }
 
     func withLock<Result: Sendable>(_ body: () -> Result) -> Result { state.withLock { _ in body() } }
 }
 
-/// A claim and the claimed loop. Top level rather than nested and private in `LoopAttachment`: the
-/// Swift 6.3.1 compiler emits a broken type-metadata symbol for the nested form inside `Mutex`.
+/// The claiming loop, unretained (see LoopAttachment). Top level rather than nested and private:
+/// the Swift 6.3.1 compiler emits a broken type-metadata symbol for the nested form inside `Mutex`.
 struct AttachmentState {
-    var claimant: ObjectIdentifier?
-    weak var loop: RunLoop?
+    var claimant: Unmanaged<RunLoop>?
+    #if DEBUG
+    weak var check: RunLoop?
+    #endif
 }

@@ -12,7 +12,7 @@ extension RunLoop {
         }
         let stillAttached = lock.withLock { () -> Bool in
             guard !tornDownLocked else { return false }
-            if mode == .common {
+            if isCommonLocked(mode) {
                 commonItems.timers[ObjectIdentifier(timer)] = timer
                 for common in commonModeList { insertTimerLocked(timer, into: common) }
             } else {
@@ -28,7 +28,7 @@ extension RunLoop {
     /// Removes `timer` from `mode` (from every common mode, with ``Mode/common``). Safe from any thread.
     public func remove(_ timer: RunLoopTimer, forMode mode: Mode = .default) {
         let detached = lock.withLock { () -> Bool in
-            if mode == .common {
+            if isCommonLocked(mode) {
                 commonItems.timers[ObjectIdentifier(timer)] = nil
                 for common in commonModeList { removeTimerLocked(timer, from: common) }
             } else {

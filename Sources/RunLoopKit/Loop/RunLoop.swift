@@ -160,6 +160,14 @@ public final class RunLoop: @unchecked Sendable {
         if pthread_equal(thread, pthread_self()) == 0 { throw .notOwningThread }
     }
 
+    /// Whether `mode` is ``Mode/common``. The mode used last is a concrete one: matching it (the same
+    /// string, a pointer compare) spares a full string comparison with the pseudo-mode's long name.
+    @inline(__always)
+    func isCommonLocked(_ mode: Mode) -> Bool {
+        if let last = lastStore, last.mode == mode { return false }
+        return mode == .common
+    }
+
     /// The store for `mode`, created if needed. Caller holds the lock.
     func storeLocked(_ mode: Mode) -> ModeStore? {
         lock.assertHeld()
