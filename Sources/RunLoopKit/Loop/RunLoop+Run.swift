@@ -309,6 +309,11 @@ extension RunLoop {
     }
 
     private func fireDueTimers(in store: ModeStore, now: UInt64, clock: LoopClock) {
+        // One due timer (a chain, a tick) needs no batch arrays: the snapshot is that timer.
+        if let sole = lock.withLock({ store.timers.soleDue(at: now) }) {
+            fire(sole, in: store, at: now, clock: clock)
+            return
+        }
         var batch: [TimerHeap.Entry] = []
         swap(&batch, &timerScratch)
         // The snapshot keeps its timers alive (strongly) while the batch runs: callouts may drop them.

@@ -105,6 +105,15 @@ struct TimerHeap {
         if left + 1 < entries.count { visitWake(left + 1, &best) }
     }
 
+    /// The timer at the root when it is the only one due at `now` and not in its callout — the usual
+    /// case, which needs no batch — otherwise nil (none due, or several: use `collectDue`).
+    func soleDue(at now: UInt64) -> RunLoopTimer? {
+        guard let first = entries.first, first.deadline <= now, !first.withTimer({ $0.isInCallout }) else { return nil }
+        if entries.count > 1 && entries[1].deadline <= now { return nil }
+        if entries.count > 2 && entries[2].deadline <= now { return nil }
+        return first.reference.takeUnretainedValue()
+    }
+
     /// Appends every due timer not in its callout, in firing order (deadline, then scheduling order).
     func collectDue(at now: UInt64, into batch: inout [Entry]) {
         guard let first = entries.first, first.deadline <= now else { return }
