@@ -230,15 +230,24 @@ extension RunLoop {
     }
 
     private func notifyObservers(_ store: ModeStore, _ activity: Activity) {
-        let clock = clockStorage
-        for observer in store.observersForPass(lock: lock) where observer.activities.contains(activity) {
-            guard observer.isValid, observer.claimCallout() else { continue }
-            callOut(.observer, item: observer, label: observer.label, mode: store.mode, clock: clock) {
-                observer.callback(observer, activity)
+        // This pass's array keeps its observers alive (a nested run may replace the store's copy, never
+        // this one), so each observer is used without a retain of its own.
+        let observers = store.observersForPass(lock: lock)
+        for index in observers.indices {
+            Unmanaged.passUnretained(observers[index])._withUnsafeGuaranteedRef { observer in
+                notify(observer, of: activity, in: store)
             }
-            observer.endCallout()
-            if !observer.repeats { observer.invalidate() }
         }
+    }
+
+    @inline(__always)
+    private func notify(_ observer: RunLoopObserver, of activity: Activity, in store: ModeStore) {
+        guard observer.activities.contains(activity), observer.isValid, observer.claimCallout() else { return }
+        callOut(.observer, item: observer, label: observer.label, mode: store.mode, clock: clockStorage) {
+            observer.callback(observer, activity)
+        }
+        observer.endCallout()
+        if !observer.repeats { observer.invalidate() }
     }
 
     @inline(__always)
