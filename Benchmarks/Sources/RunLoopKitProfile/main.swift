@@ -4,7 +4,8 @@
 //   perf record -g .build/release/rlk-profile source0 1000000
 // Workloads: batch, chain, tick, spread, source0, observer (source0 with one all-activities observer),
 // pingpong, pending (N pending, then [ops] insert+cancel, 10,000 by default), xperform / xsignal (N cross-thread round trips;
-// exits 1 and says so if one is lost for 2 s), memtimer / memsource / memport (heap bytes held per
+// exits 1 and says so if one is lost for 2 s), echo (N 64-byte messages echoed over loopback TCP by
+// RunLoopNet, 100 client connections and the server on this loop, as tcp.echo), memtimer / memsource / memport (heap bytes held per
 // pending timer, custom source, port source: glibc's count of bytes in use, so chunk sizes, not requests).
 import BenchSupport
 import Glibc
@@ -12,7 +13,7 @@ import RunLoopKit
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 2 else {
-    print("usage: rlk-profile batch|chain|tick|spread|source0|observer|pingpong|pending|xperform|xsignal|memtimer|memsource|memport [count]")
+    print("usage: rlk-profile batch|chain|tick|spread|source0|observer|pingpong|pending|xperform|xsignal|echo|memtimer|memsource|memport [count]")
     exit(2)
 }
 let workload = arguments[1]
@@ -118,6 +119,8 @@ case "xperform", "xsignal":
         }
         box.value += 1
     }
+case "echo":
+    box.value = try EchoProbe().run(messages: count)
 case "memtimer", "memsource", "memport":
     let bytes = MemoryProbe.bytesPerItem(workload, count: count, loop: loop, mode: mode)
     print("\(workload): \(bytes) bytes per item (\(count) items)")
