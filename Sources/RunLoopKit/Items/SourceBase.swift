@@ -11,8 +11,9 @@ public class RunLoopSourceBase: @unchecked Sendable {
     let scheduleCallout: ((RunLoop, RunLoop.Mode) -> Void)?
     let cancelCallout: ((RunLoop, RunLoop.Mode) -> Void)?
     private let valid = Atomic<Bool>(true)
-    private let attachmentLock = Lock()
-    private var loops: [WeakLoop] = []
+    /// The loops the source is on, inline in the source: no lock object, and no array for the usual
+    /// single loop.
+    private let loops = Mutex(SourceLoops())
 
     init(
         order: Int,
@@ -34,9 +35,9 @@ public class RunLoopSourceBase: @unchecked Sendable {
     public func invalidate() {
         guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
         willInvalidate()
-        let attached = attachmentLock.withLock { () -> [RunLoop] in
-            defer { loops.removeAll() }
-            return loops.compactMap(\.loop)
+        let attached = loops.withLock { loops -> [RunLoop] in
+            defer { loops = SourceLoops() }
+            return loops.live
         }
         for loop in attached {
             for mode in loop.removeEverywhere(self) {
@@ -51,16 +52,52 @@ public class RunLoopSourceBase: @unchecked Sendable {
     func didInvalidate() {}
 
     func noteAttached(to loop: RunLoop) {
-        attachmentLock.withLock {
-            loops.removeAll { $0.loop == nil }
-            if !loops.contains(where: { $0.loop === loop }) { loops.append(WeakLoop(loop)) }
-        }
+        loops.withLock { $0.add(loop) }
     }
 
     func noteDetached(from loop: RunLoop) {
-        attachmentLock.withLock { loops.removeAll { $0.loop == nil || $0.loop === loop } }
+        loops.withLock { $0.remove(loop) }
     }
 
-    /// The loops the source is scheduled on.
-    var attachedLoops: [RunLoop] { attachmentLock.withLock { loops.compactMap(\.loop) } }
+    /// Calls `body` with each loop the source is scheduled on, under the source's lock (`body` must
+    /// not call back into the source): no array per call.
+    func forEachAttachedLoop(_ body: (RunLoop) -> Void) {
+        loops.withLock { loops in
+            if let first = loops.first?.loop { body(first) }
+            for other in loops.others { if let loop = other.loop { body(loop) } }
+        }
+    }
+}
+
+/// The loops a source is scheduled on, oldest first: the first inline, any others in an array.
+/// Top level rather than nested: the Swift 6.3.1 compiler emits a broken type-metadata symbol for a
+/// private nested struct with a weak reference inside `Mutex`.
+struct SourceLoops {
+    var first: WeakLoop?
+    var others: [WeakLoop] = []
+
+    var live: [RunLoop] {
+        var loops: [RunLoop] = []
+        if let first = first?.loop { loops.append(first) }
+        for other in others { if let loop = other.loop { loops.append(loop) } }
+        return loops
+    }
+
+    mutating func add(_ loop: RunLoop) {
+        drop { $0 == nil }
+        if first?.loop === loop || others.contains(where: { $0.loop === loop }) { return }
+        if first == nil { first = WeakLoop(loop) } else { others.append(WeakLoop(loop)) }
+    }
+
+    mutating func remove(_ loop: RunLoop) {
+        drop { $0 == nil || $0 === loop }
+    }
+
+    /// Removes the records `matches` picks; the oldest remaining one moves inline.
+    private mutating func drop(_ matches: (RunLoop?) -> Bool) {
+        if !others.isEmpty { others.removeAll { matches($0.loop) } }
+        if let record = first, matches(record.loop) {
+            first = others.isEmpty ? nil : others.removeFirst()
+        }
+    }
 }
