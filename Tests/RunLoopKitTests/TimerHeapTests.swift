@@ -72,3 +72,18 @@ private enum HeapChurn {
         return failures
     }
 }
+
+/// The timer keeps its interval as nanoseconds (the exact value boxed only when that loses something):
+/// the public `interval` still reads back exactly what was given.
+@Suite struct TimerIntervalStorageTests {
+    @Test func intervalReadsBackExactly() {
+        let cases: [Duration] = [.milliseconds(5), .seconds(86_400), .nanoseconds(1), Duration(secondsComponent: 0, attosecondsComponent: 1_500_000_000), .seconds(Int64.max)]
+        for interval in cases {
+            #expect(RunLoopTimer(after: .zero, repeating: interval) { _ in }.interval == interval)
+        }
+        #expect(RunLoopTimer(after: .zero) { _ in }.interval == nil)
+        #expect(RunLoopTimer(after: .zero, repeating: .zero) { _ in }.interval == nil)
+        #expect(RunLoopTimer(after: .zero, repeating: .seconds(-1)) { _ in }.interval == nil)
+        #expect(RunLoopTimer(after: .zero, repeating: Duration(secondsComponent: 0, attosecondsComponent: 5)) { _ in }.interval == nil)
+    }
+}

@@ -20,10 +20,16 @@ public final class RunLoopTimer: @unchecked Sendable {
     /// A name shown in traces and stall reports.
     public let label: String?
     /// The repeat interval; `nil` for a one-shot timer.
-    public let interval: Duration?
+    public var interval: Duration? {
+        if let inexactInterval { return inexactInterval.value }
+        return intervalNanoseconds > 0 ? .nanoseconds(Int64(intervalNanoseconds)) : nil
+    }
 
     let callback: (RunLoopTimer) -> Void
     let intervalNanoseconds: UInt64
+    /// The interval as given, kept only when whole nanoseconds cannot express it (a fraction of a
+    /// nanosecond, or beyond `Int64.max` of them): 8 bytes per timer instead of an inline `Duration?`'s 24.
+    private let inexactInterval: ExactDuration?
     private let valid = Atomic<Bool>(true)
 
     /// The one loop the timer belongs to; every other mutable field is guarded by that loop's lock.
@@ -42,7 +48,6 @@ public final class RunLoopTimer: @unchecked Sendable {
     @exclusivity(unchecked) var home: TimerMembership?
     @exclusivity(unchecked) var otherMemberships: [TimerMembership] = []
     @exclusivity(unchecked) var isInCallout = false
-    @exclusivity(unchecked) var firingDeadline: UInt64 = 0
     @exclusivity(unchecked) var wasRedatedInCallout = false
     @exclusivity(unchecked) var toleranceNanoseconds: UInt64 = 0
     /// Before the first schedule a timer may hold a delay relative to "when it is added".
@@ -89,7 +94,11 @@ public final class RunLoopTimer: @unchecked Sendable {
     ) {
         self.label = label
         let intervalNanoseconds = interval.map { max(0, $0.clampedNanoseconds) } ?? 0
-        self.interval = intervalNanoseconds > 0 ? interval : nil
+        if let interval, intervalNanoseconds > 0, interval != .nanoseconds(intervalNanoseconds) {
+            self.inexactInterval = ExactDuration(value: interval)
+        } else {
+            self.inexactInterval = nil
+        }
         self.intervalNanoseconds = UInt64(intervalNanoseconds)
         self.callback = callback
         self.pendingStart = start
@@ -211,19 +220,26 @@ extension RunLoopTimer {
     }
 }
 
-/// A timer's place in one mode's heap.
+/// A timer's place in one mode's heap (16 bytes, also as an optional).
 ///
-/// `unowned(unsafe)`: a membership is removed before its store could go (stores live as long as their
-/// loop, and teardown clears memberships), and a checked unowned reference would cost a retain and a
-/// release on every read.
+/// Unretained: a membership is removed before its store could go (stores live as long as their loop,
+/// and teardown clears memberships), and a counted or checked reference would cost reference counting
+/// on every read.
 struct TimerMembership {
-    unowned(unsafe) let store: ModeStore
-    let storeID: ObjectIdentifier
+    private let reference: Unmanaged<ModeStore>
     var heapIndex: Int
 
     init(store: ModeStore, heapIndex: Int) {
-        self.store = store
-        self.storeID = ObjectIdentifier(store)
+        self.reference = .passUnretained(store)
         self.heapIndex = heapIndex
     }
+
+    var store: ModeStore { reference.takeUnretainedValue() }
+    var storeID: ObjectIdentifier { reference._withUnsafeGuaranteedRef { ObjectIdentifier($0) } }
+}
+
+/// A `Duration` boxed, for the rare value a timer cannot keep as whole nanoseconds.
+final class ExactDuration: Sendable {
+    let value: Duration
+    init(value: Duration) { self.value = value }
 }

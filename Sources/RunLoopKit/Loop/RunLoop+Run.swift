@@ -344,16 +344,16 @@ extension RunLoop {
     /// timer of the batch moved out of this mode, but left in another, still fires in this batch (as in
     /// `__CFRunLoopDoTimer`); one taken out of every mode no longer belongs to the loop and is skipped.
     private func fire(_ timer: RunLoopTimer, in store: ModeStore, at now: UInt64, clock: LoopClock) {
-        let claimed = lock.withLock { () -> Bool in
+        // The deadline being serviced: the next one is computed from it, whatever the callout re-dates.
+        let claimed = lock.withLock { () -> UInt64? in
             guard timer.isValid, !timer.isInCallout, timer.deadline <= now, timer.isScheduled else {
-                return false
+                return nil
             }
             timer.isInCallout = true
-            timer.firingDeadline = timer.deadline
             timer.wasRedatedInCallout = false
-            return true
+            return timer.deadline
         }
-        guard claimed else { return }
+        guard let firingDeadline = claimed else { return }
         callOut(.timer, item: timer, label: timer.label, mode: store.mode, clock: clock) { timer.callback(timer) }
         let after = lock.withLock { () -> AfterFire in
             timer.isInCallout = false
@@ -369,7 +369,7 @@ extension RunLoop {
             }
             if timer.wasRedatedInCallout { return .nothing }
             timer.deadline = Self.nextDeadline(
-                after: timer.firingDeadline, interval: timer.intervalNanoseconds, now: clock.nowNanoseconds)
+                after: firingDeadline, interval: timer.intervalNanoseconds, now: clock.nowNanoseconds)
             repositionLocked(timer)
             return .nothing
         }
