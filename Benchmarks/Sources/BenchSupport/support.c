@@ -97,5 +97,6 @@ long bs_read1(int fd) {
 void bs_close(int fd) { close(fd); }
 
 size_t bs_heap_in_use(void) {
-    return mallinfo2().uordblks;
+    struct mallinfo2 info = mallinfo2();
+    return info.uordblks + info.hblkhd;  // hblkhd: large blocks, which malloc maps separately
 }

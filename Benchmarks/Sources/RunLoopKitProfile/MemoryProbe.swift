@@ -3,7 +3,7 @@ import Glibc
 import RunLoopKit
 
 /// Heap bytes held per item after adding `count` items to a mode: glibc's bytes in use
-/// (`mallinfo2().uordblks`, so allocated chunk sizes, a little above the requested sizes the harness
+/// (`mallinfo2()` uordblks + hblkhd, so allocated chunk sizes, a little above the requested sizes the harness
 /// counts) before and after, divided by the count. The loop keeps the items alive.
 enum MemoryProbe {
     static func bytesPerItem(_ workload: String, count: Int, loop: RunLoop, mode: RunLoop.Mode) -> Double {
