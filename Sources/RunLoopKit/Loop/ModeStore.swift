@@ -125,28 +125,25 @@ final class ModeStore {
     /// performed in this pass, exactly as with a copy taken under the lock just before it.
     @inline(__always)
     func sourcesForPass(lock: Lock) -> [RunLoopSource] {
-        Self.refresh(&loopSources, &loopSourcesGeneration, sourcesGeneration, lock) { sources }
+        if sourcesGeneration.load(ordering: .acquiring) != loopSourcesGeneration {
+            lock.withLock {
+                loopSources = sources
+                loopSourcesGeneration = sourcesGeneration.load(ordering: .relaxed)
+            }
+        }
+        return loopSources
     }
 
     /// The mode's observers, for the loop thread: as `sourcesForPass(lock:)`.
     @inline(__always)
     func observersForPass(lock: Lock) -> [RunLoopObserver] {
-        Self.refresh(&loopObservers, &loopObserversGeneration, observersGeneration, lock) { observers }
-    }
-
-    /// Brings a loop-thread copy up to date with the list it mirrors if that list's generation moved.
-    @inline(__always)
-    private static func refresh<Item>(
-        _ copy: inout [Item], _ copyGeneration: inout UInt64, _ generation: borrowing Atomic<UInt64>, _ lock: Lock,
-        _ current: () -> [Item]
-    ) -> [Item] {
-        if generation.load(ordering: .acquiring) != copyGeneration {
+        if observersGeneration.load(ordering: .acquiring) != loopObserversGeneration {
             lock.withLock {
-                copy = current()
-                copyGeneration = generation.load(ordering: .relaxed)
+                loopObservers = observers
+                loopObserversGeneration = observersGeneration.load(ordering: .relaxed)
             }
         }
-        return copy
+        return loopObservers
     }
 
     func insertObserver(_ observer: RunLoopObserver) {
