@@ -1,4 +1,7 @@
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What custom sources (``RunLoopSource``) and port sources (``RunLoopPortSource``) share: an order,
 /// validity, schedule/cancel callouts, and the list of loops they are scheduled on (a source may be
@@ -12,8 +15,9 @@ public class RunLoopSourceBase: @unchecked Sendable {
     let cancelCallout: ((RunLoop, RunLoop.Mode) -> Void)?
     private let valid = Atomic<Bool>(true)
     /// The loops the source is on, inline in the source: no lock object, and no array for the usual
-    /// single loop.
-    private let loops = Mutex(SourceLoops())
+    /// single loop. Guarded by `loopsBusy` (see `withLoops`).
+    @exclusivity(unchecked) private var loopList = SourceLoops()
+    private let loopsBusy = Atomic<Bool>(false)
 
     init(
         order: Int,
@@ -35,7 +39,7 @@ public class RunLoopSourceBase: @unchecked Sendable {
     public func invalidate() {
         guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
         willInvalidate()
-        let attached = loops.withLock { loops -> [RunLoop] in
+        let attached = withLoops { loops -> [RunLoop] in
             defer { loops = SourceLoops() }
             return loops.live
         }
@@ -52,17 +56,28 @@ public class RunLoopSourceBase: @unchecked Sendable {
     func didInvalidate() {}
 
     func noteAttached(to loop: RunLoop) {
-        loops.withLock { $0.add(loop) }
+        withLoops { $0.add(loop) }
     }
 
     func noteDetached(from loop: RunLoop) {
-        loops.withLock { $0.remove(loop) }
+        withLoops { $0.remove(loop) }
+    }
+
+    /// Runs `body` with the loop list held: a lock of one atomic flag rather than a `Mutex` or a `Lock`.
+    /// A `Lock` is two allocations of its own per source; Synchronization's `Mutex` waits in the kernel
+    /// (a priority-inheriting futex) when contended, an ordering the thread sanitizer cannot see, so it
+    /// reported the list's accesses as races. The sections are a few loads and stores (and the eventfd
+    /// writes of `signalAndWakeUp()`), and two threads rarely meet here: a waiter yields its CPU.
+    private func withLoops<Result>(_ body: (inout SourceLoops) -> Result) -> Result {
+        while loopsBusy.exchange(true, ordering: .acquiring) { sched_yield() }
+        defer { loopsBusy.store(false, ordering: .releasing) }
+        return body(&loopList)
     }
 
     /// Calls `body` with each loop the source is scheduled on, under the source's lock (`body` must
     /// not call back into the source): no array per call.
     func forEachAttachedLoop(_ body: (RunLoop) -> Void) {
-        loops.withLock { loops in
+        withLoops { loops in
             if let first = loops.first?.loop { body(first) }
             for other in loops.others { if let loop = other.loop { body(loop) } }
         }
@@ -70,8 +85,6 @@ public class RunLoopSourceBase: @unchecked Sendable {
 }
 
 /// The loops a source is scheduled on, oldest first: the first inline, any others in an array.
-/// Top level rather than nested: the Swift 6.3.1 compiler emits a broken type-metadata symbol for a
-/// private nested struct with a weak reference inside `Mutex`.
 struct SourceLoops {
     var first: WeakLoop?
     var others: [WeakLoop] = []
