@@ -32,7 +32,11 @@ let package = Package(
         // One RunLoopKit workload outside the harness, for callgrind, perf and strace.
         .executableTarget(
             name: "rlk-profile",
-            dependencies: [.product(name: "RunLoopKit", package: "RunLoopKit"), "BenchSupport"],
+            dependencies: [
+                .product(name: "RunLoopKit", package: "RunLoopKit"),
+                .product(name: "RunLoopNet", package: "RunLoopKit"),
+                "BenchSupport",
+            ],
             path: "Sources/RunLoopKitProfile"
         ),
         // One IMServer loop holding 10,000 idle, heartbeating client connections: RSS per connection and

@@ -2,6 +2,7 @@
 struct InputBuffer {
     private var storage: [UInt8] = []
     private var start = 0
+    private static let recycleLimit = 64 * 1024
 
     var count: Int { storage.count - start }
     var isEmpty: Bool { storage.count == start }
@@ -14,8 +15,9 @@ struct InputBuffer {
         storage.append(contentsOf: bytes)
     }
 
-    /// The first `length` bytes, removed.
+    /// The first `length` bytes, removed. All of them hands over the storage itself (no copy).
     mutating func take(_ length: Int) -> [UInt8] {
+        if start == 0 && length == storage.count { return takeAll() }
         let bytes = Array(storage[start..<(start + length)])
         start += length
         if start == storage.count {
@@ -52,6 +54,18 @@ struct InputBuffer {
             index += 1
         }
         return nil
+    }
+
+    /// Takes back the storage of an array handed out by `takeAll()` once its receiver is done with it,
+    /// so the next arrival is appended without allocating. A receiver that kept the array keeps it
+    /// intact: emptying a shared array gives this buffer a fresh one instead (copy on write). Buffers
+    /// past one default read chunk are let go, so a burst does not leave a large buffer behind.
+    mutating func recycle(_ bytes: inout [UInt8]) {
+        guard storage.capacity == 0, bytes.capacity > 0, bytes.capacity <= Self.recycleLimit else { return }
+        // Swapped, not copied: a second reference would make the emptying below copy.
+        swap(&storage, &bytes)
+        storage.removeAll(keepingCapacity: true)
+        start = 0
     }
 
     mutating func removeAll() {

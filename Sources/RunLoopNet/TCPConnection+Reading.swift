@@ -82,7 +82,7 @@ extension TCPConnection {
         var endOfInput = false
         var failure: Int32 = 0
         let chunk = limits.readChunkSize
-        withUnsafeTemporaryAllocation(byteCount: chunk, alignment: 16) { buffer in
+        ReadScratch.withBuffer(byteCount: chunk) { buffer in
             for _ in 0..<4 {
                 let count = Socket.receive(fd, buffer)
                 if count > 0 {
@@ -128,10 +128,11 @@ extension TCPConnection {
         while state == .connected, !isReadingPaused {
             if var request = readRequests.first {
                 switch take(for: &request) {
-                case .complete(let bytes):
+                case .complete(var bytes):
                     readRequests.removeFirst()
                     restartReadWait()
                     request.completion(self, bytes)
+                    input.recycle(&bytes)
                 case .incomplete:
                     readRequests[0].scanned = request.scanned
                     return finishDelivery()
@@ -139,7 +140,9 @@ extension TCPConnection {
                     return finish(.failed(.delimiterNotFound(limit: limit)), delivery: .now)
                 }
             } else if let onData, !input.isEmpty {
-                onData(self, input.takeAll())
+                var bytes = input.takeAll()
+                onData(self, bytes)
+                input.recycle(&bytes)
             } else {
                 break
             }

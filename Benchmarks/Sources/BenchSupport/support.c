@@ -2,6 +2,7 @@
 #include "BenchSupport.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdlib.h>
@@ -94,3 +95,8 @@ long bs_read1(int fd) {
 }
 
 void bs_close(int fd) { close(fd); }
+
+size_t bs_heap_in_use(void) {
+    struct mallinfo2 info = mallinfo2();
+    return info.uordblks + info.hblkhd;  // hblkhd: large blocks, which malloc maps separately
+}

@@ -2,15 +2,18 @@
 //   valgrind --tool=callgrind .build/release/rlk-profile chain 20000
 //   strace -c -f .build/release/rlk-profile tick 10000
 //   perf record -g .build/release/rlk-profile source0 1000000
-// Workloads: batch, chain, tick, spread, source0, pingpong, pending (N pending, 10,000 insert+cancel),
-// xperform / xsignal (N cross-thread round trips; exits 1 and says so if one is lost for 2 s).
+// Workloads: batch, chain, tick, spread, source0, observer (source0 with one all-activities observer),
+// pingpong, pending (N pending, then [ops] insert+cancel, 10,000 by default), xperform / xsignal (N cross-thread round trips;
+// exits 1 and says so if one is lost for 2 s), echo (N 64-byte messages echoed over loopback TCP by
+// RunLoopNet, 100 client connections and the server on this loop, as tcp.echo), memtimer / memsource / memport (heap bytes held per
+// pending timer, custom source, port source: glibc's count of bytes in use, so chunk sizes, not requests).
 import BenchSupport
 import Glibc
 import RunLoopKit
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 2 else {
-    print("usage: rlk-profile batch|chain|tick|spread|source0|pingpong|pending [count]")
+    print("usage: rlk-profile batch|chain|tick|spread|source0|observer|pingpong|pending|xperform|xsignal|echo|memtimer|memsource|memport [count]")
     exit(2)
 }
 let workload = arguments[1]
@@ -50,7 +53,10 @@ case "spread":
         loop.add(RunLoopTimer(fireAt: LoopInstant(nanoseconds: due), callback), forMode: mode)
     }
     _ = try loop.run(mode)
-case "source0":
+case "source0", "observer":
+    if workload == "observer" {
+        loop.add(RunLoopObserver(activities: .allActivities) { _, _ in box.value &+= 0 }, forMode: mode)
+    }
     let source = RunLoopSource { source in
         box.value += 1
         if box.value < count { source.signal() } else { loop.stop() }
@@ -82,15 +88,16 @@ case "pending":
         loop.add(RunLoopTimer(fireAt: LoopInstant(nanoseconds: now + hour + UInt64(index) * hour / UInt64(count))) { _ in }, forMode: mode)
     }
     let probe = RunLoopTimer(fireAt: LoopInstant(nanoseconds: now + hour + hour / 2)) { _ in }
+    let operations = arguments.count > 3 ? Int(arguments[3])! : 10_000
     let filled = bs_now_ns()
-    for _ in 0..<10_000 {
+    for _ in 0..<operations {
         loop.add(probe, forMode: mode)
         loop.remove(probe, forMode: mode)
     }
-    box.value = 10_000
+    box.value = operations
     print("fill: \(Double(filled - start) / Double(count)) ns per timer")
     let elapsed = bs_now_ns() - filled
-    print("pending: \(Double(elapsed) / 10_000) ns per insert+cancel")
+    print("pending: \(Double(elapsed) / Double(operations)) ns per insert+cancel")
     exit(0)
 case "xperform", "xsignal":
     let remote = Remote()
@@ -112,6 +119,12 @@ case "xperform", "xsignal":
         }
         box.value += 1
     }
+case "echo":
+    box.value = try EchoProbe().run(messages: count)
+case "memtimer", "memsource", "memport":
+    let bytes = MemoryProbe.bytesPerItem(workload, count: count, loop: loop, mode: mode)
+    print("\(workload): \(bytes) bytes per item (\(count) items)")
+    exit(0)
 default:
     print("unknown workload \(workload)")
     exit(2)

@@ -22,7 +22,9 @@ public final class RunLoopObserver: @unchecked Sendable {
 
     // Guarded by the owning loop's lock.
     var modes: [RunLoop.Mode] = []
-    var isInCallout = false
+    /// Set while the callback runs, so it is never re-entered. An atomic rather than a lock-guarded
+    /// flag: claiming and releasing cost no lock pair per notification.
+    private let inCallout = Atomic<Bool>(false)
 
     /// - Parameters:
     ///   - activities: the activities to report.
@@ -45,6 +47,13 @@ public final class RunLoopObserver: @unchecked Sendable {
     }
 
     public var isValid: Bool { valid.load(ordering: .acquiring) }
+
+    /// Marks the callback running; false if it already is (a nested notification).
+    @inline(__always)
+    func claimCallout() -> Bool { !inCallout.exchange(true, ordering: .acquiring) }
+
+    @inline(__always)
+    func endCallout() { inCallout.store(false, ordering: .releasing) }
 
     /// The run loop the observer is added to, if any.
     public var runLoop: RunLoop? { attachment.loop }

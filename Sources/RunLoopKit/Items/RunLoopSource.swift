@@ -48,7 +48,7 @@ public final class RunLoopSource: RunLoopSourceBase, @unchecked Sendable {
     /// Signals the source, then wakes every loop it is scheduled on: the safe cross-thread hand-off.
     public func signalAndWakeUp() {
         signal()
-        for loop in attachedLoops { loop.wakeUp() }
+        forEachAttachedLoop { $0.wakeUp() }
     }
 
     /// Whether the source is signalled and not yet performed.

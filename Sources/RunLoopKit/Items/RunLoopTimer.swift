@@ -20,25 +20,39 @@ public final class RunLoopTimer: @unchecked Sendable {
     /// A name shown in traces and stall reports.
     public let label: String?
     /// The repeat interval; `nil` for a one-shot timer.
-    public let interval: Duration?
+    public var interval: Duration? {
+        if let inexactInterval { return inexactInterval.value }
+        return intervalNanoseconds > 0 ? .nanoseconds(Int64(intervalNanoseconds)) : nil
+    }
 
     let callback: (RunLoopTimer) -> Void
     let intervalNanoseconds: UInt64
+    /// The interval as given, kept only when whole nanoseconds cannot express it (a fraction of a
+    /// nanosecond, or beyond `Int64.max` of them): 8 bytes per timer instead of an inline `Duration?`'s 24.
+    private let inexactInterval: ExactDuration?
     private let valid = Atomic<Bool>(true)
 
     /// The one loop the timer belongs to; every other mutable field is guarded by that loop's lock.
     let attachment = LoopAttachment()
 
-    // Guarded by the owning loop's lock.
-    var deadline: UInt64 = 0
-    var sequence: UInt64 = 0
-    var memberships: [TimerMembership] = []
-    var isInCallout = false
-    var firingDeadline: UInt64 = 0
-    var wasRedatedInCallout = false
-    var toleranceNanoseconds: UInt64 = 0
+    // Guarded by the owning loop's lock. The fields that heap operations and the fire path touch are
+    // `@exclusivity(unchecked)`: the lock already serialises every access to them, so the runtime's
+    // dynamic exclusivity check (a `swift_beginAccess` call per access, a quarter of a timer operation's
+    // instructions) could only ever catch what the lock prevents. Misuse is caught instead by
+    // `Lock.assertHeld()` in the loop's `…Locked` functions (debug builds), the heap's own consistency
+    // check (`TimerHeap.checkInvariants()`), and the thread sanitizer run of the test suite.
+    @exclusivity(unchecked) var deadline: UInt64 = 0
+    @exclusivity(unchecked) var sequence: UInt64 = 0
+    /// The first mode's heap slot (nearly every timer is in one mode: no array, no allocation), then any
+    /// others. `otherMemberships` is empty whenever `home` is nil.
+    @exclusivity(unchecked) var home: TimerMembership?
+    @exclusivity(unchecked) var otherMemberships: [TimerMembership] = []
+    @exclusivity(unchecked) var isInCallout = false
+    @exclusivity(unchecked) var wasRedatedInCallout = false
+    @exclusivity(unchecked) var toleranceNanoseconds: UInt64 = 0
     /// Before the first schedule a timer may hold a delay relative to "when it is added".
-    var pendingStart: PendingStart
+    /// Guarded by the loop lock once scheduled, by the attachment's lock before.
+    @exclusivity(unchecked) var pendingStart: PendingStart
 
     enum PendingStart {
         case none
@@ -80,7 +94,11 @@ public final class RunLoopTimer: @unchecked Sendable {
     ) {
         self.label = label
         let intervalNanoseconds = interval.map { max(0, $0.clampedNanoseconds) } ?? 0
-        self.interval = intervalNanoseconds > 0 ? interval : nil
+        if let interval, intervalNanoseconds > 0, interval != .nanoseconds(intervalNanoseconds) {
+            self.inexactInterval = ExactDuration(value: interval)
+        } else {
+            self.inexactInterval = nil
+        }
         self.intervalNanoseconds = UInt64(intervalNanoseconds)
         self.callback = callback
         self.pendingStart = start
@@ -144,24 +162,84 @@ public final class RunLoopTimer: @unchecked Sendable {
     /// Stops the timer for good and removes it from every mode. Safe from any thread and from the
     /// timer's own callback (the callback completes; there is no further fire).
     public func invalidate() {
-        guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        guard markInvalid() else { return }
         runLoop?.removeEverywhere(self)
+    }
+
+    /// Clears the valid flag; true for the one caller that did (and so must detach the timer).
+    func markInvalid() -> Bool {
+        valid.exchange(false, ordering: .acquiringAndReleasing)
     }
 }
 
-/// A timer's place in one mode's heap.
+// MARK: membership records (caller holds the owning loop's lock)
+
+extension RunLoopTimer {
+    /// Whether the timer is in at least one mode.
+    var isScheduled: Bool { home != nil }
+
+    @inline(__always)
+    func heapIndex(in store: ObjectIdentifier) -> Int? {
+        if let home, home.storeID == store { return home.heapIndex }
+        return otherMemberships.first { $0.storeID == store }?.heapIndex
+    }
+
+    @inline(__always)
+    func setHeapIndex(_ index: Int, in store: ObjectIdentifier) {
+        if home?.storeID == store {
+            home!.heapIndex = index
+        } else if let slot = otherMemberships.firstIndex(where: { $0.storeID == store }) {
+            otherMemberships[slot].heapIndex = index
+        }
+    }
+
+    func addMembership(_ membership: TimerMembership) {
+        if home == nil { home = membership } else { otherMemberships.append(membership) }
+    }
+
+    /// Removes the record for `store`; returns the heap index it held.
+    func removeMembership(in store: ObjectIdentifier) -> Int? {
+        if let home, home.storeID == store {
+            self.home = otherMemberships.isEmpty ? nil : otherMemberships.removeFirst()
+            return home.heapIndex
+        }
+        guard let slot = otherMemberships.firstIndex(where: { $0.storeID == store }) else { return nil }
+        return otherMemberships.remove(at: slot).heapIndex
+    }
+
+    func clearMemberships() {
+        home = nil
+        otherMemberships.removeAll()
+    }
+
+    /// Calls `body` with each mode store the timer is in, first mode first.
+    func forEachStore(_ body: (ModeStore) -> Void) {
+        guard let home else { return }
+        body(home.store)
+        for other in otherMemberships { body(other.store) }
+    }
+}
+
+/// A timer's place in one mode's heap (16 bytes, also as an optional).
 ///
-/// `unowned(unsafe)`: a membership is removed before its store could go (stores live as long as their
-/// loop, and teardown clears memberships), and a checked unowned reference would cost a retain and a
-/// release on every heap swap.
+/// Unretained: a membership is removed before its store could go (stores live as long as their loop,
+/// and teardown clears memberships), and a counted or checked reference would cost reference counting
+/// on every read.
 struct TimerMembership {
-    unowned(unsafe) let store: ModeStore
-    let storeID: ObjectIdentifier
+    private let reference: Unmanaged<ModeStore>
     var heapIndex: Int
 
     init(store: ModeStore, heapIndex: Int) {
-        self.store = store
-        self.storeID = ObjectIdentifier(store)
+        self.reference = .passUnretained(store)
         self.heapIndex = heapIndex
     }
+
+    var store: ModeStore { reference.takeUnretainedValue() }
+    var storeID: ObjectIdentifier { reference._withUnsafeGuaranteedRef { ObjectIdentifier($0) } }
+}
+
+/// A `Duration` boxed, for the rare value a timer cannot keep as whole nanoseconds.
+final class ExactDuration: Sendable {
+    let value: Duration
+    init(value: Duration) { self.value = value }
 }

@@ -1,4 +1,7 @@
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What custom sources (``RunLoopSource``) and port sources (``RunLoopPortSource``) share: an order,
 /// validity, schedule/cancel callouts, and the list of loops they are scheduled on (a source may be
@@ -11,8 +14,10 @@ public class RunLoopSourceBase: @unchecked Sendable {
     let scheduleCallout: ((RunLoop, RunLoop.Mode) -> Void)?
     let cancelCallout: ((RunLoop, RunLoop.Mode) -> Void)?
     private let valid = Atomic<Bool>(true)
-    private let attachmentLock = Lock()
-    private var loops: [WeakLoop] = []
+    /// The loops the source is on, inline in the source: no lock object, and no array for the usual
+    /// single loop. Guarded by `loopsBusy` (see `withLoops`).
+    @exclusivity(unchecked) private var loopList = SourceLoops()
+    private let loopsBusy = Atomic<Bool>(false)
 
     init(
         order: Int,
@@ -34,9 +39,9 @@ public class RunLoopSourceBase: @unchecked Sendable {
     public func invalidate() {
         guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
         willInvalidate()
-        let attached = attachmentLock.withLock { () -> [RunLoop] in
-            defer { loops.removeAll() }
-            return loops.compactMap(\.loop)
+        let attached = withLoops { loops -> [RunLoop] in
+            defer { loops = SourceLoops() }
+            return loops.live
         }
         for loop in attached {
             for mode in loop.removeEverywhere(self) {
@@ -51,16 +56,61 @@ public class RunLoopSourceBase: @unchecked Sendable {
     func didInvalidate() {}
 
     func noteAttached(to loop: RunLoop) {
-        attachmentLock.withLock {
-            loops.removeAll { $0.loop == nil }
-            if !loops.contains(where: { $0.loop === loop }) { loops.append(WeakLoop(loop)) }
-        }
+        withLoops { $0.add(loop) }
     }
 
     func noteDetached(from loop: RunLoop) {
-        attachmentLock.withLock { loops.removeAll { $0.loop == nil || $0.loop === loop } }
+        withLoops { $0.remove(loop) }
     }
 
-    /// The loops the source is scheduled on.
-    var attachedLoops: [RunLoop] { attachmentLock.withLock { loops.compactMap(\.loop) } }
+    /// Runs `body` with the loop list held: a lock of one atomic flag rather than a `Mutex` or a `Lock`.
+    /// A `Lock` is two allocations of its own per source; Synchronization's `Mutex` waits in the kernel
+    /// (a priority-inheriting futex) when contended, an ordering the thread sanitizer cannot see, so it
+    /// reported the list's accesses as races. The sections are a few loads and stores (and the eventfd
+    /// writes of `signalAndWakeUp()`), and two threads rarely meet here: a waiter yields its CPU.
+    private func withLoops<Result>(_ body: (inout SourceLoops) -> Result) -> Result {
+        while loopsBusy.exchange(true, ordering: .acquiring) { sched_yield() }
+        defer { loopsBusy.store(false, ordering: .releasing) }
+        return body(&loopList)
+    }
+
+    /// Calls `body` with each loop the source is scheduled on, under the source's lock (`body` must
+    /// not call back into the source): no array per call.
+    func forEachAttachedLoop(_ body: (RunLoop) -> Void) {
+        withLoops { loops in
+            if let first = loops.first?.loop { body(first) }
+            for other in loops.others { if let loop = other.loop { body(loop) } }
+        }
+    }
+}
+
+/// The loops a source is scheduled on, oldest first: the first inline, any others in an array.
+struct SourceLoops {
+    var first: WeakLoop?
+    var others: [WeakLoop] = []
+
+    var live: [RunLoop] {
+        var loops: [RunLoop] = []
+        if let first = first?.loop { loops.append(first) }
+        for other in others { if let loop = other.loop { loops.append(loop) } }
+        return loops
+    }
+
+    mutating func add(_ loop: RunLoop) {
+        drop { $0 == nil }
+        if first?.loop === loop || others.contains(where: { $0.loop === loop }) { return }
+        if first == nil { first = WeakLoop(loop) } else { others.append(WeakLoop(loop)) }
+    }
+
+    mutating func remove(_ loop: RunLoop) {
+        drop { $0 == nil || $0 === loop }
+    }
+
+    /// Removes the records `matches` picks; the oldest remaining one moves inline.
+    private mutating func drop(_ matches: (RunLoop?) -> Bool) {
+        if !others.isEmpty { others.removeAll { matches($0.loop) } }
+        if let record = first, matches(record.loop) {
+            first = others.isEmpty ? nil : others.removeFirst()
+        }
+    }
 }

@@ -1,35 +1,71 @@
 import Synchronization
 
-/// Everything one mode of one loop holds. Guarded by the loop lock, except `readyPorts` and the
-/// backend's dispatch state, which only the loop thread touches.
+/// Everything one mode of one loop holds. Guarded by the loop lock, except `readyPorts`, the
+/// `loop…` copies and the backend's dispatch state, which only the loop thread touches. The mutable
+/// stored properties have unchecked exclusivity, for the reason given on RunLoop's.
 final class ModeStore {
     let mode: RunLoop.Mode
+    /// The loop the store belongs to.
+    let loopID: ObjectIdentifier
     let backend: ModeBackend
-    var sources: [RunLoopSource] = []
+    /// Changed only through `appendSource`, `removeSource(at:)` and `removeAllSources()`.
+    @exclusivity(unchecked) private(set) var sources: [RunLoopSource] = []
+    /// Bumped on every change of `sources`, so the loop thread refreshes its own copy
+    /// (`loopSources`) only when the set changed instead of copying it under the lock every pass.
+    let sourcesGeneration = Atomic<UInt64>(0)
+    /// Loop thread only: `sources` as of `loopSourcesGeneration`. Unchecked exclusivity: one thread
+    /// ever touches it, and the check would cost a runtime call per pass.
+    @exclusivity(unchecked) var loopSources: [RunLoopSource] = []
+    @exclusivity(unchecked) var loopSourcesGeneration: UInt64 = 0
     /// Port registrations by source, and by descriptor number (to spot stale ones): a daemon holds
     /// thousands of sockets, and adding or removing one must not scan the others.
-    private(set) var ports: [ObjectIdentifier: PortRegistration] = [:]
-    private(set) var portsByDescriptor: [Int32: [PortRegistration]] = [:]
-    /// Sorted by order; equal orders keep insertion order.
-    var observers: [RunLoopObserver] = []
+    @exclusivity(unchecked) private(set) var ports: [ObjectIdentifier: PortRegistration] = [:]
+    @exclusivity(unchecked) private(set) var portsByDescriptor: [Int32: [PortRegistration]] = [:]
+    /// Sorted by order; equal orders keep insertion order. Changed only through `insertObserver`,
+    /// `removeObserver` and `removeAllObservers`; the loop thread notifies from its own copy, as for
+    /// sources.
+    @exclusivity(unchecked) private(set) var observers: [RunLoopObserver] = []
+    let observersGeneration = Atomic<UInt64>(0)
+    @exclusivity(unchecked) var loopObservers: [RunLoopObserver] = []
+    @exclusivity(unchecked) var loopObserversGeneration: UInt64 = 0
     /// Union of the activities the mode's observers ever asked for (only grows, like CFRunLoop's),
     /// read without the lock so an unobserved activity costs one load.
     private let observedMask = Atomic<UInt32>(0)
-    /// A stored (not lazy) property: a lazy one has no in-place modify accessor, so every heap
-    /// mutation would copy the whole array.
-    var timers = TimerHeap()
+    /// Changed only through `insertTimer`, `removeTimer`, `repositionTimer` and `removeAllTimers`,
+    /// which keep `earliestDeadline` current. Unchecked exclusivity for the reason given in
+    /// RunLoopTimer: the loop lock guards it.
+    @exclusivity(unchecked) private(set) var timers: TimerHeap
+    /// The earliest timer deadline (`.max` with no timer), readable without the lock: the loop skips
+    /// its timer pass with one load when nothing can be due (a source-only mode never takes the lock
+    /// for timers). A timer added from another thread concurrently is seen on the next pass; such an
+    /// add re-arms the mode's kernel timer, which wakes the loop.
+    let earliestDeadline = Atomic<UInt64>(.max)
     /// Deadline of the activation waiting in this mode; `.max` when none or unbounded.
-    var runDeadline: UInt64 = .max
-    /// Port registrations with readiness not yet performed (loop thread only).
-    var readyPorts: [PortRegistration] = []
+    @exclusivity(unchecked) var runDeadline: UInt64 = .max
+    /// How many sources, ports and timers the mode holds, and how many ports, readable without the
+    /// lock: an iteration asks "still not empty?" and "any descriptor to poll?" with a load each.
+    /// Written under the lock after each change.
+    let itemCount = Atomic<Int>(0)
+    let portCount = Atomic<Int>(0)
+    /// Port registrations with readiness not yet performed. Loop thread only, hence unchecked
+    /// exclusivity (as `loopSources`).
+    @exclusivity(unchecked) var readyPorts: [PortRegistration] = []
     /// A spare buffer swapped with `readyPorts` so steady-state dispatch does not allocate.
-    var spareReadyPorts: [PortRegistration] = []
+    @exclusivity(unchecked) var spareReadyPorts: [PortRegistration] = []
 
-    init(mode: RunLoop.Mode, wakePort: WakeUpPort) throws(RunLoopError) {
+    init(mode: RunLoop.Mode, wakePort: WakeUpPort, loopID: ObjectIdentifier) throws(RunLoopError) {
         self.mode = mode
+        self.loopID = loopID
         self.backend = try ModeBackend(wakePort: wakePort)
+        // Its own identity is not available before every property is set; fixed just below.
+        self.timers = TimerHeap(owner: ObjectIdentifier(backend))
         backend.store = self
-        timers.owner = ObjectIdentifier(self)
+        timers = TimerHeap(owner: ObjectIdentifier(self))
+    }
+
+    deinit {
+        // Give back the heap's references (teardown normally empties it first).
+        for timer in timers.removeAll() { timer.clearMemberships() }
     }
 
     /// Sources, ports and timers keep a mode alive; observers do not. Pending blocks are checked by the
@@ -43,6 +79,7 @@ final class ModeStore {
     func insertPort(_ registration: PortRegistration) {
         ports[ObjectIdentifier(registration.source)] = registration
         portsByDescriptor[registration.source.fileDescriptor, default: []].append(registration)
+        publishCounts()
     }
 
     func removePort(_ registration: PortRegistration) {
@@ -52,22 +89,122 @@ final class ModeStore {
         let fd = registration.source.fileDescriptor
         portsByDescriptor[fd]?.removeAll { $0 === registration }
         if portsByDescriptor[fd]?.isEmpty == true { portsByDescriptor[fd] = nil }
+        publishCounts()
     }
 
     func removeAllPorts() {
         ports.removeAll()
         portsByDescriptor.removeAll()
+        publishCounts()
+    }
+
+    // MARK: custom sources (caller holds the loop lock)
+
+    func appendSource(_ source: RunLoopSource) {
+        sources.append(source)
+        sourcesChanged()
+    }
+
+    func removeSource(at index: Int) {
+        sources.remove(at: index)
+        sourcesChanged()
+    }
+
+    func removeAllSources() {
+        sources.removeAll()
+        sourcesChanged()
+    }
+
+    private func sourcesChanged() {
+        sourcesGeneration.add(1, ordering: .releasing)
+        publishCounts()
+    }
+
+    /// The mode's custom sources, for the loop thread: its own copy, refreshed under the lock only
+    /// after a change. A source removed by another thread after the generation was read may still be
+    /// performed in this pass, exactly as with a copy taken under the lock just before it.
+    @inline(__always)
+    func sourcesForPass(lock: Lock) -> [RunLoopSource] {
+        if sourcesGeneration.load(ordering: .acquiring) != loopSourcesGeneration {
+            lock.withLock {
+                loopSources = sources
+                loopSourcesGeneration = sourcesGeneration.load(ordering: .relaxed)
+            }
+        }
+        return loopSources
+    }
+
+    /// The mode's observers, for the loop thread: as `sourcesForPass(lock:)`.
+    @inline(__always)
+    func observersForPass(lock: Lock) -> [RunLoopObserver] {
+        if observersGeneration.load(ordering: .acquiring) != loopObserversGeneration {
+            lock.withLock {
+                loopObservers = observers
+                loopObserversGeneration = observersGeneration.load(ordering: .relaxed)
+            }
+        }
+        return loopObservers
     }
 
     func insertObserver(_ observer: RunLoopObserver) {
         let index = observers.firstIndex { $0.order > observer.order } ?? observers.endIndex
         observers.insert(observer, at: index)
+        observersGeneration.add(1, ordering: .releasing)
         observedMask.bitwiseOr(observer.activities.rawValue, ordering: .relaxed)
+    }
+
+    func removeObserver(_ observer: RunLoopObserver) {
+        observers.removeAll { $0 === observer }
+        observersGeneration.add(1, ordering: .releasing)
+    }
+
+    func removeAllObservers() {
+        observers.removeAll()
+        observersGeneration.add(1, ordering: .releasing)
     }
 
     @inline(__always)
     func observes(_ activity: RunLoop.Activity) -> Bool {
         observedMask.load(ordering: .relaxed) & activity.rawValue != 0
+    }
+
+    // MARK: timers (caller holds the loop lock)
+
+    func insertTimer(_ timer: RunLoopTimer) {
+        timers.insert(timer, store: self)
+        publishEarliest()
+        publishCounts()
+    }
+
+    func removeTimer(_ timer: RunLoopTimer) {
+        timers.remove(timer)
+        publishEarliest()
+        publishCounts()
+    }
+
+    func repositionTimer(_ timer: RunLoopTimer) {
+        timers.reposition(timer)
+        publishEarliest()
+    }
+
+    /// Empties the heap (teardown); returns its timers, whose membership records the caller clears.
+    func removeAllTimers() -> [RunLoopTimer] {
+        defer {
+            publishEarliest()
+            publishCounts()
+        }
+        return timers.removeAll()
+    }
+
+    @inline(__always)
+    private func publishEarliest() {
+        earliestDeadline.store(timers.earliestDeadline, ordering: .releasing)
+    }
+
+    @inline(__always)
+    private func publishCounts() {
+        itemCount.store(sources.count + ports.count + timers.count, ordering: .releasing)
+        portCount.store(ports.count, ordering: .releasing)
     }
 
     /// The instant the mode must wake: its next timer (with tolerance) or the end of the waiting run.

@@ -5,7 +5,7 @@ extension RunLoop {
     public func stop() {
         let running = lock.withLock { () -> Bool in
             guard let top = activations.indices.last else { return false }
-            activations[top].stopRequested = true
+            requestStopLocked(top)
             return true
         }
         if running { wakePort.wake() }
@@ -21,10 +21,17 @@ extension RunLoop {
     /// lands during a nested run does not leave the outer run going.
     public func stopAll() {
         let running = lock.withLock { () -> Bool in
-            for index in activations.indices { activations[index].stopRequested = true }
+            for index in activations.indices { requestStopLocked(index) }
             return !activations.isEmpty
         }
         if running { wakePort.wake() }
+    }
+
+    private func requestStopLocked(_ index: Int) {
+        lock.assertHeld()
+        guard !activations[index].stopRequested else { return }
+        activations[index].stopRequested = true
+        pendingStops.add(1, ordering: .releasing)
     }
 
     /// Wakes the loop if it is waiting, so it re-checks signalled sources, blocks, stop requests and

@@ -34,36 +34,38 @@ extension RunLoop {
             }
             return observer.modes.isEmpty
         }
-        if detached, observer.runLoop === self { observer.attachment.release() }
+        if detached { observer.attachment.release(ifClaimedBy: self) }
     }
 
     /// Whether `observer` is in `mode`. Safe from any thread.
     public func contains(_ observer: RunLoopObserver, forMode mode: Mode = .default) -> Bool {
         lock.withLock {
             if mode == .common { return commonItems.observers.contains { $0 === observer } }
-            return observer.modes.contains(mode) && observer.runLoop === self
+            return observer.modes.contains(mode) && observer.attachment.isClaimed(by: self)
         }
     }
 
     func insertObserverLocked(_ observer: RunLoopObserver, into mode: Mode) {
+        lock.assertHeld()
         guard observer.isValid, !observer.modes.contains(mode), let store = storeLocked(mode) else { return }
         store.insertObserver(observer)
         observer.modes.append(mode)
     }
 
     func removeObserverLocked(_ observer: RunLoopObserver, from mode: Mode) {
+        lock.assertHeld()
         guard let position = observer.modes.firstIndex(of: mode) else { return }
         observer.modes.remove(at: position)
-        modes[mode]?.observers.removeAll { $0 === observer }
+        modes[mode]?.removeObserver(observer)
     }
 
     /// Invalidation path; takes the lock.
     func removeEverywhere(_ observer: RunLoopObserver) {
         lock.withLock {
-            for mode in observer.modes { modes[mode]?.observers.removeAll { $0 === observer } }
+            for mode in observer.modes { modes[mode]?.removeObserver(observer) }
             observer.modes.removeAll()
             commonItems.observers.removeAll { $0 === observer }
         }
-        if observer.runLoop === self { observer.attachment.release() }
+        observer.attachment.release(ifClaimedBy: self)
     }
 }

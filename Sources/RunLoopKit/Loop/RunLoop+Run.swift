@@ -59,7 +59,7 @@ extension RunLoop {
         notify(store, .exit)
 
         lock.withLock {
-            activations.removeLast()
+            if activations.removeLast().stopRequested { pendingStops.subtract(1, ordering: .releasing) }
             currentStore = previous
             if !activations.contains(where: { $0.store === store }) { store.runDeadline = .max }
         }
@@ -110,6 +110,11 @@ extension RunLoop {
 
             if handled && returnAfterSourceHandled { return .handledSource }
             if isPoll || (deadline != .max && clock.nowNanoseconds >= deadline) { return .timedOut }
+            // No stop request and items left: carry on without the lock. A stop requested just after
+            // this load also wakes the loop, so the next iteration sees it.
+            if pendingStops.load(ordering: .acquiring) == 0 && store.itemCount.load(ordering: .acquiring) > 0 {
+                continue
+            }
             // Stop, then emptiness: CFRunLoop's order, under one lock.
             let ending: RunResult? = lock.withLock {
                 if takeStopRequestLocked() { return .stopped }
@@ -122,6 +127,7 @@ extension RunLoop {
     /// A mode is empty when it has no sources, ports or timers and no block waits for it.
     /// Observers do not count. Caller holds the lock.
     func isEmptyLocked(_ store: ModeStore) -> Bool {
+        lock.assertHeld()
         if store.hasItems { return false }
         if blocks.isEmpty { return true }
         let isCommon = commonModeList.contains(store.mode)
@@ -133,8 +139,10 @@ extension RunLoop {
     }
 
     private func takeStopRequestLocked() -> Bool {
+        lock.assertHeld()
         guard let top = activations.indices.last, activations[top].stopRequested else { return false }
         activations[top].stopRequested = false
+        pendingStops.subtract(1, ordering: .releasing)
         return true
     }
 
@@ -148,7 +156,7 @@ extension RunLoop {
         if polling {
             // Only port sources need the kernel's word: due timers are found by reading the clock,
             // and a pending wake-up by its flag. Skipping the syscall makes a source-only poll cheap.
-            if lock.withLock({ store.ports.isEmpty }) {
+            if store.portCount.load(ordering: .acquiring) == 0 {
                 wakePort.discardStale()
             } else {
                 backend.dispatch(blocking: false)
@@ -182,8 +190,14 @@ extension RunLoop {
     }
 
     /// Applies libevent changes that other threads requested (they cannot touch the base themselves).
+    /// The common nothing-to-do case is one inlined load, as in `runBlocks`, `fireTimers` and
+    /// `performPorts`: a call per check was a tenth of a source-only iteration.
+    @inline(__always)
     private func applyBackendChanges() {
-        guard hasPendingBackendChanges.load(ordering: .acquiring) else { return }
+        if hasPendingBackendChanges.load(ordering: .acquiring) { applyPendingBackendChanges() }
+    }
+
+    private func applyPendingBackendChanges() {
         let failed: [(RunLoopPortSource, Int32)] = lock.withLock {
             hasPendingBackendChanges.store(false, ordering: .releasing)
             var failed: [(RunLoopPortSource, Int32)] = []
@@ -216,25 +230,32 @@ extension RunLoop {
     }
 
     private func notifyObservers(_ store: ModeStore, _ activity: Activity) {
-        let clock = clockStorage
-        let observers = lock.withLock { store.observers }
-        for observer in observers where observer.activities.contains(activity) {
-            let claimed = lock.withLock { () -> Bool in
-                guard observer.isValid, !observer.isInCallout else { return false }
-                observer.isInCallout = true
-                return true
+        // This pass's array keeps its observers alive (a nested run may replace the store's copy, never
+        // this one), so each observer is used without a retain of its own.
+        let observers = store.observersForPass(lock: lock)
+        for index in observers.indices {
+            Unmanaged.passUnretained(observers[index])._withUnsafeGuaranteedRef { observer in
+                notify(observer, of: activity, in: store)
             }
-            guard claimed else { continue }
-            callOut(.observer, item: observer, label: observer.label, mode: store.mode, clock: clock) {
-                observer.callback(observer, activity)
-            }
-            lock.withLock { observer.isInCallout = false }
-            if !observer.repeats { observer.invalidate() }
         }
     }
 
+    @inline(__always)
+    private func notify(_ observer: RunLoopObserver, of activity: Activity, in store: ModeStore) {
+        guard observer.activities.contains(activity), observer.isValid, observer.claimCallout() else { return }
+        callOut(.observer, item: observer, label: observer.label, mode: store.mode, clock: clockStorage) {
+            observer.callback(observer, activity)
+        }
+        observer.endCallout()
+        if !observer.repeats { observer.invalidate() }
+    }
+
+    @inline(__always)
     private func runBlocks(for store: ModeStore) {
-        guard pendingBlockCount.load(ordering: .acquiring) > 0 else { return }
+        if pendingBlockCount.load(ordering: .acquiring) > 0 { runPendingBlocks(for: store) }
+    }
+
+    private func runPendingBlocks(for store: ModeStore) {
         let runnable: [PendingBlock] = lock.withLock {
             let isCommon = commonModeList.contains(store.mode)
             guard blocks.contains(where: { $0.matches(store.mode, isCommon: isCommon) }) else { return [] }
@@ -255,13 +276,12 @@ extension RunLoop {
 
     /// The sources0 pass: signalled custom sources in (order, first-signal) order.
     private func performSources(in store: ModeStore, returnAfterFirst: Bool) -> Bool {
-        let sources = lock.withLock { store.sources }
+        let sources = store.sourcesForPass(lock: lock)
         if sources.isEmpty { return false }
-        let clock = clockStorage
         if sources.count == 1 {
             let source = sources[0]
             guard source.takeSignal(), source.isValid else { return false }
-            callOut(.source, item: source, label: source.label, mode: store.mode, clock: clock) { source.performCallout(source) }
+            callOut(.source, item: source, label: source.label, mode: store.mode, clock: clockStorage) { source.performCallout(source) }
             return true
         }
         var batch: [(RunLoopSource, UInt64)] = []
@@ -278,7 +298,7 @@ extension RunLoop {
         var handled = false
         for (source, _) in batch {
             guard source.takeSignal(), source.isValid else { continue }
-            callOut(.source, item: source, label: source.label, mode: store.mode, clock: clock) { source.performCallout(source) }
+            callOut(.source, item: source, label: source.label, mode: store.mode, clock: clockStorage) { source.performCallout(source) }
             handled = true
             if returnAfterFirst { break }
         }
@@ -288,16 +308,35 @@ extension RunLoop {
     }
 
     /// Fires every timer of the mode due now, in (deadline, scheduling) order.
+    @inline(__always)
     private func fireTimers(in store: ModeStore, clock: LoopClock) {
+        // No timer, or none due: no lock (one atomic load, and a clock read when there are timers).
+        let earliest = store.earliestDeadline.load(ordering: .acquiring)
+        if earliest == .max { return }
         let now = clock.nowNanoseconds
+        if earliest <= now { fireDueTimers(in: store, now: now, clock: clock) }
+    }
+
+    private func fireDueTimers(in store: ModeStore, now: UInt64, clock: LoopClock) {
+        // One due timer (a chain, a tick) needs no batch arrays: the snapshot is that timer.
+        if let sole = lock.withLock({ store.timers.soleDue(at: now) }) {
+            fire(sole, in: store, at: now, clock: clock)
+            return
+        }
         var batch: [TimerHeap.Entry] = []
         swap(&batch, &timerScratch)
+        // The snapshot keeps its timers alive (strongly) while the batch runs: callouts may drop them.
+        var timers: [RunLoopTimer] = []
+        swap(&timers, &timerBatchScratch)
         lock.withLock {
-            if store.timers.hasDue(at: now) { store.timers.collectDue(at: now, into: &batch) }
+            store.timers.collectDue(at: now, into: &batch)
+            for entry in batch { timers.append(entry.reference.takeUnretainedValue()) }
         }
-        for entry in batch { fire(entry.timer, in: store, at: now, clock: clock) }
         batch.removeAll(keepingCapacity: true)
         if timerScratch.capacity < batch.capacity { timerScratch = batch }
+        for timer in timers { fire(timer, in: store, at: now, clock: clock) }
+        timers.removeAll(keepingCapacity: true)
+        if timerBatchScratch.capacity < timers.capacity { timerBatchScratch = timers }
     }
 
     /// Fires one timer of the batch, after CFRunLoop's re-check: still valid, due, not in its callout and
@@ -305,28 +344,49 @@ extension RunLoop {
     /// timer of the batch moved out of this mode, but left in another, still fires in this batch (as in
     /// `__CFRunLoopDoTimer`); one taken out of every mode no longer belongs to the loop and is skipped.
     private func fire(_ timer: RunLoopTimer, in store: ModeStore, at now: UInt64, clock: LoopClock) {
-        let claimed = lock.withLock { () -> Bool in
-            guard timer.isValid, !timer.isInCallout, timer.deadline <= now, !timer.memberships.isEmpty else {
-                return false
+        // The deadline being serviced: the next one is computed from it, whatever the callout re-dates.
+        let claimed = lock.withLock { () -> UInt64? in
+            guard timer.isValid, !timer.isInCallout, timer.deadline <= now, timer.isScheduled else {
+                return nil
             }
             timer.isInCallout = true
-            timer.firingDeadline = timer.deadline
             timer.wasRedatedInCallout = false
-            return true
+            return timer.deadline
         }
-        guard claimed else { return }
+        guard let firingDeadline = claimed else { return }
         callOut(.timer, item: timer, label: timer.label, mode: store.mode, clock: clock) { timer.callback(timer) }
-        let isOneShotDone = lock.withLock { () -> Bool in
+        let after = lock.withLock { () -> AfterFire in
             timer.isInCallout = false
-            guard timer.isValid else { return false }
-            guard timer.repeats else { return true }
-            if timer.wasRedatedInCallout { return false }
+            guard timer.isValid else { return .nothing }
+            guard timer.repeats else {
+                // A fired one-shot is invalidated. While it is still in this loop's modes that is done
+                // here, under the lock already held, rather than by `invalidate()` (another lock pair
+                // and two lookups of the timer's loop).
+                guard let home = timer.home, home.store.loopID == ObjectIdentifier(self) else { return .invalidate }
+                guard timer.markInvalid() else { return .nothing }
+                removeEverywhereLocked(timer)
+                return .release
+            }
+            if timer.wasRedatedInCallout { return .nothing }
             timer.deadline = Self.nextDeadline(
-                after: timer.firingDeadline, interval: timer.intervalNanoseconds, now: clock.nowNanoseconds)
+                after: firingDeadline, interval: timer.intervalNanoseconds, now: clock.nowNanoseconds)
             repositionLocked(timer)
-            return false
+            return .nothing
         }
-        if isOneShotDone { timer.invalidate() }
+        switch after {
+        case .nothing: break
+        case .invalidate: timer.invalidate()
+        case .release: timer.attachment.release()
+        }
+    }
+
+    /// What `fire` does once the lock is dropped.
+    private enum AfterFire {
+        case nothing
+        /// A one-shot that left this loop's modes in its callout: the general path.
+        case invalidate
+        /// A one-shot detached under the lock: give up its loop.
+        case release
     }
 
     /// The first instant of the original schedule strictly after `now`: the phase is kept and missed
@@ -341,8 +401,12 @@ extension RunLoop {
     }
 
     /// Performs the ready port sources of the mode in (order, registration) order.
+    @inline(__always)
     private func performPorts(in store: ModeStore, returnAfterFirst: Bool) -> Bool {
-        guard !store.readyPorts.isEmpty else { return false }
+        store.readyPorts.isEmpty ? false : performReadyPorts(in: store, returnAfterFirst: returnAfterFirst)
+    }
+
+    private func performReadyPorts(in store: ModeStore, returnAfterFirst: Bool) -> Bool {
         var ready = store.spareReadyPorts
         store.spareReadyPorts = []
         swap(&ready, &store.readyPorts)

@@ -162,28 +162,32 @@ extension RunLoop {
     }
 
     private func holdsLocked(_ source: RunLoopSourceBase) -> Bool {
-        modes.values.contains { store in
+        lock.assertHeld()
+        return modes.values.contains { store in
             if let port = source as? RunLoopPortSource { return store.registration(for: port) != nil }
             return store.sources.contains { $0 === source }
         }
     }
 
     func insertSourceLocked(_ source: RunLoopSource, into mode: Mode) -> Bool {
+        lock.assertHeld()
         guard source.isValid, let store = storeLocked(mode), !store.sources.contains(where: { $0 === source }) else {
             return false
         }
-        store.sources.append(source)
+        store.appendSource(source)
         return true
     }
 
     func removeSourceLocked(_ source: RunLoopSource, from mode: Mode) -> Bool {
+        lock.assertHeld()
         guard let store = modes[mode], let index = store.sources.firstIndex(where: { $0 === source }) else { return false }
-        store.sources.remove(at: index)
+        store.removeSource(at: index)
         return true
     }
 
     /// Returns the new registration, or nil if the source is already in the mode.
     func insertPortLocked(_ source: RunLoopPortSource, into mode: Mode, immediate: Bool) throws(RunLoopError) -> PortRegistration? {
+        lock.assertHeld()
         guard source.isValid else { return nil }
         guard let store = storeLocked(mode) else { throw .resourceUnavailable("run-loop mode \(mode)") }
         guard store.registration(for: source) == nil else { return nil }
@@ -201,6 +205,7 @@ extension RunLoop {
     }
 
     func removePortLocked(_ source: RunLoopPortSource, from mode: Mode, immediate: Bool) -> Bool {
+        lock.assertHeld()
         guard let store = modes[mode], let registration = store.registration(for: source) else {
             return false
         }
@@ -210,6 +215,7 @@ extension RunLoop {
 
     /// Takes a registration out of its mode and stops watching (now on the loop thread, else deferred).
     func detachPortLocked(_ registration: PortRegistration, immediate: Bool) {
+        lock.assertHeld()
         registration.isActive = false
         registration.store.removePort(registration)
         if immediate {

@@ -12,13 +12,13 @@ extension RunLoop {
         }
         let stillAttached = lock.withLock { () -> Bool in
             guard !tornDownLocked else { return false }
-            if mode == .common {
+            if isCommonLocked(mode) {
                 commonItems.timers[ObjectIdentifier(timer)] = timer
                 for common in commonModeList { insertTimerLocked(timer, into: common) }
             } else {
                 insertTimerLocked(timer, into: mode)
             }
-            return !timer.memberships.isEmpty
+            return timer.isScheduled
         }
         if !stillAttached { timer.attachment.release() }
         if !timer.isValid { removeEverywhere(timer) }
@@ -28,15 +28,15 @@ extension RunLoop {
     /// Removes `timer` from `mode` (from every common mode, with ``Mode/common``). Safe from any thread.
     public func remove(_ timer: RunLoopTimer, forMode mode: Mode = .default) {
         let detached = lock.withLock { () -> Bool in
-            if mode == .common {
+            if isCommonLocked(mode) {
                 commonItems.timers[ObjectIdentifier(timer)] = nil
                 for common in commonModeList { removeTimerLocked(timer, from: common) }
             } else {
                 removeTimerLocked(timer, from: mode)
             }
-            return timer.memberships.isEmpty
+            return !timer.isScheduled
         }
-        if detached, timer.runLoop === self { timer.attachment.release() }
+        if detached { timer.attachment.release(ifClaimedBy: self) }
     }
 
     /// Whether `timer` is scheduled in `mode`. With ``Mode/common``: whether it was added to the
@@ -60,8 +60,9 @@ extension RunLoop {
     // MARK: internals (caller holds the lock unless noted)
 
     func insertTimerLocked(_ timer: RunLoopTimer, into mode: Mode) {
+        lock.assertHeld()
         guard timer.isValid, let store = storeLocked(mode), !store.timers.contains(timer) else { return }
-        if timer.memberships.isEmpty {
+        if !timer.isScheduled {
             let now = clockStorage.nowNanoseconds
             switch timer.pendingStart {
             case .after(let delay): timer.deadline = now.adding(nanoseconds: max(0, delay))
@@ -72,23 +73,33 @@ extension RunLoop {
             timer.sequence = nextTimerSequence
             nextTimerSequence += 1
         }
-        store.timers.insert(timer, store: store)
+        store.insertTimer(timer)
         timersChangedLocked(store)
     }
 
     func removeTimerLocked(_ timer: RunLoopTimer, from mode: Mode) {
-        guard let store = modes[mode], store.timers.contains(timer) else { return }
-        store.timers.remove(timer)
+        lock.assertHeld()
+        // The last mode used first: comparing a short name beats hashing it.
+        let store: ModeStore
+        if let last = lastStore, last.mode == mode {
+            store = last
+        } else if let found = modes[mode] {
+            store = found
+        } else {
+            return
+        }
+        guard store.timers.contains(timer) else { return }
+        store.removeTimer(timer)
         timersChangedLocked(store)
     }
 
     /// Gives the timer a new place in line (after every timer with the same deadline) in all its modes.
     func repositionLocked(_ timer: RunLoopTimer) {
+        lock.assertHeld()
         timer.sequence = nextTimerSequence
         nextTimerSequence += 1
-        for index in timer.memberships.indices {
-            let store = timer.memberships[index].store
-            store.timers.reposition(timer)
+        timer.forEachStore { store in
+            store.repositionTimer(timer)
             timersChangedLocked(store)
         }
     }
@@ -100,26 +111,31 @@ extension RunLoop {
     /// Caller holds the lock.
     @inline(__always)
     func timersChangedLocked(_ store: ModeStore) {
+        lock.assertHeld()
         if !isCurrentThread { store.rearm() }
     }
 
     /// Invalidation path; takes the lock.
     func removeEverywhere(_ timer: RunLoopTimer) {
-        lock.withLock {
-            while let membership = timer.memberships.first {
-                membership.store.timers.remove(timer)
-                timersChangedLocked(membership.store)
-            }
-            commonItems.timers[ObjectIdentifier(timer)] = nil
+        lock.withLock { removeEverywhereLocked(timer) }
+        timer.attachment.release(ifClaimedBy: self)
+    }
+
+    /// Takes the timer out of every mode and the common items. Caller holds the lock.
+    func removeEverywhereLocked(_ timer: RunLoopTimer) {
+        lock.assertHeld()
+        while let membership = timer.home {
+            membership.store.removeTimer(timer)
+            timersChangedLocked(membership.store)
         }
-        if timer.runLoop === self { timer.attachment.release() }
+        if !commonItems.timers.isEmpty { commonItems.timers[ObjectIdentifier(timer)] = nil }
     }
 
     /// `nextFireDate` setter; takes the lock. A past date means "as soon as possible".
     func redate(_ timer: RunLoopTimer, to instant: UInt64) {
         lock.withLock {
             let target = max(instant, clockStorage.nowNanoseconds)
-            if timer.memberships.isEmpty {
+            if !timer.isScheduled {
                 timer.pendingStart = .at(target)
                 timer.deadline = target
                 return
@@ -134,7 +150,7 @@ extension RunLoop {
     func setTolerance(_ timer: RunLoopTimer, _ nanoseconds: UInt64) {
         lock.withLock {
             timer.toleranceNanoseconds = nanoseconds
-            for membership in timer.memberships { timersChangedLocked(membership.store) }
+            timer.forEachStore { timersChangedLocked($0) }
         }
     }
 }

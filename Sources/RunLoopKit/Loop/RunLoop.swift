@@ -28,20 +28,23 @@ public final class RunLoop: @unchecked Sendable {
     /// True for the main thread's loop.
     public let isMain: Bool
 
-    // Guarded by `lock`.
-    var clockStorage: LoopClock = .system
-    var modes: [Mode: ModeStore] = [:]
-    var commonModeList: [Mode] = [.default]
-    var commonItems = CommonItems()
-    var blocks: [PendingBlock] = []
-    var activations: [Activation] = []
-    var currentStore: ModeStore?
-    var lastStore: ModeStore?
-    var tornDownLocked = false
-    var pendingBackendChanges: [BackendChange] = []
-    var calloutObservers: [RunLoopCalloutObserver] = []
-    var nextTimerSequence: UInt64 = 0
-    var nextPortSequence: UInt64 = 0
+    // Guarded by `lock`. Unchecked exclusivity, as the hot fields of ModeStore and RunLoopTimer: the
+    // lock serialises every access, and the runtime check (a `swift_beginAccess` call per access) was
+    // the largest single cost of adding and removing a timer. Debug builds assert the lock in the
+    // `…Locked` functions; the thread-sanitizer run of the suite watches the rest.
+    @exclusivity(unchecked) var clockStorage: LoopClock = .system
+    @exclusivity(unchecked) var modes: [Mode: ModeStore] = [:]
+    @exclusivity(unchecked) var commonModeList: [Mode] = [.default]
+    @exclusivity(unchecked) var commonItems = CommonItems()
+    @exclusivity(unchecked) var blocks: [PendingBlock] = []
+    @exclusivity(unchecked) var activations: [Activation] = []
+    @exclusivity(unchecked) var currentStore: ModeStore?
+    @exclusivity(unchecked) var lastStore: ModeStore?
+    @exclusivity(unchecked) var tornDownLocked = false
+    @exclusivity(unchecked) var pendingBackendChanges: [BackendChange] = []
+    @exclusivity(unchecked) var calloutObservers: [RunLoopCalloutObserver] = []
+    @exclusivity(unchecked) var nextTimerSequence: UInt64 = 0
+    @exclusivity(unchecked) var nextPortSequence: UInt64 = 0
 
     /// Set once the owning thread has ended. pthread handles are reused, so a dead thread's loop must
     /// stop recognising "its" handle: a new thread may get the same one.
@@ -50,20 +53,24 @@ public final class RunLoop: @unchecked Sendable {
     let hasCalloutObservers = Atomic<Bool>(false)
     let hasPendingBackendChanges = Atomic<Bool>(false)
     let sleeping = Atomic<Bool>(false)
+    /// How many activations have a stop request not yet taken: an iteration that sees 0 (and a mode
+    /// still holding items) ends without the lock. Changed under the lock with `stopRequested`.
+    let pendingStops = Atomic<Int>(0)
 
-    // Loop thread only.
+    // Loop thread only (unchecked exclusivity: one thread, no lock needed, no check either).
     /// How many activations are running (1 in the outermost run).
-    var depth = 0
+    @exclusivity(unchecked) var depth = 0
     /// Reusable buffers so steady-state iterations do not allocate.
-    var timerScratch: [TimerHeap.Entry] = []
-    var sourceScratch: [(RunLoopSource, UInt64)] = []
+    @exclusivity(unchecked) var timerScratch: [TimerHeap.Entry] = []
+    @exclusivity(unchecked) var timerBatchScratch: [RunLoopTimer] = []
+    @exclusivity(unchecked) var sourceScratch: [(RunLoopSource, UInt64)] = []
 
     private init(thread: pthread_t, isMain: Bool) {
         self.thread = thread
         self.isMain = isMain
         do {
             wakePort = try WakeUpPort()
-            modes[.default] = try ModeStore(mode: .default, wakePort: wakePort)
+            modes[.default] = try ModeStore(mode: .default, wakePort: wakePort, loopID: ObjectIdentifier(self))
         } catch {
             // Only descriptor exhaustion gets here; a loop that cannot wait cannot exist.
             fatalError("RunLoopKit: cannot create a run loop: \(error)")
@@ -153,8 +160,17 @@ public final class RunLoop: @unchecked Sendable {
         if pthread_equal(thread, pthread_self()) == 0 { throw .notOwningThread }
     }
 
+    /// Whether `mode` is ``Mode/common``. The mode used last is a concrete one: matching it (the same
+    /// string, a pointer compare) spares a full string comparison with the pseudo-mode's long name.
+    @inline(__always)
+    func isCommonLocked(_ mode: Mode) -> Bool {
+        if let last = lastStore, last.mode == mode { return false }
+        return mode == .common
+    }
+
     /// The store for `mode`, created if needed. Caller holds the lock.
     func storeLocked(_ mode: Mode) -> ModeStore? {
+        lock.assertHeld()
         // Items mostly go to the mode used last; comparing a short name beats hashing it.
         if let last = lastStore, last.mode == mode { return last }
         if let store = modes[mode] {
@@ -162,7 +178,7 @@ public final class RunLoop: @unchecked Sendable {
             return store
         }
         do {
-            let store = try ModeStore(mode: mode, wakePort: wakePort)
+            let store = try ModeStore(mode: mode, wakePort: wakePort, loopID: ObjectIdentifier(self))
             store.backend.usesKernelTimer = clockStorage.isSystem
             modes[mode] = store
             return store
@@ -186,16 +202,14 @@ public final class RunLoop: @unchecked Sendable {
                     store.backend.unwatch(registration)
                     cancelled.append((registration.source, mode))
                 }
-                for timer in store.timers.timers {
-                    timer.memberships.removeAll()
+                for timer in store.removeAllTimers() {
+                    timer.clearMemberships()
                     timers.append(timer)
                 }
                 observers.append(contentsOf: store.observers)
-                store.sources.removeAll()
+                store.removeAllSources()
                 store.removeAllPorts()
-                store.observers.removeAll()
-                store.timers = TimerHeap()
-                store.timers.owner = ObjectIdentifier(store)
+                store.removeAllObservers()
                 store.readyPorts.removeAll()
             }
             for change in pendingBackendChanges {

@@ -77,19 +77,21 @@ extension RunLoop {
             calloutObservers.removeAll { $0 === observer }
             hasCalloutObservers.store(!calloutObservers.isEmpty, ordering: .releasing)
         }
-        if observer.attachment.loop === self { observer.attachment.release() }
+        observer.attachment.release(ifClaimedBy: self)
     }
 
-    /// Runs a callout, reporting it to callout observers if there are any.
+    /// Runs a callout, reporting it to callout observers if there are any. The report's fields are
+    /// autoclosures: unobserved, a callout retains no label, mode name, item or clock to describe itself.
     @inline(__always)
     func callOut(
-        _ kind: CalloutKind, item: AnyObject?, label: String?, mode: Mode, clock: LoopClock, _ body: () -> Void
+        _ kind: CalloutKind, item: @autoclosure () -> AnyObject?, label: @autoclosure () -> String?,
+        mode: @autoclosure () -> Mode, clock: @autoclosure () -> LoopClock, _ body: () -> Void
     ) {
         if !hasCalloutObservers.load(ordering: .relaxed) {
             body()
             return
         }
-        reportedCallOut(kind, item: item, label: label, mode: mode, clock: clock, body)
+        reportedCallOut(kind, item: item(), label: label(), mode: mode(), clock: clock(), body)
     }
 
     private func reportedCallOut(

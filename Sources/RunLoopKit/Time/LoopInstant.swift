@@ -49,6 +49,9 @@ extension UInt64 {
 extension Duration {
     /// Whole nanoseconds, saturated to Int64's range.
     var clampedNanoseconds: Int64 {
+        // Zero (a zero-delay timer, no tolerance) is the common case; `components` divides 128-bit
+        // integers, a few hundred instructions.
+        if self == .zero { return 0 }
         let (seconds, attoseconds) = components
         let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
         if overflow { return seconds < 0 ? .min : .max }

@@ -33,5 +33,7 @@ long bs_write1(int fd);
 /// Reads up to one byte; returns read(2)'s result.
 long bs_read1(int fd);
 void bs_close(int fd);
+/// Bytes the process's malloc has handed out and not taken back (glibc's mallinfo2: uordblks + hblkhd).
+size_t bs_heap_in_use(void);
 
 #endif

@@ -1,0 +1,35 @@
+import BenchSupport
+import Glibc
+import RunLoopKit
+
+/// Heap bytes held per item after adding `count` items to a mode: glibc's bytes in use
+/// (`mallinfo2()` uordblks + hblkhd, so allocated chunk sizes, a little above the requested sizes the harness
+/// counts) before and after, divided by the count. The loop keeps the items alive.
+enum MemoryProbe {
+    static func bytesPerItem(_ workload: String, count: Int, loop: RunLoop, mode: RunLoop.Mode) -> Double {
+        var descriptors: [Int32] = []
+        if workload == "memport" {
+            for _ in 0...count {
+                var ends: [Int32] = [-1, -1]
+                precondition(pipe(&ends) == 0)
+                descriptors.append(ends[0])
+            }
+        }
+        // One item first, so the mode's own first-use allocations are not counted.
+        add(workload, index: 0, descriptors: descriptors, loop: loop, mode: mode)
+        let before = bs_heap_in_use()
+        for index in 1...count { add(workload, index: index, descriptors: descriptors, loop: loop, mode: mode) }
+        return Double(bs_heap_in_use() - before) / Double(count)
+    }
+
+    private static func add(_ workload: String, index: Int, descriptors: [Int32], loop: RunLoop, mode: RunLoop.Mode) {
+        switch workload {
+        case "memtimer":
+            loop.add(RunLoopTimer(after: .seconds(3_600) + .nanoseconds(index)) { _ in }, forMode: mode)
+        case "memsource":
+            loop.add(RunLoopSource { _ in }, forMode: mode)
+        default:
+            try! loop.add(RunLoopPortSource(fileDescriptor: descriptors[index]) { _, _ in }, forMode: mode)
+        }
+    }
+}

@@ -1,0 +1,89 @@
+@testable import RunLoopKit
+import RunLoopTesting
+import Testing
+
+/// The timer heap's index records under random churn: after every insert, cancel, re-date and
+/// invalidation, in two modes at once, each heap is in order and every timer's recorded slot points at
+/// its own entry (`TimerHeap.checkInvariants()`), and each heap holds exactly the timers expected.
+@Suite struct TimerHeapTests {
+    @Test func indexRecordsStayConsistentUnderRandomChurn() async throws {
+        let failures = try await onLoopThread { HeapChurn.run(seed: 0x5EED, steps: 4_000) }
+        #expect(failures.isEmpty, "\(failures.prefix(5))")
+    }
+
+    @Test func aLargeHeapStaysConsistent() async throws {
+        // Past the size debug builds check after every mutation: checked here instead.
+        let failures = try await onLoopThread { HeapChurn.run(seed: 42, steps: 3_000, prefill: 2_000) }
+        #expect(failures.isEmpty, "\(failures.prefix(5))")
+    }
+}
+
+/// A static function, not a long closure: the Swift 6.3.1 compiler crashes on long `onLoopThread`
+/// bodies that capture mutable locals.
+private enum HeapChurn {
+    static func run(seed: UInt64, steps: Int, prefill: Int = 0) -> [String] {
+        let loop = RunLoop.current
+        let modes = [RunLoop.Mode("heapA"), RunLoop.Mode("heapB")]
+        var random = seed
+        func next(_ bound: Int) -> Int {
+            random = random &* 6364136223846793005 &+ 1442695040888963407
+            return Int((random >> 33) % UInt64(bound))
+        }
+        var timers: [RunLoopTimer] = []
+        var expected: [Set<ObjectIdentifier>] = [[], []]
+        var failures: [String] = []
+        for index in 0..<(prefill + 64) {
+            timers.append(RunLoopTimer(after: .seconds(3_600 + index % 17)) { _ in })
+        }
+        for (index, timer) in timers.prefix(prefill).enumerated() {
+            loop.add(timer, forMode: modes[index % 2])
+            expected[index % 2].insert(ObjectIdentifier(timer))
+        }
+        for step in 0..<steps {
+            let slot = prefill + next(64)
+            let timer = timers[slot]
+            let which = next(2)
+            switch next(10) {
+            case 0..<4:
+                loop.add(timer, forMode: modes[which])
+                if timer.isValid { expected[which].insert(ObjectIdentifier(timer)) }
+            case 4..<7:
+                loop.remove(timer, forMode: modes[which])
+                expected[which].remove(ObjectIdentifier(timer))
+            case 7..<9:
+                timer.nextFireDate = loop.now + .seconds(3_600) + .milliseconds(next(1_000))
+            default:
+                timer.invalidate()
+                for mode in 0..<2 { expected[mode].remove(ObjectIdentifier(timer)) }
+                timers[slot] = RunLoopTimer(after: .seconds(3_600 + next(17))) { _ in }
+            }
+            for (index, mode) in modes.enumerated() {
+                let (consistent, count) = loop.lock.withLock { () -> (Bool, Int) in
+                    guard let heap = loop.modes[mode]?.timers else { return (true, 0) }
+                    return (heap.checkInvariants(), heap.count)
+                }
+                if !consistent { failures.append("step \(step): heap \(mode) inconsistent") }
+                if count != expected[index].count {
+                    failures.append("step \(step): heap \(mode) holds \(count), expected \(expected[index].count)")
+                }
+            }
+        }
+        for timer in timers { timer.invalidate() }
+        return failures
+    }
+}
+
+/// The timer keeps its interval as nanoseconds (the exact value boxed only when that loses something):
+/// the public `interval` still reads back exactly what was given.
+@Suite struct TimerIntervalStorageTests {
+    @Test func intervalReadsBackExactly() {
+        let cases: [Duration] = [.milliseconds(5), .seconds(86_400), .nanoseconds(1), Duration(secondsComponent: 0, attosecondsComponent: 1_500_000_000), .seconds(Int64.max)]
+        for interval in cases {
+            #expect(RunLoopTimer(after: .zero, repeating: interval) { _ in }.interval == interval)
+        }
+        #expect(RunLoopTimer(after: .zero) { _ in }.interval == nil)
+        #expect(RunLoopTimer(after: .zero, repeating: .zero) { _ in }.interval == nil)
+        #expect(RunLoopTimer(after: .zero, repeating: .seconds(-1)) { _ in }.interval == nil)
+        #expect(RunLoopTimer(after: .zero, repeating: Duration(secondsComponent: 0, attosecondsComponent: 5)) { _ in }.interval == nil)
+    }
+}
