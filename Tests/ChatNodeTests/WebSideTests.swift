@@ -34,6 +34,22 @@ struct WebRouteTests {
         #expect(status(Array("\u{1}\u{2}garbage\r\n\r\n".utf8)) == 400)
     }
 
+    @Test("the WebSocket is for the node's own page and for clients that are not pages: another site's Origin gets 403")
+    func originPolicy() throws {
+        func request(_ fields: [String]) throws -> WebSocketUpgradeRequest {
+            let head = (["GET /ws HTTP/1.1", "Upgrade: websocket", "Connection: Upgrade",
+                         "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 13"] + fields + ["", ""])
+                .joined(separator: "\r\n")
+            return try WebSocketHandshake.validateRequest(Array(head.utf8)).get()
+        }
+        #expect(OriginPolicy.refusal(for: try request(["Host: 127.0.0.1:7101"])) == nil, "no Origin: not a page")
+        #expect(OriginPolicy.refusal(for: try request(["Host: 127.0.0.1:7101", "Origin: http://127.0.0.1:7101"])) == nil)
+        #expect(OriginPolicy.refusal(for: try request(["Host: Chat.example:443", "Origin: https://chat.example:443"])) == nil)
+        for foreign in ["http://evil.example", "http://127.0.0.1:7102", "null", "file://", "http://127.0.0.1:7101.evil.example"] {
+            #expect(OriginPolicy.refusal(for: try request(["Host: 127.0.0.1:7101", "Origin: \(foreign)"]))?.status == 403, "\(foreign)")
+        }
+    }
+
     @Test("the embedded page is exactly Samples/ChatNode/Web (run Scripts/embed-web-assets.sh after editing it)")
     func embeddedPageMatchesSources() throws {
         let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -25,6 +25,7 @@ public final class ChatWebServer {
                 logger: Logger = Logger(label: "chat-node.web")) {
         webSocket = WebSocketServer(loop: loop, modes: modes, configuration: configuration, logger: logger)
         webSocket.handleRequest = { [weak self] _, tcp, head in self?.serve(tcp, head: head) ?? false }
+        webSocket.shouldAccept = OriginPolicy.refusal(for:)
         webSocket.onConnection = { [weak server] _, connection in
             guard let server else { return connection.abort() }
             server.adopt(connection, pingInterval: pingInterval)
