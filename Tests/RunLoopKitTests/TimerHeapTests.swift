@@ -57,10 +57,13 @@ private enum HeapChurn {
                 for mode in 0..<2 { expected[mode].remove(ObjectIdentifier(timer)) }
                 timers[slot] = RunLoopTimer(after: .seconds(3_600 + next(17))) { _ in }
             }
+            // The full check is O(n): every step on a heap of thousands made this test take 6 s in
+            // debug builds (and far longer under the thread sanitizer); the counts are checked every step.
+            let checksOrder = prefill < 256 || step % 64 == 63 || step == steps - 1
             for (index, mode) in modes.enumerated() {
                 let (consistent, count) = loop.lock.withLock { () -> (Bool, Int) in
                     guard let heap = loop.modes[mode]?.timers else { return (true, 0) }
-                    return (heap.checkInvariants(), heap.count)
+                    return (!checksOrder || heap.checkInvariants(), heap.count)
                 }
                 if !consistent { failures.append("step \(step): heap \(mode) inconsistent") }
                 if count != expected[index].count {
