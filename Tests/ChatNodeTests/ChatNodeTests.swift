@@ -26,9 +26,9 @@ func nodeConfiguration(_ path: String, port: UInt16 = 0, httpPort: UInt16? = nil
     return configuration
 }
 
-func client(_ user: String, password: String = "pw", port: UInt16) -> IMClient {
+func client(_ user: String, password: String = "pw", port: UInt16, heartbeat: Duration = .seconds(5)) -> IMClient {
     var configuration = IMClientConfiguration(user: user, password: password)
-    configuration.heartbeat = .fixed(.seconds(5))
+    configuration.heartbeat = .fixed(heartbeat)
     configuration.backoff = ReconnectBackoff.Policy(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(300))
     return IMClient(configuration: configuration, connector: TCPTransport.connector(host: "127.0.0.1", port: port))
 }

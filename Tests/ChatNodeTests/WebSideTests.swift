@@ -141,7 +141,10 @@ struct WebBadInputTests {
         // Bystanders: one over WebSocket, one over TCP, logged in throughout.
         let browserLike = IMClient(configuration: IMClientConfiguration(user: "wendy", password: "pw"),
                                    connector: WebSocketTransport.connector(host: "127.0.0.1", port: webPort))
-        let terminalLike = client("tom", port: node.port)
+        // A long heartbeat: under the thread sanitizer with the whole suite running, this loop can be
+        // starved for seconds, and a bystander dropped by the keepalive rule would prove nothing about
+        // bad input.
+        let terminalLike = client("tom", port: node.port, heartbeat: .seconds(60))
         browserLike.start()
         terminalLike.start()
         try #require(try spin(loop) { browserLike.state == .online && terminalLike.state == .online })
