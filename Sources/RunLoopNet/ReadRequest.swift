@@ -8,6 +8,8 @@ struct ReadRequest {
     let kind: Kind
     let timeout: Duration?
     let completion: (TCPConnection, [UInt8]) -> Void
+    /// For a delimiter read: runs instead of the failure close when the limit is passed.
+    var onOverflow: ((TCPConnection) -> Void)? = nil
     /// How far the buffer was already searched for the delimiter, so arrivals are not rescanned.
     var scanned = 0
 

@@ -23,14 +23,20 @@ extension TCPConnection {
     /// If `maxLength` bytes arrive without the delimiter, the connection closes with
     /// ``NetError/delimiterNotFound(limit:)``: a peer cannot make it buffer without bound. Otherwise as
     /// ``read(exactly:timeout:_:)``.
+    /// - Parameter onOverflow: runs instead, when `maxLength` is passed, with the request already
+    ///   withdrawn — to answer before closing (an HTTP server's 431). It should close the
+    ///   connection; if it is still open when the handler returns, it closes with
+    ///   ``NetError/delimiterNotFound(limit:)`` as without a handler.
     public func read(
         upTo delimiter: [UInt8],
         maxLength: Int = 64 * 1024,
         timeout: Duration? = nil,
+        onOverflow: ((TCPConnection) -> Void)? = nil,
         _ completion: @escaping (TCPConnection, [UInt8]) -> Void
     ) {
         precondition(!delimiter.isEmpty, "read(upTo:) needs a delimiter")
-        enqueue(ReadRequest(kind: .delimiter(delimiter, maxLength: max(1, maxLength)), timeout: timeout, completion: completion))
+        enqueue(ReadRequest(kind: .delimiter(delimiter, maxLength: max(1, maxLength)), timeout: timeout,
+                            completion: completion, onOverflow: onOverflow))
     }
 
     /// Stops taking input from the socket and delivering buffered input, until ``resumeReading()``.
@@ -137,6 +143,11 @@ extension TCPConnection {
                     readRequests[0].scanned = request.scanned
                     return finishDelivery()
                 case .overflow(let limit):
+                    if let onOverflow = request.onOverflow {
+                        readRequests.removeFirst()
+                        onOverflow(self)
+                        guard state == .connected else { return }
+                    }
                     return finish(.failed(.delimiterNotFound(limit: limit)), delivery: .now)
                 }
             } else if let onData, !input.isEmpty {

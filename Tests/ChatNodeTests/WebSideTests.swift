@@ -16,7 +16,7 @@ private typealias RunLoop = RunLoopKit.RunLoop
 struct WebRouteTests {
     static func head(_ lines: String...) -> [UInt8] { Array((lines.joined(separator: "\r\n") + "\r\n\r\n").utf8) }
 
-    @Test("GET / and the page's files are served; /ws goes to the WebSocket handshake; other paths 404, other methods 405, bad heads 400")
+    @Test("GET / and the page's files are served; /ws goes to the WebSocket handshake; other paths 404, other methods 405, bad heads 400, other HTTP versions 505")
     func routes() {
         guard case .asset(let index) = ChatWebRoute.route(Self.head("GET / HTTP/1.1", "Host: x")) else { Issue.record("no page"); return }
         #expect(index.name == "index.html" && index.contentType == "text/html; charset=utf-8")
@@ -32,6 +32,8 @@ struct WebRouteTests {
         #expect(status(Self.head("POST / HTTP/1.1", "Host: x")) == 405)
         #expect(status(Self.head("DELETE /ws HTTP/1.1", "Host: x")) == 405)
         #expect(status(Array("\u{1}\u{2}garbage\r\n\r\n".utf8)) == 400)
+        #expect(status(Self.head("GET / HTTP/2.0", "Host: x")) == 505)
+        #expect(status(Self.head("GET / HTTP/1.0")) == nil, "an HTTP/1.0 client gets the page")
     }
 
     @Test("the WebSocket is for the node's own page and for clients that are not pages: another site's Origin gets 403")

@@ -9,9 +9,10 @@ import Testing
 @Suite struct BadInputTests {
     static let key = "dGhlIHNhbXBsZSBub25jZQ=="
 
-    static func request(dropping prefix: String? = nil, version: String = "13", method: String = "GET") -> [UInt8] {
+    static func request(dropping prefix: String? = nil, version: String = "13", method: String = "GET",
+                        extraLines: [String] = []) -> [UInt8] {
         let lines = ["\(method) / HTTP/1.1", "Host: 127.0.0.1", "Upgrade: websocket", "Connection: Upgrade",
-                     "Sec-WebSocket-Key: \(key)", "Sec-WebSocket-Version: \(version)"]
+                     "Sec-WebSocket-Key: \(key)", "Sec-WebSocket-Version: \(version)"] + extraLines
         return Array((lines.filter { prefix == nil || !$0.hasPrefix(prefix!) }.joined(separator: "\r\n") + "\r\n\r\n").utf8)
     }
 
@@ -81,6 +82,44 @@ import Testing
         let plain = try await Self.run(request: Self.request(dropping: "Upgrade"))
         #expect(plain.head?.hasPrefix("HTTP/1.1 400 Bad Request\r\n") == true)
         #expect(plain.head?.contains("Connection: close") == true)
+    }
+
+    @Test func headOverTheLimitIsRefusedWith431() async throws {
+        let padding = "X-Padding: " + String(repeating: "a", count: 9000)
+        let outcome = try await Self.run(request: Self.request(extraLines: [padding]))
+        #expect(outcome.head?.hasPrefix("HTTP/1.1 431 Request Header Fields Too Large\r\n") == true)
+        #expect(outcome.peerClosed == .peerClosed, "the answer arrives before a clean end, not a reset")
+        #expect(outcome.bystanderEchoes == 2 && outcome.bystanderOpen)
+    }
+
+    @Test func headThatNeverEndsIsRefusedWith408() async throws {
+        // Two lines and no blank line; also what a client sending bare LF line ends looks like.
+        let configuration = WebSocketConfiguration(handshakeTimeout: .milliseconds(150))
+        let outcome = try await Self.run(configuration: configuration,
+                                         request: Array("GET / HTTP/1.1\nHost: 127.0.0.1\n\n".utf8))
+        #expect(outcome.head?.hasPrefix("HTTP/1.1 408 Request Timeout\r\n") == true)
+        #expect(outcome.peerClosed == .peerClosed)
+        #expect(outcome.bystanderEchoes == 2 && outcome.bystanderOpen)
+    }
+
+    @Test func clientOverTheConnectionLimitGets503() async throws {
+        try await onLoopThread {
+            let loop = RunLoop.current
+            let server = try echoServer()
+            server.listener.maxConnections = 1
+            var echoes = 0
+            let holder = WebSocketConnection()
+            holder.onOpen = { client in try? client.send(text: "hold") }
+            holder.onMessage = { _, _ in echoes += 1 }
+            holder.connect(host: "127.0.0.1", port: server.port)
+            try spin(loop) { echoes == 1 }
+            let peer = RawPeer(port: server.port)
+            try spin(loop) { peer.closed != nil }
+            #expect(peer.head?.hasPrefix("HTTP/1.1 503 Service Unavailable\r\n") == true)
+            #expect(peer.head?.contains("\r\nRetry-After: 5\r\n") == true)
+            #expect(holder.state == .open)
+            holder.close()
+        }
     }
 
     @Test func unmaskedClientFrameClosesWith1002() async throws {

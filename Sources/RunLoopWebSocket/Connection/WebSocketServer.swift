@@ -3,8 +3,11 @@ import RunLoopKit
 import RunLoopNet
 
 /// A WebSocket server: a ``TCPListener`` whose accepted connections go through the opening handshake
-/// and are handed to ``onConnection`` open. Refused upgrades get an HTTP error answer (400, 405, 426
-/// with `Sec-WebSocket-Version: 13`) and are closed; nothing else is affected.
+/// and are handed to ``onConnection`` open. Refused upgrades get an HTTP error answer and are closed;
+/// nothing else is affected: 400, 405, 426 (with `Sec-WebSocket-Version: 13`) from the checks, 408 when
+/// the head does not arrive within ``WebSocketConfiguration/handshakeTimeout``, 431 when it is over
+/// ``WebSocketConfiguration/maxHandshakeSize``, and 503 (``TCPListener/refusalMessage``) for a client
+/// over the listener's connection limit.
 ///
 /// Threads: loop thread only; every callback runs on the loop's thread.
 public final class WebSocketServer {
@@ -45,6 +48,8 @@ public final class WebSocketServer {
         self.configuration = configuration
         self.logger = logger
         // Weak: the loop may keep the listener (and its callout) a little longer than its owner keeps the server.
+        listener.refusalMessage = WebSocketHandshakeRefusal(
+            status: 503, reason: "too many connections; try again later", extraFields: ["Retry-After: 5"]).response
         listener.onAccept = { [weak self] _, tcp in
             guard let self else { return tcp.close(immediately: true) }
             self.accepted(tcp)
@@ -64,8 +69,19 @@ public final class WebSocketServer {
 
     private func accepted(_ tcp: TCPConnection) {
         let configuration = self.configuration
+        // A client that is slow or sends a head too large still learns why it is turned away.
+        tcp.shouldTimeoutRead = { [weak self] tcp, _ in
+            self?.refuse(tcp, WebSocketHandshakeRefusal(
+                status: 408, reason: "the request head did not arrive within \(configuration.handshakeTimeout)"))
+            return nil
+        }
         tcp.read(upTo: [13, 10, 13, 10], maxLength: configuration.maxHandshakeSize,
-                 timeout: configuration.handshakeTimeout) { [weak self] tcp, head in
+                 timeout: configuration.handshakeTimeout,
+                 onOverflow: { [weak self] tcp in
+                     self?.refuse(tcp, WebSocketHandshakeRefusal(
+                         status: 431, reason: "request head over \(configuration.maxHandshakeSize) bytes"))
+                 }) { [weak self] tcp, head in
+            tcp.shouldTimeoutRead = nil
             guard let self else { return tcp.close(immediately: true) }
             self.handshake(tcp, head: head, configuration: configuration)
         }
@@ -77,10 +93,7 @@ public final class WebSocketServer {
         if case .success(let request) = outcome, let refusal = shouldAccept?(request) { outcome = .failure(refusal) }
         switch outcome {
         case .failure(let refusal):
-            logger.debug("refused upgrade from \(tcp.remoteAddress?.description ?? "?"): \(refusal)")
-            try? tcp.write(refusal.response)
-            tcp.close()
-            onRefused?(self, refusal)
+            refuse(tcp, refusal)
         case .success(let request):
             do { try tcp.write(WebSocketHandshake.acceptResponse(for: request)) } catch { return tcp.close(immediately: true) }
             let connection = WebSocketConnection(role: .server, tcp: tcp, configuration: configuration, logger: logger)
@@ -88,5 +101,13 @@ public final class WebSocketServer {
             onConnection?(self, connection)
             connection.startReceiving()
         }
+    }
+
+    /// Answers `refusal` and closes gracefully (the answer is delivered before the end of the connection).
+    private func refuse(_ tcp: TCPConnection, _ refusal: WebSocketHandshakeRefusal) {
+        logger.debug("refused upgrade from \(tcp.remoteAddress?.description ?? "?"): \(refusal)")
+        try? tcp.write(refusal.response)
+        tcp.close()
+        onRefused?(self, refusal)
     }
 }

@@ -33,7 +33,7 @@ public struct WebSocketHandshakeRefusal: Error, Sendable, Equatable, CustomStrin
         let body = reason + "\n"
         var text = "HTTP/1.1 \(status) \(Self.phrase(status))\r\n"
         for field in extraFields { text += field + "\r\n" }
-        text += "Content-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n"
+        text += "Content-Type: text/plain; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n"
         return Array((text + body).utf8)
     }
 
@@ -43,8 +43,11 @@ public struct WebSocketHandshakeRefusal: Error, Sendable, Equatable, CustomStrin
         case 404: return "Not Found"
         case 403: return "Forbidden"
         case 405: return "Method Not Allowed"
+        case 408: return "Request Timeout"
         case 426: return "Upgrade Required"
         case 431: return "Request Header Fields Too Large"
+        case 503: return "Service Unavailable"
+        case 505: return "HTTP Version Not Supported"
         default: return "Error"
         }
     }

@@ -20,7 +20,7 @@ public struct WebAsset: Equatable, Sendable {
 ///
 /// `GET /` (and `/index.html`) → the page, `GET /<file>` → that file of the page, `GET /ws` → the
 /// WebSocket upgrade (checked, and refused if bad, by ``WebSocketServer``: 400, 426); another method
-/// → 405, another path → 404, a malformed head → 400.
+/// → 405, another path → 404, a malformed head → 400, a version other than HTTP/1.0 or 1.1 → 505.
 public enum ChatWebRoute: Equatable, Sendable {
     case asset(WebAsset)
     /// Let ``WebSocketServer`` check the upgrade and hand the connection to the IM server.
@@ -32,15 +32,18 @@ public enum ChatWebRoute: Equatable, Sendable {
 
     public static func route(_ head: [UInt8]) -> ChatWebRoute {
         guard let parsed = HTTPHead.parse(head) else { return .refuse(.init(status: 400, reason: "malformed HTTP request")) }
-        let (method, target, _) = parsed.startLine
+        let (method, target, version) = parsed.startLine
         let path = String(target.prefix { $0 != "?" })
+        guard version == "HTTP/1.1" || version == "HTTP/1.0" else {
+            return .refuse(.init(status: 505, reason: "this server speaks HTTP/1.1"))
+        }
         guard method == "GET" else {
             return .refuse(.init(status: 405, reason: "method \(method) not allowed; use GET", extraFields: ["Allow: GET"]))
         }
         if path == webSocketPath { return .webSocket }
         let name = path == "/" ? "index.html" : String(path.dropFirst())
         guard path.hasPrefix("/"), let body = WebAssets.files[name] else {
-            return .refuse(.init(status: 404, reason: "no such page: \(path) (the chat is at /, its WebSocket at \(webSocketPath))"))
+            return .refuse(.init(status: 404, reason: "no such page (the chat is at /, its WebSocket at \(webSocketPath))"))
         }
         return .asset(WebAsset(name: name, contentType: contentType(of: name), body: body))
     }
