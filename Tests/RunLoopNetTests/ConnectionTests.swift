@@ -205,8 +205,9 @@ import Testing
     }
 
     @Test func readHelpersFrameTheStream() async throws {
-        let (lines, header, body, overflow) = try await onLoopThread {
+        let (lines, header, body, overflow, overflowCalls) = try await onLoopThread {
             let loop = RunLoop.current
+            var overflowCalls = 0
             var lines: [String] = []
             var header: [UInt8] = []
             var body = ""
@@ -232,7 +233,8 @@ import Testing
                     }
                     nextLine(connection)
                 } else {
-                    connection.read(upTo: bytes("\r\n"), maxLength: 8) { _, _ in }
+                    // A handler that leaves the connection open: it closes as without one.
+                    connection.read(upTo: bytes("\r\n"), maxLength: 8, onOverflow: { _ in overflowCalls += 1 }) { _, _ in }
                     connection.onClose = { _, why in overflow = why }
                 }
             }
@@ -244,12 +246,13 @@ import Testing
             chatty.onConnect = { try? $0.write(bytes("0123456789abcdef\r\n")) }
             chatty.connect(to: "127.0.0.1", port: listener.port)
             try spin(loop) { body == "hello" && overflow != nil }
-            return (lines, header, body, overflow)
+            return (lines, header, body, overflow, overflowCalls)
         }
         #expect(lines == ["a\n", "bb\n", "ccc\n"])
         #expect(header == [0, 5])
         #expect(body == "hello")
         #expect(overflow == .failed(.delimiterNotFound(limit: 8)))
+        #expect(overflowCalls == 1)
     }
 
     @Test func writesBeforeTheHandshakeAreSentAfterIt() async throws {
