@@ -235,21 +235,31 @@ import Testing
 
 @Suite struct WakeUpStressTests {
     /// Round trips of "another thread performs a block, waits for it to run". A lost wake-up leaves the
-    /// block queued while the loop sleeps until its far timer; the run then times out short of the count.
-    /// The race this guards against (wake-up flag cleared before the eventfd was read) struck about once
-    /// in 100,000 round trips, so this catches a regression often, not always.
+    /// block queued while the loop sleeps until its far timer, so that one round trip waits for ever;
+    /// the thread waits 5 s for each (a healthy one takes microseconds, milliseconds under the thread
+    /// sanitizer on a loaded machine), counts a wait that long as lost and wakes the loop to carry on.
+    /// The count is bounded by time as well, so a slow machine runs fewer round trips instead of
+    /// failing. The race this guards against (wake-up flag cleared before the eventfd was read) struck
+    /// about once in 100,000 round trips, so this catches a regression often, not always.
     @Test func crossThreadPerformRoundTripsNeverLoseAWakeUp() async throws {
         let roundTrips = 20_000
-        let (completed, result) = try await onLoopThread {
+        let (completed, lost, result) = try await onLoopThread {
             let loop = RunLoop.current
             loop.add(RunLoopTimer(after: .seconds(600)) { _ in }, forMode: .default)
             let completed = LockedBox(0)
+            let lost = LockedBox(0)
             startThread {
                 let semaphore = UnsafeSendablePointer(.allocate(capacity: 1))
                 sem_init(semaphore.pointer, 0, 0)
-                for _ in 0..<roundTrips {
+                let clock = ContinuousClock()
+                let end = clock.now + .seconds(15)
+                for _ in 0..<roundTrips where clock.now < end {
                     loop.perform { sem_post(semaphore.pointer) }
-                    sem_wait(semaphore.pointer)
+                    if !Self.wait(semaphore.pointer, seconds: 5) {
+                        lost.update { $0 += 1 }
+                        loop.wakeUp()
+                        sem_wait(semaphore.pointer)
+                    }
                     completed.update { $0 += 1 }
                 }
                 loop.stop()
@@ -257,11 +267,23 @@ import Testing
                 sem_destroy(semaphore.pointer)
                 semaphore.pointer.deallocate()
             }
-            let result = try loop.run(.default, timeout: .seconds(20))
-            return (completed.get(), result)
+            let result = try loop.run(.default, timeout: .seconds(300))
+            return (completed.get(), lost.get(), result)
         }
-        #expect(completed == roundTrips)
+        #expect(lost == 0, "round trips whose block waited 5 s for a loop that slept through its wake-up")
+        #expect(completed >= 1_000, "too few round trips to mean anything: \(completed)")
         #expect(result == .stopped)
+    }
+
+    /// `sem_timedwait` for up to `seconds`; false when the time ran out.
+    static func wait(_ semaphore: UnsafeMutablePointer<sem_t>, seconds: Int) -> Bool {
+        var deadline = timespec()
+        clock_gettime(CLOCK_REALTIME, &deadline)
+        deadline.tv_sec += seconds
+        while sem_timedwait(semaphore, &deadline) != 0 {
+            if errno != EINTR { return false }
+        }
+        return true
     }
 }
 
