@@ -119,6 +119,8 @@ final class PortRegistration {
     var event: OpaquePointer?
     var pendingEvents: Int16 = 0
     var isQueued = false
+    /// The next registration in the mode's `PortTable` bucket (guarded by the loop lock).
+    var nextInBucket: PortRegistration?
 
     init(source: RunLoopPortSource, store: ModeStore, sequence: UInt64) {
         self.source = source
