@@ -28,14 +28,15 @@ public class RunLoopPortSource: RunLoopSourceBase, @unchecked Sendable {
     public let fileDescriptor: Int32
     /// The readiness the source waits for.
     public let interest: PortEvents
+    // Declaration order is layout order: the two flags fill the word the descriptor starts.
     let closesDescriptor: Bool
+    private let closed = Atomic<Bool>(false)
     let performCallout: (RunLoopPortSource, PortEvents) -> Void
+    /// Registrations whose libevent event exists; the descriptor may be closed only at zero.
+    let liveEvents = Atomic<Int>(0)
     /// What the descriptor referred to when the source was made (device, inode), to recognise a source
     /// whose descriptor was closed behind its back and whose number now names another file.
     let identity: DescriptorIdentity?
-    /// Registrations whose libevent event exists; the descriptor may be closed only at zero.
-    let liveEvents = Atomic<Int>(0)
-    private let closed = Atomic<Bool>(false)
 
     /// - Parameters:
     ///   - fileDescriptor: an open descriptor epoll can watch (not a regular file or directory).
@@ -116,9 +117,11 @@ final class PortRegistration {
     /// False once removed from the mode (guarded by the loop lock).
     var isActive = true
     // Loop thread only:
-    var event: OpaquePointer?
-    var pendingEvents: Int16 = 0
     var isQueued = false
+    var pendingEvents: Int16 = 0
+    var event: OpaquePointer?
+    /// The next registration in the mode's `PortTable` bucket (guarded by the loop lock).
+    var nextInBucket: PortRegistration?
 
     init(source: RunLoopPortSource, store: ModeStore, sequence: UInt64) {
         self.source = source

@@ -11,13 +11,15 @@ public class RunLoopSourceBase: @unchecked Sendable {
     public let order: Int
     /// A name shown in traces and stall reports.
     public let label: String?
-    let scheduleCallout: ((RunLoop, RunLoop.Mode) -> Void)?
-    let cancelCallout: ((RunLoop, RunLoop.Mode) -> Void)?
+    /// Boxed: most sources have neither callout, and two optional closures inline cost every source
+    /// 32 bytes; the box costs the few that have them 16 more.
+    private let callouts: SourceCallouts?
+    // The two flags side by side, and before the word-aligned list, so they share its padding.
     private let valid = Atomic<Bool>(true)
+    private let loopsBusy = Atomic<Bool>(false)
     /// The loops the source is on, inline in the source: no lock object, and no array for the usual
     /// single loop. Guarded by `loopsBusy` (see `withLoops`).
     @exclusivity(unchecked) private var loopList = SourceLoops()
-    private let loopsBusy = Atomic<Bool>(false)
 
     init(
         order: Int,
@@ -27,9 +29,11 @@ public class RunLoopSourceBase: @unchecked Sendable {
     ) {
         self.order = order
         self.label = label
-        self.scheduleCallout = schedule
-        self.cancelCallout = cancel
+        self.callouts = schedule == nil && cancel == nil ? nil : SourceCallouts(schedule: schedule, cancel: cancel)
     }
+
+    var scheduleCallout: ((RunLoop, RunLoop.Mode) -> Void)? { callouts?.schedule }
+    var cancelCallout: ((RunLoop, RunLoop.Mode) -> Void)? { callouts?.cancel }
 
     /// False once the source was invalidated.
     public var isValid: Bool { valid.load(ordering: .acquiring) }
@@ -78,28 +82,40 @@ public class RunLoopSourceBase: @unchecked Sendable {
     /// not call back into the source): no array per call.
     func forEachAttachedLoop(_ body: (RunLoop) -> Void) {
         withLoops { loops in
-            if let first = loops.first?.loop { body(first) }
+            if let first = loops.first { body(first) }
             for other in loops.others { if let loop = other.loop { body(loop) } }
         }
     }
 }
 
+private final class SourceCallouts {
+    let schedule: ((RunLoop, RunLoop.Mode) -> Void)?
+    let cancel: ((RunLoop, RunLoop.Mode) -> Void)?
+
+    init(schedule: ((RunLoop, RunLoop.Mode) -> Void)?, cancel: ((RunLoop, RunLoop.Mode) -> Void)?) {
+        self.schedule = schedule
+        self.cancel = cancel
+    }
+}
+
 /// The loops a source is scheduled on, oldest first: the first inline, any others in an array.
 struct SourceLoops {
-    var first: WeakLoop?
+    /// A plain weak reference rather than an optional `WeakLoop`, whose extra tag byte padded to a
+    /// word: an empty slot and a dead loop both read nil, and both give way alike.
+    weak var first: RunLoop?
     var others: [WeakLoop] = []
 
     var live: [RunLoop] {
         var loops: [RunLoop] = []
-        if let first = first?.loop { loops.append(first) }
+        if let first { loops.append(first) }
         for other in others { if let loop = other.loop { loops.append(loop) } }
         return loops
     }
 
     mutating func add(_ loop: RunLoop) {
         drop { $0 == nil }
-        if first?.loop === loop || others.contains(where: { $0.loop === loop }) { return }
-        if first == nil { first = WeakLoop(loop) } else { others.append(WeakLoop(loop)) }
+        if first === loop || others.contains(where: { $0.loop === loop }) { return }
+        if first == nil { first = loop } else { others.append(WeakLoop(loop)) }
     }
 
     mutating func remove(_ loop: RunLoop) {
@@ -109,8 +125,8 @@ struct SourceLoops {
     /// Removes the records `matches` picks; the oldest remaining one moves inline.
     private mutating func drop(_ matches: (RunLoop?) -> Bool) {
         if !others.isEmpty { others.removeAll { matches($0.loop) } }
-        if let record = first, matches(record.loop) {
-            first = others.isEmpty ? nil : others.removeFirst()
+        if matches(first) {
+            first = others.isEmpty ? nil : others.removeFirst().loop
         }
     }
 }

@@ -17,10 +17,9 @@ final class ModeStore {
     /// ever touches it, and the check would cost a runtime call per pass.
     @exclusivity(unchecked) var loopSources: [RunLoopSource] = []
     @exclusivity(unchecked) var loopSourcesGeneration: UInt64 = 0
-    /// Port registrations by source, and by descriptor number (to spot stale ones): a daemon holds
-    /// thousands of sockets, and adding or removing one must not scan the others.
-    @exclusivity(unchecked) private(set) var ports: [ObjectIdentifier: PortRegistration] = [:]
-    @exclusivity(unchecked) private(set) var portsByDescriptor: [Int32: [PortRegistration]] = [:]
+    /// Port registrations, found by source or by descriptor number (to spot stale ones) without a scan:
+    /// a daemon holds thousands of sockets, and adding or removing one must not visit the others.
+    @exclusivity(unchecked) private(set) var ports = PortTable()
     /// Sorted by order; equal orders keep insertion order. Changed only through `insertObserver`,
     /// `removeObserver` and `removeAllObservers`; the loop thread notifies from its own copy, as for
     /// sources.
@@ -73,28 +72,21 @@ final class ModeStore {
     var hasItems: Bool { !sources.isEmpty || !ports.isEmpty || !timers.isEmpty }
 
     func registration(for source: RunLoopPortSource) -> PortRegistration? {
-        ports[ObjectIdentifier(source)]
+        ports.registration(for: source)
     }
 
     func insertPort(_ registration: PortRegistration) {
-        ports[ObjectIdentifier(registration.source)] = registration
-        portsByDescriptor[registration.source.fileDescriptor, default: []].append(registration)
+        ports.insert(registration)
         publishCounts()
     }
 
     func removePort(_ registration: PortRegistration) {
-        let key = ObjectIdentifier(registration.source)
-        guard ports[key] === registration else { return }
-        ports[key] = nil
-        let fd = registration.source.fileDescriptor
-        portsByDescriptor[fd]?.removeAll { $0 === registration }
-        if portsByDescriptor[fd]?.isEmpty == true { portsByDescriptor[fd] = nil }
+        guard ports.remove(registration) else { return }
         publishCounts()
     }
 
     func removeAllPorts() {
         ports.removeAll()
-        portsByDescriptor.removeAll()
         publishCounts()
     }
 

@@ -130,10 +130,14 @@ extension RunLoop {
         let stale: [RunLoopPortSource] = lock.withLock {
             var stale: [RunLoopPortSource] = []
             for store in modes.values {
-                for registration in store.portsByDescriptor[source.fileDescriptor] ?? []
-                where registration.source !== source && registration.source.identity != current
-                    && !stale.contains(where: { $0 === registration.source }) {
-                    stale.append(registration.source)
+                var next = store.ports.chain(for: source.fileDescriptor)
+                while let registration = next {
+                    next = registration.nextInBucket
+                    let other = registration.source
+                    if other.fileDescriptor == source.fileDescriptor, other !== source, other.identity != current,
+                        !stale.contains(where: { $0 === other }) {
+                        stale.append(other)
+                    }
                 }
             }
             return stale

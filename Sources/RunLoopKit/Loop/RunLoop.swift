@@ -197,7 +197,7 @@ public final class RunLoop: @unchecked Sendable {
             tornDownLocked = true
             for (mode, store) in modes {
                 for source in store.sources { cancelled.append((source, mode)) }
-                for registration in store.ports.values {
+                for registration in store.ports {
                     registration.isActive = false
                     store.backend.unwatch(registration)
                     cancelled.append((registration.source, mode))
@@ -237,7 +237,7 @@ public final class RunLoop: @unchecked Sendable {
 
     deinit {
         for store in modes.values {
-            for registration in store.ports.values { store.backend.unwatch(registration) }
+            for registration in store.ports { store.backend.unwatch(registration) }
         }
         // Changes requested during teardown callouts, which no iteration will apply any more.
         for change in pendingBackendChanges {
