@@ -30,7 +30,14 @@ struct ChatDemoTests {
         var options = ChatDemo.Options(timelinePath: timeline) { lines.append($0) }
         options.downtime = .milliseconds(300)
         options.silence = .seconds(3)
-        let summary = try ChatDemo.run(options)
+        options.stepLimit = .seconds(90)
+        let summary: ChatDemo.Summary
+        do {
+            summary = try ChatDemo.run(options)
+        } catch {
+            Issue.record("\(error); the narration:\n\(lines.all.joined(separator: "\n"))")
+            return
+        }
         #expect(summary.isClean, "\(summary)")
         #expect(summary.sent == 11 && summary.delivered == 11 && summary.failed == 0)
         #expect(summary.expectedDeliveries == summary.receivedDeliveries && summary.lost == 0 && summary.duplicatesShown == 0)

@@ -18,6 +18,10 @@ public enum ChatDemo {
         public var downtime: Duration = .seconds(3)
         /// How long carol's link stays silent.
         public var silence: Duration = .seconds(7)
+        /// How long one step may wait for what it expects (everyone online, every message settled)
+        /// before the demo gives up as stuck. Only a hang guard: a test under the thread sanitizer on a
+        /// loaded machine raises it.
+        public var stepLimit: Duration = .seconds(20)
 
         public init(timelinePath: String? = nil, output: @escaping @Sendable (String) -> Void = { print($0) }) {
             self.timelinePath = timelinePath

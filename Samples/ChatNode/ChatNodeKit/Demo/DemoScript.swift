@@ -217,8 +217,8 @@ final class DemoScript {
         try pause(.milliseconds(400))  // let the last deliveries print
     }
 
-    private func waitUntil(_ what: String, within limit: Duration = .seconds(20), _ condition: () throws -> Bool) throws {
-        let end = DemoClock.now() + limit
+    private func waitUntil(_ what: String, _ condition: () throws -> Bool) throws {
+        let end = DemoClock.now() + options.stepLimit
         while try !condition() {
             guard DemoClock.now() < end else { throw ChatDemo.Failure.stuck(what) }
             usleep(10_000)
