@@ -30,7 +30,6 @@ public final class RunLoopTimer: @unchecked Sendable {
     /// The interval as given, kept only when whole nanoseconds cannot express it (a fraction of a
     /// nanosecond, or beyond `Int64.max` of them): 8 bytes per timer instead of an inline `Duration?`'s 24.
     private let inexactInterval: ExactDuration?
-    private let valid = Atomic<Bool>(true)
 
     /// The one loop the timer belongs to; every other mutable field is guarded by that loop's lock.
     let attachment = LoopAttachment()
@@ -41,23 +40,34 @@ public final class RunLoopTimer: @unchecked Sendable {
     // instructions) could only ever catch what the lock prevents. Misuse is caught instead by
     // `Lock.assertHeld()` in the loop's `…Locked` functions (debug builds), the heap's own consistency
     // check (`TimerHeap.checkInvariants()`), and the thread sanitizer run of the test suite.
+    //
+    // Declared widest first, the one-byte fields last: Swift lays stored properties out in declaration
+    // order, and every byte over 128 moves a timer (with its heap entry) past 160 bytes.
+
+    /// The fire date; before the first schedule, what `start` says it holds.
     @exclusivity(unchecked) var deadline: UInt64 = 0
     @exclusivity(unchecked) var sequence: UInt64 = 0
+    @exclusivity(unchecked) var toleranceNanoseconds: UInt64 = 0
     /// The first mode's heap slot (nearly every timer is in one mode: no array, no allocation), then any
     /// others. `otherMemberships` is empty whenever `home` is nil.
     @exclusivity(unchecked) var home: TimerMembership?
     @exclusivity(unchecked) var otherMemberships: [TimerMembership] = []
+    private let valid = Atomic<Bool>(true)
     @exclusivity(unchecked) var isInCallout = false
     @exclusivity(unchecked) var wasRedatedInCallout = false
-    @exclusivity(unchecked) var toleranceNanoseconds: UInt64 = 0
-    /// Before the first schedule a timer may hold a delay relative to "when it is added".
-    /// Guarded by the loop lock once scheduled, by the attachment's lock before.
-    @exclusivity(unchecked) var pendingStart: PendingStart
+    /// What `deadline` means until the timer is first scheduled. Guarded by the loop lock once
+    /// scheduled, by the attachment's lock before.
+    @exclusivity(unchecked) var start: Start
 
-    enum PendingStart {
-        case none
-        case after(Int64)
-        case at(UInt64)
+    /// A timer may be created with a delay relative to "when it is added"; until then `deadline` holds
+    /// that delay. Kept beside the deadline rather than as an enum with a payload (9 bytes more).
+    enum Start: UInt8 {
+        /// `deadline` is the delay (nanoseconds, not negative) from the first schedule.
+        case afterDelay
+        /// `deadline` is the first fire date, set before the first schedule.
+        case atInstant
+        /// `deadline` is the timer's fire date (or its last one, once it left the loop).
+        case placed
     }
 
     /// Creates a timer that first fires `delay` after it is added to a loop.
@@ -74,7 +84,7 @@ public final class RunLoopTimer: @unchecked Sendable {
         label: String? = nil,
         _ callback: @escaping (RunLoopTimer) -> Void
     ) {
-        self.init(start: .after(delay.clampedNanoseconds), interval: interval, tolerance: tolerance, label: label, callback)
+        self.init(start: .afterDelay, at: UInt64(max(0, delay.clampedNanoseconds)), interval: interval, tolerance: tolerance, label: label, callback)
     }
 
     /// Creates a timer that first fires at `fireDate` on the clock of the loop it is added to.
@@ -85,11 +95,11 @@ public final class RunLoopTimer: @unchecked Sendable {
         label: String? = nil,
         _ callback: @escaping (RunLoopTimer) -> Void
     ) {
-        self.init(start: .at(fireDate.nanoseconds), interval: interval, tolerance: tolerance, label: label, callback)
+        self.init(start: .atInstant, at: fireDate.nanoseconds, interval: interval, tolerance: tolerance, label: label, callback)
     }
 
     private init(
-        start: PendingStart, interval: Duration?, tolerance: Duration, label: String?,
+        start: Start, at deadline: UInt64, interval: Duration?, tolerance: Duration, label: String?,
         _ callback: @escaping (RunLoopTimer) -> Void
     ) {
         self.label = label
@@ -101,7 +111,8 @@ public final class RunLoopTimer: @unchecked Sendable {
         }
         self.intervalNanoseconds = UInt64(intervalNanoseconds)
         self.callback = callback
-        self.pendingStart = start
+        self.start = start
+        self.deadline = deadline
         self.toleranceNanoseconds = Self.cap(tolerance: tolerance, interval: self.intervalNanoseconds)
     }
 
@@ -127,18 +138,19 @@ public final class RunLoopTimer: @unchecked Sendable {
     /// May be set from any thread.
     public var nextFireDate: LoopInstant? {
         get {
-            if let loop = runLoop { return loop.lock.withLock { LoopInstant(nanoseconds: deadline) } }
-            return attachment.withLock {
-                if case .at(let at) = pendingStart { return LoopInstant(nanoseconds: at) }
-                return nil
-            }
+            // Between a claim and the insertion `deadline` may still hold a delay.
+            if let loop = runLoop { return loop.lock.withLock { start == .afterDelay ? nil : LoopInstant(nanoseconds: deadline) } }
+            return attachment.withLock { start == .atInstant ? LoopInstant(nanoseconds: deadline) : nil }
         }
         set {
             guard let date = newValue else { return }
             if let loop = runLoop {
                 loop.redate(self, to: date.nanoseconds)
             } else {
-                attachment.withLock { pendingStart = .at(date.nanoseconds) }
+                attachment.withLock {
+                    start = .atInstant
+                    deadline = date.nanoseconds
+                }
             }
         }
     }

@@ -63,13 +63,11 @@ extension RunLoop {
         lock.assertHeld()
         guard timer.isValid, let store = storeLocked(mode), !store.timers.contains(timer) else { return }
         if !timer.isScheduled {
-            let now = clockStorage.nowNanoseconds
-            switch timer.pendingStart {
-            case .after(let delay): timer.deadline = now.adding(nanoseconds: max(0, delay))
-            case .at(let instant): timer.deadline = instant
-            case .none: break
+            // The clock is read only for a delay: a timer re-added, or created for a date, needs none.
+            if timer.start == .afterDelay {
+                timer.deadline = clockStorage.nowNanoseconds.adding(nanoseconds: Int64(clamping: timer.deadline))
             }
-            timer.pendingStart = .none
+            timer.start = .placed
             timer.sequence = nextTimerSequence
             nextTimerSequence += 1
         }
@@ -136,7 +134,7 @@ extension RunLoop {
         lock.withLock {
             let target = max(instant, clockStorage.nowNanoseconds)
             if !timer.isScheduled {
-                timer.pendingStart = .at(target)
+                timer.start = .atInstant
                 timer.deadline = target
                 return
             }
