@@ -31,6 +31,8 @@ final class ModeBackend {
     private(set) var sawWakeUp = false
     private(set) var sawTimer = false
     private(set) var sawPort = false
+    /// How many times the loop asked the kernel (tests check which waits need no syscall).
+    private(set) var dispatchCount = 0
     /// Where port callbacks queue readiness.
     unowned(unsafe) var store: ModeStore!
 
@@ -95,6 +97,7 @@ final class ModeBackend {
         sawWakeUp = false
         sawTimer = false
         sawPort = false
+        dispatchCount &+= 1
         event_base_loop(base, blocking ? EVLOOP_ONCE : (EVLOOP_ONCE | EVLOOP_NONBLOCK))
         return sawWakeUp || sawTimer || sawPort
     }

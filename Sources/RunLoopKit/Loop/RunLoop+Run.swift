@@ -165,15 +165,30 @@ extension RunLoop {
         }
         switch clock {
         case .system:
-            let alreadyDue = lock.withLock { () -> Bool in
+            let action = lock.withLock { () -> DueWait in
                 store.runDeadline = deadline
-                if store.wakeDeadline <= clock.nowNanoseconds { return true }
-                store.rearm()
-                return false
+                let now = clock.nowNanoseconds
+                if store.wakeDeadline > now {
+                    store.rearm()
+                    return .block
+                }
+                // Nothing but the wake-up port and the timerfd can be ready in a mode without port
+                // sources, and the timerfd only once the instant it is armed at has passed.
+                let hasPorts = store.portCount.load(ordering: .relaxed) != 0
+                return hasPorts || store.backend.armedAt <= now ? .poll : .skip
             }
-            // A due timer or a passed deadline needs no kernel timer: arming one in the past and
-            // blocking on it costs a timerfd_settime, a wake-up and a read for nothing.
-            backend.dispatch(blocking: !alreadyDue)
+            switch action {
+            case .block:
+                backend.dispatch(blocking: true)
+            case .poll:
+                // A due timer or a passed deadline needs no kernel timer: arming one in the past and
+                // blocking on it costs a timerfd_settime, a wake-up and a read for nothing.
+                backend.dispatch(blocking: false)
+            case .skip:
+                // The epoll poll (a syscall and libevent's pass, a third of a repeating timer's tick)
+                // could only drain a pending wake-up, which the flag tells without the kernel.
+                wakePort.discardStale()
+            }
         case .manual(let manual):
             let wakeAt = lock.withLock {
                 store.runDeadline = deadline
@@ -187,6 +202,16 @@ extension RunLoop {
             }
             backend.dispatch(blocking: true)
         }
+    }
+
+    /// How a wait goes when the loop is not only polling.
+    private enum DueWait {
+        /// Nothing due: arm the kernel timer and sleep.
+        case block
+        /// Something is due, but port sources or the kernel timer may be ready too: look without blocking.
+        case poll
+        /// Something is due and only a wake-up could be pending: no syscall.
+        case skip
     }
 
     /// Applies libevent changes that other threads requested (they cannot touch the base themselves).
@@ -319,8 +344,13 @@ extension RunLoop {
 
     private func fireDueTimers(in store: ModeStore, now: UInt64, clock: LoopClock) {
         // One due timer (a chain, a tick) needs no batch arrays: the snapshot is that timer.
-        if let sole = lock.withLock({ store.timers.soleDue(at: now) }) {
-            fire(sole, in: store, at: now, clock: clock)
+        // It is claimed under the lock that found it: one lock pair per fire fewer.
+        let sole = lock.withLock { () -> (timer: RunLoopTimer, deadline: UInt64)? in
+            guard let timer = store.timers.soleDue(at: now), let deadline = claimLocked(timer, at: now) else { return nil }
+            return (timer, deadline)
+        }
+        if let sole {
+            fireClaimed(sole.timer, servicing: sole.deadline, in: store, clock: clock)
             return
         }
         var batch: [TimerHeap.Entry] = []
@@ -344,16 +374,24 @@ extension RunLoop {
     /// timer of the batch moved out of this mode, but left in another, still fires in this batch (as in
     /// `__CFRunLoopDoTimer`); one taken out of every mode no longer belongs to the loop and is skipped.
     private func fire(_ timer: RunLoopTimer, in store: ModeStore, at now: UInt64, clock: LoopClock) {
-        // The deadline being serviced: the next one is computed from it, whatever the callout re-dates.
-        let claimed = lock.withLock { () -> UInt64? in
-            guard timer.isValid, !timer.isInCallout, timer.deadline <= now, timer.isScheduled else {
-                return nil
-            }
-            timer.isInCallout = true
-            timer.wasRedatedInCallout = false
-            return timer.deadline
-        }
-        guard let firingDeadline = claimed else { return }
+        guard let firingDeadline = lock.withLock({ claimLocked(timer, at: now) }) else { return }
+        fireClaimed(timer, servicing: firingDeadline, in: store, clock: clock)
+    }
+
+    /// Marks a due timer as in its callout; returns the deadline being serviced (the next one is
+    /// computed from it, whatever the callout re-dates), or nil if the timer may not fire now.
+    /// Caller holds the lock.
+    @inline(__always)
+    private func claimLocked(_ timer: RunLoopTimer, at now: UInt64) -> UInt64? {
+        lock.assertHeld()
+        guard timer.isValid, !timer.isInCallout, timer.deadline <= now, timer.isScheduled else { return nil }
+        timer.isInCallout = true
+        timer.wasRedatedInCallout = false
+        return timer.deadline
+    }
+
+    /// Runs a claimed timer's callout, then re-dates it (repeating) or detaches it (one-shot).
+    private func fireClaimed(_ timer: RunLoopTimer, servicing firingDeadline: UInt64, in store: ModeStore, clock: LoopClock) {
         callOut(.timer, item: timer, label: timer.label, mode: store.mode, clock: clock) { timer.callback(timer) }
         let after = lock.withLock { () -> AfterFire in
             timer.isInCallout = false
