@@ -39,12 +39,15 @@ final class EchoProbe {
         return echoed
     }
 
+    /// Made once, as in `tcp.echo`: a closure literal per read would allocate per message.
+    private lazy var onEcho: (TCPConnection, [UInt8]) -> Void = { [unowned self] c, _ in
+        echoed += 1
+        if echoed == target { loop.stop(); return }
+        if remaining > 0 { remaining -= 1; send(c) }
+    }
+
     private func send(_ connection: TCPConnection) {
         try! connection.write(message)
-        connection.read(exactly: message.count) { [unowned self] c, _ in
-            echoed += 1
-            if echoed == target { loop.stop(); return }
-            if remaining > 0 { remaining -= 1; send(c) }
-        }
+        connection.read(exactly: message.count, onEcho)
     }
 }
