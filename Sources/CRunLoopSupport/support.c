@@ -69,6 +69,12 @@ int rlk_unacknowledged_bytes(int fd) {
     return count;
 }
 
+int rlk_unread_bytes(int fd) {
+    int count = 0;
+    if (ioctl(fd, FIONREAD, &count) != 0) return -1;
+    return count;
+}
+
 uint64_t rlk_monotonic_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

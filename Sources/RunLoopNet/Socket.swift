@@ -59,6 +59,11 @@ enum Socket {
         Int(max(0, rlk_unacknowledged_bytes(fd)))
     }
 
+    /// Bytes received and not read yet; 0 if unknown.
+    static func unreadBytes(_ fd: Int32) -> Int {
+        Int(max(0, rlk_unread_bytes(fd)))
+    }
+
     /// Reads and drops whatever input is already queued (a bounded amount), so that closing a socket
     /// that was never served — a refused client — does not turn into a reset that could swallow the
     /// refusal message. Served connections close through the lingering close instead.

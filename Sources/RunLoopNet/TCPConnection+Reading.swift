@@ -63,6 +63,17 @@ extension TCPConnection {
     /// Whether reading is paused by ``pauseReading()``.
     public var isReadingPausedByOwner: Bool { isReadingPaused }
 
+    /// Whether bytes from the peer wait in the kernel, not read yet. Loop thread only.
+    ///
+    /// A deadline that fires while they do fired late: the loop was busy, the peer was not silent (a
+    /// stalled loop services timers before ports, so the answer is read just after). Timeouts that
+    /// judge a peer's silence check this first and give the loop a moment to read: the read timeout
+    /// here, RunLoopIM's answer timeout, a WebSocket server's pings.
+    public var hasUnreadInput: Bool {
+        checkThread()
+        return fd >= 0 && Socket.unreadBytes(fd) > 0
+    }
+
     private func enqueue(_ request: ReadRequest) {
         checkThread()
         guard state != .closed, state != .closing, !isInputClosed else { return }
@@ -209,6 +220,9 @@ extension TCPConnection {
 
     // MARK: read timeout
 
+    /// How long a timeout that fired with the peer's bytes waiting unread waits before judging again.
+    static var lateTimeoutGrace: Duration { .milliseconds(50) }
+
     /// A new wait starts: a request became first in line, the timeout changed, reading resumed.
     func restartReadWait() {
         readWaitStart = loop.now
@@ -247,6 +261,11 @@ extension TCPConnection {
             return armReadTimer()
         }
         guard state == .connected, readDeadline != nil else { return }
+        if hasUnreadInput {
+            // Late, not silent: the bytes are read on this pass or the next; judge again after that.
+            readExtension += (now - deadline) + Self.lateTimeoutGrace
+            return armReadTimer()
+        }
         finish(.failed(.timedOut(.read)), delivery: .now)
     }
 }

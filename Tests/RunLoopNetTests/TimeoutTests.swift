@@ -101,6 +101,45 @@ import Testing
         #expect(closedAfter == .seconds(17), "last byte at 12 s, then 5 s of silence")
     }
 
+    @Test func aReadTimeoutMissedByABusyLoopWaitsForTheBytesThatArrived() async throws {
+        let (received, reason, silence) = try await onManualClockLoop { loop, clock in
+            var received = 0
+            var reason: CloseReason?
+            var lastByteAt: LoopInstant?
+            var silence: Duration?
+            let listener = TCPListener()
+            defer { listener.close() }
+            listener.onAccept = { _, connection in
+                connection.readTimeout = .seconds(5)
+                connection.onData = { _, chunk in
+                    received += chunk.count
+                    lastByteAt = loop.now
+                }
+                connection.onClose = { _, why in
+                    reason = why
+                    silence = lastByteAt.map { loop.now - $0 }
+                }
+            }
+            try listener.listen()
+            let client = TCPConnection()
+            client.connect(to: "127.0.0.1", port: listener.port, timeout: nil)
+            // At 4 s the client's byte arrives, and the loop then stays busy in this callout for 3 s:
+            // the server's 5 s read deadline passes with the byte waiting unread. A stalled loop
+            // fires timers before it reads, so without the check the peer would be judged silent.
+            loop.add(RunLoopTimer(after: .seconds(4)) { _ in
+                try? client.write([1])
+                clock.advance(by: .seconds(3))
+            }, forMode: .common)
+            try spin(loop, for: .seconds(120)) { reason != nil }
+            client.close()
+            return (received, reason, silence)
+        }
+        #expect(received == 1)
+        // Then real silence still times out, 5 s after the byte was read.
+        #expect(reason == .failed(.timedOut(.read)))
+        #expect(silence == .seconds(5))
+    }
+
     @Test func readRequestTimeoutCoversTheWholeRequest() async throws {
         let (reason, elapsed, completed) = try await onManualClockLoop { loop, clock in
             var reason: CloseReason?

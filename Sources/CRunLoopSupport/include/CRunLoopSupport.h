@@ -37,6 +37,9 @@ int rlk_accept_nonblocking(int fd, void *address, uint32_t *length);
 /// sent-but-unacknowledged plus not-yet-sent. -1 and errno on failure.
 int rlk_unacknowledged_bytes(int fd);
 
+/// Bytes received on a socket and not read yet (ioctl FIONREAD, variadic in C). -1 and errno on failure.
+int rlk_unread_bytes(int fd);
+
 /// CLOCK_MONOTONIC in nanoseconds.
 uint64_t rlk_monotonic_now(void);
 
