@@ -13,7 +13,9 @@ import RunLoopWebSocket
 ///
 /// Liveness: besides the IM keepalive rule (the client's HEARTBEATs), the link sends a WebSocket ping
 /// every ``pingInterval`` — browsers answer pings by themselves though their scripts cannot send any —
-/// and drops a connection whose previous ping is still unanswered at the next one.
+/// and drops a connection whose previous ping is still unanswered at the next one — unless the peer's
+/// bytes wait unread then (this loop was late, not the peer silent), which puts the verdict off by
+/// one more interval.
 ///
 /// Closing: the session's end reason becomes the close code (``closeCode(for:)``), after the ERROR
 /// frame the session sent. Loop thread only.
@@ -50,6 +52,7 @@ public final class WebSocketSessionLink: IMSessionLink {
     public var loop: RunLoop { connection.loop }
     public var modes: [RunLoop.Mode] { connection.tcp.modes }
     public var remoteAddress: SocketAddress? { connection.tcp.remoteAddress }
+    public var hasUnreadInput: Bool { connection.tcp.hasUnreadInput }
 
     public func start(_ events: IMSessionLinkEvents) {
         connection.onMessage = { [weak self] _, message in self?.received(message, events) }
@@ -167,6 +170,9 @@ public final class WebSocketSessionLink: IMSessionLink {
     private func pingDue() {
         guard connection.state == .open else { return stopPinging() }
         if awaitingPong {
+            // The peer's bytes waiting unread mean this loop was late, not the peer silent (a stalled
+            // loop fires timers before it reads): judge at the next ping, after they were read.
+            if connection.tcp.hasUnreadInput { return }
             // A whole interval without the pong: the peer (or the path to it) is gone.
             stopPinging()
             return connection.abort()

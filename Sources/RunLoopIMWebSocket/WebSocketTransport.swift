@@ -62,6 +62,8 @@ public final class WebSocketTransport: IMTransport {
         if graceful { connection.close() } else { connection.abort() }
     }
 
+    public var hasUnreadInput: Bool { connection.tcp.hasUnreadInput }
+
     /// What the IM layer is told: the TCP failure when there was one, otherwise how it ended.
     static func closeReason(_ info: WebSocketCloseInfo) -> CloseReason {
         if case .transport(let error) = info.error { return .failed(error) }

@@ -4,6 +4,10 @@ import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
 import RunLoopWebSocket
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 import Testing
 
 /// A peer that completes the upgrade by hand and then never reads again: it cannot answer pings.
@@ -49,5 +53,76 @@ struct ServerPingTests {
         try spin(loop) { loop.now >= until }
         #expect(server.sessions.count == 1 && answering.state == .open, "a peer that answers pings stays")
         answering.close()
+    }
+}
+
+/// What the two loop threads of the stalled-server test share.
+private final class StallShared: Sendable {
+    let port = Atomic<Int>(0)
+    let done = Atomic<Bool>(false)
+}
+
+/// Counts the stalls (loop thread only).
+private final class StallCount {
+    var armed = false
+    var value = 0
+}
+
+@Suite("IM over WebSocket: a stalled server loop")
+struct StalledServerPingTests {
+    @Test("a server loop stalled past its next ping, with the pong waiting unread, keeps the peer: the loop was late, not the peer silent")
+    func stalledLoopKeepsAnsweringPeer() async throws {
+        let shared = StallShared()
+        // The answering peer on a loop of its own, so it answers while the server's loop is stalled.
+        async let peer: Void = onLoopThread { try Self.answer(shared) }
+        let (stalls, sessions) = try await onLoopThread { try Self.serveAndStall(shared) }
+        try await peer
+        #expect(stalls == 1)
+        #expect(sessions == 1, "the answering peer was dropped by a ping the stalled loop judged before reading the pong")
+    }
+
+    private static func answer(_ shared: StallShared) throws {
+        let loop = RunLoop.current
+        _ = try spin(loop, for: .seconds(30)) { shared.port.load(ordering: .acquiring) != 0 }
+        let answering = WebSocketConnection()
+        answering.connect(host: "127.0.0.1", port: UInt16(shared.port.load(ordering: .acquiring)), target: "/ws")
+        _ = try spin(loop, for: .seconds(30)) { shared.done.load(ordering: .acquiring) }
+        answering.abort()
+    }
+
+    private static func serveAndStall(_ shared: StallShared) throws -> (Int, Int) {
+        defer { shared.done.store(true, ordering: .releasing) }
+        let loop = RunLoop.current
+        let server = IMServer(store: InMemoryIMStore())
+        let web = WebSocketServer()
+        web.onConnection = { [server] _, connection in server.adopt(connection, pingInterval: .milliseconds(100)) }
+        try web.listen()
+        defer {
+            web.close()
+            server.abort()
+        }
+        shared.port.store(Int(web.port), ordering: .releasing)
+        try #require(try spin(loop, for: .seconds(30)) { server.sessions.count == 1 })
+        let stalls = StallCount()
+        // Once a ping went out (its next date already set), the next iteration starts with the loop
+        // busy for three intervals: the pong arrives meanwhile and waits in the kernel, and the
+        // overdue ping timer fires before the port is read.
+        let pinged = RunLoopCalloutObserver { callout in
+            if callout.kind == .timer, callout.label == "im.websocket ping", callout.end != nil { stalls.armed = true }
+        }
+        let stall = RunLoopObserver(activities: .beforeTimers) { _, _ in
+            guard stalls.armed, stalls.value == 0 else { return }
+            stalls.value += 1
+            usleep(350_000)
+        }
+        loop.add(pinged)
+        loop.add(stall, forMode: .common)
+        defer {
+            loop.remove(pinged)
+            stall.invalidate()
+        }
+        let until = loop.now + .milliseconds(800)
+        _ = try spin(loop, for: .seconds(30)) { loop.now >= until }
+        return (stalls.value, server.sessions.count)
     }
 }

@@ -80,7 +80,8 @@ public final class IMClient {
         decoder = FrameDecoder(maxBodyLength: configuration.maximumFrameBody)
         timer = ProtocolTimer(loop: loop, modes: modes, label: "im.client \(configuration.user)") { [weak self] in
             guard let self else { return }
-            self.apply(self.machine.timerFired(now: self.loop.now))
+            let inputWaiting = self.transport?.hasUnreadInput ?? false
+            self.apply(self.machine.timerFired(now: self.loop.now, inputWaiting: inputWaiting))
         }
     }
 

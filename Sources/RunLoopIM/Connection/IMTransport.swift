@@ -30,6 +30,14 @@ public protocol IMTransport: AnyObject {
     func write(_ bytes: [UInt8]) throws(NetError)
     /// Closes: after flushing what was written (`graceful`), or at once.
     func close(graceful: Bool)
+    /// Whether the peer's bytes wait unread (``TCPConnection/hasUnreadInput``): an answer timeout that
+    /// fires then fired late — the loop was busy, not the peer silent — and gives the loop a moment
+    /// to read them. A transport that cannot tell says false (the default).
+    var hasUnreadInput: Bool { get }
+}
+
+extension IMTransport {
+    public var hasUnreadInput: Bool { false }
 }
 
 /// Makes a fresh transport for each connection attempt.
@@ -75,6 +83,8 @@ public final class TCPTransport: IMTransport {
         isClosedByOwner = true
         connection.close(immediately: !graceful)
     }
+
+    public var hasUnreadInput: Bool { connection.hasUnreadInput }
 
     /// A connector for ``IMClient``: a new TCP connection to `host`:`port` per attempt.
     public static func connector(host: String, port: UInt16, connectTimeout: Duration = .seconds(10),

@@ -164,7 +164,15 @@ public struct IMClientMachine: Sendable {
     }
 
     /// Whatever deadline ``nextDeadline`` named has (perhaps) passed.
-    public mutating func timerFired(now: LoopInstant) -> [IMClientAction] {
+    /// - Parameter inputWaiting: the transport holds the peer's bytes unread (``IMTransport/hasUnreadInput``).
+    ///   A login or answer deadline that passes then was missed by a busy loop, not by a silent peer:
+    ///   it moves ``lateAnswerGrace`` on instead of dropping the connection, so the bytes get read
+    ///   (and any frame starts the wait over).
+    public mutating func timerFired(now: LoopInstant, inputWaiting: Bool = false) -> [IMClientAction] {
+        if inputWaiting {
+            if let deadline = loginDeadline, now >= deadline { loginDeadline = now + Self.lateAnswerGrace }
+            if let deadline = answerDeadline, now >= deadline { answerDeadline = now + Self.lateAnswerGrace }
+        }
         if let deadline = loginDeadline, now >= deadline {
             loginDeadline = nil
             if case .connecting(let current) = phase {
@@ -193,6 +201,10 @@ public struct IMClientMachine: Sendable {
         }
         return takeActions()
     }
+
+    /// How long a login or answer deadline that passed with the peer's bytes unread waits for the
+    /// loop to read them before it is judged again.
+    public static var lateAnswerGrace: Duration { .milliseconds(50) }
 
     /// The reachability of the server's network changed.
     public mutating func networkChanged(reachable: Bool, reason: String, now: LoopInstant) -> [IMClientAction] {

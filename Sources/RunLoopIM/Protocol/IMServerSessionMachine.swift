@@ -80,6 +80,8 @@ public struct IMServerSessionMachine: Sendable {
     var phase = Phase.awaitingLogin
     var lastReceived: LoopInstant
     var loginDeadline: LoopInstant?
+    /// Set when a deadline passed with the peer's bytes unread: not judged again before this instant.
+    var lateGraceUntil: LoopInstant?
     var announcedKeepalive = Duration.zero
     var nextSerial: UInt32 = 1
     var sendBudget: TokenBucket?
@@ -108,11 +110,14 @@ public struct IMServerSessionMachine: Sendable {
     }
 
     public var nextDeadline: LoopInstant? {
+        let deadline: LoopInstant?
         switch phase {
-        case .awaitingLogin, .authenticating: return loginDeadline
-        case .online(_, let limit): return lastReceived + limit
+        case .awaitingLogin, .authenticating: deadline = loginDeadline
+        case .online(_, let limit): deadline = lastReceived + limit
         case .ended: return nil
         }
+        guard let deadline, let lateGraceUntil else { return deadline }
+        return max(deadline, lateGraceUntil)
     }
 
     /// A serial for a frame the server starts (DELIVER, server pings).
@@ -124,6 +129,7 @@ public struct IMServerSessionMachine: Sendable {
     public mutating func frameReceived(_ frame: IMFrame, now: LoopInstant) -> [IMServerSessionAction] {
         guard phase != .ended else { return [] }
         lastReceived = now
+        lateGraceUntil = nil
         switch (frame.command, phase) {
         case (.heartbeat, _):
             actions.append(.write(IMFrame(command: .heartbeatAck, serial: frame.serial)))
@@ -191,7 +197,15 @@ public struct IMServerSessionMachine: Sendable {
         return takeActions()
     }
 
-    public mutating func timerFired(now: LoopInstant) -> [IMServerSessionAction] {
+    /// - Parameter inputWaiting: the link holds the peer's bytes unread (``IMSessionLink/hasUnreadInput``).
+    ///   A deadline that passes then was missed by a busy loop, not by a silent peer: it is judged
+    ///   again ``IMClientMachine/lateAnswerGrace`` later, after the bytes were read (any frame counts).
+    public mutating func timerFired(now: LoopInstant, inputWaiting: Bool = false) -> [IMServerSessionAction] {
+        if let lateGraceUntil, now < lateGraceUntil { return takeActions() }
+        if inputWaiting, let deadline = nextDeadline, now >= deadline {
+            lateGraceUntil = now + IMClientMachine.lateAnswerGrace
+            return takeActions()
+        }
         switch phase {
         case .awaitingLogin, .authenticating:
             if let deadline = loginDeadline, now >= deadline {

@@ -29,7 +29,7 @@ public final class IMServerSession {
         machine = IMServerSessionMachine(settings: server.settings.session, now: link.loop.now)
         timer = ProtocolTimer(loop: link.loop, modes: link.modes, label: "im.session") { [weak self] in
             guard let self else { return }
-            self.apply(self.machine.timerFired(now: self.link.loop.now))
+            self.apply(self.machine.timerFired(now: self.link.loop.now, inputWaiting: self.link.hasUnreadInput))
         }
         link.start(IMSessionLinkEvents(
             received: { [weak self] frame in

@@ -45,6 +45,14 @@ public protocol IMSessionLink: AnyObject {
     func close(for reason: IMSessionEndReason)
     /// Drops the connection at once, the way a crash looks to the peer.
     func abort()
+    /// Whether the peer's bytes wait unread (``TCPConnection/hasUnreadInput``): a login or keepalive
+    /// deadline that passes then was missed by a busy loop, not by a silent peer. A link that cannot
+    /// tell says false (the default).
+    var hasUnreadInput: Bool { get }
+}
+
+extension IMSessionLink {
+    public var hasUnreadInput: Bool { false }
 }
 
 /// A session link on a TCP connection: frames reassembled from the byte stream by their length prefix.
@@ -105,6 +113,8 @@ public final class TCPSessionLink: IMSessionLink {
         stopReporting()
         connection.close(immediately: true)
     }
+
+    public var hasUnreadInput: Bool { connection.hasUnreadInput }
 
     /// The session ended: whatever the connection says from now on is not news to it.
     private func stopReporting() { isReporting = false }
