@@ -8,6 +8,7 @@
 #include <string.h>
 #include <linux/sockios.h>
 #include <sys/eventfd.h>
+#include <dirent.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -67,6 +68,18 @@ int rlk_unacknowledged_bytes(int fd) {
     int count = 0;
     if (ioctl(fd, SIOCOUTQ, &count) != 0) return -1;
     return count;
+}
+
+int rlk_open_descriptor_count(void) {
+    DIR *directory = opendir("/proc/self/fd");
+    if (directory == NULL) return -1;
+    int count = 0;
+    struct dirent *entry;
+    while ((entry = readdir(directory)) != NULL) {
+        if (entry->d_name[0] != '.') count++;
+    }
+    closedir(directory);
+    return count > 0 ? count - 1 : 0;
 }
 
 int rlk_unread_bytes(int fd) {

@@ -1,3 +1,4 @@
+import CRunLoopSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -32,14 +33,8 @@ public enum DescriptorLimit {
     /// How many descriptors the process has open now (the entries of /proc/self/fd, less the one
     /// used to list them); 0 if that cannot be read.
     static func openCount() -> Int {
-        guard let directory = opendir("/proc/self/fd") else { return 0 }
-        defer { closedir(directory) }
-        var count = 0
-        while let entry = readdir(directory) {
-            let isDot = withUnsafeBytes(of: entry.pointee.d_name) { $0.first == UInt8(ascii: ".") }
-            if !isDot { count += 1 }
-        }
-        return max(0, count - 1)
+        // In C: copying a readdir entry whole in Swift reads past its record (see the header).
+        max(0, Int(rlk_open_descriptor_count()))
     }
 
     private static func clamp(_ value: rlim_t) -> Int {

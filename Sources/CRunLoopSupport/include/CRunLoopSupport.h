@@ -37,6 +37,12 @@ int rlk_accept_nonblocking(int fd, void *address, uint32_t *length);
 /// sent-but-unacknowledged plus not-yet-sent. -1 and errno on failure.
 int rlk_unacknowledged_bytes(int fd);
 
+/// How many descriptors the process has open (entries of /proc/self/fd, less the one listing them);
+/// -1 if it cannot be read. In C because a `struct dirent` from readdir is only `d_reclen` bytes long:
+/// Swift's `entry.pointee` copies all 280, reading past the last record of glibc's buffer (which can
+/// end at an unmapped page: a crash seen with ~1,400 descriptors open).
+int rlk_open_descriptor_count(void);
+
 /// Bytes received on a socket and not read yet (ioctl FIONREAD, variadic in C). -1 and errno on failure.
 int rlk_unread_bytes(int fd);
 
