@@ -52,6 +52,13 @@ struct LoopAttachment: ~Copyable, @unchecked Sendable {
     }
 
     func withLock<Result: Sendable>(_ body: () -> Result) -> Result { state.withLock { _ in body() } }
+
+    /// Runs `body` under the lock if no loop holds the claim; nil (and `body` not run) if one does.
+    /// The check and the body are one critical section: state that a loop guards once it claims the
+    /// item can be touched here without racing a concurrent `add`.
+    func ifUnclaimed<Result: Sendable>(_ body: () -> Result) -> Result? {
+        state.withLock { state in state.claimant == nil ? body() : nil }
+    }
 }
 
 /// The claiming loop, unretained (see LoopAttachment). Top level rather than nested and private:

@@ -138,19 +138,28 @@ public final class RunLoopTimer: @unchecked Sendable {
     /// May be set from any thread.
     public var nextFireDate: LoopInstant? {
         get {
-            // Between a claim and the insertion `deadline` may still hold a delay.
-            if let loop = runLoop { return loop.lock.withLock { start == .afterDelay ? nil : LoopInstant(nanoseconds: deadline) } }
-            return attachment.withLock { start == .atInstant ? LoopInstant(nanoseconds: deadline) : nil }
+            // Unclaimed, the attachment's lock guards the fields; claimed, the loop's. Between a claim
+            // and the insertion `deadline` may still hold a delay.
+            while true {
+                if let unclaimed = attachment.ifUnclaimed({ start == .atInstant ? LoopInstant(nanoseconds: deadline) : nil }) {
+                    return unclaimed
+                }
+                if let loop = runLoop { return loop.lock.withLock { start == .afterDelay ? nil : LoopInstant(nanoseconds: deadline) } }
+                // Released in between (an add that lost to a teardown): unclaimed again.
+            }
         }
         set {
             guard let date = newValue else { return }
-            if let loop = runLoop {
-                loop.redate(self, to: date.nanoseconds)
-            } else {
-                attachment.withLock {
+            while true {
+                // The check and the write in one critical section: an `add` on another thread cannot
+                // claim the timer and read `start` and `deadline` halfway through.
+                let written = attachment.ifUnclaimed { () -> Bool in
                     start = .atInstant
                     deadline = date.nanoseconds
+                    return true
                 }
+                if written != nil { return }
+                if let loop = runLoop { return loop.redate(self, to: date.nanoseconds) }
             }
         }
     }
@@ -158,15 +167,22 @@ public final class RunLoopTimer: @unchecked Sendable {
     /// How late the timer may fire. Capped at half the interval for a repeating timer.
     public var tolerance: Duration {
         get {
-            if let loop = runLoop { return loop.lock.withLock { .nanoseconds(Int64(clamping: toleranceNanoseconds)) } }
-            return attachment.withLock { .nanoseconds(Int64(clamping: toleranceNanoseconds)) }
+            while true {
+                if let unclaimed = attachment.ifUnclaimed({ Duration.nanoseconds(Int64(clamping: toleranceNanoseconds)) }) {
+                    return unclaimed
+                }
+                if let loop = runLoop { return loop.lock.withLock { .nanoseconds(Int64(clamping: toleranceNanoseconds)) } }
+            }
         }
         set {
             let capped = Self.cap(tolerance: newValue, interval: intervalNanoseconds)
-            if let loop = runLoop {
-                loop.setTolerance(self, capped)
-            } else {
-                attachment.withLock { toleranceNanoseconds = capped }
+            while true {
+                let written = attachment.ifUnclaimed { () -> Bool in
+                    toleranceNanoseconds = capped
+                    return true
+                }
+                if written != nil { return }
+                if let loop = runLoop { return loop.setTolerance(self, capped) }
             }
         }
     }

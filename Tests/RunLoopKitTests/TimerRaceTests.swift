@@ -1,0 +1,48 @@
+import Dispatch
+@testable import RunLoopKit
+import RunLoopTesting
+import Synchronization
+import Testing
+
+/// A timer's fire date set on one thread while another adds the timer: before the first schedule the
+/// date is kept under the timer's own lock, after it under the loop's, and the switch between the two
+/// must not let the add read half of a write.
+@Suite struct TimerRaceTests {
+    @Test func aFireDateSetWhileAnotherThreadAddsTheTimerIsKept() async throws {
+        let (kept, consistent) = try await onLoopThread { () -> (Int, Bool) in
+            let loop = RunLoop.current
+            let mode = RunLoop.Mode("race")
+            let date = loop.now + .seconds(3_600)
+            let timers = (0..<10_000).map { _ in RunLoopTimer(after: .seconds(10)) { _ in } }
+            let turn = Atomic<Int>(-1)
+            let setter = DispatchSemaphore(value: 0)
+            let shared = TimerList(timers)
+            DispatchQueue.global().async {
+                for index in shared.timers.indices {
+                    while turn.load(ordering: .acquiring) < index {}
+                    shared.timers[index].nextFireDate = date
+                }
+                setter.signal()
+            }
+            for index in timers.indices {
+                turn.store(index, ordering: .releasing)
+                loop.add(timers[index], forMode: mode)
+            }
+            setter.wait()
+            // Either order ends with the date: set first, the add schedules it; added first, setting
+            // re-dates it. A delay read as a date (or a date written beside the heap's copy) would not.
+            let kept = timers.filter { $0.nextFireDate == date }.count
+            let consistent = loop.lock.withLock { loop.modes[mode]!.timers.checkInvariants() }
+            for timer in timers { timer.invalidate() }
+            return (kept, consistent)
+        }
+        #expect(kept == 10_000)
+        #expect(consistent)
+    }
+}
+
+/// The timers, handed to the setter's thread (each timer is itself safe from any thread).
+private final class TimerList: Sendable {
+    let timers: [RunLoopTimer]
+    init(_ timers: [RunLoopTimer]) { self.timers = timers }
+}
