@@ -38,6 +38,8 @@ public final class WebSocketSessionLink: IMSessionLink {
     private var isReporting = true
     private var pingTimer: RunLoopTimer?
     private var awaitingPong = false
+    /// The verdict on the current ping was put off once already (the peer's bytes were waiting unread).
+    private var postponedVerdict = false
 
     /// - Parameters:
     ///   - maxBodyLength: the largest IM frame body accepted, binary or re-encoded from JSON (the
@@ -172,12 +174,17 @@ public final class WebSocketSessionLink: IMSessionLink {
         if awaitingPong {
             // The peer's bytes waiting unread mean this loop was late, not the peer silent (a stalled
             // loop fires timers before it reads): judge at the next ping, after they were read.
-            if connection.tcp.hasUnreadInput { return }
+            // Once per ping: unread bytes that never bring the pong do not keep the peer.
+            if !postponedVerdict, connection.tcp.hasUnreadInput {
+                postponedVerdict = true
+                return
+            }
             // A whole interval without the pong: the peer (or the path to it) is gone.
             stopPinging()
             return connection.abort()
         }
         awaitingPong = true
+        postponedVerdict = false
         try? connection.ping()
     }
 

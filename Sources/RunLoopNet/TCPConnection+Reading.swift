@@ -69,9 +69,13 @@ extension TCPConnection {
     /// stalled loop services timers before ports, so the answer is read just after). Timeouts that
     /// judge a peer's silence check this first and give the loop a moment to read: the read timeout
     /// here, RunLoopIM's answer timeout, a WebSocket server's pings.
+    ///
+    /// False while the connection is not taking input (not connected, reading paused, input ended):
+    /// bytes left waiting on purpose say nothing about the loop being late.
     public var hasUnreadInput: Bool {
         checkThread()
-        return fd >= 0 && Socket.unreadBytes(fd) > 0
+        guard state == .connected, !isReadingPaused, !isInputClosed, fd >= 0 else { return false }
+        return Socket.unreadBytes(fd) > 0
     }
 
     private func enqueue(_ request: ReadRequest) {
@@ -227,6 +231,7 @@ extension TCPConnection {
     func restartReadWait() {
         readWaitStart = loop.now
         readExtension = .zero
+        tookLateGrace = false
         armReadTimer()
     }
 
@@ -255,17 +260,20 @@ extension TCPConnection {
         guard let deadline = readDeadline else { return }
         let now = loop.now
         if now < deadline { return armReadTimer() }
+        if !tookLateGrace, hasUnreadInput {
+            // Late, not silent: the bytes are read on this pass or the next; judge again after that.
+            // Asked before `shouldTimeoutRead`, whose answer may be a refusal (a server's 408). Once
+            // per wait, so a peer that drips bytes cannot keep a request alive this way.
+            tookLateGrace = true
+            readExtension += (now - deadline) + Self.lateTimeoutGrace
+            return armReadTimer()
+        }
         if let ask = shouldTimeoutRead, let more = ask(self, now - readWaitStart), more > .zero {
             guard state == .connected else { return }
             readExtension += (now - deadline) + more
             return armReadTimer()
         }
         guard state == .connected, readDeadline != nil else { return }
-        if hasUnreadInput {
-            // Late, not silent: the bytes are read on this pass or the next; judge again after that.
-            readExtension += (now - deadline) + Self.lateTimeoutGrace
-            return armReadTimer()
-        }
         finish(.failed(.timedOut(.read)), delivery: .now)
     }
 }

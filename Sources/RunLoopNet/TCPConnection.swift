@@ -164,6 +164,8 @@ public final class TCPConnection {
 
     var readWaitStart = LoopInstant(nanoseconds: 0)
     var readExtension = Duration.zero
+    /// Whether this read wait already had its grace for bytes that were waiting unread.
+    var tookLateGrace = false
     var lastWriteProgress = LoopInstant(nanoseconds: 0)
     var writeExtension = Duration.zero
     var connectTimer: DeadlineTimer?

@@ -32,6 +32,30 @@ struct LateDeadlineTests {
         #expect(harness.disconnects == [.answerTimeout(.seconds(5))])
     }
 
+    @Test("client: the grace is given once until the next frame; bytes that keep waiting without a frame do not keep a silent link")
+    func clientGraceOnce() throws {
+        var harness = ClientHarness()
+        harness.goOnline()
+        let stalled = harness.heartbeatAfterStall()
+        _ = try #require(stalled)
+        harness.now = harness.now + IMClientMachine.lateAnswerGrace
+        harness.record(harness.machine.timerFired(now: harness.now, inputWaiting: true))
+        #expect(harness.disconnects == [.answerTimeout(.seconds(5))])
+    }
+
+    @Test("client: a login deadline passed with the answer unread waits the grace, and the login completes")
+    func clientLoginDeadline() throws {
+        var harness = ClientHarness { $0.loginTimeout = .seconds(3) }
+        harness.record(harness.machine.start(now: harness.now))
+        harness.record(harness.machine.transportOpened(generation: harness.generation, now: harness.now))
+        let login = try #require(harness.lastWritten(.login))
+        harness.now = harness.now + .seconds(4)  // stalled past the 3 s login timeout
+        harness.record(harness.machine.timerFired(now: harness.now, inputWaiting: true))
+        #expect(harness.machine.state == .loggingIn)
+        harness.record(harness.machine.frameReceived(IMFrame(command: .loginAck, serial: login.serial, message: IMLoginResponse()), generation: harness.generation, now: harness.now))
+        #expect(harness.machine.state == .online)
+    }
+
     @Test("server: a keepalive deadline passed with the client's bytes unread waits a grace; a frame then keeps the session, silence ends it")
     func serverKeepalive() {
         var now = LoopInstant(nanoseconds: 1_000_000_000_000)
@@ -52,6 +76,13 @@ struct LateDeadlineTests {
         #expect(!silent.isEnded)
         _ = silent.timerFired(now: now + IMClientMachine.lateAnswerGrace)
         #expect(silent.isEnded)
+
+        // Once until the next frame: still bytes waiting but no frame after the grace is silence.
+        var dripping = Self.onlineSession(now: now)
+        now = now + .seconds(20)
+        _ = dripping.timerFired(now: now, inputWaiting: true)
+        _ = dripping.timerFired(now: now + IMClientMachine.lateAnswerGrace, inputWaiting: true)
+        #expect(dripping.isEnded)
     }
 
     @Test("server: without bytes waiting, the keepalive rule is unchanged")

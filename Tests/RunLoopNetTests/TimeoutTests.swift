@@ -102,8 +102,9 @@ import Testing
     }
 
     @Test func aReadTimeoutMissedByABusyLoopWaitsForTheBytesThatArrived() async throws {
-        let (received, reason, silence) = try await onManualClockLoop { loop, clock in
+        let (received, reason, silence, asked) = try await onManualClockLoop { loop, clock in
             var received = 0
+            var asked = 0
             var reason: CloseReason?
             var lastByteAt: LoopInstant?
             var silence: Duration?
@@ -111,6 +112,12 @@ import Testing
             defer { listener.close() }
             listener.onAccept = { _, connection in
                 connection.readTimeout = .seconds(5)
+                // A hook that refuses at once (as a server's 408 does) must not be asked while the
+                // bytes wait: the grace comes first.
+                connection.shouldTimeoutRead = { _, _ in
+                    asked += 1
+                    return nil
+                }
                 connection.onData = { _, chunk in
                     received += chunk.count
                     lastByteAt = loop.now
@@ -132,9 +139,10 @@ import Testing
             }, forMode: .common)
             try spin(loop, for: .seconds(120)) { reason != nil }
             client.close()
-            return (received, reason, silence)
+            return (received, reason, silence, asked)
         }
         #expect(received == 1)
+        #expect(asked == 1, "asked only when the peer was really silent")
         // Then real silence still times out, 5 s after the byte was read.
         #expect(reason == .failed(.timedOut(.read)))
         #expect(silence == .seconds(5))

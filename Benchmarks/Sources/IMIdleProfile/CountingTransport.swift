@@ -38,6 +38,7 @@ final class CountingTransport: IMTransport {
     }
 
     func close(graceful: Bool) { inner.close(graceful: graceful) }
+    var hasUnreadInput: Bool { inner.hasUnreadInput }
 
     private func count(_ bytes: [UInt8]) {
         decoder.append(bytes)

@@ -80,8 +80,9 @@ public final class IMClient {
         decoder = FrameDecoder(maxBodyLength: configuration.maximumFrameBody)
         timer = ProtocolTimer(loop: loop, modes: modes, label: "im.client \(configuration.user)") { [weak self] in
             guard let self else { return }
-            let inputWaiting = self.transport?.hasUnreadInput ?? false
-            self.apply(self.machine.timerFired(now: self.loop.now, inputWaiting: inputWaiting))
+            let now = self.loop.now
+            let inputWaiting = self.machine.hasSilenceDeadlinePassed(now: now) && self.transport?.hasUnreadInput == true
+            self.apply(self.machine.timerFired(now: now, inputWaiting: inputWaiting))
         }
     }
 

@@ -68,6 +68,8 @@ public struct IMClientMachine: Sendable {
     var lastSent = LoopInstant(nanoseconds: 0)
     var lastReceived = LoopInstant(nanoseconds: 0)
     var answerDeadline: LoopInstant?
+    /// A silence deadline was moved for unread bytes since the last frame (or connect).
+    var tookLateGrace = false
     var loginDeadline: LoopInstant?
     var closeDeadline: LoopInstant?
     var pendingHeartbeat: PendingHeartbeat?
@@ -143,6 +145,7 @@ public struct IMClientMachine: Sendable {
     public mutating func frameReceived(_ frame: IMFrame, generation from: UInt64, now: LoopInstant) -> [IMClientAction] {
         guard currentGeneration == from, isTransportOpen else { return [] }
         lastReceived = now
+        tookLateGrace = false
         do {
             try handle(frame, now: now)
         } catch {
@@ -169,7 +172,10 @@ public struct IMClientMachine: Sendable {
     ///   it moves ``lateAnswerGrace`` on instead of dropping the connection, so the bytes get read
     ///   (and any frame starts the wait over).
     public mutating func timerFired(now: LoopInstant, inputWaiting: Bool = false) -> [IMClientAction] {
-        if inputWaiting {
+        if inputWaiting, !tookLateGrace, hasSilenceDeadlinePassed(now: now) {
+            // Once until the next frame: bytes that keep waiting without ever making a frame do not
+            // keep a silent connection alive.
+            tookLateGrace = true
             if let deadline = loginDeadline, now >= deadline { loginDeadline = now + Self.lateAnswerGrace }
             if let deadline = answerDeadline, now >= deadline { answerDeadline = now + Self.lateAnswerGrace }
         }
@@ -200,6 +206,14 @@ public struct IMClientMachine: Sendable {
             }
         }
         return takeActions()
+    }
+
+    /// Whether the login or answer deadline has passed: only then does ``timerFired(now:inputWaiting:)``
+    /// need to know whether the peer's bytes wait unread (asking costs the transport a syscall).
+    public func hasSilenceDeadlinePassed(now: LoopInstant) -> Bool {
+        if let loginDeadline, now >= loginDeadline { return true }
+        if let answerDeadline, now >= answerDeadline { return true }
+        return false
     }
 
     /// How long a login or answer deadline that passed with the peer's bytes unread waits for the
@@ -399,6 +413,7 @@ public struct IMClientMachine: Sendable {
         phase = .connecting(generation)
         loginDeadline = now + configuration.loginTimeout
         answerDeadline = nil
+        tookLateGrace = false
         pendingHeartbeat = nil
         actions.append(.openTransport(generation: generation))
         report(.connecting(attempt: max(1, backoff.attempts)))

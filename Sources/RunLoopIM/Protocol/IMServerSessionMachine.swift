@@ -199,10 +199,13 @@ public struct IMServerSessionMachine: Sendable {
 
     /// - Parameter inputWaiting: the link holds the peer's bytes unread (``IMSessionLink/hasUnreadInput``).
     ///   A deadline that passes then was missed by a busy loop, not by a silent peer: it is judged
-    ///   again ``IMClientMachine/lateAnswerGrace`` later, after the bytes were read (any frame counts).
+    ///   again ``IMClientMachine/lateAnswerGrace`` later, after the bytes were read (any frame counts);
+    ///   once until the next frame.
     public mutating func timerFired(now: LoopInstant, inputWaiting: Bool = false) -> [IMServerSessionAction] {
         if let lateGraceUntil, now < lateGraceUntil { return takeActions() }
-        if inputWaiting, let deadline = nextDeadline, now >= deadline {
+        // Once until the next frame: bytes that keep waiting without ever making a frame do not keep
+        // a silent client online.
+        if inputWaiting, lateGraceUntil == nil, let deadline = nextDeadline, now >= deadline {
             lateGraceUntil = now + IMClientMachine.lateAnswerGrace
             return takeActions()
         }
