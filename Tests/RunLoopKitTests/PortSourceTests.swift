@@ -210,6 +210,44 @@ import Testing
         #expect(result == .finished)
     }
 
+    @Test func aReadyPortRemovedByAnEarlierCalloutOfTheIterationIsNotPerformed() async throws {
+        let (events, performed) = try await onManualClockLoop { loop, _ in
+            let trace = Trace()
+            let mode = RunLoop.Mode("M")
+            let pair = SocketPair()
+            let other = SocketPair()
+            var performed = 0
+            let port = try RunLoopPortSource(fileDescriptor: pair.right, order: 2) { source, _ in
+                _ = readAvailable(source.fileDescriptor)
+                performed += 1
+            }
+            // Alone: the timers pass runs before the ports pass of the same iteration.
+            try loop.add(port, forMode: mode)
+            loop.add(RunLoopTimer(after: .zero) { _ in
+                trace.append("T:removes")
+                loop.remove(port, forMode: mode)
+            }, forMode: mode)
+            pair.send("1")
+            try loop.run(mode, timeout: .milliseconds(10))
+            // Two ready at once: the first one's callout removes the second.
+            try loop.add(port, forMode: mode)
+            let first = try RunLoopPortSource(fileDescriptor: other.right, order: 1) { source, _ in
+                _ = readAvailable(source.fileDescriptor)
+                trace.append("P:first")
+                loop.remove(port, forMode: mode)
+            }
+            try loop.add(first, forMode: mode)
+            pair.send("2")
+            other.send("3")
+            try loop.run(mode, timeout: .milliseconds(10))
+            first.invalidate()
+            port.invalidate()
+            return (trace.events, performed)
+        }
+        #expect(events == tokens("T:removes P:first"))
+        #expect(performed == 0)
+    }
+
     @Test func portAddedFromAnotherThreadIsWatched() async throws {
         let (received, result) = try await onLoopThread {
             let loop = RunLoop.current

@@ -111,11 +111,20 @@ struct DescriptorIdentity: Equatable {
 /// One port source in one mode: the libevent event and the readiness collected for it.
 final class PortRegistration {
     let source: RunLoopPortSource
-    unowned let store: ModeStore
+    /// Unowned and unchecked: a registration is held only by its store's table and the loop's queues
+    /// (ready ports, pending backend changes), and a store lives as long as its loop, so the store is
+    /// always there when one is used; a checked reference cost a strong retain and release on every
+    /// readiness callback.
+    unowned(unsafe) let store: ModeStore
     /// Position in the mode, for a stable dispatch order among equal `order`s.
     let sequence: UInt64
-    /// False once removed from the mode (guarded by the loop lock).
-    var isActive = true
+    /// False once removed from the mode. Written under the loop lock; read by the loop thread before
+    /// each callout without it (an atomic load instead of a lock pair per port perform).
+    private let active = Atomic<Bool>(true)
+    var isActive: Bool {
+        get { active.load(ordering: .acquiring) }
+        set { active.store(newValue, ordering: .releasing) }
+    }
     // Loop thread only:
     var isQueued = false
     var pendingEvents: Int16 = 0

@@ -445,6 +445,10 @@ extension RunLoop {
     }
 
     private func performReadyPorts(in store: ModeStore, returnAfterFirst: Bool) -> Bool {
+        // One ready port (a request/response exchange): nothing to sort or hand back, and removing
+        // the last element is a decrement where emptying an array keeping its storage is a generic
+        // range replacement.
+        if store.readyPorts.count == 1 { return perform(store.readyPorts.removeLast(), in: store) }
         var ready = store.spareReadyPorts
         store.spareReadyPorts = []
         swap(&ready, &store.readyPorts)
@@ -454,12 +458,7 @@ extension RunLoop {
         while index < ready.count {
             let registration = ready[index]
             index += 1
-            registration.isQueued = false
-            let events = PortEvents(rawValue: registration.pendingEvents)
-            registration.pendingEvents = 0
-            guard registration.source.isValid, lock.withLock({ registration.isActive }) else { continue }
-            let source = registration.source
-            callOut(.port, item: source, label: source.label, mode: store.mode, clock: clockStorage) { source.perform(events) }
+            guard perform(registration, in: store) else { continue }
             handled = true
             if returnAfterFirst { break }
         }
@@ -470,5 +469,18 @@ extension RunLoop {
         ready.removeAll(keepingCapacity: true)
         store.spareReadyPorts = ready
         return handled
+    }
+
+    /// Takes a registration off the ready queue and performs its source, unless it was invalidated or
+    /// removed from the mode meanwhile; returns whether it performed.
+    @inline(__always)
+    private func perform(_ registration: PortRegistration, in store: ModeStore) -> Bool {
+        registration.isQueued = false
+        let events = PortEvents(rawValue: registration.pendingEvents)
+        registration.pendingEvents = 0
+        guard registration.source.isValid, registration.isActive else { return false }
+        let source = registration.source
+        callOut(.port, item: source, label: source.label, mode: store.mode, clock: clockStorage) { source.perform(events) }
+        return true
     }
 }
