@@ -167,6 +167,7 @@ let package = Package(
             dependencies: [
                 "ChatNodeKit",
                 "RunLoopKit",
+                "RunLoopNet",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

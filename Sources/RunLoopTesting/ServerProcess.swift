@@ -35,11 +35,18 @@ public final class ServerProcess: @unchecked Sendable {
     }
 
     /// Starts `product` with `arguments` and waits until it reports its port.
-    public init(_ product: String, _ arguments: [String]) throws {
+    /// - Parameter softDescriptorLimit: starts it with this soft RLIMIT_NOFILE (the hard one as the
+    ///   test process has it), through `/bin/sh -c 'ulimit -Sn N && exec …'`.
+    public init(_ product: String, _ arguments: [String], softDescriptorLimit: Int? = nil) throws {
         let path = Self.productPath(product)
         guard FileManager.default.isExecutableFile(atPath: path) else { throw Failure.binaryMissing(path) }
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
+        if let softDescriptorLimit {
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", "ulimit -Sn \(softDescriptorLimit) && exec \"$0\" \"$@\"", path] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: path)
+            process.arguments = arguments
+        }
         process.standardOutput = output
         try process.run()
         var line = ""

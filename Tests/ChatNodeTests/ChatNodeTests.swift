@@ -207,3 +207,28 @@ struct ChatNodeTests {
         }
     }
 }
+
+@Suite("chat-node serve, the process")
+struct ServeProcessTests {
+    @Test("serve raises the soft descriptor limit to the hard one: every client is a descriptor")
+    func serveRaisesTheDescriptorLimit() throws {
+        let hard = DescriptorLimit.current.hard
+        guard hard > 256 else {
+            print("skipped: the hard descriptor limit (\(hard)) leaves nothing to raise")
+            return
+        }
+        let path = temporaryDatabase()
+        defer { removeDatabase(path) }
+        let node = try ServerProcess("chat-node", ["serve", "--host", "127.0.0.1", "--port", "0", "--database", path,
+                                                   "--scrypt-cost", "4", "--log-level", "error", "--no-http"],
+                                     softDescriptorLimit: 256)
+        defer { node.kill() }
+        // "Max open files            <soft>               <hard>               files"
+        let limits = try String(contentsOfFile: "/proc/\(node.process.processIdentifier)/limits", encoding: .utf8)
+        let line = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max open files") })
+        let fields = line.split(separator: " ")
+        try #require(fields.count >= 5)
+        #expect(fields[3] == fields[4], "soft \(fields[3]) should have been raised to hard \(fields[4])")
+        #expect(fields[3] != "256")
+    }
+}

@@ -3,6 +3,7 @@ import ChatNodeKit
 import Glibc
 import Logging
 import RunLoopKit
+import RunLoopNet
 
 /// `chat-node`: the demo chat node on RunLoopKit — a thin main over ChatNodeKit.
 @main
@@ -83,6 +84,10 @@ struct Serve: ParsableCommand {
 
     func run() throws {
         log.bootstrap()
+        // Every client is a descriptor: the stock soft limit (1024) is usually far below the hard one,
+        // and the node fits its connection limit to the limit in force when it starts listening.
+        let softLimitBefore = DescriptorLimit.current.soft
+        let softLimit = DescriptorLimit.raiseSoftLimitToHard()
         let loop = RunLoop.current
         var configuration = ChatNode.Configuration(databasePath: database)
         configuration.host = host
@@ -96,6 +101,7 @@ struct Serve: ParsableCommand {
         configuration.session.loginTimeout = .seconds(loginSeconds)
         configuration.passwordHasher = PasswordHasher(rounds: 1 << scryptCost)
         let node = try ChatNode(configuration: configuration, loop: loop)
+        if softLimit != softLimitBefore { node.logger.info("descriptor limit raised from \(softLimitBefore) to \(softLimit)") }
         try node.start()
         print("listening on \(host):\(node.port)")
         if let page = node.pageURL { print("page: \(page)") }
