@@ -175,7 +175,7 @@ public final class WebSocketSessionLink: IMSessionLink {
             // The peer's bytes waiting unread mean this loop was late, not the peer silent (a stalled
             // loop fires timers before it reads): judge at the next ping, after they were read.
             // Once per ping: unread bytes that never bring the pong do not keep the peer.
-            if !postponedVerdict, connection.tcp.hasUnreadInput {
+            if !postponedVerdict, hasUnreadInput {
                 postponedVerdict = true
                 return
             }

@@ -138,52 +138,39 @@ public final class RunLoopTimer: @unchecked Sendable {
     /// May be set from any thread.
     public var nextFireDate: LoopInstant? {
         get {
-            // Unclaimed, the attachment's lock guards the fields; claimed, the loop's. Between a claim
-            // and the insertion `deadline` may still hold a delay.
-            while true {
-                if let unclaimed = attachment.ifUnclaimed({ start == .atInstant ? LoopInstant(nanoseconds: deadline) : nil }) {
-                    return unclaimed
-                }
-                if let loop = runLoop { return loop.lock.withLock { start == .afterDelay ? nil : LoopInstant(nanoseconds: deadline) } }
-                // Released in between (an add that lost to a teardown): unclaimed again.
-            }
+            // Between a claim and the insertion `deadline` may still hold a delay.
+            access(unclaimed: { start == .atInstant ? LoopInstant(nanoseconds: deadline) : nil },
+                   claimed: { loop in loop.lock.withLock { start == .afterDelay ? nil : LoopInstant(nanoseconds: deadline) } })
         }
         set {
             guard let date = newValue else { return }
-            while true {
-                // The check and the write in one critical section: an `add` on another thread cannot
-                // claim the timer and read `start` and `deadline` halfway through.
-                let written = attachment.ifUnclaimed { () -> Bool in
-                    start = .atInstant
-                    deadline = date.nanoseconds
-                    return true
-                }
-                if written != nil { return }
-                if let loop = runLoop { return loop.redate(self, to: date.nanoseconds) }
-            }
+            access(unclaimed: {
+                start = .atInstant
+                deadline = date.nanoseconds
+            }, claimed: { loop in loop.redate(self, to: date.nanoseconds) })
         }
     }
 
     /// How late the timer may fire. Capped at half the interval for a repeating timer.
     public var tolerance: Duration {
         get {
-            while true {
-                if let unclaimed = attachment.ifUnclaimed({ Duration.nanoseconds(Int64(clamping: toleranceNanoseconds)) }) {
-                    return unclaimed
-                }
-                if let loop = runLoop { return loop.lock.withLock { .nanoseconds(Int64(clamping: toleranceNanoseconds)) } }
-            }
+            access(unclaimed: { .nanoseconds(Int64(clamping: toleranceNanoseconds)) },
+                   claimed: { loop in loop.lock.withLock { .nanoseconds(Int64(clamping: toleranceNanoseconds)) } })
         }
         set {
             let capped = Self.cap(tolerance: newValue, interval: intervalNanoseconds)
-            while true {
-                let written = attachment.ifUnclaimed { () -> Bool in
-                    toleranceNanoseconds = capped
-                    return true
-                }
-                if written != nil { return }
-                if let loop = runLoop { return loop.setTolerance(self, capped) }
-            }
+            access(unclaimed: { toleranceNanoseconds = capped }, claimed: { loop in loop.setTolerance(self, capped) })
+        }
+    }
+
+    /// Runs `unclaimed` under the attachment's lock while no loop holds the timer, otherwise `claimed`
+    /// with that loop. The check and `unclaimed` are one critical section, so an `add` on another
+    /// thread cannot claim the timer and read `start` and `deadline` halfway through a write.
+    private func access<Result: Sendable>(unclaimed: () -> Result, claimed: (RunLoop) -> Result) -> Result {
+        while true {
+            if let result = attachment.ifUnclaimed(unclaimed) { return result }
+            if let loop = runLoop { return claimed(loop) }
+            // Released in between (an add that lost to a teardown): unclaimed again.
         }
     }
 
