@@ -104,6 +104,12 @@ final class WebSocketPeer {
         return false
     }
 
+    /// Where the connection is stuck, for a failure message.
+    var diagnosis: String {
+        "\(connection.state) over \(connection.tcp), \(messages.count) messages in, "
+            + "\(connection.tcp.bufferedOutputBytes) bytes queued out, unread input: \(connection.tcp.hasUnreadInput)"
+    }
+
     /// The IM frames received, whichever encoding carried them.
     var frames: [IMFrame] {
         messages.compactMap { message in
@@ -136,6 +142,7 @@ struct WebBadInputTests {
         defer { removeDatabase(path) }
         let node = try ChatNode(configuration: nodeConfiguration(path, httpPort: 0))
         try node.start()
+        defer { node.abort() }
         let webPort = try #require(node.webPort)
         let seen = WebBadInputObservations()
         node.web?.onRefused = { seen.refusedStatuses.append($0.status) }
@@ -205,7 +212,8 @@ struct WebBadInputTests {
         try tooLargeJSON.connection.send(text: #"{"command":"SEND","serial":10,"body":{"id":"m","user":"tom","text":"\#(big)"}}"#)
         try mixed.connection.send(text: #"{"command":"HEARTBEAT","serial":1}"#)
         try mixed.connection.send(binary: IMFrame(command: .heartbeat, serial: 2).encoded())
-        try #require(try spin(loop) { peers.allSatisfy { $0.closeInfo != nil } })
+        let allClosed = try spin(loop) { peers.allSatisfy { $0.closeInfo != nil } }
+        try #require(allClosed, "peers still open: \(peers.filter { $0.closeInfo == nil }.map(\.diagnosis))")
 
         #expect(badJSON.lastError?.code == .badRequest && badJSON.closeInfo?.code == .policyViolation)
         #expect(badJSON.lastWasText == true, "a JSON client is answered in JSON: \(badJSON.messages)")
@@ -265,3 +273,4 @@ struct WebJSONClientTests {
         try spin(loop) { tom.state == .closed(.userClosed) }
     }
 }
+

@@ -1,0 +1,67 @@
+import RunLoopKit
+import RunLoopTesting
+import Testing
+
+/// `spin`'s limit ends hangs; time in which the loop could not run (a stalled process) does not count.
+/// Virtual time: a timer's callout jumps the manual clock, as a stall of the whole process would.
+@Suite struct SpinTests {
+    /// A loop that ticks every 5 ms; `stall` jumps the clock once, in the tick after `stallAfter`.
+    final class Ticker {
+        var ticks = 0
+        let timer: RunLoopTimer
+        init(loop: RunLoop, clock: ManualClock, stall: Duration?, stallAfter: Int = 2) {
+            let box = Counter()
+            timer = RunLoopTimer(after: .milliseconds(5), repeating: .milliseconds(5)) { _ in
+                box.value += 1
+                if box.value == stallAfter, let stall { clock.advance(by: stall) }
+            }
+            counter = box
+            loop.add(timer, forMode: .default)
+        }
+        let counter: Counter
+        var count: Int { counter.value }
+    }
+
+    final class Counter { var value = 0 }
+
+    @Test func aStallOfTheWholeProcessDoesNotUseUpTheLimit() async throws {
+        let outcome = try await onManualClockLoop { loop, clock in
+            let ticker = Ticker(loop: loop, clock: clock, stall: .seconds(40))
+            defer { ticker.timer.invalidate() }
+            let started = loop.now
+            // Five ticks after the stall: the loop had its chance to move after the 40 s it could not.
+            let done = try spin(loop, for: .seconds(30)) { ticker.count >= 8 }
+            return (done, loop.now - started)
+        }
+        #expect(outcome.0, "the condition held a few ticks after the stall")
+        #expect(outcome.1 > .seconds(40) && outcome.1 < .seconds(41))
+    }
+
+    @Test func aLoopThatRunsButNeverGetsThereFailsAtTheLimit() async throws {
+        let outcome = try await onManualClockLoop { loop, clock in
+            let ticker = Ticker(loop: loop, clock: clock, stall: nil)
+            defer { ticker.timer.invalidate() }
+            let started = loop.now
+            let done = try spin(loop, for: .seconds(2)) { false }
+            return (done, loop.now - started)
+        }
+        #expect(!outcome.0)
+        #expect(outcome.1 >= .seconds(2) && outcome.1 < .milliseconds(2_010))
+    }
+
+    @Test func forgivenStallsAreCappedAtTheLimitAgain() async throws {
+        let outcome = try await onManualClockLoop { loop, clock in
+            // A stall longer than twice the limit: the spin gives up instead of waiting it out.
+            let ticker = Ticker(loop: loop, clock: clock, stall: .seconds(100))
+            defer { ticker.timer.invalidate() }
+            let ticksAtEnd = Counter()
+            let done = try spin(loop, for: .seconds(30)) {
+                ticksAtEnd.value = ticker.count
+                return ticker.count >= 1_000_000
+            }
+            return (done, ticksAtEnd.value)
+        }
+        #expect(!outcome.0)
+        #expect(outcome.1 <= 3, "it stopped right after the stall, not 30 s of ticks later: \(outcome.1) ticks")
+    }
+}
