@@ -43,6 +43,9 @@ struct ChaosTests {
         var failures: [String] = []
         var refusedAtSend = 0
         var joined = 0
+        /// Ticks of the fault schedule so far.
+        var ticks = 0
+        var nextFault = 0
         init(node: ServerProcess) { self.node = node }
     }
 
@@ -94,20 +97,28 @@ struct ChaosTests {
 
             let perMember = 1_000
             let start = loop.now
-            // Faults at fixed times after the first message; sending goes on through all of them.
-            let schedule: [(Duration, () throws -> Void)] = [
-                (.milliseconds(1_000), { run.node.kill(); run.faults.append("kill 1") }),
-                (.milliseconds(1_800), { run.node = try Self.startNode(database: database, port: port); run.faults.append("restart 1") }),
-                (.milliseconds(2_000), { link.isSilent = true; run.faults.append("silence") }),
-                (.milliseconds(3_500), { run.node.kill(); run.faults.append("kill 2") }),
-                (.milliseconds(4_300), { run.node = try Self.startNode(database: database, port: port); run.faults.append("restart 2") }),
-                (.milliseconds(5_500), { link.isSilent = false; run.faults.append("link back") }),
+            // Faults at fixed amounts of running time after the first message, sending going on through
+            // all of them. Counted in ticks of a repeating timer, not read off the clock: a tick missed
+            // while the process could not run (a stall on a blocked output pipe) is skipped, not
+            // replayed, so a stall delays the schedule instead of firing every due fault at once —
+            // which let a restart follow its kill before the clients had run at all.
+            let tick = Duration.milliseconds(10)
+            let schedule: [(ticks: Int, action: () throws -> Void)] = [
+                (100, { run.node.kill(); run.faults.append("kill 1") }),
+                (180, { run.node = try Self.startNode(database: database, port: port); run.faults.append("restart 1") }),
+                (200, { link.isSilent = true; run.faults.append("silence") }),
+                (350, { run.node.kill(); run.faults.append("kill 2") }),
+                (430, { run.node = try Self.startNode(database: database, port: port); run.faults.append("restart 2") }),
+                (550, { link.isSilent = false; run.faults.append("link back") }),
             ]
-            for (delay, action) in schedule {
-                loop.add(RunLoopTimer(after: delay, label: "chaos") { _ in
-                    do { try action() } catch { run.failures.append("\(error)") }
-                }, forMode: .default)
-            }
+            loop.add(RunLoopTimer(after: tick, repeating: tick, label: "chaos") { timer in
+                run.ticks += 1
+                guard run.nextFault < schedule.count else { return timer.invalidate() }
+                let next = schedule[run.nextFault]
+                guard run.ticks >= next.ticks else { return }
+                run.nextFault += 1
+                do { try next.action() } catch { run.failures.append("\(error)") }
+            }, forMode: .default)
             let pump = RunLoopTimer(after: .zero, repeating: .milliseconds(6), label: "pump") { timer in
                 for member in members where member.sent.count < perMember {
                     do {
