@@ -2,7 +2,8 @@ import RunLoopKit
 import RunLoopTesting
 import Testing
 
-/// `spin`'s limit ends hangs; time in which the loop could not run (a stalled process) does not count.
+/// `spin`'s and `runUntil`'s limits end hangs; time in which the loop could not run (a stalled
+/// process) does not count.
 /// Virtual time: a timer's callout jumps the manual clock, as a stall of the whole process would.
 @Suite struct SpinTests {
     /// A loop that ticks every 5 ms; `stall` jumps the clock once, in the tick after `stallAfter`.
@@ -63,5 +64,17 @@ import Testing
         }
         #expect(!outcome.0)
         #expect(outcome.1 <= 3, "it stopped right after the stall, not 30 s of ticks later: \(outcome.1) ticks")
+    }
+
+    @Test func runUntilForgivesAStallToo() async throws {
+        let outcome = try await onManualClockLoop { loop, clock in
+            let ticker = Ticker(loop: loop, clock: clock, stall: .seconds(40))
+            defer { ticker.timer.invalidate() }
+            let started = loop.now
+            let done = try loop.runUntil(timeout: .seconds(30)) { ticker.count >= 8 }
+            return (done, loop.now - started)
+        }
+        #expect(outcome.0, "the condition held a few ticks after the stall")
+        #expect(outcome.1 > .seconds(40) && outcome.1 < .seconds(41))
     }
 }
