@@ -6,21 +6,21 @@ import Testing
 /// process) does not count.
 /// Virtual time: a timer's callout jumps the manual clock, as a stall of the whole process would.
 @Suite struct SpinTests {
-    /// A loop that ticks every 5 ms; `stall` jumps the clock once, in the tick after `stallAfter`.
+    /// A timer ticking every 5 ms that jumps the clock by `stall` once, in tick number `stallAfter`.
     final class Ticker {
-        var ticks = 0
         let timer: RunLoopTimer
+        private let counter: Counter
+        var count: Int { counter.value }
+
         init(loop: RunLoop, clock: ManualClock, stall: Duration?, stallAfter: Int = 2) {
-            let box = Counter()
+            let counter = Counter()
+            self.counter = counter
             timer = RunLoopTimer(after: .milliseconds(5), repeating: .milliseconds(5)) { _ in
-                box.value += 1
-                if box.value == stallAfter, let stall { clock.advance(by: stall) }
+                counter.value += 1
+                if counter.value == stallAfter, let stall { clock.advance(by: stall) }
             }
-            counter = box
             loop.add(timer, forMode: .default)
         }
-        let counter: Counter
-        var count: Int { counter.value }
     }
 
     final class Counter { var value = 0 }
