@@ -22,6 +22,24 @@ public func onLoopThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T
     }
 }
 
+/// Runs each body on a new thread of its own, all started at once, and returns their results in order
+/// once every thread has ended. For tests whose loops must run at the same time: two `async let`
+/// ``onLoopThread(_:)`` calls start their threads only when the concurrency pool gets to each child
+/// task, and a pool held up by other tests (CI once showed 30 s) starts the second loop after the first
+/// has given up waiting for it.
+public func onLoopThreads<T: Sendable>(_ bodies: [@Sendable () throws -> T]) async throws -> [T] {
+    try await withCheckedThrowingContinuation { continuation in
+        let results = bodies.map { _ in LockedBox<Result<T, any Error>?>(nil) }
+        let workers = zip(bodies, results).map { body, result in
+            startJoinableThread { result.set(Result { try body() }) }
+        }
+        startThread {
+            for worker in workers { pthread_join(worker, nil) }
+            continuation.resume(with: Result { try results.map { try $0.get()!.get() } })
+        }
+    }
+}
+
 /// Runs `body` on a new thread whose loop already uses a fresh ``ManualClock``.
 public func onManualClockLoop<T: Sendable>(
     autoAdvances: Bool = true,

@@ -75,9 +75,10 @@ struct StalledServerPingTests {
     func stalledLoopKeepsAnsweringPeer() async throws {
         let shared = StallShared()
         // The answering peer on a loop of its own, so it answers while the server's loop is stalled.
-        async let peer: Void = onLoopThread { try Self.answer(shared) }
-        let (stalls, sessions) = try await onLoopThread { try Self.serveAndStall(shared) }
-        try await peer
+        let serve: @Sendable () throws -> (Int, Int) = { try Self.serveAndStall(shared) }
+        let answer: @Sendable () throws -> (Int, Int) = { try Self.answer(shared); return (0, 0) }
+        let outcomes = try await onLoopThreads([serve, answer])
+        let (stalls, sessions) = outcomes[0]
         #expect(stalls == 1)
         #expect(sessions == 1, "the answering peer was dropped by a ping the stalled loop judged before reading the pong")
     }

@@ -51,9 +51,7 @@ import Testing
             bothAttached.open()
             return try loop.run(.default, timeout: .seconds(5))
         }
-        async let first = onLoopThread(runLoopWithSource)
-        async let second = onLoopThread(runLoopWithSource)
-        let results = try await [first, second]
+        let results = try await onLoopThreads([runLoopWithSource, runLoopWithSource])
         #expect(results == [.stopped, .stopped])
         source.invalidate()
     }

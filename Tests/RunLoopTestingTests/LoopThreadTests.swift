@@ -59,3 +59,30 @@ import Testing
         #expect(childHas(ends[1], closingInherited: true) == 1)
     }
 }
+
+/// `onLoopThreads` runs its bodies at the same time, each on a loop of its own, results in order.
+@Suite struct LoopThreadsTests {
+    @Test func theBodiesRunAtTheSameTimeAndTheirResultsComeInOrder() async throws {
+        let arrived = LockedBox(0)
+        // Each body waits (up to 10 s) for the other to have started: bodies run one after the other
+        // would each wait in vain, and both would report false.
+        @Sendable func meet(_ name: String) -> (String, Bool, ObjectIdentifier) {
+            arrived.update { $0 += 1 }
+            for _ in 0..<10_000 where arrived.get() < 2 { sleep(milliseconds: 1) }
+            return (name, arrived.get() == 2, ObjectIdentifier(RunLoop.current))
+        }
+        let first: @Sendable () -> (String, Bool, ObjectIdentifier) = { meet("first") }
+        let second: @Sendable () -> (String, Bool, ObjectIdentifier) = { meet("second") }
+        let results = try await onLoopThreads([first, second])
+        #expect(results.map(\.0) == ["first", "second"])
+        #expect(results.map(\.1) == [true, true], "both bodies were running at once")
+        #expect(results[0].2 != results[1].2, "each on a loop of its own")
+    }
+
+    @Test func anErrorFromEitherBodyReachesTheTest() async throws {
+        struct Refused: Error {}
+        let fine: @Sendable () throws -> Int = { 1 }
+        let failing: @Sendable () throws -> Int = { throw Refused() }
+        await #expect(throws: Refused.self) { try await onLoopThreads([fine, failing]) }
+    }
+}
