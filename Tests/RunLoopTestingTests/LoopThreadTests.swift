@@ -66,10 +66,12 @@ import Testing
         let arrived = LockedBox(0)
         // Each body waits (up to 10 s) for the other to have started: bodies run one after the other
         // would each wait in vain, and both would report false.
+        // The loop is taken before the meeting, so both exist at once and cannot share an address.
         @Sendable func meet(_ name: String) -> (String, Bool, ObjectIdentifier) {
+            let loop = ObjectIdentifier(RunLoop.current)
             arrived.update { $0 += 1 }
             for _ in 0..<10_000 where arrived.get() < 2 { sleep(milliseconds: 1) }
-            return (name, arrived.get() == 2, ObjectIdentifier(RunLoop.current))
+            return (name, arrived.get() == 2, loop)
         }
         let first: @Sendable () -> (String, Bool, ObjectIdentifier) = { meet("first") }
         let second: @Sendable () -> (String, Bool, ObjectIdentifier) = { meet("second") }
