@@ -42,6 +42,12 @@ public nonisolated struct IMLoginRequest: Sendable {
   /// Free text for logs, e.g. "chat-node client 1.0".
   public var clientName: String = String()
 
+  /// Identifies one client program instance (one device) across its reconnects: random, made once
+  /// when the client starts, at most 64 bytes. A login with the same user and instance replaces that
+  /// instance's earlier session at once (its link may be half-open and not yet known dead). Empty:
+  /// no replacement.
+  public var clientInstance: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -67,6 +73,54 @@ public nonisolated struct IMLoginResponse: Sendable {
   /// The keepalive the server grants: the client's, clamped to the server's bounds. A client sends
   /// something at least this often.
   public var keepaliveSeconds: UInt32 = 0
+
+  /// With a temporary refusal (rateLimited, tooManyConnections, shuttingDown, internalError): wait at
+  /// least this long before logging in again; 0: use the reconnect backoff.
+  public var retryAfterMs: UInt32 = 0
+
+  /// With code 0: the limits of this session (docs/PROTOCOL.md section 14).
+  public var limits: IMSessionLimits {
+    get {_limits ?? IMSessionLimits()}
+    set {_limits = newValue}
+  }
+  /// Returns true if `limits` has been explicitly set.
+  public var hasLimits: Bool {self._limits != nil}
+  /// Clears the value of `limits`. Subsequent reads from it will return its default value.
+  public mutating func clearLimits() {self._limits = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _limits: IMSessionLimits? = nil
+}
+
+/// The limits a logged-in session must respect, announced in LOGIN_ACK.
+public nonisolated struct IMSessionLimits: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// The largest frame body the server accepts and the largest it sends: every frame the server
+  /// sends this session fits in it.
+  public var maxFrameBody: UInt32 = 0
+
+  /// The largest SEND body (the ChatMessage as the client encodes it, from/seq/sent_at_ms empty)
+  /// the server accepts; a larger one gets SEND_ACK frameTooLarge. Smaller than max_frame_body by
+  /// what the server adds to make the DELIVER.
+  public var maxSendBody: UInt32 = 0
+
+  /// The longest message id, in UTF-8 bytes.
+  public var maxMessageIDBytes: UInt32 = 0
+
+  /// DELIVERs the server sends without an acknowledgement before it waits for DELIVER_ACK.
+  public var deliveryWindowMessages: UInt32 = 0
+
+  /// Bytes of DELIVER bodies the server sends without an acknowledgement before it waits.
+  public var deliveryWindowBytes: UInt32 = 0
+
+  /// Rooms one user may be a member of; 0: no limit.
+  public var maxRoomsPerUser: UInt32 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -248,13 +302,34 @@ public nonisolated struct IMRoomInfo: Sendable {
   public init() {}
 }
 
-/// ROOM_LIST: every room on the server, by name.
+/// LIST_ROOMS (client to server; an empty body asks for the first page).
+public nonisolated struct IMListRoomsRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// Only rooms whose name sorts after this one (byte order of UTF-8): the last name of the
+  /// previous page. Empty: from the first room.
+  public var after: String = String()
+
+  /// At most this many rooms (the server caps it; 0: the server's default).
+  public var limit: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// ROOM_LIST: a page of the rooms on the server, sorted by name (byte order of UTF-8).
 public nonisolated struct IMRoomList: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
   public var rooms: [IMRoomInfo] = []
+
+  /// More rooms follow: ask again with after set to the last name of this page.
+  public var moreAvailable: Bool = false
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -344,7 +419,7 @@ fileprivate nonisolated let _protobuf_package = "runloopim.v1"
 
 nonisolated extension IMLoginRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".LoginRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}user\0\u{1}password\0\u{3}keepalive_seconds\0\u{3}client_name\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}user\0\u{1}password\0\u{3}keepalive_seconds\0\u{3}client_name\0\u{3}client_instance\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -356,6 +431,7 @@ nonisolated extension IMLoginRequest: SwiftProtobuf.Message, SwiftProtobuf._Mess
       case 2: try { try decoder.decodeSingularStringField(value: &self.password) }()
       case 3: try { try decoder.decodeSingularUInt32Field(value: &self.keepaliveSeconds) }()
       case 4: try { try decoder.decodeSingularStringField(value: &self.clientName) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.clientInstance) }()
       default: break
       }
     }
@@ -374,6 +450,9 @@ nonisolated extension IMLoginRequest: SwiftProtobuf.Message, SwiftProtobuf._Mess
     if !self.clientName.isEmpty {
       try visitor.visitSingularStringField(value: self.clientName, fieldNumber: 4)
     }
+    if !self.clientInstance.isEmpty {
+      try visitor.visitSingularStringField(value: self.clientInstance, fieldNumber: 5)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -382,6 +461,7 @@ nonisolated extension IMLoginRequest: SwiftProtobuf.Message, SwiftProtobuf._Mess
     if lhs.password != rhs.password {return false}
     if lhs.keepaliveSeconds != rhs.keepaliveSeconds {return false}
     if lhs.clientName != rhs.clientName {return false}
+    if lhs.clientInstance != rhs.clientInstance {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -389,7 +469,7 @@ nonisolated extension IMLoginRequest: SwiftProtobuf.Message, SwiftProtobuf._Mess
 
 nonisolated extension IMLoginResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".LoginResponse"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}user\0\u{3}session_id\0\u{3}server_time_ms\0\u{1}reason\0\u{3}keepalive_seconds\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}user\0\u{3}session_id\0\u{3}server_time_ms\0\u{1}reason\0\u{3}keepalive_seconds\0\u{3}retry_after_ms\0\u{1}limits\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -402,12 +482,18 @@ nonisolated extension IMLoginResponse: SwiftProtobuf.Message, SwiftProtobuf._Mes
       case 3: try { try decoder.decodeSingularUInt64Field(value: &self.serverTimeMs) }()
       case 4: try { try decoder.decodeSingularStringField(value: &self.reason) }()
       case 5: try { try decoder.decodeSingularUInt32Field(value: &self.keepaliveSeconds) }()
+      case 6: try { try decoder.decodeSingularUInt32Field(value: &self.retryAfterMs) }()
+      case 7: try { try decoder.decodeSingularMessageField(value: &self._limits) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
     if !self.user.isEmpty {
       try visitor.visitSingularStringField(value: self.user, fieldNumber: 1)
     }
@@ -423,6 +509,12 @@ nonisolated extension IMLoginResponse: SwiftProtobuf.Message, SwiftProtobuf._Mes
     if self.keepaliveSeconds != 0 {
       try visitor.visitSingularUInt32Field(value: self.keepaliveSeconds, fieldNumber: 5)
     }
+    if self.retryAfterMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.retryAfterMs, fieldNumber: 6)
+    }
+    try { if let v = self._limits {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -432,6 +524,63 @@ nonisolated extension IMLoginResponse: SwiftProtobuf.Message, SwiftProtobuf._Mes
     if lhs.serverTimeMs != rhs.serverTimeMs {return false}
     if lhs.reason != rhs.reason {return false}
     if lhs.keepaliveSeconds != rhs.keepaliveSeconds {return false}
+    if lhs.retryAfterMs != rhs.retryAfterMs {return false}
+    if lhs._limits != rhs._limits {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension IMSessionLimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SessionLimits"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_frame_body\0\u{3}max_send_body\0\u{3}max_message_id_bytes\0\u{3}delivery_window_messages\0\u{3}delivery_window_bytes\0\u{3}max_rooms_per_user\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.maxFrameBody) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.maxSendBody) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.maxMessageIDBytes) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.deliveryWindowMessages) }()
+      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.deliveryWindowBytes) }()
+      case 6: try { try decoder.decodeSingularUInt32Field(value: &self.maxRoomsPerUser) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.maxFrameBody != 0 {
+      try visitor.visitSingularUInt32Field(value: self.maxFrameBody, fieldNumber: 1)
+    }
+    if self.maxSendBody != 0 {
+      try visitor.visitSingularUInt32Field(value: self.maxSendBody, fieldNumber: 2)
+    }
+    if self.maxMessageIDBytes != 0 {
+      try visitor.visitSingularUInt32Field(value: self.maxMessageIDBytes, fieldNumber: 3)
+    }
+    if self.deliveryWindowMessages != 0 {
+      try visitor.visitSingularUInt32Field(value: self.deliveryWindowMessages, fieldNumber: 4)
+    }
+    if self.deliveryWindowBytes != 0 {
+      try visitor.visitSingularUInt32Field(value: self.deliveryWindowBytes, fieldNumber: 5)
+    }
+    if self.maxRoomsPerUser != 0 {
+      try visitor.visitSingularUInt32Field(value: self.maxRoomsPerUser, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: IMSessionLimits, rhs: IMSessionLimits) -> Bool {
+    if lhs.maxFrameBody != rhs.maxFrameBody {return false}
+    if lhs.maxSendBody != rhs.maxSendBody {return false}
+    if lhs.maxMessageIDBytes != rhs.maxMessageIDBytes {return false}
+    if lhs.deliveryWindowMessages != rhs.deliveryWindowMessages {return false}
+    if lhs.deliveryWindowBytes != rhs.deliveryWindowBytes {return false}
+    if lhs.maxRoomsPerUser != rhs.maxRoomsPerUser {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -799,9 +948,44 @@ nonisolated extension IMRoomInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageI
   }
 }
 
+nonisolated extension IMListRoomsRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ListRoomsRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}after\0\u{1}limit\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.after) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.limit) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.after.isEmpty {
+      try visitor.visitSingularStringField(value: self.after, fieldNumber: 1)
+    }
+    if self.limit != 0 {
+      try visitor.visitSingularUInt32Field(value: self.limit, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: IMListRoomsRequest, rhs: IMListRoomsRequest) -> Bool {
+    if lhs.after != rhs.after {return false}
+    if lhs.limit != rhs.limit {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
 nonisolated extension IMRoomList: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".RoomList"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}rooms\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}rooms\0\u{3}more_available\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -810,6 +994,7 @@ nonisolated extension IMRoomList: SwiftProtobuf.Message, SwiftProtobuf._MessageI
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeRepeatedMessageField(value: &self.rooms) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.moreAvailable) }()
       default: break
       }
     }
@@ -819,11 +1004,15 @@ nonisolated extension IMRoomList: SwiftProtobuf.Message, SwiftProtobuf._MessageI
     if !self.rooms.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.rooms, fieldNumber: 1)
     }
+    if self.moreAvailable != false {
+      try visitor.visitSingularBoolField(value: self.moreAvailable, fieldNumber: 2)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: IMRoomList, rhs: IMRoomList) -> Bool {
     if lhs.rooms != rhs.rooms {return false}
+    if lhs.moreAvailable != rhs.moreAvailable {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -53,8 +53,8 @@ public final class IMServer {
     public var authenticator: ((IMLoginRequest, @escaping (IMLoginVerdict) -> Void) -> Void)?
 
     let listener: TCPListener
-    private var open: [ObjectIdentifier: IMServerSession] = [:]
-    private var byUser: [String: [IMServerSession]] = [:]
+    var open: [ObjectIdentifier: IMServerSession] = [:]
+    var byUser: [String: [IMServerSession]] = [:]
 
     /// Must be called on the loop's thread.
     public init(store: IMServerStore, settings: Settings = Settings(), loop: RunLoop = .current,
@@ -118,20 +118,6 @@ public final class IMServer {
         }
         let session = IMServerSession(link: link, server: self)
         open[ObjectIdentifier(session)] = session
-    }
-
-    func authenticate(_ request: IMLoginRequest, for session: IMServerSession, verdict: @escaping (IMLoginVerdict) -> Void) {
-        if let refusal = sessionLimitRefusal(for: request.user) { return verdict(refusal) }
-        guard let authenticator else { return verdict(store.authenticate(request)) }
-        authenticator(request) { [weak self] answer in
-            // The limit again: another session of the same user may have logged in meanwhile.
-            verdict(answer == .accepted ? (self?.sessionLimitRefusal(for: request.user) ?? answer) : answer)
-        }
-    }
-
-    private func sessionLimitRefusal(for user: String) -> IMLoginVerdict? {
-        guard let limit = settings.maximumSessionsPerUser, (byUser[user]?.count ?? 0) >= limit else { return nil }
-        return .refused(.tooManyConnections, reason: "\(user) already has \(limit) session\(limit == 1 ? "" : "s")")
     }
 
     func sessionOnline(_ session: IMServerSession, user: String) {

@@ -125,6 +125,14 @@ public enum IMStatusCode: UInt32, Error, Sendable, CaseIterable, CustomStringCon
     case internalError = 13
     /// The request names a room the user is not in (HISTORY of a room, LEAVE).
     case notAMember = 14
+    /// ERROR: a newer login of the same client instance (`LoginRequest.client_instance`) replaced
+    /// this session. The client does not reconnect on this connection's account: its newer one lives.
+    case sessionReplaced = 15
+    /// JOIN_ACK: the user is already in as many rooms as the server allows.
+    case tooManyRooms = 16
+    /// ERROR: the client left the server's output unread past its limit; nothing it was owed is lost
+    /// (undelivered messages stay in its inbox), and it may reconnect with backoff.
+    case tooSlow = 17
 
     public var description: String {
         switch self {
@@ -143,6 +151,9 @@ public enum IMStatusCode: UInt32, Error, Sendable, CaseIterable, CustomStringCon
         case .unknownCommand: return "unknown command"
         case .internalError: return "internal error"
         case .notAMember: return "not a member"
+        case .sessionReplaced: return "session replaced"
+        case .tooManyRooms: return "too many rooms"
+        case .tooSlow: return "reader too slow"
         }
     }
 }
