@@ -94,7 +94,9 @@ public final class SQLiteDatabase {
             let status: Int32
             switch value {
             case .integer(let number): status = sqlite3_bind_int64(statement, position, number)
-            case .text(let text): status = sqlite3_bind_text(statement, position, text, -1, Self.transient)
+            case .text(let text):
+                // The byte count, not -1: text may hold NUL characters, and -1 would cut it at the first.
+                status = text.withCString { sqlite3_bind_text(statement, position, $0, Int32(clamping: text.utf8.count), Self.transient) }
             case .null: status = sqlite3_bind_null(statement, position)
             }
             guard status == SQLITE_OK else { throw lastError(status) }
@@ -118,7 +120,9 @@ public final class SQLiteDatabase {
         public func integer(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
         public func text(_ column: Int32) -> String? {
             guard let bytes = sqlite3_column_text(statement, column) else { return nil }
-            return String(cString: bytes)
+            // By length, not to the first NUL: stored text may hold NUL characters.
+            let count = Int(sqlite3_column_bytes(statement, column))
+            return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
         }
     }
 

@@ -48,8 +48,18 @@ public final class SQLiteIMStore: IMServerStore {
         for user in accounts?.keys.sorted() ?? [] { try database.query("INSERT OR IGNORE INTO users(name) VALUES (?)", [.text(user)]) }
     }
 
-    public func join(room: String, user: String) -> Result<IMRoomInfo, IMStatusCode> {
-        guard isValidRoomName(room) else { return .failure(.badRequest) }
+    public func join(room: String, user: String, maximumRooms: Int?) -> Result<IMRoomInfo, IMStatusCode> {
+        guard RoomName.isValid(room) else { return .failure(.badRequest) }
+        if let maximumRooms {
+            do {
+                var rooms = 0
+                try database.query("SELECT count(*) FROM room_members WHERE user = ?", [.text(user)]) { row in rooms = Int(row.integer(0)) }
+                if rooms >= maximumRooms, try !isMember(user, of: room) { return .failure(.tooManyRooms) }
+            } catch {
+                logger.error("rooms of \(user) not counted: \(error)")
+                return .failure(.internalError)
+            }
+        }
         return roomChange(room, user, "INSERT OR IGNORE INTO room_members(room, user) VALUES (?, ?)")
     }
 
@@ -63,11 +73,12 @@ public final class SQLiteIMStore: IMServerStore {
         return roomChange(room, user, "DELETE FROM room_members WHERE room = ? AND user = ?")
     }
 
-    public func rooms(for user: String) -> [IMRoomInfo] {
+    public func rooms(for user: String, after: String, limit: Int) -> [IMRoomInfo] {
         var rooms: [IMRoomInfo] = []
         do {
             try database.query(
-                "SELECT room, count(*), max(user = ?) FROM room_members GROUP BY room ORDER BY room", [.text(user)]
+                "SELECT room, count(*), max(user = ?) FROM room_members WHERE room > ? GROUP BY room ORDER BY room LIMIT ?",
+                [.text(user), .text(after), .integer(Int64(clamping: limit))]
             ) { row in
                 rooms.append(IMRoomInfo(name: row.text(0) ?? "", members: Int(row.integer(1)), joined: row.integer(2) != 0))
             }
@@ -200,13 +211,13 @@ public final class SQLiteIMStore: IMServerStore {
         }
     }
 
-    public func undelivered(for user: String) -> [IMChatMessage] {
+    public func undelivered(for user: String, after seq: UInt64, limit: Int) -> [IMChatMessage] {
         var messages: [IMChatMessage] = []
         do {
             try database.query("""
                 SELECT m.seq, m.sender, m.client_id, m.to_user, m.to_room, m.text, m.sent_at_ms
-                FROM inbox i JOIN messages m ON m.seq = i.seq WHERE i.user = ? ORDER BY i.seq
-                """, [.text(user)]) { row in messages.append(Self.message(from: row)) }
+                FROM inbox i JOIN messages m ON m.seq = i.seq WHERE i.user = ? AND i.seq > ? ORDER BY i.seq LIMIT ?
+                """, [.text(user), .integer(Int64(clamping: seq)), .integer(Int64(clamping: limit))]) { row in messages.append(Self.message(from: row)) }
         } catch {
             logger.error("inbox of \(user) not read: \(error)")
         }

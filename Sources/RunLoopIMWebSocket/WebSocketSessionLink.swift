@@ -55,6 +55,7 @@ public final class WebSocketSessionLink: IMSessionLink {
     public var modes: [RunLoop.Mode] { connection.tcp.modes }
     public var remoteAddress: SocketAddress? { connection.tcp.remoteAddress }
     public var hasUnreadInput: Bool { connection.tcp.hasUnreadInput }
+    public var bufferedOutputBytes: Int { connection.tcp.bufferedOutputBytes }
 
     public func start(_ events: IMSessionLinkEvents) {
         connection.onMessage = { [weak self] _, message in self?.received(message, events) }
@@ -155,7 +156,7 @@ public final class WebSocketSessionLink: IMSessionLink {
         case .loggedOut, .transportClosed: return .normalClosure
         case .serverShutdown: return .goingAway
         case .protocolError(.frameTooLarge, _): return .messageTooBig
-        case .protocolError, .loginRefused, .loginTimeout, .keepaliveExpired: return .policyViolation
+        case .protocolError, .loginRefused, .loginTimeout, .keepaliveExpired, .tooSlow: return .policyViolation
         }
     }
 

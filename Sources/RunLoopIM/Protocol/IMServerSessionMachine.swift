@@ -16,6 +16,8 @@ public enum IMSessionEndReason: Equatable, Sendable, CustomStringConvertible {
     case transportClosed(String)
     /// The server is stopping.
     case serverShutdown
+    /// The client left this much of the server's output unread, past the server's limit.
+    case tooSlow(bufferedBytes: Int)
 
     public var description: String {
         switch self {
@@ -26,6 +28,7 @@ public enum IMSessionEndReason: Equatable, Sendable, CustomStringConvertible {
         case .protocolError(let code, let text): return "protocol error (\(code)): \(text)"
         case .transportClosed(let why): return "connection \(why)"
         case .serverShutdown: return "server shutting down"
+        case .tooSlow(let bytes): return "client too slow (\(bytes) bytes unread)"
         }
     }
 }
@@ -65,6 +68,14 @@ public struct IMServerSessionMachine: Sendable {
         public var maximumMessagesPerSecond: Double?
         /// How many SENDs may come in a burst above the average.
         public var messageBurst: Double = 20
+        /// The largest SEND body accepted; a larger one is answered SEND_ACK `frameTooLarge` and the
+        /// session goes on. ``IMServer`` sets it from its frame limit (``IMServer/Settings/maximumSendBody``).
+        public var maximumSendBody = 64 * 1024 - IMServer.deliverReserve
+        /// The longest user name a LOGIN may carry, in UTF-8 bytes (`badRequest` beyond): names travel
+        /// in every DELIVER's `from`, so their length is part of what makes a DELIVER fit the limit.
+        public var maximumUserNameBytes = 64
+        /// What LOGIN_ACK announces (``IMServer`` fills it in from its settings).
+        public var limits = IMSessionLimits()
 
         public init() {}
     }
@@ -85,6 +96,9 @@ public struct IMServerSessionMachine: Sendable {
     var announcedKeepalive = Duration.zero
     var nextSerial: UInt32 = 1
     var sendBudget: TokenBucket?
+    /// After a `rateLimited` answer every SEND on the connection is refused until this instant, so a
+    /// message sent behind the refused one can never be stored before it (one sender's order holds).
+    var sendsPausedUntil: LoopInstant?
     var actions: [IMServerSessionAction] = []
 
     /// A session for a connection that opened at `now`.
@@ -139,6 +153,9 @@ public struct IMServerSessionMachine: Sendable {
             do {
                 let request = try frame.decode(IMLoginRequest.self)
                 guard !request.user.isEmpty else { return fail(.badRequest, "LOGIN without a user", serial: frame.serial) }
+                guard request.user.utf8.count <= settings.maximumUserNameBytes else {
+                    return fail(.badRequest, "user name over \(settings.maximumUserNameBytes) bytes", serial: frame.serial)
+                }
                 announcedKeepalive = .seconds(Int64(request.keepaliveSeconds))
                 phase = .authenticating(serial: frame.serial)
                 actions.append(.authenticate(request))
@@ -151,8 +168,10 @@ public struct IMServerSessionMachine: Sendable {
             actions.append(.write(IMFrame(command: .logoutAck, serial: frame.serial)))
             end(.loggedOut)
         case (.send, .online):
-            if let wait = sendBudget?.take(now: now) {
-                refuseSend(frame, retryAfter: wait)
+            if frame.body.count > settings.maximumSendBody {
+                refuseSend(frame.serial, id: IMChatMessage.leadingID(in: frame.body), code: .frameTooLarge)
+            } else if let wait = sendPause(now: now) {
+                refuseSend(frame.serial, id: (try? frame.decode(IMChatMessage.self))?.id ?? "", code: .rateLimited, retryAfter: wait)
             } else {
                 actions.append(.request(frame))
             }
@@ -183,6 +202,7 @@ public struct IMServerSessionMachine: Sendable {
         response.keepaliveSeconds = UInt32(clamping: Int64(keepalive.secondsDouble.rounded(.down)))
         response.sessionID = sessionID
         response.serverTimeMs = serverTimeMilliseconds
+        response.limits = settings.limits
         actions.append(.write(IMFrame(command: .loginAck, serial: serial, message: response)))
         actions.append(.online(user: user))
         return takeActions()
@@ -244,6 +264,13 @@ public struct IMServerSessionMachine: Sendable {
         return takeActions()
     }
 
+    /// The client does not read what it is sent: tell it why, then close.
+    public mutating func tooSlow(bufferedBytes: Int) -> [IMServerSessionAction] {
+        guard phase != .ended else { return [] }
+        notifyAndEnd(.tooSlow, "\(bufferedBytes) bytes of output unread", .tooSlow(bufferedBytes: bufferedBytes))
+        return takeActions()
+    }
+
     /// The server stops: tell the client why, then close.
     public mutating func shutdown() -> [IMServerSessionAction] {
         guard phase != .ended else { return [] }
@@ -251,11 +278,38 @@ public struct IMServerSessionMachine: Sendable {
         return takeActions()
     }
 
-    private mutating func refuseSend(_ frame: IMFrame, retryAfter wait: Duration) {
+    /// A frame whose body was over the receiver's limit, of which only the header and the first bytes
+    /// of the body were kept (the rest was read and dropped: ``FrameDecoder/Event/oversized(_:bodyPrefix:)``).
+    /// A logged-in client's SEND is refused with SEND_ACK `frameTooLarge` (its id, when the prefix holds
+    /// it) and the session goes on; any other command is a protocol error as before.
+    public mutating func oversizedFrameReceived(_ header: FrameHeader, bodyPrefix: [UInt8], limit: Int, now: LoopInstant) -> [IMServerSessionAction] {
+        guard phase != .ended else { return [] }
+        let tooLarge = IMFrameError.frameTooLarge(length: header.bodyLength, limit: limit)
+        guard header.command == IMCommand.send.rawValue, case .online = phase else {
+            return fail(tooLarge.statusCode, tooLarge.description, serial: header.serial)
+        }
+        lastReceived = now
+        lateGraceUntil = nil
+        refuseSend(header.serial, id: IMChatMessage.leadingID(in: bodyPrefix), code: .frameTooLarge)
+        return takeActions()
+    }
+
+    /// How long SENDs must still wait, or `nil` when this one may go ahead (and used a token).
+    private mutating func sendPause(now: LoopInstant) -> Duration? {
+        if let until = sendsPausedUntil {
+            if now < until { return until - now }
+            sendsPausedUntil = nil
+        }
+        guard let wait = sendBudget?.take(now: now) else { return nil }
+        sendsPausedUntil = now + wait
+        return wait
+    }
+
+    private mutating func refuseSend(_ serial: UInt32, id: String?, code: IMStatusCode, retryAfter wait: Duration? = nil) {
         var ack = IMSendAck()
-        ack.id = (try? frame.decode(IMChatMessage.self))?.id ?? ""
-        ack.retryAfterMs = UInt32(clamping: Int64((wait.secondsDouble * 1000).rounded(.up)))
-        actions.append(.write(IMFrame(command: .sendAck, serial: frame.serial, code: .rateLimited, message: ack)))
+        ack.id = id ?? ""
+        if let wait { ack.retryAfterMs = UInt32(clamping: Int64((wait.secondsDouble * 1000).rounded(.up))) }
+        actions.append(.write(IMFrame(command: .sendAck, serial: serial, code: code, message: ack)))
     }
 
     private mutating func fail(_ code: IMStatusCode, _ text: String, serial: UInt32) -> [IMServerSessionAction] {

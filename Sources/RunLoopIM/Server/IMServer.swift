@@ -15,33 +15,88 @@ import Glibc
 ///
 /// Threads: confined to its loop's thread, like ``TCPListener``; every callback runs there.
 public final class IMServer {
-    /// Server-wide settings.
+    /// Server-wide settings. Every limit here is stated in docs/PROTOCOL.md with what a client gets
+    /// when it meets it.
     public struct Settings: Sendable {
         /// Login deadline and keepalive rules for each session.
         public var session = IMServerSessionMachine.Settings()
-        /// The largest frame body accepted from a client.
+        /// The largest frame body accepted from a client, and the largest the server sends: every
+        /// frame it makes (a DELIVER, a HISTORY_PAGE, a ROOM_LIST) is cut or refused to fit, so a client
+        /// that enforces the same limit never meets a frame it cannot take.
         public var maximumFrameBody = 64 * 1024
+        /// A SEND body over ``maximumSendBody`` but at most this long is read and dropped and answered
+        /// SEND_ACK `frameTooLarge` (the session goes on); a longer one, or another command over the
+        /// limit, is a protocol error (ERROR `frameTooLarge`, close) — the server will not read without
+        /// bound to keep a connection that sent it.
+        public var maximumSkippedSendBody = 1024 * 1024
+        /// The longest message id, in UTF-8 bytes (SEND_ACK `badRequest` beyond).
+        public var maximumMessageIDBytes = 128
+        /// DELIVERs one session may have unacknowledged at once (``DeliveryWindow``).
+        public var deliveryWindowMessages = 100
+        /// DELIVER body bytes one session may have unacknowledged at once.
+        public var deliveryWindowBytes = 256 * 1024
+        /// Output a session may leave unread before it is ended with ERROR `tooSlow` (its inbox stays
+        /// intact). Deliveries never fill it — the window bounds them — only answers and notices to a
+        /// client that asks and does not read.
+        public var maximumBufferedOutput = 4 * 1024 * 1024
         /// At most this many connections at once (`nil`: no limit); the next ones get ERROR
         /// `tooManyConnections` and are closed.
         public var maximumConnections: Int?
         /// At most this many logged-in sessions per user (`nil`: no limit); a login beyond it is
         /// refused with `tooManyConnections`.
         public var maximumSessionsPerUser: Int?
-        /// Messages in a HISTORY page when the client asks for 0, and the most it may ask for.
+        /// Rooms one user may be a member of (`nil`: no limit); JOIN beyond it: JOIN_ACK `tooManyRooms`.
+        public var maximumRoomsPerUser: Int?
+        /// Messages in a HISTORY page when the client asks for 0, and the most it may ask for (a page is
+        /// also cut to fit ``maximumFrameBody``).
         public var historyPageSize = 50
         public var maximumHistoryPageSize = 500
+        /// Rooms in a ROOM_LIST page when the client asks for 0, and the most it may ask for (also cut
+        /// to fit ``maximumFrameBody``).
+        public var roomListPageSize = 100
+        public var maximumRoomListPageSize = 500
         /// Whether PRESENCE notices go to every logged-in session when a user comes online or goes
         /// offline (fine for a demo node; a large service would send them to contacts only).
         public var broadcastsPresence = true
 
         public init() {}
+
+        /// The largest SEND body accepted: the frame limit less what the server adds to make the
+        /// DELIVER (`from`, `seq`, `sent_at_ms`) and to wrap it in a HISTORY_PAGE.
+        public var maximumSendBody: Int { max(0, maximumFrameBody - IMServer.deliverReserve) }
+
+        /// What LOGIN_ACK announces.
+        public var limits: IMSessionLimits {
+            var limits = IMSessionLimits()
+            limits.maxFrameBody = UInt32(clamping: maximumFrameBody)
+            limits.maxSendBody = UInt32(clamping: maximumSendBody)
+            limits.maxMessageIDBytes = UInt32(clamping: maximumMessageIDBytes)
+            limits.deliveryWindowMessages = UInt32(clamping: deliveryWindowMessages)
+            limits.deliveryWindowBytes = UInt32(clamping: deliveryWindowBytes)
+            limits.maxRoomsPerUser = UInt32(clamping: maximumRoomsPerUser ?? 0)
+            return limits
+        }
+
+        /// The session settings with the limits that come from the server's.
+        var sessionSettings: IMServerSessionMachine.Settings {
+            var settings = session
+            settings.maximumSendBody = maximumSendBody
+            settings.limits = limits
+            return settings
+        }
     }
+
+    /// Bytes between the frame limit and the largest SEND body: a DELIVER adds `from` (a user name of at
+    /// most 64 bytes, 66 with its field header), `seq` and `sent_at_ms` (11 each at most), and a
+    /// HISTORY_PAGE wraps each message in 4 more and adds 2 — 94 in all, rounded up.
+    public static let deliverReserve = 128
 
     public let loop: RunLoop
     public let settings: Settings
     public let store: IMServerStore
     public var logger: Logger
-    /// A user came online (first session) or went offline (last session ended).
+    /// A user came online (first session) or went offline (last session ended). Reported once per
+    /// change that is still true at the end of the loop pass it happened in.
     public var onPresenceChange: ((IMServer, String, Bool) -> Void)?
     /// A session ended, with why (after it was removed from ``sessions``).
     public var onSessionEnd: ((IMServer, IMServerSession, IMSessionEndReason) -> Void)?
@@ -53,13 +108,20 @@ public final class IMServer {
     public var authenticator: ((IMLoginRequest, @escaping (IMLoginVerdict) -> Void) -> Void)?
 
     let listener: TCPListener
+    let modes: [RunLoop.Mode]
     var open: [ObjectIdentifier: IMServerSession] = [:]
     var byUser: [String: [IMServerSession]] = [:]
+    /// Presence is announced once per loop pass: changes wait here (in the order they happened) for
+    /// ``announcePresence()``, so many sessions ending at once cost one pass and never recurse.
+    private var presenceChanges: [String] = []
+    private var announcedOnline: Set<String> = []
+    private var isPresenceAnnouncementScheduled = false
 
     /// Must be called on the loop's thread.
     public init(store: IMServerStore, settings: Settings = Settings(), loop: RunLoop = .current,
                 modes: [RunLoop.Mode] = [.common], logger: Logger = Logger(label: "RunLoopIM.server")) {
         self.loop = loop
+        self.modes = modes
         self.settings = settings
         self.store = store
         self.logger = logger
@@ -104,7 +166,8 @@ public final class IMServer {
     // MARK: Session callbacks
 
     private func accept(_ connection: TCPConnection) {
-        adopt(TCPSessionLink(connection: connection, maxBodyLength: settings.maximumFrameBody))
+        adopt(TCPSessionLink(connection: connection, maxBodyLength: settings.maximumFrameBody,
+                             skippableSendLength: settings.maximumSkippedSendBody))
     }
 
     /// Runs a session over a connection accepted elsewhere — a WebSocket upgrade on an HTTP listener —
@@ -121,20 +184,16 @@ public final class IMServer {
     }
 
     func sessionOnline(_ session: IMServerSession, user: String) {
-        let first = byUser[user]?.isEmpty ?? true
         byUser[user, default: []].append(session)
         logger.debug("\(user) online from \(session.remoteAddress?.description ?? "?")")
-        if first { presenceChanged(user, online: true, except: session) }
+        presenceChanged(user)
         if settings.broadcastsPresence {
             // A snapshot: who else is online now, so a new session need not wait for changes.
             for other in byUser.keys.sorted() where other != user {
-                var notice = IMPresenceNotice()
-                notice.user = other
-                notice.online = true
-                session.write(IMFrame(command: .presence, serial: 0, message: notice))
+                session.write(Self.presenceFrame(other, online: true))
             }
         }
-        for message in store.undelivered(for: user) { session.deliver(message) }
+        session.startDelivery()
     }
 
     func sessionEnded(_ session: IMServerSession, reason: IMSessionEndReason) {
@@ -143,14 +202,14 @@ public final class IMServer {
             byUser[user]?.removeAll { $0 === session }
             if byUser[user]?.isEmpty == true {
                 byUser[user] = nil
-                presenceChanged(user, online: false, except: session)
+                presenceChanged(user)
             }
             logger.debug("\(user) session ended: \(reason)")
         }
         onSessionEnd?(self, session, reason)
     }
 
-    /// A logged-in client's SEND, DELIVER_ACK or ABANDON.
+    /// A logged-in client's request for the application (SEND, DELIVER_ACK, ABANDON, rooms, history).
     /// - Throws: an undecodable body, which ends that session with a protocol error.
     func handleRequest(_ frame: IMFrame, from session: IMServerSession) throws(IMFrameError) {
         guard let user = session.user else { return }
@@ -168,20 +227,60 @@ public final class IMServer {
             session.write(IMFrame(command: .abandonAck, serial: frame.serial, message: response))
         case .join, .leave:
             let room = try frame.decode(IMRoomRequest.self).room
-            let result = frame.command == .join ? store.join(room: room, user: user) : store.leave(room: room, user: user)
+            let result = frame.command == .join
+                ? store.join(room: room, user: user, maximumRooms: settings.maximumRoomsPerUser)
+                : store.leave(room: room, user: user)
             reply(to: frame, on: session, with: result, as: frame.command == .join ? .joinAck : .leaveAck)
         case .listRooms:
+            let request = try frame.decode(IMListRoomsRequest.self)
+            let limit = pageSize(asked: request.limit, default: settings.roomListPageSize, maximum: settings.maximumRoomListPageSize)
             var list = IMRoomList()
-            list.rooms = store.rooms(for: user)
+            list.rooms = store.rooms(for: user, after: request.after, limit: limit + 1)
+            list.moreAvailable = cutToFit(&list.rooms, limit: limit)
             session.write(IMFrame(command: .roomList, serial: frame.serial, message: list))
         case .history:
             let request = try frame.decode(IMHistoryRequest.self)
-            let asked = Int(request.limit)
-            let limit = asked == 0 ? settings.historyPageSize : min(asked, settings.maximumHistoryPageSize)
-            reply(to: frame, on: session, with: store.history(request, for: user, limit: limit), as: .historyPage)
+            let limit = pageSize(asked: request.limit, default: settings.historyPageSize, maximum: settings.maximumHistoryPageSize)
+            let page = store.history(request, for: user, limit: limit).map { page in
+                var page = page
+                if cutToFit(&page.messages, limit: limit) { page.moreAvailable = true }
+                return page
+            }
+            reply(to: frame, on: session, with: page, as: .historyPage)
         default:
             break
         }
+    }
+
+    private func pageSize(asked: UInt32, default size: Int, maximum: Int) -> Int {
+        asked == 0 ? size : min(Int(asked), maximum)
+    }
+
+    /// Cuts a page's repeated field to at most `limit` entries and to what fits the frame limit beside
+    /// the page's other fields (a flag, 2 bytes). Returns whether anything was cut.
+    private func cutToFit<Element: SwiftProtobuf.Message>(_ entries: inout [Element], limit: Int) -> Bool {
+        var budget = settings.maximumFrameBody - 2
+        var kept = 0
+        for entry in entries.prefix(limit) {
+            let size = (try? entry.serializedBytes() as [UInt8])?.count ?? 0
+            let cost = 1 + Self.varintLength(UInt64(size)) + size
+            guard cost <= budget else { break }
+            budget -= cost
+            kept += 1
+        }
+        guard kept < entries.count else { return false }
+        entries.removeSubrange(kept...)
+        return true
+    }
+
+    static func varintLength(_ value: UInt64) -> Int {
+        var length = 1
+        var rest = value >> 7
+        while rest != 0 {
+            length += 1
+            rest >>= 7
+        }
+        return length
     }
 
     private func reply<M: SwiftProtobuf.Message>(to frame: IMFrame, on session: IMServerSession, with result: Result<M, IMStatusCode>, as command: IMCommand) {
@@ -191,22 +290,66 @@ public final class IMServer {
         }
     }
 
-    private func presenceChanged(_ user: String, online: Bool, except changed: IMServerSession) {
-        onPresenceChange?(self, user, online)
-        guard settings.broadcastsPresence else { return }
+    // MARK: Presence
+
+    private static func presenceFrame(_ user: String, online: Bool) -> IMFrame {
         var notice = IMPresenceNotice()
         notice.user = user
         notice.online = online
-        let frame = IMFrame(command: .presence, serial: 0, message: notice)
-        for sessions in byUser.values {
-            for session in sessions where session !== changed { session.write(frame) }
+        return IMFrame(command: .presence, serial: 0, message: notice)
+    }
+
+    /// Notes that `user` may have come online or gone offline; announced at the end of the pass.
+    private func presenceChanged(_ user: String) {
+        presenceChanges.append(user)
+        guard !isPresenceAnnouncementScheduled else { return }
+        isPresenceAnnouncementScheduled = true
+        // The loop's own thread by construction: every session callback runs there.
+        try? loop.performFromLoopThread(inModes: modes, label: "im.server presence") { [weak self] in
+            self?.announcePresence()
         }
     }
+
+    /// Announces each user whose presence differs from what was last announced, once, however many
+    /// times it changed in between. A session whose write fails here ends later in this pass or the
+    /// next, and its own change is announced by the next announcement — never from inside this one.
+    private func announcePresence() {
+        isPresenceAnnouncementScheduled = false
+        let changed = presenceChanges
+        presenceChanges.removeAll()
+        var notices: [(user: String, online: Bool)] = []
+        for user in changed {
+            let online = byUser[user] != nil
+            guard online != announcedOnline.contains(user) else { continue }
+            if online { announcedOnline.insert(user) } else { announcedOnline.remove(user) }
+            notices.append((user, online))
+        }
+        for notice in notices { onPresenceChange?(self, notice.user, notice.online) }
+        guard settings.broadcastsPresence, !notices.isEmpty else { return }
+        let frames = notices.map { (user: $0.user, frame: Self.presenceFrame($0.user, online: $0.online)) }
+        for (user, sessions) in byUser {
+            for session in sessions {
+                for notice in frames where notice.user != user { session.write(notice.frame) }
+            }
+        }
+    }
+
+    // MARK: Messages
 
     private func handleSend(_ message: IMChatMessage, serial: UInt32, from session: IMServerSession, user: String) {
         var ack = IMSendAck()
         ack.id = message.id
-        switch store.store(message, from: user, nowMilliseconds: wallClockMilliseconds()) {
+        guard message.id.utf8.count <= settings.maximumMessageIDBytes else {
+            ack.id = ""
+            return session.write(IMFrame(command: .sendAck, serial: serial, code: .badRequest, message: ack))
+        }
+        // Only what the client may set is kept: `from`, `seq`, `sent_at_ms` are the server's, and
+        // unknown fields would be stored and delivered to every recipient unchecked.
+        var sent = IMChatMessage()
+        sent.id = message.id
+        sent.to = message.to
+        sent.text = message.text
+        switch store.store(sent, from: user, nowMilliseconds: wallClockMilliseconds()) {
         case .stored(let stored, let recipients, let isNew):
             ack.seq = stored.seq
             ack.sentAtMs = stored.sentAtMs
@@ -214,7 +357,7 @@ public final class IMServer {
             guard isNew else { return }
             onMessageStored?(self, stored)
             for recipient in recipients {
-                for target in byUser[recipient] ?? [] { target.deliver(stored) }
+                for target in byUser[recipient] ?? [] { target.deliverLive(stored) }
             }
         case .refused(let code):
             session.write(IMFrame(command: .sendAck, serial: serial, code: code, message: ack))

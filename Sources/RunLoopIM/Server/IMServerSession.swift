@@ -18,15 +18,16 @@ public final class IMServerSession {
     weak var server: IMServer?
     private(set) var machine: IMServerSessionMachine
     private var timer: ProtocolTimer!
-    /// Sequences delivered on this connection and not yet acknowledged: never sent twice per connection.
-    private var inFlight: Set<UInt64> = []
+    /// What this connection owes the client from the user's inbox, and what waits for its DELIVER_ACK.
+    private(set) var window: DeliveryWindow
     private(set) var isEnded = false
 
     init(link: IMSessionLink, server: IMServer) {
         self.link = link
         self.server = server
         remoteAddress = link.remoteAddress
-        machine = IMServerSessionMachine(settings: server.settings.session, now: link.loop.now)
+        machine = IMServerSessionMachine(settings: server.settings.sessionSettings, now: link.loop.now)
+        window = DeliveryWindow(maximumMessages: server.settings.deliveryWindowMessages, maximumBytes: server.settings.deliveryWindowBytes)
         timer = ProtocolTimer(loop: link.loop, modes: link.modes, label: "im.session") { [weak self] in
             guard let self else { return }
             self.apply(self.machine.timerFired(now: self.link.loop.now, inputWaiting: self.link.hasUnreadInput))
@@ -39,6 +40,10 @@ public final class IMServerSession {
             failed: { [weak self] code, reason, serial in
                 self?.apply(self?.machine.protocolError(code, reason, serial: serial) ?? [])
             },
+            oversized: { [weak self] header, prefix, limit in
+                guard let self, !self.isEnded else { return }
+                self.apply(self.machine.oversizedFrameReceived(header, bodyPrefix: prefix, limit: limit, now: self.link.loop.now))
+            },
             closed: { [weak self] why in
                 guard let self else { return }
                 self.apply(self.machine.transportClosed(why))
@@ -47,16 +52,48 @@ public final class IMServerSession {
         timer.schedule(at: machine.nextDeadline)
     }
 
-    /// Sends a stored message to this client unless it is already on its way on this connection.
-    func deliver(_ message: IMChatMessage) {
-        guard !isEnded, machine.user != nil, inFlight.insert(message.seq).inserted else { return }
-        write(IMFrame(command: .deliver, serial: machine.takeSerial(), message: message))
+    /// Logged in: the user's inbox starts to flow, a window at a time.
+    func startDelivery() { refill() }
+
+    /// A message was just stored for this session's user: it goes at once if the session has caught up
+    /// with the inbox and its window has room; otherwise it waits in the inbox for its turn.
+    func deliverLive(_ message: IMChatMessage) {
+        guard !isEnded, machine.user != nil else { return }
+        let frame = IMFrame(command: .deliver, serial: 0, message: message)
+        guard window.offerLive(bytes: frame.body.count) else { return }
+        send(frame, seq: message.seq)
     }
 
     /// Tells the client the server is stopping, then closes gracefully.
     func shutdown() { apply(machine.shutdown()) }
 
-    func acknowledged(_ seqs: [UInt64]) { inFlight.subtract(seqs) }
+    func acknowledged(_ seqs: [UInt64]) {
+        if window.acknowledged(seqs) { refill() }
+    }
+
+    /// Reads the inbox past the window's cursor and sends what the window admits, until it is full or
+    /// the inbox is exhausted.
+    private func refill() {
+        guard let server, let user = machine.user else { return }
+        while !isEnded, window.isBehind, window.freeMessages > 0 {
+            let asked = window.freeMessages
+            let batch = server.store.undelivered(for: user, after: window.cursor, limit: asked)
+            for message in batch {
+                let frame = IMFrame(command: .deliver, serial: 0, message: message)
+                guard window.admits(bytes: frame.body.count) else { return window.stoppedRefill() }
+                send(frame, seq: message.seq)
+                if isEnded { return }
+            }
+            window.refilled(asked: asked, got: batch.count)
+        }
+    }
+
+    private func send(_ deliver: IMFrame, seq: UInt64) {
+        var frame = deliver
+        frame.header.serial = machine.takeSerial()
+        window.sent(seq: seq, bytes: frame.body.count)
+        write(frame)
+    }
 
     /// Resets the connection without a word (``IMServer/abort()``).
     func abort() {
@@ -66,10 +103,26 @@ public final class IMServerSession {
 
     func write(_ frame: IMFrame) {
         guard !isEnded else { return }
+        if let server, link.bufferedOutputBytes + FrameHeader.size + frame.body.count > server.settings.maximumBufferedOutput {
+            // A client that asks and does not read: told why (the ERROR goes past this check, within
+            // the transport's larger limit), then closed; its inbox stays as it was.
+            return apply(machine.tooSlow(bufferedBytes: link.bufferedOutputBytes))
+        }
         do {
             try link.send(frame)
         } catch {
-            // A client that does not read fills its output limit: it is dropped, not buffered forever.
+            // The transport refused it (closed, or its own limit): nothing more can reach this client.
+            link.abort()
+            apply(machine.transportClosed("write failed: \(error)"))
+        }
+    }
+
+    /// Writes what the machine decided, past the output check (an ERROR must reach a slow reader).
+    private func writeDecided(_ frame: IMFrame) {
+        guard !isEnded else { return }
+        do {
+            try link.send(frame)
+        } catch {
             link.abort()
             apply(machine.transportClosed("write failed: \(error)"))
         }
@@ -77,9 +130,12 @@ public final class IMServerSession {
 
     private func apply(_ actions: [IMServerSessionAction]) {
         for action in actions {
+            // A write inside this batch may have ended the session (a slow reader, a failed link):
+            // what the batch decided after that is moot — above all, an ended session never goes online.
+            guard !isEnded else { break }
             switch action {
             case .write(let frame):
-                write(frame)
+                if frame.command == .error { writeDecided(frame) } else { write(frame) }
             case .authenticate(let request):
                 server?.authenticate(request, for: self) { [weak self] verdict in self?.loginDecided(request, verdict) }
             case .online(let user):
@@ -89,7 +145,7 @@ public final class IMServerSession {
                 do {
                     try server?.handleRequest(frame, from: self)
                 } catch {
-                    apply(machine.protocolError(error))
+                    apply(machine.protocolError(error.statusCode, error.description, serial: frame.serial))
                 }
             case .end(let reason):
                 end(reason)

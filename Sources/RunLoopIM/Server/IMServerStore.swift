@@ -20,7 +20,7 @@ public enum IMStoreResult: Equatable, Sendable {
 /// 1. ``store(_:from:nowMilliseconds:)`` is idempotent per (sender, id): a resend gets the first `seq`.
 /// 2. An id the sender abandoned before it was stored is refused forever after.
 /// 3. A stored message stays in each recipient's inbox until that recipient acknowledges its `seq`.
-/// 4. ``undelivered(for:)`` returns the inbox in `seq` order.
+/// 4. ``undelivered(for:after:limit:)`` returns the inbox in `seq` order.
 /// Persist all four (``InMemoryIMStore`` does not survive a restart; the chat node's SQLite store does).
 public protocol IMServerStore: AnyObject {
     /// Checks credentials.
@@ -29,25 +29,62 @@ public protocol IMServerStore: AnyObject {
     func store(_ message: IMChatMessage, from sender: String, nowMilliseconds: UInt64) -> IMStoreResult
     /// Settles ids the sender gave up on: stored ones with their seq, the others refused from now on.
     func abandon(_ ids: [String], from sender: String) -> [IMAbandonResult]
-    /// Messages stored for `user` and not acknowledged by them, in seq order.
-    func undelivered(for user: String) -> [IMChatMessage]
+    /// At most `limit` messages stored for `user`, not acknowledged by them and with a `seq` above
+    /// `after`, in seq order: one window of the inbox (a session never holds a whole backlog).
+    func undelivered(for user: String, after seq: UInt64, limit: Int) -> [IMChatMessage]
     /// `user` has these messages: drop them from their inbox.
     func acknowledge(_ seqs: [UInt64], for user: String)
-    /// Puts `user` in `room`, creating it; joining twice is not an error.
-    func join(room: String, user: String) -> Result<IMRoomInfo, IMStatusCode>
+    /// Puts `user` in `room`, creating it; joining twice is not an error. A user already in
+    /// `maximumRooms` rooms (when set) may not join another: ``IMStatusCode/tooManyRooms``.
+    func join(room: String, user: String, maximumRooms: Int?) -> Result<IMRoomInfo, IMStatusCode>
     /// Takes `user` out of `room` (``IMStatusCode/notAMember`` if they were not in it).
     func leave(room: String, user: String) -> Result<IMRoomInfo, IMStatusCode>
-    /// Every room, by name, as `user` sees it.
-    func rooms(for user: String) -> [IMRoomInfo]
+    /// At most `limit` rooms whose names sort after `after` in UTF-8 byte order ("" : from the first),
+    /// in that order, as `user` sees them.
+    func rooms(for user: String, after: String, limit: Int) -> [IMRoomInfo]
     /// A page of `user`'s conversation with a user or in a room they are a member of, newest first,
     /// at most `limit` messages with `seq` below the request's `before_seq` (0: from the newest).
     func history(_ request: IMHistoryRequest, for user: String, limit: Int) -> Result<IMHistoryPage, IMStatusCode>
 }
 
-/// Room names: 1 to 64 characters, no control characters or spaces at either end.
-public func isValidRoomName(_ name: String) -> Bool {
-    !name.isEmpty && name.count <= 64 && name == name.trimmingWhitespace && !name.unicodeScalars.contains { $0.properties.generalCategory == .control }
+extension IMServerStore {
+    /// The whole inbox of `user` in seq order (tests and tools: a server reads it a window at a time).
+    public func undelivered(for user: String) -> [IMChatMessage] {
+        undelivered(for: user, after: 0, limit: .max)
+    }
+
+    /// Every room, as `user` sees it (tests and tools: a server answers LIST_ROOMS a page at a time).
+    public func rooms(for user: String) -> [IMRoomInfo] { rooms(for: user, after: "", limit: .max) }
+
+    /// Joins with no cap on rooms per user.
+    public func join(room: String, user: String) -> Result<IMRoomInfo, IMStatusCode> {
+        join(room: room, user: user, maximumRooms: nil)
+    }
 }
+
+/// The rules for a room name, stated once (docs/PROTOCOL.md §8): 1 to ``maximumScalars`` Unicode
+/// scalars (code points), so at most 4 × that many UTF-8 bytes, with no spaces at either end and none
+/// of the characters that hide or disguise text — controls (C0, C1), format characters (zero-width
+/// spaces and joiners, bidirectional overrides such as U+202E, U+FEFF), line and paragraph separators
+/// (U+2028, U+2029), surrogates, private-use and unassigned code points.
+public enum RoomName {
+    /// The most Unicode scalars a room name may have.
+    public static let maximumScalars = 64
+
+    public static func isValid(_ name: String) -> Bool {
+        let scalars = name.unicodeScalars
+        guard !scalars.isEmpty, scalars.count <= maximumScalars, name == name.trimmingWhitespace else { return false }
+        return !scalars.contains { scalar in
+            switch scalar.properties.generalCategory {
+            case .control, .format, .lineSeparator, .paragraphSeparator, .surrogate, .privateUse, .unassigned: return true
+            default: return false
+            }
+        }
+    }
+}
+
+/// Orders room names as pages of LIST_ROOMS do: by their UTF-8 bytes (SQLite's BINARY collation).
+func roomNameOrder(_ a: String, _ b: String) -> Bool { a.utf8.lexicographicallyPrecedes(b.utf8) }
 
 extension String {
     var trimmingWhitespace: String {
@@ -131,15 +168,27 @@ public final class InMemoryIMStore: IMServerStore {
         }
     }
 
-    public func undelivered(for user: String) -> [IMChatMessage] { inboxes[user] ?? [] }
+    public func undelivered(for user: String, after seq: UInt64, limit: Int) -> [IMChatMessage] {
+        guard let inbox = inboxes[user], limit > 0 else { return [] }
+        // The inbox is in seq order: find the first entry past `seq` by bisection.
+        var low = 0, high = inbox.count
+        while low < high {
+            let middle = (low + high) / 2
+            if inbox[middle].seq <= seq { low = middle + 1 } else { high = middle }
+        }
+        return Array(inbox[low..<(low + min(inbox.count - low, limit))])
+    }
 
     public func acknowledge(_ seqs: [UInt64], for user: String) {
         let done = Set(seqs)
         inboxes[user]?.removeAll { done.contains($0.seq) }
     }
 
-    public func join(room: String, user: String) -> Result<IMRoomInfo, IMStatusCode> {
-        guard isValidRoomName(room) else { return .failure(.badRequest) }
+    public func join(room: String, user: String, maximumRooms: Int?) -> Result<IMRoomInfo, IMStatusCode> {
+        guard RoomName.isValid(room) else { return .failure(.badRequest) }
+        if let maximumRooms, rooms[room]?.contains(user) != true, rooms.values.count(where: { $0.contains(user) }) >= maximumRooms {
+            return .failure(.tooManyRooms)
+        }
         rooms[room, default: []].insert(user)
         return .success(IMRoomInfo(name: room, members: rooms[room]?.count ?? 0, joined: true))
     }
@@ -149,8 +198,9 @@ public final class InMemoryIMStore: IMServerStore {
         return .success(IMRoomInfo(name: room, members: rooms[room]?.count ?? 0, joined: false))
     }
 
-    public func rooms(for user: String) -> [IMRoomInfo] {
-        rooms.keys.sorted().map { IMRoomInfo(name: $0, members: rooms[$0]?.count ?? 0, joined: rooms[$0]?.contains(user) == true) }
+    public func rooms(for user: String, after: String, limit: Int) -> [IMRoomInfo] {
+        rooms.keys.filter { roomNameOrder(after, $0) }.sorted(by: roomNameOrder).prefix(max(0, limit))
+            .map { IMRoomInfo(name: $0, members: rooms[$0]?.count ?? 0, joined: rooms[$0]?.contains(user) == true) }
     }
 
     public func history(_ request: IMHistoryRequest, for user: String, limit: Int) -> Result<IMHistoryPage, IMStatusCode> {

@@ -12,12 +12,18 @@ public struct IMSessionLinkEvents {
     /// The link closed underneath (peer gone, transport failure); at most once, never after
     /// ``IMSessionLink/close(for:)`` or ``IMSessionLink/abort()``.
     public var closed: (_ why: String) -> Void
+    /// A frame whose body was over `limit` was read and dropped but for the first bytes of its body
+    /// (``FrameDecoder/Event/oversized(_:bodyPrefix:)``): the session answers it and goes on. A link
+    /// that cannot skip reports ``failed`` instead.
+    public var oversized: (_ header: FrameHeader, _ bodyPrefix: [UInt8], _ limit: Int) -> Void
 
     public init(received: @escaping (IMFrame) -> Void,
                 failed: @escaping (_ code: IMStatusCode, _ reason: String, _ serial: UInt32) -> Void,
+                oversized: @escaping (_ header: FrameHeader, _ bodyPrefix: [UInt8], _ limit: Int) -> Void = { _, _, _ in },
                 closed: @escaping (_ why: String) -> Void) {
         self.received = received
         self.failed = failed
+        self.oversized = oversized
         self.closed = closed
     }
 }
@@ -49,10 +55,14 @@ public protocol IMSessionLink: AnyObject {
     /// deadline that passes then was missed by a busy loop, not by a silent peer. A link that cannot
     /// tell says false (the default).
     var hasUnreadInput: Bool { get }
+    /// Bytes sent and not yet taken by the peer: the session ends a client that leaves too much
+    /// unread (``IMServer/Settings/maximumBufferedOutput``). A link that cannot tell says 0.
+    var bufferedOutputBytes: Int { get }
 }
 
 extension IMSessionLink {
     public var hasUnreadInput: Bool { false }
+    public var bufferedOutputBytes: Int { 0 }
 }
 
 /// A session link on a TCP connection: frames reassembled from the byte stream by their length prefix.
@@ -66,10 +76,14 @@ public final class TCPSessionLink: IMSessionLink {
     /// buffer while a graceful close waits for the peer's end of stream), later closes not reported.
     private var isReporting = true
 
-    /// - Parameter maxBodyLength: the largest frame body accepted from the peer.
-    public init(connection: TCPConnection, maxBodyLength: Int) {
+    /// - Parameters:
+    ///   - maxBodyLength: the largest frame body accepted from the peer.
+    ///   - skippableSendLength: a SEND body over `maxBodyLength` but at most this long is read past and
+    ///     reported (``IMSessionLinkEvents/oversized``) instead of failing the stream; 0: never.
+    public init(connection: TCPConnection, maxBodyLength: Int, skippableSendLength: Int = 0) {
         self.connection = connection
-        decoder = FrameDecoder(maxBodyLength: maxBodyLength)
+        decoder = FrameDecoder(maxBodyLength: maxBodyLength, skippableBodyLength: skippableSendLength,
+                               skippableCommands: [IMCommand.send.rawValue])
     }
 
     public var loop: RunLoop { connection.loop }
@@ -89,14 +103,17 @@ public final class TCPSessionLink: IMSessionLink {
         decoder.append(bytes)
         // The session may end while handling a frame: its close stops this loop.
         while isReporting {
-            let frame: IMFrame?
+            let event: FrameDecoder.Event?
             do {
-                frame = try decoder.next()
+                event = try decoder.nextEvent()
             } catch {
-                return events.failed(error.statusCode, error.description, 0)
+                return events.failed(error.statusCode, error.description, decoder.failedSerial ?? 0)
             }
-            guard let frame else { return }
-            events.received(frame)
+            switch event {
+            case .frame(let frame)?: events.received(frame)
+            case .oversized(let header, let prefix)?: events.oversized(header, prefix, decoder.maxBodyLength)
+            case nil: return
+            }
         }
     }
 
@@ -115,6 +132,7 @@ public final class TCPSessionLink: IMSessionLink {
     }
 
     public var hasUnreadInput: Bool { connection.hasUnreadInput }
+    public var bufferedOutputBytes: Int { connection.bufferedOutputBytes }
 
     /// The session ended: whatever the connection says from now on is not news to it.
     private func stopReporting() { isReporting = false }

@@ -6,18 +6,61 @@
 /// ``maxBodyLength``. After an error the stream is unusable (there is no way to find the next frame
 /// boundary): close the connection.
 public struct FrameDecoder: Sendable {
+    /// What ``nextEvent()`` found.
+    public enum Event: Sendable, Equatable {
+        /// A whole frame within the limit.
+        case frame(IMFrame)
+        /// A frame of a skippable command whose body was over the limit: read and dropped but for its
+        /// first ``FrameDecoder/keptPrefixLength`` bytes, so the receiver can answer it (a SEND's id)
+        /// and the stream goes on.
+        case oversized(FrameHeader, bodyPrefix: [UInt8])
+    }
+
+    /// How many bytes of an oversized body ``Event/oversized(_:bodyPrefix:)`` keeps.
+    public static let keptPrefixLength = 256
+
     /// The largest body accepted, in bytes.
     public let maxBodyLength: Int
+    /// Bodies over ``maxBodyLength`` but at most this long, of ``skippableCommands``, are skipped
+    /// instead of failing the stream.
+    public let skippableBodyLength: Int
+    public let skippableCommands: Set<UInt16>
+    /// The serial of the header that failed the stream (its version or length), when one did: an
+    /// ERROR about it echoes the serial (0 stays for failures no header is to blame for).
+    public private(set) var failedSerial: UInt32?
     private var buffer: [UInt8] = []
     private var start = 0
     private var failure: IMFrameError?
+    private var skipping: Skip?
 
-    /// - Parameter maxBodyLength: the largest body accepted (default 64 KiB); at most `UInt32.max`.
-    public init(maxBodyLength: Int = 64 * 1024) {
+    private struct Skip: Sendable {
+        let header: FrameHeader
+        var remaining: Int
+        var prefix: [UInt8] = []
+
+        /// Drops `bytes` from the skipped body, keeping the first of them; returns how many it took.
+        mutating func consume<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> Int {
+            let taken = min(remaining, bytes.count)
+            let kept = min(taken, FrameDecoder.keptPrefixLength - prefix.count)
+            if kept > 0 { prefix.append(contentsOf: bytes.prefix(kept)) }
+            remaining -= taken
+            return taken
+        }
+    }
+
+    /// - Parameters:
+    ///   - maxBodyLength: the largest body accepted (default 64 KiB); at most `UInt32.max`.
+    ///   - skippableBodyLength: a body of one of `skippableCommands` up to this long is skipped and
+    ///     reported (``Event/oversized(_:bodyPrefix:)``) rather than failing the stream; its bytes are
+    ///     never buffered. 0 (the default): every oversized body fails the stream.
+    public init(maxBodyLength: Int = 64 * 1024, skippableBodyLength: Int = 0, skippableCommands: Set<UInt16> = []) {
         // The header's length field is 32 bits: a larger limit means nothing, and would overflow the
         // buffer arithmetic below (found by the fuzzing work: Int.max / 4 trapped).
         precondition((0...Int(UInt32.max)).contains(maxBodyLength), "maxBodyLength must be 0...UInt32.max")
+        precondition((0...Int(UInt32.max)).contains(skippableBodyLength), "skippableBodyLength must be 0...UInt32.max")
         self.maxBodyLength = maxBodyLength
+        self.skippableBodyLength = skippableBodyLength
+        self.skippableCommands = skippableCommands
     }
 
     /// Bytes received and not yet returned as frames.
@@ -30,31 +73,68 @@ public struct FrameDecoder: Sendable {
             buffer.removeAll(keepingCapacity: true)
             start = 0
         }
-        buffer.append(contentsOf: bytes)
+        if var skip = skipping, start == buffer.count {
+            // A skipped body goes straight past the buffer: however long it is, it costs no memory.
+            let taken = skip.consume(bytes)
+            skipping = skip
+            buffer.append(contentsOf: bytes.dropFirst(taken))
+        } else {
+            buffer.append(contentsOf: bytes)
+        }
     }
 
-    /// The next complete frame, or `nil` until more bytes arrive.
+    /// The next complete frame, or `nil` until more bytes arrive. An oversized body fails the stream
+    /// here even when it is skippable: readers that skip call ``nextEvent()``.
     /// - Throws: ``IMFrameError/frameTooLarge(length:limit:)`` or ``IMFrameError/unsupportedVersion(_:)``;
     ///   the same error again on every later call.
     public mutating func next() throws(IMFrameError) -> IMFrame? {
+        switch try nextEvent() {
+        case .frame(let frame)?: return frame
+        case .oversized(let header, _)?:
+            failedSerial = header.serial
+            return try fail(.frameTooLarge(length: header.bodyLength, limit: maxBodyLength))
+        case nil: return nil
+        }
+    }
+
+    /// The next complete frame or skipped oversized frame, or `nil` until more bytes arrive.
+    /// - Throws: as ``next()``, for a body over ``skippableBodyLength`` or of a command that is not skippable.
+    public mutating func nextEvent() throws(IMFrameError) -> Event? {
         if let failure { throw failure }
+        if var skip = skipping {
+            start += skip.consume(buffer[start...])
+            guard skip.remaining == 0 else {
+                skipping = skip
+                return nil
+            }
+            skipping = nil
+            compactIfWorthIt()
+            return .oversized(skip.header, bodyPrefix: skip.prefix)
+        }
         guard buffer.count - start >= FrameHeader.size else { return nil }
         let header = buffer.withUnsafeBytes { FrameHeader(reading: $0, at: start) }
         if header.version != FrameHeader.currentVersion {
+            failedSerial = header.serial
             return try fail(.unsupportedVersion(header.version))
         }
         if Int(header.bodyLength) > maxBodyLength {
-            return try fail(.frameTooLarge(length: header.bodyLength, limit: maxBodyLength))
+            guard Int(header.bodyLength) <= skippableBodyLength, skippableCommands.contains(header.command) else {
+                failedSerial = header.serial
+                return try fail(.frameTooLarge(length: header.bodyLength, limit: maxBodyLength))
+            }
+            start += FrameHeader.size
+            skipping = Skip(header: header, remaining: Int(header.bodyLength))
+            return try nextEvent()
         }
         let end = start + FrameHeader.size + Int(header.bodyLength)
         guard buffer.count >= end else { return nil }
         let body = Array(buffer[(start + FrameHeader.size)..<end])
         start = end
         compactIfWorthIt()
-        return IMFrame(header: header, body: body)
+        return .frame(IMFrame(header: header, body: body))
     }
 
-    private mutating func fail(_ error: IMFrameError) throws(IMFrameError) -> IMFrame? {
+    private mutating func fail<Result>(_ error: IMFrameError) throws(IMFrameError) -> Result? {
         failure = error
         buffer = []
         start = 0
