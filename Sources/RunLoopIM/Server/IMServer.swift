@@ -114,7 +114,8 @@ public final class IMServer {
     /// Presence is announced once per loop pass: changes wait here (in the order they happened) for
     /// ``announcePresence()``, so many sessions ending at once cost one pass and never recurse.
     private var presenceChanges: [String] = []
-    private var announcedOnline: Set<String> = []
+    /// The PRESENCE "online" frame of each user announced online, encoded once for every snapshot.
+    private var announcedOnline: [String: IMFrame] = [:]
     private var isPresenceAnnouncementScheduled = false
 
     /// Must be called on the loop's thread.
@@ -188,10 +189,9 @@ public final class IMServer {
         logger.debug("\(user) online from \(session.remoteAddress?.description ?? "?")")
         presenceChanged(user)
         if settings.broadcastsPresence {
-            // A snapshot: who else is online now, so a new session need not wait for changes.
-            for other in byUser.keys.sorted() where other != user {
-                session.write(Self.presenceFrame(other, online: true))
-            }
+            // A snapshot: who else is online now, so a new session need not wait for changes. Users
+            // online but not yet announced (this pass) come with the announcement.
+            session.write(announcedOnline.compactMap { $0.key == user ? nil : $0.value })
         }
         session.startDelivery()
     }
@@ -317,20 +317,22 @@ public final class IMServer {
         isPresenceAnnouncementScheduled = false
         let changed = presenceChanges
         presenceChanges.removeAll()
-        var notices: [(user: String, online: Bool)] = []
+        var notices: [(user: String, online: Bool, frame: IMFrame)] = []
         for user in changed {
             let online = byUser[user] != nil
-            guard online != announcedOnline.contains(user) else { continue }
-            if online { announcedOnline.insert(user) } else { announcedOnline.remove(user) }
-            notices.append((user, online))
+            guard online != (announcedOnline[user] != nil) else { continue }
+            let frame = Self.presenceFrame(user, online: online)
+            announcedOnline[user] = online ? frame : nil
+            notices.append((user, online, frame))
         }
         for notice in notices { onPresenceChange?(self, notice.user, notice.online) }
         guard settings.broadcastsPresence, !notices.isEmpty else { return }
-        let frames = notices.map { (user: $0.user, frame: Self.presenceFrame($0.user, online: $0.online)) }
+        let frames = notices.map(\.frame)
+        let announced = Set(notices.map(\.user))
         for (user, sessions) in byUser {
-            for session in sessions {
-                for notice in frames where notice.user != user { session.write(notice.frame) }
-            }
+            // A user's own arrival is not news to their sessions.
+            let theirs = announced.contains(user) ? notices.filter { $0.user != user }.map(\.frame) : frames
+            for session in sessions { session.write(theirs) }
         }
     }
 

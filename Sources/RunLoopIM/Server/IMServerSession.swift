@@ -101,15 +101,19 @@ public final class IMServerSession {
         apply(machine.transportClosed("aborted by the server"))
     }
 
-    func write(_ frame: IMFrame) {
-        guard !isEnded else { return }
-        if let server, link.bufferedOutputBytes + FrameHeader.size + frame.body.count > server.settings.maximumBufferedOutput {
+    func write(_ frame: IMFrame) { write([frame]) }
+
+    /// Writes frames in one go (a presence snapshot or announcement).
+    func write(_ frames: [IMFrame]) {
+        guard !isEnded, !frames.isEmpty else { return }
+        let bytes = frames.reduce(0) { $0 + FrameHeader.size + $1.body.count }
+        if let server, link.bufferedOutputBytes + bytes > server.settings.maximumBufferedOutput {
             // A client that asks and does not read: told why (the ERROR goes past this check, within
             // the transport's larger limit), then closed; its inbox stays as it was.
             return apply(machine.tooSlow(bufferedBytes: link.bufferedOutputBytes))
         }
         do {
-            try link.send(frame)
+            if frames.count == 1 { try link.send(frames[0]) } else { try link.send(frames) }
         } catch {
             // The transport refused it (closed, or its own limit): nothing more can reach this client.
             link.abort()

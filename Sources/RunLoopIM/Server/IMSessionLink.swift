@@ -46,6 +46,9 @@ public protocol IMSessionLink: AnyObject {
     /// - Throws: a ``NetError`` when the transport refuses it (output limit reached, closed): the
     ///   session drops the link.
     func send(_ frame: IMFrame) throws(NetError)
+    /// Queues several frames for the peer at once (presence notices for many users): a transport that
+    /// can writes them in one go.
+    func send(_ frames: [IMFrame]) throws(NetError)
     /// Closes gracefully after what was sent, saying why where the transport can (a WebSocket close
     /// code); the session has ended for `reason`.
     func close(for reason: IMSessionEndReason)
@@ -61,6 +64,10 @@ public protocol IMSessionLink: AnyObject {
 }
 
 extension IMSessionLink {
+    public func send(_ frames: [IMFrame]) throws(NetError) {
+        for frame in frames { try send(frame) }
+    }
+
     public var hasUnreadInput: Bool { false }
     public var bufferedOutputBytes: Int { 0 }
 }
@@ -119,6 +126,13 @@ public final class TCPSessionLink: IMSessionLink {
 
     public func send(_ frame: IMFrame) throws(NetError) {
         try connection.write(frame.encoded())
+    }
+
+    public func send(_ frames: [IMFrame]) throws(NetError) {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(frames.reduce(0) { $0 + FrameHeader.size + $1.body.count })
+        for frame in frames { bytes += frame.encoded() }
+        try connection.write(bytes)
     }
 
     public func close(for reason: IMSessionEndReason) {

@@ -1,0 +1,138 @@
+import RunLoopKit
+import RunLoopNet
+import RunLoopTesting
+import Testing
+@testable import RunLoopIM
+@testable import RunLoopIMSQLite
+
+/// Issue 18 §1: a backlog of any size arrives in full over one login, a window at a time; a reader
+/// that stops reading is paused, not killed; a client that asks and never reads is told `tooSlow`.
+@Suite("Flow-controlled delivery")
+struct FlowControlTests {
+    static func message(_ index: Int, bytes: Int, to user: String) -> IMChatMessage {
+        var message = IMChatMessage()
+        message.id = "m-\(index)"
+        message.user = user
+        message.text = String(repeating: "x", count: bytes)
+        return message
+    }
+
+    @Test("a 36 MB offline backlog (600 × 60 KB) goes out a window at a time, in seq order, once each, and all of it over one login",
+          arguments: RoomsAndLimitsTests.StoreKind.allCases)
+    func backlogIsWindowed(kind: RoomsAndLimitsTests.StoreKind) async throws {
+        try await onLoopThread {
+            let (store, path) = try RoomsAndLimitsTests.makeStore(kind)
+            defer { if let path { removeDatabase(path) } }
+            var settings = IMServer.Settings()
+            settings.deliveryWindowMessages = 16
+            settings.deliveryWindowBytes = 256 * 1024
+            let server = IMServer(store: store, settings: settings)
+            let reader = MemorySessionLink()
+            server.adopt(reader)
+            reader.logIn("bob")
+            reader.dropFromPeer()
+            // 600 × 60,000 B while bob is offline, stored as the server stores SENDs (decoding a
+            // 60 KB SEND costs ~55 ms in a debug build; the SEND path has its own tests).
+            for index in 0..<600 {
+                guard case .stored = store.store(Self.message(index, bytes: 60_000, to: "bob"), from: "alice", nowMilliseconds: 1) else {
+                    Issue.record("message \(index) not stored")
+                    return
+                }
+            }
+
+            let bob = MemorySessionLink()
+            server.adopt(bob)
+            #expect(bob.logIn("bob")?.header.code == 0)
+            var received: [UInt64] = []
+            var largestUnacknowledgedBytes = 0
+            var rounds = 0
+            while received.count < 600, rounds < 2000 {
+                rounds += 1
+                let fresh = bob.sent(.deliver).dropFirst(received.count)
+                let bytes = fresh.reduce(0) { $0 + $1.body.count }
+                largestUnacknowledgedBytes = max(largestUnacknowledgedBytes, bytes)
+                #expect(fresh.count <= 16, "never more than the window's count unacknowledged")
+                received += fresh.compactMap(deliveredSeq)
+                guard bob.acknowledgeDeliveries() > 0 else { break }
+            }
+            #expect(received.count == 600, "the whole backlog arrived over one login")
+            #expect(received == received.sorted() && Set(received).count == 600, "in seq order, once each")
+            #expect(largestUnacknowledgedBytes <= 256 * 1024, "the server held at most one window of it: \(largestUnacknowledgedBytes) B")
+            #expect(bob.isOpen)
+            #expect(store.undelivered(for: "bob").isEmpty)
+        }
+    }
+
+    @Test("a room member who stops acknowledging is paused at the window, stays connected, and gets the rest in order once it reads again")
+    func slowReaderIsPausedNotKilled() async throws {
+        try await onLoopThread {
+            let store = InMemoryIMStore()
+            var settings = IMServer.Settings()
+            settings.deliveryWindowMessages = 8
+            let server = IMServer(store: store, settings: settings)
+            let talker = MemorySessionLink(), quiet = MemorySessionLink()
+            for (link, user) in [(talker, "ann"), (quiet, "ben")] {
+                server.adopt(link)
+                link.logIn(user)
+                var join = IMRoomRequest()
+                join.room = "busy"
+                link.receive(IMFrame(command: .join, serial: 2, message: join))
+            }
+            for index in 0..<50 {
+                var message = IMChatMessage()
+                message.id = "r-\(index)"
+                message.room = "busy"
+                message.text = "line \(index)"
+                talker.receive(IMFrame(command: .send, serial: UInt32(10 + index), message: message))
+            }
+            #expect(quiet.sent(.deliver).count == 8, "paused at the window: nothing more queued for it")
+            #expect(quiet.isOpen && server.onlineUsers == ["ann", "ben"])
+            while quiet.acknowledgeDeliveries() > 0 {}
+            let texts = quiet.sent(.deliver).compactMap { try? $0.decode(IMChatMessage.self).text }
+            #expect(texts == (0..<50).map { "line \($0)" })
+        }
+    }
+
+    @Test("a client that leaves the server's output unread gets ERROR tooSlow and is closed; its inbox stays intact")
+    func unreadOutputEndsWithTooSlow() async throws {
+        try await onLoopThread {
+            let store = InMemoryIMStore()
+            let server = IMServer(store: store)
+            let alice = MemorySessionLink(), bob = MemorySessionLink()
+            server.adopt(alice)
+            alice.logIn("alice")
+            server.adopt(bob)
+            bob.logIn("bob")
+            alice.receive(IMFrame(command: .send, serial: 5, message: Self.message(1, bytes: 10, to: "bob")))
+            #expect(bob.sent(.deliver).count == 1)
+            bob.bufferedOutputBytes = server.settings.maximumBufferedOutput
+            bob.receive(IMFrame(command: .listRooms, serial: 9))
+            #expect(bob.sent.last?.command == .error && bob.sent.last?.code == .tooSlow)
+            #expect(bob.closedFor == .tooSlow(bufferedBytes: server.settings.maximumBufferedOutput))
+            #expect(store.undelivered(for: "bob").count == 1, "the unacknowledged message waits for the next login")
+        }
+    }
+
+    @Test("window bookkeeping: count and bytes bound it, one oversized message still goes alone, live messages wait while behind")
+    func windowRules() {
+        var window = DeliveryWindow(maximumMessages: 2, maximumBytes: 100)
+        #expect(window.isBehind)
+        let offeredWhileBehind = window.offerLive(bytes: 1)
+        #expect(!offeredWhileBehind, "behind: live messages come from the store, in order")
+        window.refilled(asked: 2, got: 0)
+        #expect(!window.isBehind)
+        #expect(window.admits(bytes: 500), "an empty window admits even a message larger than itself")
+        window.sent(seq: 1, bytes: 500)
+        #expect(!window.admits(bytes: 1))
+        let offeredWhileFull = window.offerLive(bytes: 1)
+        #expect(!offeredWhileFull && window.isBehind, "full: the session falls behind")
+        let refillDue = window.acknowledged([1])
+        #expect(refillDue, "an ack frees room while behind: a refill is due")
+        window.sent(seq: 2, bytes: 60)
+        #expect(!window.admits(bytes: 50) && window.admits(bytes: 40))
+        window.sent(seq: 3, bytes: 40)
+        #expect(window.freeMessages == 0 && window.cursor == 3)
+        let foreignAck = window.acknowledged([99])
+        #expect(!foreignAck, "a foreign seq frees nothing")
+    }
+}
