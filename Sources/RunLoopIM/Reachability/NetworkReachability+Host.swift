@@ -38,7 +38,6 @@ extension NetworkReachability {
     }
 
     private func startLookup(_ host: String, _ resolver: any HostResolver) {
-        lookupCount += 1
         let generation = lookupGeneration
         let owner = WeakReachability(self)
         let loop = self.loop

@@ -98,8 +98,6 @@ public final class NetworkReachability {
     var lookupTimer: (timer: RunLoopTimer, due: LoopInstant)?
     /// Tells a lookup's answer from one that an ``invalidate()`` made moot.
     var lookupGeneration = 0
-    /// How many lookups were started (tests).
-    var lookupCount = 0
     /// How long to wait before asking again when the kernel's answer was lost (ENOBUFS on the query).
     private static let retryDelay = Duration.milliseconds(100)
     /// Datagrams read per readiness before letting the loop do other work; the source stays ready.
