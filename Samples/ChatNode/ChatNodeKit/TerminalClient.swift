@@ -558,11 +558,10 @@ public final class TerminalClient {
     // MARK: Reachability
 
     private func followNetwork() {
-        // A literal address gets a route check of its own; a host name would need a DNS lookup first,
-        // so then "the network" (any default route) is the best cheap judge.
-        let target = SocketAddress(ip: configuration.host, port: configuration.port)
+        // The route to the node itself: a host name is looked up off the loop and the routes to its
+        // addresses followed, so `--host localhost` works in a network without a default route.
         do {
-            let reachability = try NetworkReachability(loop: loop, modes: client.modes, target: target, logger: logger)
+            let reachability = try NetworkReachability(loop: loop, modes: client.modes, host: configuration.host, logger: logger)
             self.reachability = reachability
             client.follow(reachability)
         } catch {

@@ -156,6 +156,17 @@ struct RouteInfo: Equatable {
             && a.nextHops.elementsEqual(b.nextHops) { $0.interface == $1.interface && $0.flags == $1.flags }
     }
 
+    /// A route as a test's virtual routing table holds it.
+    init(family: UInt8, destinationLength: UInt8, table: UInt32 = 254, type: UInt8 = Netlink.routeTypeUnicast,
+         flags: UInt32 = 0, nextHops: [(interface: Int32, flags: UInt32)]) {
+        self.family = family
+        self.destinationLength = destinationLength
+        self.table = table
+        self.type = type
+        self.flags = flags
+        self.nextHops = nextHops
+    }
+
     /// Reads an RTM_NEWROUTE payload (rtmsg + attributes); nil if too short.
     init?(payload: ArraySlice<UInt8>) {
         guard payload.count >= Netlink.routeMessageSize else { return nil }
@@ -306,6 +317,11 @@ extension NetlinkRequest {
 struct AddressInfo: Equatable {
     var interface: Int32
     var scope: UInt8
+
+    init(interface: Int32, scope: UInt8) {
+        self.interface = interface
+        self.scope = scope
+    }
 
     /// Reads an RTM_NEWADDR payload (ifaddrmsg); nil if too short.
     init?(payload: ArraySlice<UInt8>) {

@@ -5,8 +5,8 @@ import RunLoopNet
 import Glibc
 #endif
 
-/// Watches whether the network — or one target address — is reachable, as a port source on a
-/// ``RunLoop``: the Linux counterpart of SCNetworkReachability.
+/// Watches whether the network — or one target address, or one host name — is reachable, as a port
+/// source on a ``RunLoop``: the Linux counterpart of SCNetworkReachability.
 ///
 /// A `NETLINK_ROUTE` socket subscribed to link, IPv4/IPv6 address and IPv4/IPv6 route changes is
 /// watched by the loop in the owner's modes (``RunLoop/Mode/common`` by default, so a modal run does not
@@ -15,7 +15,9 @@ import Glibc
 /// never sends a packet):
 /// - with a ``target``, whether the kernel has a route to it whose outgoing link is up and has a
 ///   carrier. Loopback targets are always reachable.
-/// - without one, whether any default route (IPv4 or IPv6) exists whose link is up and has a carrier.
+/// - with a ``host`` name, the same for each address the name resolved to: reachable when any of
+///   them is. The name is looked up off the loop (see ``init(loop:modes:host:resolver:logger:)``).
+/// - with neither, whether any default route (IPv4 or IPv6) exists whose link is up and has a carrier.
 ///
 /// ``path`` is evaluated in `init` and ``onChange`` runs only when it changes — always on the loop's
 /// thread, from a loop callout, never from inside `init` or ``invalidate()``.
@@ -36,8 +38,16 @@ public final class NetworkReachability {
     public let loop: RunLoop
     /// The modes the source and the debounce timer are in.
     public let modes: [RunLoop.Mode]
-    /// The address whose reachability is judged; `nil`: "the network" (any default route).
+    /// The address whose reachability is judged; `nil` for a ``host`` name or "the network" (any
+    /// default route).
     public let target: SocketAddress?
+    /// The host name whose addresses are judged, from ``init(loop:modes:host:resolver:logger:)``;
+    /// `nil` when following an address (an IP literal given as the host included) or the network.
+    public let host: String?
+    /// The addresses ``host`` resolved to at the last successful lookup (port 0), in the resolver's
+    /// order; ``path`` judges these. Empty until a lookup has succeeded, and always for an address or
+    /// the network. A failed lookup keeps the previous ones.
+    public internal(set) var resolvedAddresses: [SocketAddress] = []
     /// Where changes are logged: netlink message kinds and path changes at `debug` (what matters is the
     /// owner's call), a failing netlink socket at `warning`.
     public var logger: Logger
@@ -55,6 +65,20 @@ public final class NetworkReachability {
     /// Wi-Fi hand-over to settle. Applies from the next burst.
     public var debounce: Duration = .milliseconds(50)
 
+    /// After a failed lookup of ``host``, how long until the next one; the delay doubles with each
+    /// further failure up to ``maximumLookupRetryDelay``, and a success resets it. Also the least time
+    /// between two lookups, however often the network changes. 1 s by default.
+    public var lookupRetryDelay: Duration {
+        get { lookupSchedule.retryDelay }
+        set { lookupSchedule.retryDelay = max(.zero, newValue) }
+    }
+
+    /// The bound on the delay between lookups of ``host`` while they keep failing. 30 s by default.
+    public var maximumLookupRetryDelay: Duration {
+        get { lookupSchedule.maximumRetryDelay }
+        set { lookupSchedule.maximumRetryDelay = max(.zero, newValue) }
+    }
+
     /// False once ``invalidate()`` ran (or the loop's thread ended).
     public private(set) var isValid = true
 
@@ -68,6 +92,12 @@ public final class NetworkReachability {
     private var monitor: NetlinkSocket?
     private var query: NetlinkSocket?
     private var debounceTimer: RunLoopTimer?
+    /// Host mode only: answers the lookups; their timing; the timer for the next one.
+    let resolver: (any HostResolver)?
+    var lookupSchedule = HostLookupSchedule(retryDelay: .seconds(1), maximumRetryDelay: .seconds(30))
+    var lookupTimer: (timer: RunLoopTimer, due: LoopInstant)?
+    /// Tells a lookup's answer from one that an ``invalidate()`` made moot.
+    var lookupGeneration = 0
     /// How long to wait before asking again when the kernel's answer was lost (ENOBUFS on the query).
     private static let retryDelay = Duration.milliseconds(100)
     /// Datagrams read per readiness before letting the loop do other work; the source stays ready.
@@ -86,20 +116,62 @@ public final class NetworkReachability {
         target: SocketAddress? = nil,
         logger: Logger = Logger(label: "RunLoopIM.Reachability")
     ) throws(NetError) {
-        try self.init(loop: loop, modes: modes, target: target, logger: logger, netlinkProtocol: Netlink.routeProtocol)
+        try self.init(loop: loop, modes: modes, target: target, host: nil, resolver: nil, logger: logger,
+                      netlinkProtocol: Netlink.routeProtocol)
+    }
+
+    /// Follows the route to `host`: an IP literal is judged like ``init(loop:modes:target:logger:)``;
+    /// a name is looked up with `resolver`, off the loop's thread (``SystemResolver`` runs
+    /// `getaddrinfo` on a worker thread, in this thread's network namespace), and ``path`` judges the
+    /// routes to the addresses it resolved to: reachable when any of them has a working route.
+    ///
+    /// Lookups (see ``resolvedAddresses``):
+    /// - Until the first one succeeds, ``path`` is ``NetworkPath/reachable``: nothing is known against
+    ///   trying, and a connection attempt looks the name up anyway (its failure says more than
+    ///   "network down" would).
+    /// - The name is looked up again after every settled change of links or routes, the previous
+    ///   addresses being judged meanwhile; after a failed lookup, again after ``lookupRetryDelay``,
+    ///   doubling up to ``maximumLookupRetryDelay``. A failed lookup keeps the previous addresses.
+    /// - An answer changes ``path`` (and so calls ``onChange``) from a loop callout, never from `init`.
+    ///
+    /// Must be called on the loop's thread; never calls ``onChange``.
+    /// - Parameters:
+    ///   - host: an IP literal or a host name (the port plays no part: routes do not depend on it).
+    ///   - resolver: answers the lookups; it must not block the calling thread.
+    ///   - logger: where to log (lookups and their failures at `debug`).
+    /// - Throws: as ``init(loop:modes:target:logger:)``.
+    public convenience init(
+        loop: RunLoop = .current,
+        modes: [RunLoop.Mode] = [.common],
+        host: String,
+        resolver: any HostResolver = SystemResolver(),
+        logger: Logger = Logger(label: "RunLoopIM.Reachability")
+    ) throws(NetError) {
+        if let address = SocketAddress(ip: host, port: 0) {
+            try self.init(loop: loop, modes: modes, target: address, host: nil, resolver: nil, logger: logger,
+                          netlinkProtocol: Netlink.routeProtocol)
+        } else {
+            try self.init(loop: loop, modes: modes, target: nil, host: host, resolver: resolver, logger: logger,
+                          netlinkProtocol: Netlink.routeProtocol)
+        }
     }
 
     /// `netlinkProtocol` lets a test make socket() fail.
     init(
-        loop: RunLoop, modes: [RunLoop.Mode], target: SocketAddress?, logger: Logger, netlinkProtocol: Int32
+        loop: RunLoop, modes: [RunLoop.Mode], target: SocketAddress?, host: String? = nil,
+        resolver: (any HostResolver)? = nil, logger: Logger, netlinkProtocol: Int32
     ) throws(NetError) {
         precondition(loop.isCurrentThread, "NetworkReachability must be created on its run loop's thread")
         precondition(!modes.isEmpty, "NetworkReachability needs at least one mode")
+        precondition((host == nil) == (resolver == nil), "a host name needs a resolver")
         self.loop = loop
         self.modes = modes
         self.target = target
+        self.host = host
+        self.resolver = resolver
         self.logger = logger
         if let target { self.logger[metadataKey: "target"] = "\(target.ip)" }
+        if let host { self.logger[metadataKey: "target"] = "\(host)" }
         // Subscribe before the first judgement, so that a change in between is not lost: it is queued
         // on the socket and triggers a second judgement on the loop's first pass.
         let monitor = try NetlinkSocket(groups: Netlink.reachabilityGroups, netlinkProtocol: netlinkProtocol)
@@ -107,7 +179,7 @@ public final class NetworkReachability {
         self.monitor = monitor
         self.query = query
         path = .unreachable("not evaluated yet")
-        switch Self.judge(target: target, query: query) {
+        switch judge(query) {
         case .success(let judged):
             path = judged
         case .failure(let error):
@@ -116,12 +188,14 @@ public final class NetworkReachability {
         }
         self.logger.debug("reachability starts: \(path)")
         try watch(monitor)
+        if host != nil { networkSettled() }
     }
 
     deinit {
         // No callback from a deinit; the source closes the monitor descriptor once unwatched.
         source?.invalidate()
         debounceTimer?.invalidate()
+        lookupTimer?.timer.invalidate()
     }
 
     /// Takes the source off the loop, cancels a pending evaluation, closes both sockets and drops
@@ -137,6 +211,9 @@ public final class NetworkReachability {
         onChange = nil
         debounceTimer?.invalidate()
         debounceTimer = nil
+        lookupTimer?.timer.invalidate()
+        lookupTimer = nil
+        lookupGeneration += 1
         // The source's cancel callouts come back here and find isValid false.
         source?.invalidate()
         source = nil
@@ -209,6 +286,7 @@ public final class NetworkReachability {
         }
         if debounce <= .zero {
             evaluate()
+            networkSettled()
         } else {
             scheduleEvaluation(after: debounce)
         }
@@ -222,16 +300,17 @@ public final class NetworkReachability {
             guard let self else { return }
             self.debounceTimer = nil
             self.evaluate()
+            self.networkSettled()
         }
         debounceTimer = timer
         for mode in modes { loop.add(timer, forMode: mode) }
     }
 
     /// Judges the path and tells the owner if it changed.
-    private func evaluate() {
+    func evaluate() {
         guard isValid, let query else { return }
         evaluationCount += 1
-        switch Self.judge(target: target, query: query) {
+        switch judge(query) {
         case .success(let judged):
             guard judged != path else { return }
             logger.debug("network \(judged)")
@@ -243,10 +322,15 @@ public final class NetworkReachability {
             scheduleEvaluation(after: Self.retryDelay)
         }
     }
+
+    private func judge(_ table: some RouteTable) -> Result<NetworkPath, NetlinkSocket.QueryError> {
+        if let host { return Self.judge(host: host, addresses: resolvedAddresses, table: table) }
+        return Self.judge(target: target, table: table)
+    }
 }
 
 extension NetworkReachability: CustomStringConvertible {
     public var description: String {
-        "NetworkReachability(\(target.map { $0.ip } ?? "default route"), \(path))"
+        "NetworkReachability(\(host ?? target.map { $0.ip } ?? "default route"), \(path))"
     }
 }
