@@ -328,10 +328,11 @@ public final class IMServer {
         for notice in notices { onPresenceChange?(self, notice.user, notice.online) }
         guard settings.broadcastsPresence, !notices.isEmpty else { return }
         let frames = notices.map(\.frame)
-        let announced = Set(notices.map(\.user))
+        var position: [String: Int] = [:]
+        for (index, notice) in notices.enumerated() { position[notice.user] = index }
         for (user, sessions) in byUser {
             // A user's own arrival is not news to their sessions.
-            let theirs = announced.contains(user) ? notices.filter { $0.user != user }.map(\.frame) : frames
+            let theirs = position[user].map { Array(frames[..<$0] + frames[($0 + 1)...]) } ?? frames
             for session in sessions { session.write(theirs) }
         }
     }

@@ -19,6 +19,9 @@ final class MemorySessionLink: IMSessionLink {
     var bufferedOutputBytes = 0
     /// Makes ``send(_:)`` fail, the way a transport at its limit does.
     var failsWrites = false
+    /// Keep only a count of what was sent (for thousands of sessions).
+    var keepsFrames = true
+    private(set) var sentCount = 0
 
     init(loop: RunLoop = .current, address: SocketAddress? = nil) {
         self.loop = loop
@@ -30,7 +33,17 @@ final class MemorySessionLink: IMSessionLink {
     func send(_ frame: IMFrame) throws(NetError) {
         guard closedFor == nil, !wasAborted else { throw .outputClosed }
         if failsWrites { throw .outputClosed }
-        sent.append(frame)
+        sentCount += 1
+        if keepsFrames { sent.append(frame) }
+    }
+
+    func send(_ frames: [IMFrame]) throws(NetError) {
+        guard keepsFrames else {
+            guard closedFor == nil, !wasAborted, !failsWrites else { throw .outputClosed }
+            sentCount += frames.count
+            return
+        }
+        for frame in frames { try send(frame) }
     }
 
     func close(for reason: IMSessionEndReason) { closedFor = reason }
