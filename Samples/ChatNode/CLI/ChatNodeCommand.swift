@@ -64,6 +64,9 @@ struct Serve: ParsableCommand {
     @Option(help: "Messages per second one connection may send on average.")
     var messagesPerSecond = 50.0
 
+    @Option(help: "Rooms one user may be a member of (JOIN beyond it: tooManyRooms); 0 for no limit.")
+    var maxRoomsPerUser = 100
+
     @Option(help: "Largest frame body accepted, in bytes.")
     var maxFrameBytes = 64 * 1024
 
@@ -98,6 +101,7 @@ struct Serve: ParsableCommand {
         configuration.maximumSessionsPerUser = maxSessionsPerUser
         configuration.session.maximumMessagesPerSecond = messagesPerSecond
         configuration.maximumFrameBody = maxFrameBytes
+        configuration.maximumRoomsPerUser = maxRoomsPerUser > 0 ? maxRoomsPerUser : nil
         configuration.session.loginTimeout = .seconds(loginSeconds)
         configuration.passwordHasher = PasswordHasher(rounds: 1 << scryptCost)
         let node = try ChatNode(configuration: configuration, loop: loop)

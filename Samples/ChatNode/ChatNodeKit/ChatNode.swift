@@ -32,6 +32,8 @@ public final class ChatNode {
         public var maximumFrameBody = 64 * 1024
         public var maximumConnections = 1024
         public var maximumSessionsPerUser = 4
+        /// Rooms one user may be a member of (`nil`: no limit).
+        public var maximumRoomsPerUser: Int? = 100
         /// Password checks (scrypt, deliberately slow) queued or running at once; a login over it is
         /// refused for now with `rateLimited`, which clients retry after a backoff. Without a bound a
         /// flood of wrong passwords queued so much work that real logins timed out for a minute.
@@ -76,6 +78,7 @@ public final class ChatNode {
         settings.maximumFrameBody = configuration.maximumFrameBody
         settings.maximumConnections = configuration.maximumConnections
         settings.maximumSessionsPerUser = configuration.maximumSessionsPerUser
+        settings.maximumRoomsPerUser = configuration.maximumRoomsPerUser
         server = IMServer(store: store, settings: settings, loop: loop, logger: logger)
         if configuration.httpPort != nil {
             let web = ChatWebServer(server: server, loop: loop, pingInterval: configuration.webSocketPingInterval, logger: logger)

@@ -96,9 +96,6 @@ public struct IMServerSessionMachine: Sendable {
     var announcedKeepalive = Duration.zero
     var nextSerial: UInt32 = 1
     var sendBudget: TokenBucket?
-    /// After a `rateLimited` answer every SEND on the connection is refused until this instant, so a
-    /// message sent behind the refused one can never be stored before it (one sender's order holds).
-    var sendsPausedUntil: LoopInstant?
     var actions: [IMServerSessionAction] = []
 
     /// A session for a connection that opened at `now`.
@@ -170,7 +167,9 @@ public struct IMServerSessionMachine: Sendable {
         case (.send, .online):
             if frame.body.count > settings.maximumSendBody {
                 refuseSend(frame.serial, id: IMChatMessage.leadingID(in: frame.body), code: .frameTooLarge)
-            } else if let wait = sendPause(now: now) {
+            } else if let wait = sendBudget?.take(now: now) {
+                // The budget refills one token at a time: every SEND is refused until the next token is
+                // due, so the connection pauses as a whole and a client that resends in order keeps it.
                 refuseSend(frame.serial, id: (try? frame.decode(IMChatMessage.self))?.id ?? "", code: .rateLimited, retryAfter: wait)
             } else {
                 actions.append(.request(frame))
@@ -292,17 +291,6 @@ public struct IMServerSessionMachine: Sendable {
         lateGraceUntil = nil
         refuseSend(header.serial, id: IMChatMessage.leadingID(in: bodyPrefix), code: .frameTooLarge)
         return takeActions()
-    }
-
-    /// How long SENDs must still wait, or `nil` when this one may go ahead (and used a token).
-    private mutating func sendPause(now: LoopInstant) -> Duration? {
-        if let until = sendsPausedUntil {
-            if now < until { return until - now }
-            sendsPausedUntil = nil
-        }
-        guard let wait = sendBudget?.take(now: now) else { return nil }
-        sendsPausedUntil = now + wait
-        return wait
     }
 
     private mutating func refuseSend(_ serial: UInt32, id: String?, code: IMStatusCode, retryAfter wait: Duration? = nil) {

@@ -1,0 +1,136 @@
+import RunLoopKit
+import RunLoopNet
+import RunLoopTesting
+import SwiftProtobuf
+import Testing
+@testable import RunLoopIM
+@testable import RunLoopIMSQLite
+
+/// Issue 18 §2 and §7: answers are cut to fit the frame limit in bytes, the room list is paged, rooms
+/// per user are capped, room names and message ids have stated limits.
+@Suite("Pages, names and ids within limits")
+struct PageLimitTests {
+    static func request(_ command: IMCommand, _ message: some SwiftProtobuf.Message, serial: UInt32) -> IMFrame {
+        IMFrame(command: command, serial: serial, message: message)
+    }
+
+    static func join(_ room: String, serial: UInt32) -> IMFrame {
+        var request = IMRoomRequest()
+        request.room = room
+        return IMFrame(command: .join, serial: serial, message: request)
+    }
+
+    @Test("1,100 rooms with 64-character names: every ROOM_LIST page fits the limit, and the pages list every room once, in order",
+          arguments: RoomsAndLimitsTests.StoreKind.allCases)
+    func roomListIsPaged(kind: RoomsAndLimitsTests.StoreKind) async throws {
+        try await onLoopThread {
+            let (store, path) = try RoomsAndLimitsTests.makeStore(kind)
+            defer { if let path { removeDatabase(path) } }
+            let server = IMServer(store: store)
+            let link = MemorySessionLink()
+            server.adopt(link)
+            link.logIn("hoarder")
+            // 64 code points of a 3-byte character: 192 bytes a name.
+            let names = (0..<1100).map { index in String(format: "%04d", index) + String(repeating: "語", count: 60) }
+            for (index, name) in names.enumerated() { link.receive(Self.join(name, serial: UInt32(10 + index))) }
+            #expect(link.sent(.joinAck).allSatisfy { $0.header.code == 0 })
+            var listed: [String] = []
+            var after = ""
+            for serial in UInt32(5000)... {
+                var request = IMListRoomsRequest()
+                request.after = after
+                request.limit = 500
+                link.receive(Self.request(.listRooms, request, serial: serial))
+                let answer = try #require(link.sent(.roomList).last)
+                #expect(answer.body.count <= server.settings.maximumFrameBody)
+                let page = try answer.decode(IMRoomList.self)
+                listed += page.rooms.map(\.name)
+                guard page.moreAvailable, let last = page.rooms.last else { break }
+                after = last.name
+            }
+            #expect(listed == names)
+            #expect(link.sent(.roomList).count > 3, "cut by bytes, not only by count")
+        }
+    }
+
+    @Test("rooms per user are capped: JOIN beyond the cap gets tooManyRooms; rejoining a room already joined does not count")
+    func roomsPerUserCapped() async throws {
+        try await onLoopThread {
+            var settings = IMServer.Settings()
+            settings.maximumRoomsPerUser = 3
+            let server = IMServer(store: InMemoryIMStore(), settings: settings)
+            let link = MemorySessionLink()
+            server.adopt(link)
+            #expect(link.logIn("ann").flatMap { try? $0.decode(IMLoginResponse.self).limits.maxRoomsPerUser } == 3)
+            for (serial, room) in ["a", "b", "c", "a", "d"].enumerated() { link.receive(Self.join(room, serial: UInt32(serial + 2))) }
+            #expect(link.sent(.joinAck).map(\.code) == [.ok, .ok, .ok, .ok, .tooManyRooms])
+            #expect(link.isOpen)
+        }
+    }
+
+    @Test("a history page of near-limit messages is cut to fit the frame limit and paging still reaches every message")
+    func historyIsCutToFit() async throws {
+        try await onLoopThread {
+            let store = InMemoryIMStore()
+            let server = IMServer(store: store)
+            let link = MemorySessionLink()
+            server.adopt(link)
+            link.logIn("ann")
+            link.receive(Self.join("big", serial: 2))
+            for index in 0..<7 {
+                var message = IMChatMessage()
+                message.id = "h-\(index)"
+                message.room = "big"
+                message.text = String(repeating: "h", count: 30_000)
+                _ = store.store(message, from: "ann", nowMilliseconds: 1)
+            }
+            var seen = 0
+            var before: UInt64 = 0
+            var pages = 0
+            for serial in UInt32(100)..<UInt32(120) {
+                var request = IMHistoryRequest()
+                request.room = "big"
+                request.beforeSeq = before
+                link.receive(Self.request(.history, request, serial: serial))
+                let answer = try #require(link.sent(.historyPage).last)
+                #expect(answer.body.count <= server.settings.maximumFrameBody)
+                let page = try answer.decode(IMHistoryPage.self)
+                pages += 1
+                seen += page.messages.count
+                guard page.moreAvailable, let oldest = page.messages.last else { break }
+                before = oldest.seq
+            }
+            #expect(seen == 7 && pages == 4, "two 30 KB messages a page")
+        }
+    }
+
+    @Test("room names: 1-64 code points, no format, bidi, separator or control characters")
+    func roomNames() {
+        #expect(RoomName.isValid("lobby") && RoomName.isValid(String(repeating: "語", count: 64)))
+        #expect(!RoomName.isValid(String(repeating: "a", count: 65)))
+        // 64 "characters" a person sees, each with combining marks: far more than 64 code points.
+        #expect(!RoomName.isValid(String(repeating: "e\u{301}\u{302}\u{303}", count: 64)))
+        for bad in ["a\u{200B}b", "evil\u{202E}gpj", "\u{FEFF}bom", "line\u{2028}break", "tab\tbed", " padded", ""] {
+            #expect(!RoomName.isValid(bad), "\(bad.unicodeScalars.map { String($0.value, radix: 16) })")
+        }
+    }
+
+    @Test("a message id over 128 bytes is refused with badRequest and never stored")
+    func messageIDLimit() async throws {
+        try await onLoopThread {
+            let store = InMemoryIMStore()
+            let server = IMServer(store: store)
+            let link = MemorySessionLink()
+            server.adopt(link)
+            link.logIn("ann")
+            for (serial, length) in [(2, 128), (3, 129), (4, 60_000)] {
+                var message = IMChatMessage()
+                message.id = String(repeating: "i", count: length)
+                message.user = "bob"
+                link.receive(IMFrame(command: .send, serial: UInt32(serial), message: message))
+            }
+            #expect(link.sent(.sendAck).map(\.code) == [.ok, .badRequest, .badRequest])
+            #expect(store.storedCount == 1 && link.isOpen)
+        }
+    }
+}
