@@ -18,7 +18,11 @@ import RunLoopWebSocket
 /// one more interval.
 ///
 /// Closing: the session's end reason becomes the close code (``closeCode(for:)``), after the ERROR
-/// frame the session sent. Loop thread only.
+/// frame the session sent. The link reports the connection closed as soon as the peer's close frame
+/// (or a WebSocket violation) arrives — ``WebSocketConnection/onClosing`` — not when the close
+/// handshake and TCP are over, which a peer that keeps TCP open can put off until the close timeout:
+/// nothing can be sent any more, so the session ends there, whatever state its login is in.
+/// Loop thread only.
 public final class WebSocketSessionLink: IMSessionLink {
     /// How the client writes its frames.
     public enum Encoding: Sendable, Equatable {
@@ -59,14 +63,20 @@ public final class WebSocketSessionLink: IMSessionLink {
     public func start(_ events: IMSessionLinkEvents) {
         connection.onMessage = { [weak self] _, message in self?.received(message, events) }
         connection.onPong = { [weak self] _, _ in self?.awaitingPong = false }
-        connection.onClose = { [weak self] _, info in
-            guard let self else { return }
-            self.stopPinging()
-            guard self.isReporting else { return }
-            self.isReporting = false
-            events.closed("websocket closed: \(info)")
-        }
+        // The session ends when the peer's close frame (or its violation) arrives, not when TCP ends:
+        // a peer that keeps its end of TCP open would keep the close handshake going until the
+        // close timeout, and a login decided meanwhile would find no connection to answer on.
+        connection.onClosing = { [weak self] _, cause in self?.lost("websocket closing: \(cause)", events) }
+        connection.onClose = { [weak self] _, info in self?.lost("websocket closed: \(info)", events) }
         if let pingInterval { startPinging(every: pingInterval) }
+    }
+
+    /// The connection is gone for the session, whatever the close handshake still does: told once.
+    private func lost(_ why: String, _ events: IMSessionLinkEvents) {
+        stopPinging()
+        guard isReporting else { return }
+        isReporting = false
+        events.closed(why)
     }
 
     private func received(_ message: WebSocketMessage, _ events: IMSessionLinkEvents) {

@@ -274,3 +274,103 @@ struct WebJSONClientTests {
     }
 }
 
+/// A WebSocket client written by hand on a raw TCP connection: it sends exactly the bytes a test
+/// composes (a LOGIN and a close frame in one write) and keeps its end of TCP open after the node's
+/// close frame and end of stream, as a stalled or careless client can — so the node's close handshake
+/// lingers until its close timeout.
+final class LingeringWebSocketPeer {
+    let tcp = TCPConnection()
+    private(set) var upgraded = false
+
+    init(port: UInt16) {
+        tcp.allowsHalfClosure = true
+        let key = WebSocketHandshake.randomKey()
+        tcp.onConnect = { tcp in
+            try? tcp.write(WebSocketHandshake.request(host: "127.0.0.1", port: port, target: ChatWebRoute.webSocketPath, key: key))
+        }
+        tcp.read(upTo: [13, 10, 13, 10], maxLength: 4096, timeout: .seconds(30)) { [weak self] tcp, _ in
+            self?.upgraded = true
+            tcp.onData = { _, _ in }
+        }
+        tcp.connect(to: "127.0.0.1", port: port)
+    }
+
+    /// Sends a LOGIN for `user` (binary or as a JSON envelope) and a close frame, in one write.
+    func loginAndClose(_ user: String, password: String, json: Bool) {
+        var request = IMLoginRequest()
+        request.user = user
+        request.password = password
+        let frame = IMFrame(command: .login, serial: 1, message: request)
+        let login = json
+            ? WebSocketFrame(opcode: .text, payload: Array(IMJSONEnvelope.encode(frame).utf8))
+            : WebSocketFrame(opcode: .binary, payload: frame.encoded())
+        let close = WebSocketFrame(opcode: .close, payload: WebSocketMessageAssembler.closePayload(code: .normalClosure, reason: ""))
+        try? tcp.write(login.encoded(maskingKey: WebSocketMask.randomKey()) + close.encoded(maskingKey: WebSocketMask.randomKey()))
+    }
+}
+
+/// Who a client believes is online, from the PRESENCE notices it got (loop thread only).
+final class PresenceList {
+    var online: Set<String> = []
+    /// Password checks the node started and finished (counted around its authenticator).
+    var checksStarted = 0
+    var checksDecided = 0
+
+    func take(_ frame: IMFrame) {
+        guard frame.command == .presence, let notice = try? frame.decode(IMPresenceNotice.self) else { return }
+        if notice.online { online.insert(notice.user) } else { online.remove(notice.user) }
+    }
+}
+
+@Suite("Chat node: WebSocket logins whose connection goes away")
+struct WebGhostLoginTests {
+    @Test("five WebSocket LOGINs, each followed at once by a close frame while scrypt runs (the peer keeping TCP open), leave no session and no one online for the node or a bystander's presence list; the real user then logs in")
+    func ghostLogins() async throws {
+        try await onLoopThread { try Self.ghostLoginsOnLoop() }
+    }
+
+    static func ghostLoginsOnLoop() throws {
+        let loop = RunLoop.current
+        let path = temporaryDatabase()
+        defer { removeDatabase(path) }
+        let node = try ChatNode(configuration: nodeConfiguration(path, httpPort: 0))
+        try node.start()
+        defer { node.abort() }
+        let webPort = try #require(node.webPort)
+        #expect(try node.addAccount(user: "ann", password: "pw"))
+        let seen = PresenceList()
+        // Counts the node's own password checks, so the test knows every late verdict has come.
+        let check = try #require(node.server.authenticator)
+        node.server.authenticator = { request, verdict in
+            seen.checksStarted += 1
+            check(request) { answer in
+                seen.checksDecided += 1
+                verdict(answer)
+            }
+        }
+        let tom = client("tom", port: node.port, heartbeat: .seconds(60))
+        tom.onNotice = { _, frame in seen.take(frame) }
+        tom.start()
+        try #require(try spin(loop) { tom.state == .online && seen.checksDecided == 1 })
+
+        for attempt in 0..<5 {
+            let peer = LingeringWebSocketPeer(port: webPort)
+            try #require(try spin(loop) { peer.upgraded && node.server.sessions.count == 2 }, "attempt \(attempt)")
+            peer.loginAndClose("ann", password: "pw", json: attempt % 2 == 1)
+            try #require(try spin(loop) { node.server.sessions.count == 1 }, "attempt \(attempt) kept its session")
+        }
+        try #require(try spin(loop) { seen.checksDecided == seen.checksStarted })
+        #expect(node.server.onlineUsers == ["tom"], "ghosts: \(node.server.onlineUsers)")
+        #expect(!seen.online.contains("ann"), "tom's presence list shows a user with no connection")
+
+        let ann = IMClient(configuration: IMClientConfiguration(user: "ann", password: "pw"),
+                           connector: WebSocketTransport.connector(host: "127.0.0.1", port: webPort))
+        ann.start()
+        try #require(try spin(loop) { ann.state == .online }, "the real user was refused: \(ann.state)")
+        try #require(try spin(loop) { seen.online.contains("ann") })
+        #expect(node.server.onlineUsers == ["ann", "tom"])
+        ann.close()
+        tom.close()
+        try spin(loop) { ann.state == .closed(.userClosed) && tom.state == .closed(.userClosed) }
+    }
+}
