@@ -77,6 +77,37 @@ struct JSONEnvelopeTests {
         }
     }
 
+    @Test("a key written twice in one object — at the top level, in the body, deeper, spelled with an escape, or a field under both its names — is badRequest, echoing the serial unless the serial is the repeated key; the same key in different objects is not")
+    func duplicateKeys() throws {
+        let refused: [(String, UInt32)] = [
+            (#"{"command":"SEND","serial":7,"serial":8}"#, 0),
+            (#"{"command":"SEND","serial":7,"serial":7}"#, 0),
+            (#"{"command":"SEND","command":"LOGIN","serial":7}"#, 7),
+            (#"{"command":"HEARTBEAT","serial":7,"code":0,"code":0}"#, 7),
+            (#"{"command":"SEND","serial":7,"body":{},"body":{"text":"x"}}"#, 7),
+            (#"{"command":"SEND","serial":7,"body":{"id":"a","text":"hi","text":"bye"}}"#, 7),
+            (#"{"command":"SEND","serial":7,"body":{"id":"a","text":"hi","te\u0078t":"bye"}}"#, 7),
+            (#"{"command":"DELIVER_ACK","serial":7,"body":{"seqs":["1"],"seqs":["2"]}}"#, 7),
+            (#"{"command":"HISTORY_PAGE","serial":7,"body":{"messages":[{"id":"a","id":"b"}]}}"#, 7),
+            (#"{ "command" : "SEND" , "serial" : 7 , "serial" : 7 }"#, 0),
+            // One field under its .proto name and its JSON name: the Protocol Buffers decoder would take the last.
+            (#"{"command":"LOGIN","serial":7,"body":{"user":"a","keepaliveSeconds":1,"keepalive_seconds":2}}"#, 7),
+            (#"{"command":"HISTORY","serial":7,"body":{"room":"r","before_seq":"1","beforeSeq":"2"}}"#, 7),
+        ]
+        for (text, serial) in refused {
+            #expect(throws: IMEnvelopeError.self, "\(text)") { try IMJSONEnvelope.decode(text) }
+            do {
+                _ = try IMJSONEnvelope.decode(text)
+            } catch {
+                #expect(error.code == .badRequest && error.serial == serial && error.reason.contains("twice"), "\(text): \(error)")
+            }
+        }
+        let page = try IMJSONEnvelope.decode(#"{"command":"HISTORY_PAGE","serial":7,"body":{"messages":[{"id":"a"},{"id":"b","text":"id"}]}}"#)
+        #expect(try page.decode(IMHistoryPage.self).messages.map(\.id) == ["a", "b"])
+        let quoted = try IMJSONEnvelope.decode(#"{"command":"SEND","serial":7,"body":{"id":"serial","text":"{\"text\":1,\"text\":2}\\"}}"#)
+        #expect(try quoted.decode(IMChatMessage.self).text == #"{"text":1,"text":2}\"#)
+    }
+
     @Test("session end reasons map to close codes: 1000 logout, 1001 shutdown, 1009 too large, 1008 other IM errors")
     func closeCodes() {
         #expect(WebSocketSessionLink.closeCode(for: .loggedOut) == .normalClosure)
