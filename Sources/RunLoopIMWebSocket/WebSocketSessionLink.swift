@@ -17,6 +17,14 @@ import RunLoopWebSocket
 /// bytes wait unread then (this loop was late, not the peer silent), which puts the verdict off by
 /// one more interval.
 ///
+/// Sizes: a frame body over `maxBodyLength` (the server's frame limit) is `frameTooLarge` — ERROR,
+/// then close 1009 — in either encoding (for JSON, measured as the binary body it re-encodes to),
+/// except a SEND whose bytes are all in the message: WebSocket has already bounded and read the whole
+/// message (``WebSocketConfiguration/maxMessageSize``, 1 MiB by default), so it goes up to the session
+/// as a frame, and the server answers SEND_ACK `frameTooLarge` with the message's id and keeps the
+/// session — one refused paste, not a dropped connection. The server, not the link, holds SENDs to
+/// their limit.
+///
 /// Closing: the session's end reason becomes the close code (``closeCode(for:)``), after the ERROR
 /// frame the session sent. The link reports the connection closed as soon as the peer's close frame
 /// (or a WebSocket violation) arrives — ``WebSocketConnection/onClosing`` — not when the close
@@ -46,8 +54,8 @@ public final class WebSocketSessionLink: IMSessionLink {
     private var postponedVerdict = false
 
     /// - Parameters:
-    ///   - maxBodyLength: the largest IM frame body accepted, binary or re-encoded from JSON (the
-    ///     JSON text itself is also bounded by the connection's message limit).
+    ///   - maxBodyLength: the largest IM frame body accepted, binary or re-encoded from JSON, but for
+    ///     SEND (see "Sizes"); the JSON text itself is also bounded by the connection's message limit.
     ///   - pingInterval: how often to ping; `nil` for never.
     public init(connection: WebSocketConnection, maxBodyLength: Int, pingInterval: Duration? = .seconds(20)) {
         self.connection = connection
@@ -102,8 +110,14 @@ public final class WebSocketSessionLink: IMSessionLink {
 
     /// A binary message must hold exactly one whole frame: WebSocket already delimits messages, so a
     /// part of a frame or two frames in one message is a client bug, not a stream to reassemble.
+    ///
+    /// A SEND whose body is over `maxBodyLength` but wholly in the message is a frame all the same
+    /// (see "Sizes" above); a SEND that announces more than the message holds, and any other command
+    /// over the limit, is `frameTooLarge`.
     public static func frame(fromBinary bytes: [UInt8], maxBodyLength: Int) -> Result<IMFrame, IMEnvelopeError> {
-        var decoder = FrameDecoder(maxBodyLength: maxBodyLength)
+        let isSend = bytes.count >= FrameHeader.size && (UInt16(bytes[6]) << 8 | UInt16(bytes[7])) == IMCommand.send.rawValue
+        let wholeBody = min(bytes.count - FrameHeader.size, Int(UInt32.max))
+        var decoder = FrameDecoder(maxBodyLength: isSend ? max(maxBodyLength, wholeBody) : maxBodyLength)
         decoder.append(bytes)
         do {
             guard let frame = try decoder.next(), decoder.bufferedByteCount == 0 else {
@@ -115,9 +129,10 @@ public final class WebSocketSessionLink: IMSessionLink {
         }
     }
 
-    /// A JSON envelope's frame, held to the same body limit as a binary one: the limit is what every
-    /// client can receive (a TCP client's decoder refuses larger DELIVERs), so a body that passed as
-    /// JSON only because JSON spells it longer would be stored and then poison every recipient.
+    /// A JSON envelope's frame, held to the same body limit as a binary one once re-encoded: the
+    /// limit is what every client can receive (a TCP client's decoder refuses larger DELIVERs), so a
+    /// body that passed as JSON only because JSON spells it longer would be stored and then poison
+    /// every recipient. A SEND over it is the exception (see "Sizes" above): the session refuses it.
     public static func frame(fromJSON text: String, maxBodyLength: Int) -> Result<IMFrame, IMEnvelopeError> {
         let frame: IMFrame
         do {
@@ -125,7 +140,7 @@ public final class WebSocketSessionLink: IMSessionLink {
         } catch {
             return .failure(error)
         }
-        guard frame.body.count <= maxBodyLength else {
+        guard frame.body.count <= maxBodyLength || frame.command == .send else {
             return .failure(IMEnvelopeError(
                 .frameTooLarge, "a \(frame.body.count)-byte body, over the limit of \(maxBodyLength)", serial: frame.serial))
         }

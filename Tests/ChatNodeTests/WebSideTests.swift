@@ -206,10 +206,10 @@ struct WebBadInputTests {
         oversized.replaceSubrange(0..<4, with: [0x00, 0x10, 0x00, 0x00])  // announces a 1 MiB body
         try tooLarge.connection.send(binary: oversized)
         // Within the WebSocket message limit but over the IM body limit once re-encoded: refused as the
-        // binary frame would be, never stored (a TCP recipient could not take it).
+        // binary frame would be (a SEND is the one exception: the session answers it, see WebOversizedSendTests).
         let big = String(repeating: "x", count: 70 * 1024)
         try tooLargeJSON.connection.send(text: #"{"command":"HEARTBEAT","serial":9}"#)
-        try tooLargeJSON.connection.send(text: #"{"command":"SEND","serial":10,"body":{"id":"m","user":"tom","text":"\#(big)"}}"#)
+        try tooLargeJSON.connection.send(text: #"{"command":"JOIN","serial":10,"body":{"room":"\#(big)"}}"#)
         try mixed.connection.send(text: #"{"command":"HEARTBEAT","serial":1}"#)
         try mixed.connection.send(binary: IMFrame(command: .heartbeat, serial: 2).encoded())
         let allClosed = try spin(loop) { peers.allSatisfy { $0.closeInfo != nil } }
