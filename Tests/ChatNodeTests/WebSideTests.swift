@@ -374,3 +374,68 @@ struct WebGhostLoginTests {
         try spin(loop) { ann.state == .closed(.userClosed) && tom.state == .closed(.userClosed) }
     }
 }
+
+@Suite("Chat node: an oversized paste over WebSocket")
+struct WebOversizedSendTests {
+    @Test("a 70,000-character paste over WebSocket — JSON escaped at 6 bytes a character, or binary — gets SEND_ACK frameTooLarge with its id, and the session stays up: it answers a HEARTBEAT and takes the next SEND; the recipient gets only that one (needs the server's SEND size check)")
+    func pasteIsRefusedNotFatal() async throws {
+        try await onLoopThread { try Self.pasteOnLoop() }
+    }
+
+    static func pasteOnLoop() throws {
+        let loop = RunLoop.current
+        let path = temporaryDatabase()
+        defer { removeDatabase(path) }
+        let node = try ChatNode(configuration: nodeConfiguration(path, httpPort: 0))
+        try node.start()
+        defer { node.abort() }
+        let webPort = try #require(node.webPort)
+        let tomGot = WebBadInputObservations()
+        let tom = client("tom", port: node.port, heartbeat: .seconds(60))
+        tom.onMessage = { _, message in tomGot.tomGot.append(message.text) }
+        tom.start()
+        try #require(try spin(loop) { tom.state == .online })
+
+        let json = WebSocketPeer(port: webPort)
+        let binary = WebSocketPeer(port: webPort)
+        try #require(try spin(loop) { json.isOpen && binary.isOpen })
+        func answer(_ peer: WebSocketPeer, _ serial: UInt32) -> IMFrame? { peer.frames.first { $0.serial == serial && $0.command != .presence } }
+        try json.connection.send(text: #"{"command":"LOGIN","serial":1,"body":{"user":"jo","password":"pw","keepaliveSeconds":60}}"#)
+        var login = IMLoginRequest()
+        login.user = "bo"
+        login.password = "pw"
+        login.keepaliveSeconds = 60
+        try binary.connection.send(binary: IMFrame(command: .login, serial: 1, message: login).encoded())
+        try #require(try spin(loop) { answer(json, 1)?.code == .ok && answer(binary, 1)?.code == .ok })
+
+        try json.connection.send(text: #"{"command":"SEND","serial":2,"body":{"id":"paste-1","user":"tom","text":""#
+            + String(repeating: #"\u0001"#, count: 70_000) + #""}}"#)
+        var paste = IMChatMessage()
+        paste.id = "paste-2"
+        paste.user = "tom"
+        paste.text = String(repeating: "x", count: 70_000)
+        try binary.connection.send(binary: IMFrame(command: .send, serial: 2, message: paste).encoded())
+        try #require(try spin(loop) { answer(json, 2) != nil && answer(binary, 2) != nil },
+                     "\(json.closeInfo.map { "\($0)" } ?? "open"), \(binary.closeInfo.map { "\($0)" } ?? "open")")
+        for (peer, id) in [(json, "paste-1"), (binary, "paste-2")] {
+            let ack = try #require(answer(peer, 2))
+            #expect(ack.command == .sendAck && ack.code == .frameTooLarge, "\(ack)")
+            #expect(try ack.decode(IMSendAck.self).id == id)
+        }
+
+        try json.connection.send(text: #"{"command":"HEARTBEAT","serial":3}"#)
+        try json.connection.send(text: #"{"command":"SEND","serial":4,"body":{"id":"short-1","user":"tom","text":"the short version"}}"#)
+        try binary.connection.send(binary: IMFrame(command: .heartbeat, serial: 3).encoded())
+        paste.id = "short-2"
+        paste.text = "and mine"
+        try binary.connection.send(binary: IMFrame(command: .send, serial: 4, message: paste).encoded())
+        try #require(try spin(loop) { [json, binary].allSatisfy { answer($0, 4) != nil } })
+        for peer in [json, binary] {
+            #expect(answer(peer, 3)?.command == .heartbeatAck && answer(peer, 4)?.code == .ok && peer.closeInfo == nil)
+        }
+        try #require(try spin(loop) { tomGot.tomGot.count == 2 })
+        #expect(Set(tomGot.tomGot) == ["the short version", "and mine"], "only the short ones were stored")
+        tom.close()
+        try spin(loop) { tom.state == .closed(.userClosed) }
+    }
+}
