@@ -14,8 +14,9 @@ import SwiftProtobuf
 /// header's length and version have no JSON counterpart: the message's own length is the frame's,
 /// and the envelope is version 1.
 ///
-/// A pure value type: decoding is strict — any deviation is an ``IMEnvelopeError`` carrying the IM
-/// status code a binary frame with the same fault would get, so both encodings fail alike.
+/// A pure value type: decoding is strict — any deviation, a key written twice in one object
+/// included, is an ``IMEnvelopeError`` carrying the IM status code a binary frame with the same fault
+/// would get, so both encodings fail alike.
 public enum IMJSONEnvelope {
     /// The envelope's keys; any other key is refused.
     static let keys: Set<String> = ["command", "serial", "code", "body"]
@@ -33,8 +34,9 @@ public enum IMJSONEnvelope {
     }
 
     /// The frame a JSON text stands for, its body re-encoded as the binary message the session decodes.
-    /// - Throws: ``IMEnvelopeError``: not a JSON object, an unknown or missing key, a wrong type, an
-    ///   unknown command (`unknownCommand`), a body that is not the command's message (`badRequest`).
+    /// - Throws: ``IMEnvelopeError``: not a JSON object, an unknown, missing or repeated key (at the
+    ///   top level or in the body), a wrong type, an unknown command (`unknownCommand`), a body that is
+    ///   not the command's message (`badRequest`).
     public static func decode(_ text: String) throws(IMEnvelopeError) -> IMFrame {
         let object: [String: Any]
         do {
@@ -49,6 +51,11 @@ public enum IMJSONEnvelope {
         }
         // The serial first, so every later refusal can echo it.
         let serial = try number(object["serial"], "serial", required: true, serial: 0)
+        if let duplicate = JSONDuplicateKeys.first(in: text) {
+            // Two serials: neither is the one to echo.
+            let echoed = duplicate == .init(key: "serial", depth: 1) ? 0 : serial
+            throw IMEnvelopeError(.badRequest, "key \"\(duplicate.key)\" twice in one object", serial: echoed)
+        }
         if let extra = Set(object.keys).subtracting(keys).sorted().first {
             throw IMEnvelopeError(.badRequest, "unknown key \"\(extra)\"", serial: serial)
         }

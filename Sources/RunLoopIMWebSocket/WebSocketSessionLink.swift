@@ -17,8 +17,20 @@ import RunLoopWebSocket
 /// bytes wait unread then (this loop was late, not the peer silent), which puts the verdict off by
 /// one more interval.
 ///
+/// Sizes: a frame body over `maxBodyLength` (the server's frame limit) is `frameTooLarge` — ERROR,
+/// then close 1009 — in either encoding (for JSON, measured as the binary body it re-encodes to),
+/// except a SEND whose bytes are all in the message: WebSocket has already bounded and read the whole
+/// message (``WebSocketConfiguration/maxMessageSize``, 1 MiB by default), so it goes up to the session
+/// as a frame, and the server answers SEND_ACK `frameTooLarge` with the message's id and keeps the
+/// session — one refused paste, not a dropped connection. The server, not the link, holds SENDs to
+/// their limit.
+///
 /// Closing: the session's end reason becomes the close code (``closeCode(for:)``), after the ERROR
-/// frame the session sent. Loop thread only.
+/// frame the session sent. The link reports the connection closed as soon as the peer's close frame
+/// (or a WebSocket violation) arrives — ``WebSocketConnection/onClosing`` — not when the close
+/// handshake and TCP are over, which a peer that keeps TCP open can put off until the close timeout:
+/// nothing can be sent any more, so the session ends there, whatever state its login is in.
+/// Loop thread only.
 public final class WebSocketSessionLink: IMSessionLink {
     /// How the client writes its frames.
     public enum Encoding: Sendable, Equatable {
@@ -42,8 +54,8 @@ public final class WebSocketSessionLink: IMSessionLink {
     private var postponedVerdict = false
 
     /// - Parameters:
-    ///   - maxBodyLength: the largest IM frame body accepted, binary or re-encoded from JSON (the
-    ///     JSON text itself is also bounded by the connection's message limit).
+    ///   - maxBodyLength: the largest IM frame body accepted, binary or re-encoded from JSON, but for
+    ///     SEND (see "Sizes"); the JSON text itself is also bounded by the connection's message limit.
     ///   - pingInterval: how often to ping; `nil` for never.
     public init(connection: WebSocketConnection, maxBodyLength: Int, pingInterval: Duration? = .seconds(20)) {
         self.connection = connection
@@ -60,14 +72,20 @@ public final class WebSocketSessionLink: IMSessionLink {
     public func start(_ events: IMSessionLinkEvents) {
         connection.onMessage = { [weak self] _, message in self?.received(message, events) }
         connection.onPong = { [weak self] _, _ in self?.awaitingPong = false }
-        connection.onClose = { [weak self] _, info in
-            guard let self else { return }
-            self.stopPinging()
-            guard self.isReporting else { return }
-            self.isReporting = false
-            events.closed("websocket closed: \(info)")
-        }
+        // The session ends when the peer's close frame (or its violation) arrives, not when TCP ends:
+        // a peer that keeps its end of TCP open would keep the close handshake going until the
+        // close timeout, and a login decided meanwhile would find no connection to answer on.
+        connection.onClosing = { [weak self] _, cause in self?.lost("websocket closing: \(cause)", events) }
+        connection.onClose = { [weak self] _, info in self?.lost("websocket closed: \(info)", events) }
         if let pingInterval { startPinging(every: pingInterval) }
+    }
+
+    /// The connection is gone for the session, whatever the close handshake still does: told once.
+    private func lost(_ why: String, _ events: IMSessionLinkEvents) {
+        stopPinging()
+        guard isReporting else { return }
+        isReporting = false
+        events.closed(why)
     }
 
     private func received(_ message: WebSocketMessage, _ events: IMSessionLinkEvents) {
@@ -93,8 +111,14 @@ public final class WebSocketSessionLink: IMSessionLink {
 
     /// A binary message must hold exactly one whole frame: WebSocket already delimits messages, so a
     /// part of a frame or two frames in one message is a client bug, not a stream to reassemble.
+    ///
+    /// A SEND whose body is over `maxBodyLength` but wholly in the message is a frame all the same
+    /// (see "Sizes" above); a SEND that announces more than the message holds, and any other command
+    /// over the limit, is `frameTooLarge`.
     public static func frame(fromBinary bytes: [UInt8], maxBodyLength: Int) -> Result<IMFrame, IMEnvelopeError> {
-        var decoder = FrameDecoder(maxBodyLength: maxBodyLength)
+        let isSend = bytes.count >= FrameHeader.size && (UInt16(bytes[6]) << 8 | UInt16(bytes[7])) == IMCommand.send.rawValue
+        let wholeBody = min(bytes.count - FrameHeader.size, Int(UInt32.max))
+        var decoder = FrameDecoder(maxBodyLength: isSend ? max(maxBodyLength, wholeBody) : maxBodyLength)
         decoder.append(bytes)
         do {
             guard let frame = try decoder.next(), decoder.bufferedByteCount == 0 else {
@@ -106,9 +130,10 @@ public final class WebSocketSessionLink: IMSessionLink {
         }
     }
 
-    /// A JSON envelope's frame, held to the same body limit as a binary one: the limit is what every
-    /// client can receive (a TCP client's decoder refuses larger DELIVERs), so a body that passed as
-    /// JSON only because JSON spells it longer would be stored and then poison every recipient.
+    /// A JSON envelope's frame, held to the same body limit as a binary one once re-encoded: the
+    /// limit is what every client can receive (a TCP client's decoder refuses larger DELIVERs), so a
+    /// body that passed as JSON only because JSON spells it longer would be stored and then poison
+    /// every recipient. A SEND over it is the exception (see "Sizes" above): the session refuses it.
     public static func frame(fromJSON text: String, maxBodyLength: Int) -> Result<IMFrame, IMEnvelopeError> {
         let frame: IMFrame
         do {
@@ -116,7 +141,7 @@ public final class WebSocketSessionLink: IMSessionLink {
         } catch {
             return .failure(error)
         }
-        guard frame.body.count <= maxBodyLength else {
+        guard frame.body.count <= maxBodyLength || frame.command == .send else {
             return .failure(IMEnvelopeError(
                 .frameTooLarge, "a \(frame.body.count)-byte body, over the limit of \(maxBodyLength)", serial: frame.serial))
         }

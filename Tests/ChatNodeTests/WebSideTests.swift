@@ -206,10 +206,10 @@ struct WebBadInputTests {
         oversized.replaceSubrange(0..<4, with: [0x00, 0x10, 0x00, 0x00])  // announces a 1 MiB body
         try tooLarge.connection.send(binary: oversized)
         // Within the WebSocket message limit but over the IM body limit once re-encoded: refused as the
-        // binary frame would be, never stored (a TCP recipient could not take it).
+        // binary frame would be (a SEND is the one exception: the session answers it, see WebOversizedSendTests).
         let big = String(repeating: "x", count: 70 * 1024)
         try tooLargeJSON.connection.send(text: #"{"command":"HEARTBEAT","serial":9}"#)
-        try tooLargeJSON.connection.send(text: #"{"command":"SEND","serial":10,"body":{"id":"m","user":"tom","text":"\#(big)"}}"#)
+        try tooLargeJSON.connection.send(text: #"{"command":"JOIN","serial":10,"body":{"room":"\#(big)"}}"#)
         try mixed.connection.send(text: #"{"command":"HEARTBEAT","serial":1}"#)
         try mixed.connection.send(binary: IMFrame(command: .heartbeat, serial: 2).encoded())
         let allClosed = try spin(loop) { peers.allSatisfy { $0.closeInfo != nil } }
@@ -274,3 +274,168 @@ struct WebJSONClientTests {
     }
 }
 
+/// A WebSocket client written by hand on a raw TCP connection: it sends exactly the bytes a test
+/// composes (a LOGIN and a close frame in one write) and keeps its end of TCP open after the node's
+/// close frame and end of stream, as a stalled or careless client can — so the node's close handshake
+/// lingers until its close timeout.
+final class LingeringWebSocketPeer {
+    let tcp = TCPConnection()
+    private(set) var upgraded = false
+
+    init(port: UInt16) {
+        tcp.allowsHalfClosure = true
+        let key = WebSocketHandshake.randomKey()
+        tcp.onConnect = { tcp in
+            try? tcp.write(WebSocketHandshake.request(host: "127.0.0.1", port: port, target: ChatWebRoute.webSocketPath, key: key))
+        }
+        tcp.read(upTo: [13, 10, 13, 10], maxLength: 4096, timeout: .seconds(30)) { [weak self] tcp, _ in
+            self?.upgraded = true
+            tcp.onData = { _, _ in }
+        }
+        tcp.connect(to: "127.0.0.1", port: port)
+    }
+
+    /// Sends a LOGIN for `user` (binary or as a JSON envelope) and a close frame, in one write.
+    func loginAndClose(_ user: String, password: String, json: Bool) {
+        var request = IMLoginRequest()
+        request.user = user
+        request.password = password
+        let frame = IMFrame(command: .login, serial: 1, message: request)
+        let login = json
+            ? WebSocketFrame(opcode: .text, payload: Array(IMJSONEnvelope.encode(frame).utf8))
+            : WebSocketFrame(opcode: .binary, payload: frame.encoded())
+        let close = WebSocketFrame(opcode: .close, payload: WebSocketMessageAssembler.closePayload(code: .normalClosure, reason: ""))
+        try? tcp.write(login.encoded(maskingKey: WebSocketMask.randomKey()) + close.encoded(maskingKey: WebSocketMask.randomKey()))
+    }
+}
+
+/// Who a client believes is online, from the PRESENCE notices it got (loop thread only).
+final class PresenceList {
+    var online: Set<String> = []
+    /// Password checks the node started and finished (counted around its authenticator).
+    var checksStarted = 0
+    var checksDecided = 0
+
+    func take(_ frame: IMFrame) {
+        guard frame.command == .presence, let notice = try? frame.decode(IMPresenceNotice.self) else { return }
+        if notice.online { online.insert(notice.user) } else { online.remove(notice.user) }
+    }
+}
+
+@Suite("Chat node: WebSocket logins whose connection goes away")
+struct WebGhostLoginTests {
+    @Test("five WebSocket LOGINs, each followed at once by a close frame while scrypt runs (the peer keeping TCP open), leave no session and no one online for the node or a bystander's presence list; the real user then logs in")
+    func ghostLogins() async throws {
+        try await onLoopThread { try Self.ghostLoginsOnLoop() }
+    }
+
+    static func ghostLoginsOnLoop() throws {
+        let loop = RunLoop.current
+        let path = temporaryDatabase()
+        defer { removeDatabase(path) }
+        let node = try ChatNode(configuration: nodeConfiguration(path, httpPort: 0))
+        try node.start()
+        defer { node.abort() }
+        let webPort = try #require(node.webPort)
+        #expect(try node.addAccount(user: "ann", password: "pw"))
+        let seen = PresenceList()
+        // Counts the node's own password checks, so the test knows every late verdict has come.
+        let check = try #require(node.server.authenticator)
+        node.server.authenticator = { request, verdict in
+            seen.checksStarted += 1
+            check(request) { answer in
+                seen.checksDecided += 1
+                verdict(answer)
+            }
+        }
+        let tom = client("tom", port: node.port, heartbeat: .seconds(60))
+        tom.onNotice = { _, frame in seen.take(frame) }
+        tom.start()
+        try #require(try spin(loop) { tom.state == .online && seen.checksDecided == 1 })
+
+        for attempt in 0..<5 {
+            let peer = LingeringWebSocketPeer(port: webPort)
+            try #require(try spin(loop) { peer.upgraded && node.server.sessions.count == 2 }, "attempt \(attempt)")
+            peer.loginAndClose("ann", password: "pw", json: attempt % 2 == 1)
+            try #require(try spin(loop) { node.server.sessions.count == 1 }, "attempt \(attempt) kept its session")
+        }
+        try #require(try spin(loop) { seen.checksDecided == seen.checksStarted })
+        #expect(node.server.onlineUsers == ["tom"], "ghosts: \(node.server.onlineUsers)")
+        #expect(!seen.online.contains("ann"), "tom's presence list shows a user with no connection")
+
+        let ann = IMClient(configuration: IMClientConfiguration(user: "ann", password: "pw"),
+                           connector: WebSocketTransport.connector(host: "127.0.0.1", port: webPort))
+        ann.start()
+        try #require(try spin(loop) { ann.state == .online }, "the real user was refused: \(ann.state)")
+        try #require(try spin(loop) { seen.online.contains("ann") })
+        #expect(node.server.onlineUsers == ["ann", "tom"])
+        ann.close()
+        tom.close()
+        try spin(loop) { ann.state == .closed(.userClosed) && tom.state == .closed(.userClosed) }
+    }
+}
+
+@Suite("Chat node: an oversized paste over WebSocket")
+struct WebOversizedSendTests {
+    @Test("a 70,000-character paste over WebSocket — JSON escaped at 6 bytes a character, or binary — gets SEND_ACK frameTooLarge with its id, and the session stays up: it answers a HEARTBEAT and takes the next SEND; the recipient gets only that one (needs the server's SEND size check)")
+    func pasteIsRefusedNotFatal() async throws {
+        try await onLoopThread { try Self.pasteOnLoop() }
+    }
+
+    static func pasteOnLoop() throws {
+        let loop = RunLoop.current
+        let path = temporaryDatabase()
+        defer { removeDatabase(path) }
+        let node = try ChatNode(configuration: nodeConfiguration(path, httpPort: 0))
+        try node.start()
+        defer { node.abort() }
+        let webPort = try #require(node.webPort)
+        let tomGot = WebBadInputObservations()
+        let tom = client("tom", port: node.port, heartbeat: .seconds(60))
+        tom.onMessage = { _, message in tomGot.tomGot.append(message.text) }
+        tom.start()
+        try #require(try spin(loop) { tom.state == .online })
+
+        let json = WebSocketPeer(port: webPort)
+        let binary = WebSocketPeer(port: webPort)
+        try #require(try spin(loop) { json.isOpen && binary.isOpen })
+        func answer(_ peer: WebSocketPeer, _ serial: UInt32) -> IMFrame? { peer.frames.first { $0.serial == serial && $0.command != .presence } }
+        try json.connection.send(text: #"{"command":"LOGIN","serial":1,"body":{"user":"jo","password":"pw","keepaliveSeconds":60}}"#)
+        var login = IMLoginRequest()
+        login.user = "bo"
+        login.password = "pw"
+        login.keepaliveSeconds = 60
+        try binary.connection.send(binary: IMFrame(command: .login, serial: 1, message: login).encoded())
+        try #require(try spin(loop) { answer(json, 1)?.code == .ok && answer(binary, 1)?.code == .ok })
+
+        try json.connection.send(text: #"{"command":"SEND","serial":2,"body":{"id":"paste-1","user":"tom","text":""#
+            + String(repeating: #"\u0001"#, count: 70_000) + #""}}"#)
+        var paste = IMChatMessage()
+        paste.id = "paste-2"
+        paste.user = "tom"
+        paste.text = String(repeating: "x", count: 70_000)
+        try binary.connection.send(binary: IMFrame(command: .send, serial: 2, message: paste).encoded())
+        try #require(try spin(loop) { answer(json, 2) != nil && answer(binary, 2) != nil },
+                     "\(json.closeInfo.map { "\($0)" } ?? "open"), \(binary.closeInfo.map { "\($0)" } ?? "open")")
+        for (peer, id) in [(json, "paste-1"), (binary, "paste-2")] {
+            let ack = try #require(answer(peer, 2))
+            #expect(ack.command == .sendAck && ack.code == .frameTooLarge, "\(ack)")
+            #expect(try ack.decode(IMSendAck.self).id == id)
+        }
+
+        try json.connection.send(text: #"{"command":"HEARTBEAT","serial":3}"#)
+        try json.connection.send(text: #"{"command":"SEND","serial":4,"body":{"id":"short-1","user":"tom","text":"the short version"}}"#)
+        try binary.connection.send(binary: IMFrame(command: .heartbeat, serial: 3).encoded())
+        paste.id = "short-2"
+        paste.text = "and mine"
+        try binary.connection.send(binary: IMFrame(command: .send, serial: 4, message: paste).encoded())
+        try #require(try spin(loop) { [json, binary].allSatisfy { answer($0, 4) != nil } })
+        for peer in [json, binary] {
+            #expect(answer(peer, 3)?.command == .heartbeatAck && answer(peer, 4)?.code == .ok && peer.closeInfo == nil)
+        }
+        try #require(try spin(loop) { tomGot.tomGot.count == 2 })
+        #expect(Set(tomGot.tomGot) == ["the short version", "and mine"], "only the short ones were stored")
+        tom.close()
+        try spin(loop) { tom.state == .closed(.userClosed) }
+    }
+}

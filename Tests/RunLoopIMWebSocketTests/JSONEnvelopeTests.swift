@@ -71,10 +71,72 @@ struct JSONEnvelopeTests {
         for bytes in [Array(heartbeat.prefix(10)), heartbeat + heartbeat, [UInt8]()] {
             #expect(throws: IMEnvelopeError.self) { try WebSocketSessionLink.frame(fromBinary: bytes, maxBodyLength: 64).get() }
         }
-        let big = IMFrame(command: .send, serial: 1, body: Array(repeating: 0, count: 65)).encoded()
+        let big = IMFrame(command: .history, serial: 1, body: Array(repeating: 0, count: 65)).encoded()
         #expect(throws: IMEnvelopeError(.frameTooLarge, "frame body of 65 B exceeds the limit of 64 B")) {
             try WebSocketSessionLink.frame(fromBinary: big, maxBodyLength: 64).get()
         }
+    }
+
+    @Test("a SEND over the body limit whose bytes are all in the message is a frame, binary or JSON (the session answers it); one that announces more than it holds, and every other command over the limit, is frameTooLarge")
+    func oversizedSend() throws {
+        var message = IMChatMessage()
+        message.id = "paste-1"
+        message.user = "tom"
+        message.text = String(repeating: "x", count: 100)
+        let send = IMFrame(command: .send, serial: 5, message: message)
+        #expect(send.body.count > 64)
+        #expect(try WebSocketSessionLink.frame(fromBinary: send.encoded(), maxBodyLength: 64).get() == send)
+        #expect(try WebSocketSessionLink.frame(fromJSON: IMJSONEnvelope.encode(send), maxBodyLength: 64).get() == send)
+
+        var truncated = send.encoded()
+        truncated.removeLast()
+        #expect(throws: IMEnvelopeError(.frameTooLarge, "frame body of \(send.body.count) B exceeds the limit of \(send.body.count - 1) B")) {
+            try WebSocketSessionLink.frame(fromBinary: truncated, maxBodyLength: 64).get()
+        }
+        #expect(throws: IMEnvelopeError.self) { try WebSocketSessionLink.frame(fromBinary: send.encoded() + [0], maxBodyLength: 64).get() }
+        let join = IMFrame(command: .join, serial: 6, body: send.body)
+        #expect(throws: IMEnvelopeError(.frameTooLarge, "frame body of \(send.body.count) B exceeds the limit of 64 B")) {
+            try WebSocketSessionLink.frame(fromBinary: join.encoded(), maxBodyLength: 64).get()
+        }
+        var room = IMRoomRequest()
+        room.room = String(repeating: "r", count: 100)
+        let joinJSON = IMJSONEnvelope.encode(IMFrame(command: .join, serial: 7, message: room))
+        guard case .failure(let error) = WebSocketSessionLink.frame(fromJSON: joinJSON, maxBodyLength: 64) else {
+            Issue.record("an oversized JOIN passed")
+            return
+        }
+        #expect(error.code == .frameTooLarge && error.serial == 7)
+    }
+
+    @Test("a key written twice in one object — at the top level, in the body, deeper, spelled with an escape, or a field under both its names — is badRequest, echoing the serial unless the serial is the repeated key; the same key in different objects is not")
+    func duplicateKeys() throws {
+        let refused: [(String, UInt32)] = [
+            (#"{"command":"SEND","serial":7,"serial":8}"#, 0),
+            (#"{"command":"SEND","serial":7,"serial":7}"#, 0),
+            (#"{"command":"SEND","command":"LOGIN","serial":7}"#, 7),
+            (#"{"command":"HEARTBEAT","serial":7,"code":0,"code":0}"#, 7),
+            (#"{"command":"SEND","serial":7,"body":{},"body":{"text":"x"}}"#, 7),
+            (#"{"command":"SEND","serial":7,"body":{"id":"a","text":"hi","text":"bye"}}"#, 7),
+            (#"{"command":"SEND","serial":7,"body":{"id":"a","text":"hi","te\u0078t":"bye"}}"#, 7),
+            (#"{"command":"DELIVER_ACK","serial":7,"body":{"seqs":["1"],"seqs":["2"]}}"#, 7),
+            (#"{"command":"HISTORY_PAGE","serial":7,"body":{"messages":[{"id":"a","id":"b"}]}}"#, 7),
+            (#"{ "command" : "SEND" , "serial" : 7 , "serial" : 7 }"#, 0),
+            // One field under its .proto name and its JSON name: the Protocol Buffers decoder would take the last.
+            (#"{"command":"LOGIN","serial":7,"body":{"user":"a","keepaliveSeconds":1,"keepalive_seconds":2}}"#, 7),
+            (#"{"command":"HISTORY","serial":7,"body":{"room":"r","before_seq":"1","beforeSeq":"2"}}"#, 7),
+        ]
+        for (text, serial) in refused {
+            #expect(throws: IMEnvelopeError.self, "\(text)") { try IMJSONEnvelope.decode(text) }
+            do {
+                _ = try IMJSONEnvelope.decode(text)
+            } catch {
+                #expect(error.code == .badRequest && error.serial == serial && error.reason.contains("twice"), "\(text): \(error)")
+            }
+        }
+        let page = try IMJSONEnvelope.decode(#"{"command":"HISTORY_PAGE","serial":7,"body":{"messages":[{"id":"a"},{"id":"b","text":"id"}]}}"#)
+        #expect(try page.decode(IMHistoryPage.self).messages.map(\.id) == ["a", "b"])
+        let quoted = try IMJSONEnvelope.decode(#"{"command":"SEND","serial":7,"body":{"id":"serial","text":"{\"text\":1,\"text\":2}\\"}}"#)
+        #expect(try quoted.decode(IMChatMessage.self).text == #"{"text":1,"text":2}\"#)
     }
 
     @Test("session end reasons map to close codes: 1000 logout, 1001 shutdown, 1009 too large, 1008 other IM errors")

@@ -32,6 +32,7 @@ extension WebSocketConnection {
     /// server ends first, as RFC 6455 §7.1.1 asks (the TIME_WAIT stays on its side); a client ends its
     /// output too, so a server that waits for that is not kept waiting.
     func peerClosed(code: WebSocketCloseCode?, reason: String) {
+        let wasOpen = state == .open
         closeReceived = (code, reason)
         if closeSent == nil {
             peerStartedClose = true
@@ -41,12 +42,14 @@ extension WebSocketConnection {
             tcp.close()
             armCloseTimer()
         }
+        if wasOpen { onClosing?(self, .peerClosed(code: code, reason: reason)) }
     }
 
     /// Fails the connection for a peer's violation: close frame with the violation's code, then end
     /// TCP without waiting for the peer's answer (RFC 6455 §7.1.7).
     func fail(_ error: WebSocketError) {
         logger.debug("failing \(self): \(error)")
+        let wasOpen = state == .open
         failure = error
         if closeSent == nil, let code = error.closeCode { sendClose(code: code, reason: "") }
         if state != .closed {
@@ -54,6 +57,7 @@ extension WebSocketConnection {
             tcp.close()
             armCloseTimer()
         }
+        if wasOpen { onClosing?(self, .failed(error)) }
     }
 
     /// The TCP connection refused our bytes: nothing sensible can be sent any more.
@@ -105,6 +109,7 @@ extension WebSocketConnection {
         onPing = nil
         onPong = nil
         onWritabilityChanged = nil
+        onClosing = nil
         onClose = nil
         callback?(self, info)
     }

@@ -61,6 +61,14 @@ public final class WebSocketConnection {
     /// Runs when ``isWritable`` changes (the TCP connection's water marks): stop producing at `false`,
     /// resume at `true`.
     public var onWritabilityChanged: ((WebSocketConnection, Bool) -> Void)?
+    /// Runs at most once, when the connection stops being open because of the peer — its close frame
+    /// arrived, or it broke the protocol — before the close handshake and the TCP connection are over.
+    /// From then on nothing can be sent (``send(_:)`` throws ``WebSocketError/notOpen``) and nothing
+    /// more is received, but ``onClose`` may come only ``WebSocketConfiguration/closeTimeout`` later:
+    /// a peer that keeps its end of TCP open after the close frames puts it off until then. So an
+    /// owner whose state stands for the peer (an IM session, a user shown online) ends it here.
+    /// Not after this side's own ``close(code:reason:)`` or ``abort()``; ``onClose`` follows in every case.
+    public var onClosing: ((WebSocketConnection, WebSocketClosingCause) -> Void)?
     /// Runs exactly once when the connection has closed, for whatever reason.
     public var onClose: ((WebSocketConnection, WebSocketCloseInfo) -> Void)?
 
