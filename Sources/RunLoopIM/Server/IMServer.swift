@@ -33,6 +33,8 @@ public final class IMServer {
         /// Whether PRESENCE notices go to every logged-in session when a user comes online or goes
         /// offline (fine for a demo node; a large service would send them to contacts only).
         public var broadcastsPresence = true
+        /// Login admission: checks at once, per-address limits, failure delays (``IMLoginLimits``).
+        public var logins = IMLoginLimits()
 
         public init() {}
     }
@@ -55,6 +57,10 @@ public final class IMServer {
     let listener: TCPListener
     var open: [ObjectIdentifier: IMServerSession] = [:]
     var byUser: [String: [IMServerSession]] = [:]
+    /// Login admission state (IMServer+Logins).
+    lazy var loginGate = LoginGate(limits: settings.logins, loop: loop, modes: listener.modes) { [weak self] event in
+        self?.loginEventDue(event)
+    }
 
     /// Must be called on the loop's thread.
     public init(store: IMServerStore, settings: Settings = Settings(), loop: RunLoop = .current,
@@ -116,6 +122,7 @@ public final class IMServer {
             try? link.send(Self.serverFull)
             return link.close(for: .protocolError(.tooManyConnections, "server full"))
         }
+        guard admitConnection(link) else { return }
         let session = IMServerSession(link: link, server: self)
         open[ObjectIdentifier(session)] = session
     }
@@ -139,6 +146,7 @@ public final class IMServer {
 
     func sessionEnded(_ session: IMServerSession, reason: IMSessionEndReason) {
         open[ObjectIdentifier(session)] = nil
+        loginSessionEnded(session)
         if let user = session.user {
             byUser[user]?.removeAll { $0 === session }
             if byUser[user]?.isEmpty == true {
