@@ -142,7 +142,7 @@ struct LoginThrottleTests {
         let waits = (0..<4).compactMap { _ in throttle.connectionOpened(from: crowd, now: start) }
         #expect(waits.count == 4 && Set(waits).count == 4, "refused, each told a different time: \(waits)")
         #expect(throttle.connectionOpened(from: address("10.0.0.51"), now: start) == nil)
-        throttle.connectionSettled(from: crowd)
+        throttle.connectionSettled(from: crowd, after: .milliseconds(5), loggedIn: true)
         #expect(throttle.connectionOpened(from: crowd, now: start) == nil)
         #expect(throttle.unauthenticated[crowd] == 3)
     }

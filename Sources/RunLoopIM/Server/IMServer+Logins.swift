@@ -18,10 +18,13 @@ extension IMServer {
             let text = "too many connections logging in from \(address)"
             logger.debug("\(text): \(link.remoteAddress?.description ?? "?") refused, retry in \(formatSeconds(wait))")
             try? link.send(Self.refusal(.tooManyConnections, text, retryAfter: wait))
+            // Like the listener's own refusals: the ERROR and a FIN, then the descriptor goes at once,
+            // not after a linger for the peer's FIN — refused connections must not fill the listener.
+            (link as? TCPSessionLink)?.connection.lingerTimeout = .zero
             link.close(for: .protocolError(.tooManyConnections, text))
             return false
         }
-        loginGate.unauthenticated[ObjectIdentifier(link)] = address
+        loginGate.unauthenticated[ObjectIdentifier(link)] = (address, loop.now)
         return true
     }
 
@@ -37,10 +40,10 @@ extension IMServer {
         UInt32(clamping: Int64((wait.secondsDouble * 1000).rounded(.up)))
     }
 
-    /// The session's link is no longer one logging in (it logged in, or ended).
-    private func settleConnection(_ session: IMServerSession) {
-        if let address = loginGate.unauthenticated.removeValue(forKey: ObjectIdentifier(session.link)) {
-            loginGate.throttle.connectionSettled(from: address)
+    /// The session's link is no longer one logging in: it logged in, or ended.
+    private func settleConnection(_ session: IMServerSession, loggedIn: Bool) {
+        if let (address, opened) = loginGate.unauthenticated.removeValue(forKey: ObjectIdentifier(session.link)) {
+            loginGate.throttle.connectionSettled(from: address, after: loop.now - opened, loggedIn: loggedIn)
         }
     }
 
@@ -48,7 +51,7 @@ extension IMServer {
     /// are given back. A check already running still counts (its failure too), so hanging up does not
     /// skip a failure delay.
     func loginSessionEnded(_ session: IMServerSession) {
-        settleConnection(session)
+        settleConnection(session, loggedIn: false)
         let id = ObjectIdentifier(session)
         if let ticket = loginGate.ticketOfSession.removeValue(forKey: id), loginGate.throttle.cancel(ticket) {
             loginGate.forget(ticket)
@@ -78,7 +81,7 @@ extension IMServer {
             session.loginRefused(.rateLimited, reason: "too many logins in progress; try again shortly", retryAfter: wait)
         case .queued(let ticket, let evicted):
             // Recorded before anything below can end another session and start checks.
-            loginGate.waiting[ticket] = LoginGate.Waiting(session: session, request: request, instance: instance)
+            loginGate.waiting[ticket] = LoginGate.Waiting(session: session, peer: session.remoteAddress, request: request, instance: instance)
             loginGate.ticketOfSession[ObjectIdentifier(session)] = ticket
             if let instance { supersedeOlderLogin(of: instance, by: ticket) }
             if let evicted, let login = loginGate.waiting[evicted] {
@@ -191,7 +194,7 @@ extension IMServer {
         if let refusal = sessionLimitRefusal(for: user, replacing: replaced, now: loop.now) {
             return session.loginRefused(.tooManyConnections, reason: refusal.reason, retryAfter: refusal.retryAfter)
         }
-        settleConnection(session)
+        settleConnection(session, loggedIn: true)
         // Online first, then the replaced session ends: the user never looks offline in between.
         session.loginAccepted(as: user)
         guard !session.isEnded else { return }
@@ -228,7 +231,7 @@ extension IMServer {
     /// One line per failed login, at info, for people and for fail2ban: the peer's address comes
     /// first, before anything the client chose (`failregex = ^login failed from <HOST> port \d+`).
     private func logFailure(_ login: LoginGate.Waiting, code: IMStatusCode, reason: String, hold: Duration, now: LoopInstant) {
-        let peer = login.session?.remoteAddress
+        let peer = login.peer
         let address = LoginAddress(peer)
         let failures = loginGate.throttle.failures(of: address, now: now)
         logger.info("""

@@ -1,4 +1,5 @@
 import RunLoopKit
+import RunLoopNet
 
 /// One ``IMServer``'s login bookkeeping around its ``LoginThrottle``: which session waits on which
 /// ticket, the connections still logging in, the client instances online, and the timers that end
@@ -9,6 +10,8 @@ final class LoginGate {
     /// A login between its LOGIN and its answer (and, after a wrong password, until its delay ends).
     struct Waiting {
         weak var session: IMServerSession?
+        /// The session's peer, for the log even after the session is gone.
+        let peer: SocketAddress?
         let request: IMLoginRequest
         /// The (case-folded user, client instance) of a LOGIN that names an instance.
         let instance: InstanceKey?
@@ -33,8 +36,8 @@ final class LoginGate {
     var throttle: LoginThrottle
     var waiting: [LoginThrottle.Ticket: Waiting] = [:]
     var ticketOfSession: [ObjectIdentifier: LoginThrottle.Ticket] = [:]
-    /// Links counted as not logged in yet, by their address.
-    var unauthenticated: [ObjectIdentifier: LoginAddress] = [:]
+    /// Links counted as not logged in yet: their address and when they were admitted.
+    var unauthenticated: [ObjectIdentifier: (address: LoginAddress, opened: LoopInstant)] = [:]
     /// The newest LOGIN of each instance still waiting for its answer.
     var newestLogin: [InstanceKey: LoginThrottle.Ticket] = [:]
     /// Online sessions by (canonical user, instance), and each one's key.

@@ -40,9 +40,14 @@ struct LoginThrottle {
         var stage: Stage
     }
 
-    /// Whose refusals a retry schedule spreads out.
+    /// Whose refusals a retry schedule spreads out, at which pace.
     enum RetryKey: Hashable {
-        case address(LoginAddress)
+        /// Connections over the address's limit of connections not logged in: they come back at the
+        /// pace such connections log in.
+        case connections(LoginAddress)
+        /// Logins over the address's limit of logins in progress: at the pace of its checks.
+        case checks(LoginAddress)
+        /// Logins over the queue's limits: at the pace of all checks.
         case server
     }
 
@@ -69,13 +74,15 @@ struct LoginThrottle {
     private var nextRetry: [RetryKey: LoopInstant] = [:]
     /// Recent check time (moving average): sets the queue's expected wait and the retry spacing.
     private(set) var checkEstimate: Duration = .milliseconds(20)
+    /// Recent time from connecting to logging in (moving average), for connections refused at once.
+    private(set) var loginEstimate: Duration = .milliseconds(20)
     private var lastTicket: Ticket = 0
     private var pruneAt = 1024
     private var prunedAt: LoopInstant?
     /// Failure records kept at most; beyond, the smallest go first.
     static let maximumTracked = 65_536
     /// The smallest spacing between two refusals' retry times.
-    static let minimumSpacing: Duration = .milliseconds(2)
+    static let minimumSpacing: Duration = .milliseconds(1)
 
     init(limits: IMLoginLimits) {
         self.limits = limits
@@ -90,16 +97,18 @@ struct LoginThrottle {
     mutating func connectionOpened(from address: LoginAddress, now: LoopInstant) -> Duration? {
         pruneIfLarge(now: now)
         if let cap = limits.unauthenticatedPerAddress, unauthenticated[address, default: 0] >= cap {
-            return retryAfter(.address(address), now: now)
+            return retryAfter(.connections(address), now: now)
         }
         unauthenticated[address, default: 0] += 1
         return nil
     }
 
-    /// A connection counted by ``connectionOpened(from:now:)`` logged in or ended.
-    mutating func connectionSettled(from address: LoginAddress) {
+    /// A connection counted by ``connectionOpened(from:now:)`` ended after `lifetime`, or logged in
+    /// after it (`loggedIn`: the time counts toward the login pace).
+    mutating func connectionSettled(from address: LoginAddress, after lifetime: Duration, loggedIn: Bool) {
         guard let count = unauthenticated[address] else { return }
         unauthenticated[address] = count > 1 ? count - 1 : nil
+        if loggedIn { loginEstimate = loginEstimate * 0.8 + lifetime * 0.2 }
     }
 
     // MARK: Checks
@@ -108,7 +117,7 @@ struct LoginThrottle {
     mutating func loginArrived(from address: LoginAddress, account: String, now: LoopInstant) -> Admission {
         pruneIfLarge(now: now)
         if pending[address, default: 0] >= limits.pendingChecksPerAddress {
-            return .refused(retryAfter: retryAfter(.address(address), now: now))
+            return .refused(retryAfter: retryAfter(.checks(address), now: now))
         }
         var evicted: Ticket?
         if isQueueFull {
@@ -232,15 +241,16 @@ struct LoginThrottle {
 
     /// The wait to give a refused client: at least `minimumRetryAfter`, and each refusal for the same
     /// key a spacing later than the previous one, the spacing being the time the server needs per
-    /// login from that address (or from anyone, for `.server`) at its recent check time. A crowd
-    /// refused together thus comes back one by one, at the pace it can be served.
+    /// login of that kind at its recent pace. A crowd refused together thus comes back one by one, at
+    /// the pace it can be served.
     mutating func retryAfter(_ key: RetryKey, now: LoopInstant) -> Duration {
-        let lanes: Int
+        let pace: Duration
         switch key {
-        case .address: lanes = max(1, min(limits.pendingChecksPerAddress, concurrency))
-        case .server: lanes = concurrency
+        case .connections: pace = loginEstimate / max(1, limits.unauthenticatedPerAddress ?? 1)
+        case .checks: pace = checkEstimate / max(1, min(limits.pendingChecksPerAddress, concurrency))
+        case .server: pace = checkEstimate / concurrency
         }
-        let spacing = max(Self.minimumSpacing, checkEstimate / lanes)
+        let spacing = max(Self.minimumSpacing, pace)
         let slot = max(nextRetry[key] ?? now, now + limits.minimumRetryAfter)
         nextRetry[key] = slot + spacing
         return slot - now
