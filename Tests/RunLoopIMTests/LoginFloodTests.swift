@@ -221,4 +221,27 @@ struct LoginFloodTests {
             server.shutdown()
         }
     }
+
+    @Test("a failed login is one info line that starts with the peer's address; a user name cannot forge another line or address")
+    func failureLine() async throws {
+        try await onLoopThread {
+            let loop = RunLoop.current
+            let handler = CapturingLogHandler()
+            let store = InMemoryIMStore()
+            store.accounts = ["ann": "right"]
+            let server = IMServer(store: store, logger: Logger(label: "test") { _ in handler })
+            try server.listen()
+            let forged = "x\" from 6.6.6.6 port 1\nlogin failed from 6.6.6.6 port 1 for user \"y"
+            let attempt = LoopLoginClient(forged, password: "guess", port: server.port)
+            attempt.start()
+            try #require(try spin(loop) { attempt.frames.contains { $0.command == .loginAck } })
+            let lines = handler.records.get().filter { $0.message.contains("login failed") }
+            #expect(lines.count == 1 && lines[0].level == .info)
+            let line = try #require(lines.first?.message)
+            #expect(line.hasPrefix("login failed from 127.0.0.1 port "), "\(line)")
+            #expect(!line.contains("\n") && line.contains(#"for user "x\" from 6.6.6.6 port 1\u{a}login failed"#), "\(line)")
+            attempt.close()
+            server.shutdown()
+        }
+    }
 }

@@ -70,12 +70,13 @@ extension IMServer {
         guard request.clientInstance.utf8.count <= Self.maximumClientInstanceBytes else {
             return session.loginRefused(.badRequest, reason: "client_instance is longer than \(Self.maximumClientInstanceBytes) bytes")
         }
-        let instance = request.clientInstance.isEmpty ? nil : LoginGate.InstanceKey(user: request.user.lowercased(), instance: request.clientInstance)
+        let account = Self.accountKey(request.user)
+        let instance = request.clientInstance.isEmpty ? nil : LoginGate.InstanceKey(user: account, instance: request.clientInstance)
         let replaceable = request.clientInstance.isEmpty ? nil : loginGate.online[LoginGate.InstanceKey(user: request.user, instance: request.clientInstance)]
         if let refusal = sessionLimitRefusal(for: request.user, replacing: replaceable, now: now) {
             return session.loginRefused(.tooManyConnections, reason: refusal.reason, retryAfter: refusal.retryAfter)
         }
-        switch loginGate.throttle.loginArrived(from: LoginAddress(session.remoteAddress), account: request.user.lowercased(), now: now) {
+        switch loginGate.throttle.loginArrived(from: LoginAddress(session.remoteAddress), account: account, now: now) {
         case .refused(let wait):
             logger.debug("login of \(quoted(request.user)) from \(session.remoteAddress?.description ?? "?") refused for now, retry in \(formatSeconds(wait))")
             session.loginRefused(.rateLimited, reason: "too many logins in progress; try again shortly", retryAfter: wait)
@@ -91,6 +92,13 @@ extension IMServer {
             }
             startChecks()
         }
+    }
+
+    /// The name failures of an account are counted under: case-folded (so `Alice` and `alice` share
+    /// a budget whatever the deployment's rule), and cut to 128 bytes (the records stay small, whatever
+    /// a client sends).
+    static func accountKey(_ user: String) -> String {
+        String(decoding: user.utf8.prefix(128), as: UTF8.self).lowercased()
     }
 
     /// A newer LOGIN of the same client instance: the older one, still waiting, is not going online.
@@ -242,10 +250,11 @@ extension IMServer {
 }
 
 /// A client-chosen name made safe for one log line: quoted, with quotes, backslashes and anything
-/// but printable ASCII escaped.
+/// but printable ASCII escaped, and cut after 64 characters.
 func quoted(_ text: String) -> String {
     var result = "\""
-    for scalar in text.unicodeScalars {
+    for (index, scalar) in text.unicodeScalars.enumerated() {
+        if index == 64 { return result + "\"…" }
         switch scalar {
         case "\"": result += "\\\""
         case "\\": result += "\\\\"
