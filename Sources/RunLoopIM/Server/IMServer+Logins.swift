@@ -249,8 +249,9 @@ extension IMServer {
     }
 }
 
-/// A client-chosen name made safe for one log line: quoted, with quotes, backslashes and anything
-/// but printable ASCII escaped, and cut after 64 characters.
+/// A client-chosen name made safe for one log line: quoted, with quotes, backslashes, spaces and
+/// anything but printable ASCII escaped (so no part of it reads like the line's own words), and cut
+/// after 64 characters.
 func quoted(_ text: String) -> String {
     var result = "\""
     for (index, scalar) in text.unicodeScalars.enumerated() {
@@ -258,7 +259,7 @@ func quoted(_ text: String) -> String {
         switch scalar {
         case "\"": result += "\\\""
         case "\\": result += "\\\\"
-        case " "..."~": result.unicodeScalars.append(scalar)
+        case "!"..."~": result.unicodeScalars.append(scalar)
         default: result += "\\u{\(String(scalar.value, radix: 16))}"
         }
     }
