@@ -94,14 +94,14 @@ struct ChatNodeTests {
         }
     }
 
-    @Test("password checks are bounded: over the bound a login is refused for now (rateLimited) and retried, not closed for good; a finished check frees its place")
+    @Test("logins in progress are bounded per address: over the bound a login is refused for now (rateLimited) and retried, not closed for good; a finished check frees its place")
     func pendingLoginBound() async throws {
         try await onLoopThread {
             let loop = RunLoop.current
             let path = temporaryDatabase()
             defer { removeDatabase(path) }
             var configuration = nodeConfiguration(path)
-            configuration.maximumPendingLogins = 0
+            configuration.logins.pendingChecksPerAddress = 0
             let full = try ChatNode(configuration: configuration)
             try full.start()
             let refused = client("ann", port: full.port)
@@ -114,7 +114,7 @@ struct ChatNodeTests {
             refused.close()
             full.stop()
 
-            configuration.maximumPendingLogins = 1
+            configuration.logins.pendingChecksPerAddress = 1
             let one = try ChatNode(configuration: configuration)
             try one.start()
             let clients = ["bea", "cy", "dot"].map { client($0, port: one.port) }

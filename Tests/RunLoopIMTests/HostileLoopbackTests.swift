@@ -158,7 +158,14 @@ struct HostileLoopbackTests {
         _ = DescriptorLimit.raiseSoftLimitToHard()
         try await onLoopThread {
             let loop = RunLoop.current
-            let server = IMServer(store: InMemoryIMStore())
+            // Every client comes from 127.0.0.1 and none retries: the per-address login limits (their own
+            // tests are LoginFloodTests) would turn most of them away.
+            var settings = IMServer.Settings()
+            settings.logins.unauthenticatedPerAddress = nil
+            settings.logins.pendingChecksPerAddress = 10_000
+            settings.logins.maximumQueuedChecks = 10_000
+            settings.logins.maximumQueueWait = .seconds(600)
+            let server = IMServer(store: InMemoryIMStore(), settings: settings)
             var ended = 0
             server.onSessionEnd = { _, _, _ in ended += 1 }
             try server.listen()

@@ -2,27 +2,59 @@ import RunLoopIMSQLite
 
 /// Accounts in the node's SQLite file: a user name and its scrypt hash, nothing else.
 /// Loop thread only, like the database it shares with the message store.
+///
+/// User names ignore case: `Alice`, `ALICE` and `alice` are one account. New accounts are stored in
+/// lower case, which is then the user's name everywhere (sessions, messages, rooms, presence). A
+/// database from before this rule may hold mixed-case names: they keep working — looked up whatever
+/// the case, and keeping the name they were stored with (their messages and rooms use it).
 public final class AccountStore {
+    /// An account as stored.
+    public struct Account: Equatable, Sendable {
+        /// The canonical name: what the user is called once logged in.
+        public let name: String
+        public let passwordHash: String
+    }
+
     let database: SQLiteDatabase
 
     public init(database: SQLiteDatabase) throws(SQLiteError) {
         self.database = database
         try database.execute("CREATE TABLE IF NOT EXISTS accounts(name TEXT PRIMARY KEY, password_hash TEXT NOT NULL) WITHOUT ROWID")
+        // Not UNIQUE: an older database may hold names that differ only in case (see ``account(named:)``).
+        try database.execute("CREATE INDEX IF NOT EXISTS accounts_by_folded_name ON accounts(name COLLATE NOCASE)")
     }
 
-    /// The stored hash of `user`, if the account exists.
+    /// The account `user` names, whatever the case of its letters. Should an older database hold
+    /// several names that differ only in case, the exact spelling wins, then the lower-case one, then
+    /// the first in byte order.
+    public func account(named user: String) throws(SQLiteError) -> Account? {
+        var account: Account?
+        try database.query("""
+            SELECT name, password_hash FROM accounts WHERE name = ?1 COLLATE NOCASE
+            ORDER BY name = ?1 DESC, name = lower(?1) DESC, name LIMIT 1
+            """, [.text(user)]) { row in
+            if let name = row.text(0), let hash = row.text(1) { account = Account(name: name, passwordHash: hash) }
+        }
+        return account
+    }
+
+    /// The stored hash of `user`'s account (any case), if it exists.
     public func passwordHash(of user: String) throws(SQLiteError) -> String? {
-        var hash: String?
-        try database.query("SELECT password_hash FROM accounts WHERE name = ?", [.text(user)]) { row in hash = row.text(0) }
-        return hash
+        try account(named: user)?.passwordHash
     }
 
-    /// Creates the account unless it exists; returns whether it was created.
+    /// Creates the account `user` in lower case unless one exists under any case; returns whether it
+    /// was created.
     @discardableResult
     public func create(user: String, passwordHash: String) throws(SQLiteError) -> Bool {
-        try database.query("INSERT OR IGNORE INTO accounts(name, password_hash) VALUES (?, ?)", [.text(user), .text(passwordHash)])
+        let name = user.lowercased()
+        // One statement: the check and the insert cannot be split by another writer.
+        try database.query("""
+            INSERT INTO accounts(name, password_hash) SELECT ?1, ?2
+            WHERE NOT EXISTS (SELECT 1 FROM accounts WHERE name = ?1 COLLATE NOCASE)
+            """, [.text(name), .text(passwordHash)])
         guard database.changes == 1 else { return false }
-        try database.query("INSERT OR IGNORE INTO users(name) VALUES (?)", [.text(user)])
+        try database.query("INSERT OR IGNORE INTO users(name) VALUES (?)", [.text(name)])
         return true
     }
 
@@ -33,7 +65,8 @@ public final class AccountStore {
         return names
     }
 
-    /// User names: 1 to 32 letters, digits, `_`, `-` or `.` — safe in logs and terminals.
+    /// User names: 1 to 32 ASCII letters, digits, `_`, `-` or `.` — safe in logs and terminals, and
+    /// case-folded the same way by Swift and SQLite.
     public static func isValidName(_ name: String) -> Bool {
         (1...32).contains(name.utf8.count) && name.utf8.allSatisfy { byte in
             (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)

@@ -1,4 +1,6 @@
-import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import RunLoopIM
 import RunLoopIMSQLite
@@ -34,10 +36,10 @@ public final class ChatNode {
         public var maximumSessionsPerUser = 4
         /// Rooms one user may be a member of (`nil`: no limit).
         public var maximumRoomsPerUser: Int? = 100
-        /// Password checks (scrypt, deliberately slow) queued or running at once; a login over it is
-        /// refused for now with `rateLimited`, which clients retry after a backoff. Without a bound a
-        /// flood of wrong passwords queued so much work that real logins timed out for a minute.
-        public var maximumPendingLogins = 16
+        /// Login admission (``IMLoginLimits``): `concurrentChecks` is also the number of threads that
+        /// hash passwords (default: one per online processor); per-address limits keep a flood of
+        /// wrong passwords from starving real logins, failure delays keep guessing slow.
+        public var logins = IMLoginLimits()
         /// How long a stop waits for sessions to close gracefully before it closes the database anyway.
         public var shutdownGrace: Duration = .seconds(5)
 
@@ -46,6 +48,7 @@ public final class ChatNode {
             session.loginTimeout = .seconds(10)
             session.maximumMessagesPerSecond = 50
             session.messageBurst = 100
+            logins.concurrentChecks = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
         }
     }
 
@@ -59,10 +62,9 @@ public final class ChatNode {
     public var logger: Logger
     /// What the node reports: presence changes, refused logins, session ends (for the demo's narration).
     public var onEvent: ((String) -> Void)?
-    private let hashing = DispatchQueue(label: "chat-node.passwords", attributes: .concurrent)
+    /// The threads that hash passwords: as many as the server runs checks at once.
+    let passwordWorkers: PasswordWorkers
     private var isStopping = false
-    /// Password checks handed to `hashing` and not answered yet (loop thread only).
-    private var pendingLogins = 0
 
     /// Opens the database and prepares the server; ``start()`` listens.
     public init(configuration: Configuration, loop: RunLoop = .current, logger: Logger = Logger(label: "chat-node")) throws {
@@ -79,6 +81,8 @@ public final class ChatNode {
         settings.maximumConnections = configuration.maximumConnections
         settings.maximumSessionsPerUser = configuration.maximumSessionsPerUser
         settings.maximumRoomsPerUser = configuration.maximumRoomsPerUser
+        settings.logins = configuration.logins
+        passwordWorkers = PasswordWorkers(count: configuration.logins.concurrentChecks, loop: loop)
         server = IMServer(store: store, settings: settings, loop: loop, logger: logger)
         if configuration.httpPort != nil {
             let web = ChatWebServer(server: server, loop: loop, pingInterval: configuration.webSocketPingInterval, logger: logger)
@@ -135,7 +139,8 @@ public final class ChatNode {
         server.abort()
     }
 
-    /// Creates an account (for `chat-node account add` and tests); hashes on this thread.
+    /// Creates an account (for `chat-node account add` and tests); hashes on this thread. The name is
+    /// stored in lower case; false if an account of that name exists in any case.
     public func addAccount(user: String, password: String) throws -> Bool {
         guard AccountStore.isValidName(user) else { throw ChatNodeError.invalidUserName(user) }
         return try accounts.create(user: user, passwordHash: configuration.passwordHasher.hash(password))
@@ -166,69 +171,68 @@ public final class ChatNode {
 
     // MARK: Logins
 
+    /// The server's authenticator: the server calls it when a check may start (its login limits
+    /// decide when) and logs every failure itself, with the peer's address.
     private func authenticate(_ request: IMLoginRequest, verdict: @escaping (IMLoginVerdict) -> Void) {
         guard AccountStore.isValidName(request.user) else {
             return verdict(.refused(.authenticationFailed, reason: "user names are 1-32 letters, digits, _ - ."))
         }
-        let stored: String?
+        let account: AccountStore.Account?
         do {
-            stored = try accounts.passwordHash(of: request.user)
+            account = try accounts.account(named: request.user)
         } catch {
             logger.error("account \(request.user) not read: \(error)")
             return verdict(.refused(.internalError, reason: "storage failure"))
         }
-        if stored == nil, !configuration.registersOnFirstLogin {
-            report("login refused for \(request.user): no such account")
-            return verdict(.refused(.authenticationFailed, reason: "unknown user or wrong password"))
-        }
-        guard pendingLogins < configuration.maximumPendingLogins else {
-            report("login refused for now for \(request.user): \(pendingLogins) password checks pending")
-            return verdict(.refused(.rateLimited, reason: "too many logins in progress; try again shortly"))
-        }
-        pendingLogins += 1
-        let answer: (IMLoginVerdict) -> Void = { [weak self] result in
-            self?.pendingLogins -= 1
-            verdict(result)
-        }
-        // The hash runs on a worker: scrypt is deliberately slow and must not stall the loop.
-        let reply = LoopThreadOnly(answer)
-        let hasher = configuration.passwordHasher
         let password = request.password
-        let loop = self.loop
-        let user = request.user
-        let decide = LoopThreadOnly { [weak self] (matched: Bool, newHash: String?) -> IMLoginVerdict in
-            self?.decide(user: user, matched: matched, newHash: newHash) ?? .refused(.shuttingDown, reason: "node stopped")
-        }
-        let finish: @Sendable (Bool, String?) -> Void = { matched, newHash in
-            loop.perform(inModes: [.common]) { reply.value(decide.value(matched, newHash)) }
-        }
-        hashing.async {
-            if let stored {
-                finish(PasswordHasher.verify(password, against: stored), nil)
-            } else {
-                finish(true, hasher.hash(password))
+        if let account {
+            let stored = account.passwordHash
+            return passwordWorkers.run({ PasswordHasher.verify(password, against: stored) }) { [weak self] matched in
+                verdict(matched ? .acceptedAs(user: account.name) : self?.wrongPassword(account.name) ?? Self.stopped)
             }
+        }
+        guard configuration.registersOnFirstLogin else {
+            onEvent?("login refused for \(request.user): no such account")
+            return verdict(Self.unknownOrWrong)
+        }
+        let name = request.user.lowercased()
+        let hasher = configuration.passwordHasher
+        passwordWorkers.run({ hasher.hash(password) }) { [weak self] hash in
+            guard let self else { return verdict(Self.stopped) }
+            self.register(name, hash: hash, password: password, verdict: verdict)
         }
     }
 
-    private func decide(user: String, matched: Bool, newHash: String?) -> IMLoginVerdict {
-        guard matched else {
-            report("login refused for \(user): wrong password")
-            return .refused(.authenticationFailed, reason: "unknown user or wrong password")
-        }
-        guard let newHash else { return .accepted }
+    /// A first login's account, made unless another first login of the same name made it meanwhile:
+    /// then this login is checked against the hash that won, so two first logins with the same
+    /// password both succeed.
+    private func register(_ name: String, hash: String, password: String, verdict: @escaping (IMLoginVerdict) -> Void) {
+        let winner: AccountStore.Account?
         do {
-            if try accounts.create(user: user, passwordHash: newHash) {
-                report("account \(user) created at first login")
-                return .accepted
+            if try accounts.create(user: name, passwordHash: hash) {
+                report("account \(name) created at first login")
+                return verdict(.acceptedAs(user: name))
             }
-            // Two first logins raced and the other one won: its password is the account's now.
-            return .refused(.authenticationFailed, reason: "account was just created; log in again")
+            winner = try accounts.account(named: name)
         } catch {
-            logger.error("account \(user) not created: \(error)")
-            return .refused(.internalError, reason: "storage failure")
+            logger.error("account \(name) not created: \(error)")
+            return verdict(.refused(.internalError, reason: "storage failure"))
+        }
+        guard let winner else { return verdict(.refused(.internalError, reason: "account vanished while being created")) }
+        let stored = winner.passwordHash
+        passwordWorkers.run({ PasswordHasher.verify(password, against: stored) }) { [weak self] matched in
+            verdict(matched ? .acceptedAs(user: winner.name) : self?.wrongPassword(winner.name) ?? Self.stopped)
         }
     }
+
+    private func wrongPassword(_ user: String) -> IMLoginVerdict {
+        // The server logs the failure with the address; this is the demo's narration only.
+        onEvent?("login refused for \(user): wrong password")
+        return Self.unknownOrWrong
+    }
+
+    private static let unknownOrWrong = IMLoginVerdict.refused(.authenticationFailed, reason: "unknown user or wrong password")
+    private static let stopped = IMLoginVerdict.refused(.shuttingDown, reason: "node stopped")
 
     private func report(_ text: String) {
         logger.info("\(text)")

@@ -38,7 +38,7 @@ public enum IMServerSessionAction: Equatable, Sendable {
     /// Write the frame to the client.
     case write(IMFrame)
     /// Check these credentials, then call ``IMServerSessionMachine/loginAccepted(user:now:)`` or
-    /// ``IMServerSessionMachine/loginRefused(_:reason:now:)``.
+    /// ``IMServerSessionMachine/loginRefused(_:reason:retryAfter:now:)``.
     case authenticate(IMLoginRequest)
     /// A logged-in client's request for the application (SEND, DELIVER_ACK, ABANDON).
     case request(IMFrame)
@@ -207,10 +207,12 @@ public struct IMServerSessionMachine: Sendable {
         return takeActions()
     }
 
-    public mutating func loginRefused(_ code: IMStatusCode, reason: String, now: LoopInstant) -> [IMServerSessionAction] {
+    /// - Parameter retryAfter: for a refusal for now, when the client may try again (`retry_after_ms`).
+    public mutating func loginRefused(_ code: IMStatusCode, reason: String, retryAfter: Duration? = nil, now: LoopInstant) -> [IMServerSessionAction] {
         guard case .authenticating(let serial) = phase else { return [] }
         var response = IMLoginResponse()
         response.reason = reason
+        if let retryAfter { response.retryAfterMs = UInt32(clamping: Int64((retryAfter.secondsDouble * 1000).rounded(.up))) }
         actions.append(.write(IMFrame(command: .loginAck, serial: serial, code: code, message: response)))
         end(.loginRefused(code))
         return takeActions()

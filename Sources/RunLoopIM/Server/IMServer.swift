@@ -58,6 +58,8 @@ public final class IMServer {
         /// Whether PRESENCE notices go to every logged-in session when a user comes online or goes
         /// offline (fine for a demo node; a large service would send them to contacts only).
         public var broadcastsPresence = true
+        /// Login admission: checks at once, per-address limits, failure delays (``IMLoginLimits``).
+        public var logins = IMLoginLimits()
 
         public init() {}
 
@@ -117,6 +119,10 @@ public final class IMServer {
     /// The PRESENCE "online" frame of each user announced online, encoded once for every snapshot.
     private var announcedOnline: [String: IMFrame] = [:]
     private var isPresenceAnnouncementScheduled = false
+    /// Login admission state (IMServer+Logins).
+    lazy var loginGate = LoginGate(limits: settings.logins, loop: loop, modes: listener.modes) { [weak self] event in
+        self?.loginEventDue(event)
+    }
 
     /// Must be called on the loop's thread.
     public init(store: IMServerStore, settings: Settings = Settings(), loop: RunLoop = .current,
@@ -180,6 +186,7 @@ public final class IMServer {
             try? link.send(Self.serverFull)
             return link.close(for: .protocolError(.tooManyConnections, "server full"))
         }
+        guard admitConnection(link) else { return }
         let session = IMServerSession(link: link, server: self)
         open[ObjectIdentifier(session)] = session
     }
@@ -198,6 +205,7 @@ public final class IMServer {
 
     func sessionEnded(_ session: IMServerSession, reason: IMSessionEndReason) {
         open[ObjectIdentifier(session)] = nil
+        loginSessionEnded(session)
         if let user = session.user {
             byUser[user]?.removeAll { $0 === session }
             if byUser[user]?.isEmpty == true {

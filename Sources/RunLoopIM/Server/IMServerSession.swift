@@ -141,7 +141,7 @@ public final class IMServerSession {
             case .write(let frame):
                 if frame.command == .error { writeDecided(frame) } else { write(frame) }
             case .authenticate(let request):
-                server?.authenticate(request, for: self) { [weak self] verdict in self?.loginDecided(request, verdict) }
+                server?.authenticate(request, for: self)
             case .online(let user):
                 self.user = user
                 server?.sessionOnline(self, user: user)
@@ -158,18 +158,23 @@ public final class IMServerSession {
         timer.schedule(at: machine.nextDeadline)
     }
 
-    /// The verdict may come later (an authenticator hashing a password off the loop); a session that
-    /// ended meanwhile ignores it.
-    private func loginDecided(_ request: IMLoginRequest, _ verdict: IMLoginVerdict) {
+    /// The server's answer to the LOGIN (IMServer+Logins), maybe much later (an authenticator hashing a
+    /// password off the loop, a failure delay); a session that ended meanwhile ignores it.
+    func loginAccepted(as user: String) {
         guard !isEnded, let server else { return }
-        let now = link.loop.now
-        switch verdict {
-        case .accepted:
-            apply(machine.loginAccepted(user: request.user, sessionID: UUIDText.random(),
-                                        serverTimeMilliseconds: server.wallClockMilliseconds(), now: now))
-        case .refused(let code, let reason):
-            apply(machine.loginRefused(code, reason: reason, now: now))
-        }
+        apply(machine.loginAccepted(user: user, sessionID: UUIDText.random(),
+                                    serverTimeMilliseconds: server.wallClockMilliseconds(), now: link.loop.now))
+    }
+
+    func loginRefused(_ code: IMStatusCode, reason: String, retryAfter: Duration? = nil) {
+        guard !isEnded else { return }
+        apply(machine.loginRefused(code, reason: reason, retryAfter: retryAfter, now: link.loop.now))
+    }
+
+    /// Ends the session with ERROR `code` (serial 0), then a close: one replaced by a newer login of
+    /// its client instance.
+    func end(with code: IMStatusCode, _ text: String) {
+        apply(machine.protocolError(code, text, serial: 0))
     }
 
     private func end(_ reason: IMSessionEndReason) {

@@ -1,6 +1,11 @@
 /// What the server decided about a login.
 public enum IMLoginVerdict: Equatable, Sendable {
+    /// Logged in as the user named in the LOGIN.
     case accepted
+    /// Logged in as `user`, the account's canonical name for the one in the LOGIN (a deployment
+    /// whose names ignore case answers `Alice` with the account `alice`): the session's user, in
+    /// LOGIN_ACK, presence and every limit.
+    case acceptedAs(user: String)
     case refused(IMStatusCode, reason: String)
 }
 

@@ -1,0 +1,109 @@
+import Glibc
+import RunLoopIM
+import RunLoopIMSQLite
+import RunLoopKit
+import RunLoopTesting
+import Testing
+@testable import ChatNodeKit
+
+@Suite("Chat node logins")
+struct ChatNodeLoginTests {
+    func login(_ user: String, _ password: String) -> IMLoginRequest {
+        var request = IMLoginRequest()
+        request.user = user
+        request.password = password
+        return request
+    }
+
+    @Test("two first logins of a new name at once with the same password both get in, checked against the hash that won; a third racing with another password is refused")
+    func firstLoginRace() async throws {
+        try await onLoopThread {
+            let loop = RunLoop.current
+            let path = temporaryDatabase()
+            defer { removeDatabase(path) }
+            var configuration = nodeConfiguration(path)
+            configuration.logins.concurrentChecks = 2
+            let node = try ChatNode(configuration: configuration)
+            let authenticate = try #require(node.server.authenticator)
+            var verdicts: [String: IMLoginVerdict] = [:]
+            // All three read "no such account" before any hash is done: the race, every time.
+            for (tag, password) in [("first", "same"), ("second", "same"), ("third", "other")] {
+                authenticate(login("Newbie", password)) { verdicts[tag] = $0 }
+            }
+            try #require(try spin(loop) { verdicts.count == 3 })
+            #expect(verdicts["first"] == .acceptedAs(user: "newbie"))
+            #expect(verdicts["second"] == .acceptedAs(user: "newbie"))
+            #expect(verdicts["third"] == .refused(.authenticationFailed, reason: "unknown user or wrong password"))
+            #expect(try node.accounts.names() == ["newbie"])
+            var stopped = false
+            node.stop { stopped = true }
+            try #require(try spin(loop) { stopped })
+        }
+    }
+
+    @Test("user names ignore case: Alice registers alice, ALICE logs in as alice with its password only, an older database's Bob logs in as Bob in any case, account add refuses a case variant")
+    func caseInsensitiveNames() async throws {
+        try await onLoopThread {
+            let loop = RunLoop.current
+            let path = temporaryDatabase()
+            defer { removeDatabase(path) }
+            let node = try ChatNode(configuration: nodeConfiguration(path))
+            try node.start()
+            let first = client("Alice", password: "pw1", port: node.port)
+            first.start()
+            try #require(try spin(loop) { first.state == .online })
+            #expect(node.server.onlineUsers == ["alice"])
+            #expect(try node.accounts.names() == ["alice"])
+
+            let impostor = client("ALICE", password: "nope", port: node.port)
+            impostor.start()
+            try #require(try spin(loop) { if case .closed = impostor.state { return true } else { return false } })
+            #expect(impostor.state == .closed(.loginRefused(.authenticationFailed, "unknown user or wrong password")))
+            let second = client("ALICE", password: "pw1", port: node.port)
+            second.start()
+            try #require(try spin(loop) { second.state == .online })
+            #expect(node.server.onlineUsers == ["alice"])
+            #expect(node.server.sessions.filter { $0.user == "alice" }.count == 2, "one account, two sessions")
+
+            // A database from before: a mixed-case name keeps its spelling.
+            try node.store.database.query("INSERT INTO accounts(name, password_hash) VALUES ('Bob', ?)", [.text(PasswordHasher.forTests.hash("pw2"))])
+            try node.store.database.query("INSERT INTO users(name) VALUES ('Bob')")
+            let bob = client("bOB", password: "pw2", port: node.port)
+            bob.start()
+            try #require(try spin(loop) { bob.state == .online })
+            #expect(node.server.onlineUsers == ["Bob", "alice"])
+
+            #expect(try node.addAccount(user: "CAROL", password: "pw3"))
+            #expect(try !node.addAccount(user: "Carol", password: "pw4"))
+            #expect(try !node.addAccount(user: "bob", password: "pw4"))
+            #expect(try node.accounts.names() == ["Bob", "alice", "carol"])
+            for each in [first, second, bob] { each.close() }
+            var stopped = false
+            node.stop { stopped = true }
+            try #require(try spin(loop) { stopped })
+        }
+    }
+
+    @Test("password hashing runs on a fixed number of worker threads: a burst of checks waits its turn instead of taking a thread each")
+    func boundedWorkers() async throws {
+        try await onLoopThread {
+            let loop = RunLoop.current
+            let workers = PasswordWorkers(count: 2, loop: loop)
+            let running = LockedBox(0)
+            let peak = LockedBox(0)
+            var done = 0
+            for _ in 0..<8 {
+                workers.run({
+                    var now = 0
+                    running.update { $0 += 1; now = $0 }
+                    peak.update { $0 = max($0, now) }
+                    usleep(20_000)
+                    running.update { $0 -= 1 }
+                    return true
+                }, then: { _ in done += 1 })
+            }
+            try #require(try spin(loop) { done == 8 })
+            #expect(peak.get() == 2 && workers.peakBusy == 2)
+        }
+    }
+}
