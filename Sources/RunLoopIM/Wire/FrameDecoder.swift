@@ -7,7 +7,7 @@
 /// boundary): close the connection.
 public struct FrameDecoder: Sendable {
     /// The largest body accepted, in bytes.
-    public let maxBodyLength: Int
+    public private(set) var maxBodyLength: Int
     private var buffer: [UInt8] = []
     private var start = 0
     private var failure: IMFrameError?
@@ -18,6 +18,13 @@ public struct FrameDecoder: Sendable {
         // buffer arithmetic below (found by the fuzzing work: Int.max / 4 trapped).
         precondition((0...Int(UInt32.max)).contains(maxBodyLength), "maxBodyLength must be 0...UInt32.max")
         self.maxBodyLength = maxBodyLength
+    }
+
+    /// Accepts bodies up to `limit` from now on, also for bytes already buffered (a client raises
+    /// its limit to the one the server announced at login, in the middle of a read). Never lowers it.
+    public mutating func raiseMaxBodyLength(to limit: Int) {
+        precondition(limit <= Int(UInt32.max), "maxBodyLength must be 0...UInt32.max")
+        maxBodyLength = max(maxBodyLength, limit)
     }
 
     /// Bytes received and not yet returned as frames.
