@@ -165,7 +165,7 @@ struct TerminalClientTests {
             mallory.start()
             try mallory.send("\u{1B}[2Jgotcha\nsecond line", to: .user("bob"))
             try #require(try spin(loop) { bobSees.contains("second line") }, "\(bobSees.dump)")
-            #expect(bobSees.contains("[@mallory] mallory: ^[[2Jgotcha"))
+            #expect(bobSees.contains("[@mallory] mallory: \\e[2Jgotcha"))
             #expect(!bobSees.lines.contains { $0.unicodeScalars.contains { $0.value < 0x20 } })
             mallory.close()
             bob.quit()
