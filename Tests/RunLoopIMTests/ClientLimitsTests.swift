@@ -186,10 +186,12 @@ struct ClientRateLimitTests {
         let ids = try (1...10).map { try harness.send("m\($0)") }
         #expect(harness.sentIDs == ids)
         for id in ids[0..<3] { harness.answerSend(of: id, code: .ok, seq: 1) }
-        // The server refuses m4 and, from then on, everything on this connection until the wait is over.
-        for id in ids[3...] { harness.answerSend(of: id, code: .rateLimited, retryAfterMs: 400) }
-        #expect(harness.rateLimitPauses == [.milliseconds(400)], "reported once per pause")
+        // The server refuses m4 and, from then on, everything on this connection until the wait is over:
+        // m4's refusal alone puts back m4 and every later one, before their own refusals arrive.
+        harness.answerSend(of: ids[3], code: .rateLimited, retryAfterMs: 400)
         #expect(ids[3...].allSatisfy { harness.deliveries(of: $0).last == .queued })
+        for id in ids[4...] { harness.answerSend(of: id, code: .rateLimited, retryAfterMs: 400) }
+        #expect(harness.rateLimitPauses == [.milliseconds(400)], "reported once per pause")
         // Sent while paused: it waits behind the others.
         let late = try harness.send("m11")
         let before = harness.written(.send).count
