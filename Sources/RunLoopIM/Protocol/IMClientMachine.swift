@@ -104,6 +104,7 @@ public struct IMClientMachine: Sendable {
         precondition(configuration.maximumSendAttempts > 0, "maximumSendAttempts must be positive")
         precondition(configuration.answerTimeout > .zero && configuration.loginTimeout > .zero && configuration.ackTimeout > .zero,
                      "timeouts must be positive")
+        precondition(configuration.clientInstance.utf8.count <= 64, "clientInstance is at most 64 UTF-8 bytes")
         self.configuration = configuration
         backoff = ReconnectBackoff(policy: configuration.backoff)
         heartbeat = HeartbeatSchedule(mode: configuration.heartbeat)
