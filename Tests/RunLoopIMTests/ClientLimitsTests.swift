@@ -163,7 +163,7 @@ struct ClientSizeLimitTests {
             response.results = [result]
             harness.receive(IMFrame(command: .abandonAck, serial: abandon.serial, message: response))
         }
-        #expect(harness.deliveries(of: stored).last == .delivered(seq: 12))
+        #expect(harness.deliveries(of: stored).last == .stored(seq: 12))
         #expect(harness.deliveries(of: lost).last == .failed(.tooLarge(bytes: IMClientMachine.bodySize(of: message(lost, "went out before too")), limit: 65_408)))
         #expect(harness.sends(of: stored).count == 2 && harness.sends(of: lost).count == 2)
     }
@@ -216,7 +216,7 @@ struct ClientRateLimitTests {
         #expect(harness.rateLimitPauses == [.milliseconds(50)])
         // A server without the connection-wide pause stored the second one after all.
         harness.answerSend(of: second, code: .ok, seq: 5)
-        #expect(harness.deliveries(of: second).last == .delivered(seq: 5))
+        #expect(harness.deliveries(of: second).last == .stored(seq: 5))
         #expect(harness.machine.nextDeadline == harness.now + .milliseconds(50))
         harness.advance(by: .milliseconds(50))
         #expect(harness.sentIDs == [first, second, first])

@@ -300,7 +300,7 @@ struct ClientMachineTests {
         response.results = [first, second]
         harness.receive(IMFrame(command: .abandonAck, serial: abandon.serial, message: response))
         #expect(harness.deliveries(of: lost) == [.queued, .sent(attempt: 1), .sent(attempt: 2), .sent(attempt: 3), .failed(.notAcknowledged(attempts: 3))])
-        #expect(harness.deliveries(of: stored).last == .delivered(seq: 99))
+        #expect(harness.deliveries(of: stored).last == .stored(seq: 99))
         var lateAck = IMSendAck()
         lateAck.id = stored
         lateAck.seq = 99
@@ -321,7 +321,7 @@ struct ClientMachineTests {
         let sends = try harness.written(.send).map { try $0.decode(IMChatMessage.self).id }
         #expect(sends == [id, id])
         harness.ackAll()
-        #expect(harness.deliveries(of: id).filter(\.isFinal) == [.delivered(seq: 7)])
+        #expect(harness.deliveries(of: id).filter(\.isFinal) == [.stored(seq: 7)])
     }
 
     @Test("the receiver de-duplicates by (sender, id) and acknowledges duplicates")

@@ -19,7 +19,7 @@ import RunLoopNet
 /// Output lines (stable; scripts and tests match them):
 /// - incoming: `[lobby] bob: hello`, `[@bob] bob: hi` (direct); control characters escaped (`\0`, `\e`, `\x07`)
 /// - own messages, `mN` numbering them in this session: `→ m3 queued [lobby]: hello`, `→ m3 sent`,
-///   `→ m3 delivered (seq 42)`, `→ m3 failed: refused by the server (unknown recipient)`
+///   `→ m3 stored (seq 42)`, `→ m3 failed: refused by the server (unknown recipient)`
 ///   `→ m3 failed: too large (70012 bytes; the limit is 65408 bytes)`; a message over the node's
 ///   size limit is refused before it is queued: `! m3 not sent: message too large (…; the limit is N bytes)`
 /// - the connection: `* connected`, `* reconnecting in 2.0 s (attempt 3)`,
@@ -33,7 +33,7 @@ import RunLoopNet
 /// - errors: `! …`
 ///
 /// Finishing: after ``endOfInput()`` or `/quit`, the remaining lines run, then it waits until every own
-/// message is delivered or failed (at most ``Configuration/drainTimeout`` from the end of input), closes
+/// message is stored or failed (at most ``Configuration/drainTimeout`` from the end of input), closes
 /// the client (which settles anything still unacknowledged with the node), and calls ``onFinish`` with
 /// the exit status: 0 when nothing failed, 1 when a message failed, a command was refused or invalid,
 /// or the client closed on its own (login refused, reconnects exhausted).
@@ -419,7 +419,7 @@ public final class TerminalClient {
         phase = .closing
         drainTimer?.invalidate()
         drainTimer = nil
-        // Messages still open are settled by the close (ABANDON): each ends delivered or failed.
+        // Messages still open are settled by the close (ABANDON): each ends stored or failed.
         client.close()
     }
 

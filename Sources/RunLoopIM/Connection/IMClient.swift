@@ -24,7 +24,7 @@ import SwiftProtobuf
 /// Guarantees: each connection that opened ends with exactly one ``onDisconnect``; no reconnect after
 /// ``close()`` or a refused login; a late callback from an old transport changes nothing; each
 /// incoming (sender, id) reaches ``onMessage`` once; each own message ends in exactly one final
-/// ``IMDeliveryState`` (delivered or failed).
+/// ``IMDeliveryState`` (stored or failed).
 ///
 /// Callbacks never run inside a call the owner makes (``send(_:to:id:)``, ``request(_:message:)``,
 /// ``close()``, ``start()``, ``networkChanged(reachable:reason:)``): what such a call causes is
@@ -44,7 +44,7 @@ public final class IMClient {
     public var onDisconnect: ((IMClient, IMDisconnectReason) -> Void)?
     /// A message for this user, exactly once per (sender, id).
     public var onMessage: ((IMClient, IMChatMessage) -> Void)?
-    /// One of this client's messages moved on (queued → sent → delivered, or failed).
+    /// One of this client's messages moved on (queued → sent → stored, or failed).
     public var onDelivery: ((IMClient, String, IMDeliveryState) -> Void)?
     /// The answer to a ``request(_:message:)``, by serial: the frame, or why none will come.
     public var onResponse: ((IMClient, UInt32, Result<IMFrame, IMDisconnectReason>) -> Void)?

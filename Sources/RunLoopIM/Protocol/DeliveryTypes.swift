@@ -11,7 +11,7 @@ public enum IMRecipient: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// Where one of the client's own messages is. Every message ends in exactly one of ``delivered(seq:)``
+/// Where one of the client's own messages is. Every message ends in exactly one of ``stored(seq:)``
 /// or ``failed(_:)``, reported once.
 public enum IMDeliveryState: Equatable, Sendable, CustomStringConvertible {
     /// Waiting for a connection (or for its turn behind earlier messages).
@@ -20,13 +20,13 @@ public enum IMDeliveryState: Equatable, Sendable, CustomStringConvertible {
     case sent(attempt: Int)
     /// The server stored it under `seq` and has taken over delivering it to every recipient (at once
     /// to those online, at their next login to the others). Final.
-    case delivered(seq: UInt64)
+    case stored(seq: UInt64)
     /// It will never be delivered. Final.
     case failed(IMSendFailure)
 
     public var isFinal: Bool {
         switch self {
-        case .delivered, .failed: return true
+        case .stored, .failed: return true
         case .queued, .sent: return false
         }
     }
@@ -35,7 +35,7 @@ public enum IMDeliveryState: Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .queued: return "queued"
         case .sent(let attempt): return attempt == 1 ? "sent" : "sent (attempt \(attempt))"
-        case .delivered(let seq): return "delivered (seq \(seq))"
+        case .stored(let seq): return "stored (seq \(seq))"
         case .failed(let failure): return "failed: \(failure)"
         }
     }

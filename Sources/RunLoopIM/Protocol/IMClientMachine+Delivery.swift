@@ -80,7 +80,7 @@ extension IMClientMachine {
         let id = outbox[index].message.id
         switch IMStatusCode(rawValue: code) {
         case .ok:
-            settle(id, .delivered(seq: ack.seq))
+            settle(id, .stored(seq: ack.seq))
         case .rateLimited:
             pauseSending(from: index, retryAfter: .milliseconds(Int64(ack.retryAfterMs)), now: now)
         case .internalError, .shuttingDown:
@@ -123,7 +123,7 @@ extension IMClientMachine {
         for result in response.results {
             guard let index = outbox.index(of: result.id) else { continue }
             if result.accepted {
-                settle(result.id, .delivered(seq: result.seq))
+                settle(result.id, .stored(seq: result.seq))
             } else if let oversize = outbox[index].oversize {
                 settle(result.id, .failed(.tooLarge(bytes: oversize.bytes, limit: oversize.limit)))
             } else {

@@ -2,7 +2,7 @@ import RunLoopKit
 
 /// The client's unsettled messages in send order: what is queued, in flight, or being abandoned.
 ///
-/// Bounded by `limit`. A message leaves only when it is settled (delivered or failed), so across
+/// Bounded by `limit`. A message leaves only when it is settled (stored or failed), so across
 /// reconnects the same ids go out again and the server's de-duplication makes the resends harmless.
 struct Outbox: Sendable {
     enum Phase: Equatable, Sendable {
