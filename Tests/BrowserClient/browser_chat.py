@@ -70,7 +70,8 @@ class Node:
     def start(self):
         self.process = subprocess.Popen(
             [self.binary, "serve", "--port", str(self.port), "--http-port", str(self.http_port),
-             "--database", self.database, "--scrypt-cost", "4", "--log-level", "warning"],
+             "--database", self.database, "--scrypt-cost", "4", "--log-level", "warning",
+             "--messages-per-second", "20"],  # bursts of 100, then 20 a second: the rate check below
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.log, text=True, preexec_fn=die_with_parent)
         out = Lines(self.process.stdout)
         listening = out.wait_for(lambda line: line.startswith("listening on "), "the node's port")[0]
@@ -234,6 +235,34 @@ def main():
             assert texts[0] == "hello from ann" and texts[-1] == "while bob was away", texts
             assert set(texts[3:5]) == {"sent while the node was down", "typed while the node was down"}, texts
             check("a page that was away gets what arrived meanwhile, and the room's history page by page, once each")
+
+            # A paste far over the node's size limit: refused on the page with the limit, kept in the
+            # field to be shortened, never sent; the session stays up and the next message goes out.
+            paste = "y" * 70_000
+            ann.fill("#text", paste)
+            ann.press("#text", "Enter")
+            expect(ann.locator("#composer-error")).to_have_text("too large (limit 65408 bytes)")
+            assert ann.input_value("#text") == paste
+            expect(ann.locator("li.msg").filter(has_text="yyyyyyyyyy")).to_have_count(0)
+            say(ann, "after the paste")
+            expect(ann.locator("#composer-error")).to_have_text("")
+            expect(room_message(bob, "ann", "after the paste")).to_have_count(1)
+            expect(ann.locator("#conn")).to_have_attribute("data-state", "online")
+            check("a 70,000-character paste is refused with the limit shown; the session stays up")
+
+            # 150 messages at once: the node takes a burst of 100 and refuses the rest as rate
+            # limited; the page pauses its whole outbox and sends again in order, so carol sees them
+            # in the order they were written, each once, and every one ends acknowledged on the page.
+            burst = [f"burst {number}" for number in range(1, 151)]
+            ann.evaluate("texts => { for (const text of texts) submitMessage(text); }", burst)
+            expect(ann.locator('li.msg.own[data-state="acked"]').filter(has_text="burst ")).to_have_count(150, timeout=30_000)
+            deadline = time.monotonic() + 30
+            while carol.count("[lobby] ann: burst ") < 150 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            with carol.changed:
+                arrived = [line.split(": ", 1)[1] for line in carol.lines if line.startswith("[lobby] ann: burst ")]
+            assert arrived == burst, arrived
+            check("a burst over the node's rate limit arrives in order, each message once")
 
             for name, page in (("ann", ann), ("bob", bob)):
                 path = os.path.join(screenshots, f"browser-chat-{name}.png")

@@ -134,7 +134,7 @@ struct ChaosTests {
             func expectedCopies() -> [String: Int] {
                 var copies: [String: Int] = [:]
                 for member in members {
-                    for id in member.sent { if case .delivered = member.final[id] { copies[member.name + "\u{0}" + id] = 2 } }
+                    for id in member.sent { if case .stored = member.final[id] { copies[member.name + "\u{0}" + id] = 2 } }
                 }
                 return copies
             }
@@ -154,7 +154,7 @@ struct ChaosTests {
                     if (member.received[key] ?? 0) > 0 { outcome.echoed = true }
                     let others = members.filter { $0 !== member }
                     switch member.final[id] {
-                    case .delivered?:
+                    case .stored?:
                         outcome.delivered += 1
                         for other in others {
                             let copies = other.received[key] ?? 0

@@ -144,7 +144,7 @@ struct ChatNodeTests {
             bob.close()
             let alice = client("alice", port: port)
             var delivered = 0
-            alice.onDelivery = { _, _, state in if case .delivered = state { delivered += 1 } }
+            alice.onDelivery = { _, _, state in if case .stored = state { delivered += 1 } }
             alice.start()
             for index in 0..<10 { try alice.send("offline \(index)", to: .user("bob")) }
             try #require(try spin(loop) { delivered == 10 })

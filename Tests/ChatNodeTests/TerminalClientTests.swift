@@ -165,7 +165,7 @@ struct TerminalClientTests {
             mallory.start()
             try mallory.send("\u{1B}[2Jgotcha\nsecond line", to: .user("bob"))
             try #require(try spin(loop) { bobSees.contains("second line") }, "\(bobSees.dump)")
-            #expect(bobSees.contains("[@mallory] mallory: ^[[2Jgotcha"))
+            #expect(bobSees.contains("[@mallory] mallory: \\e[2Jgotcha"))
             #expect(!bobSees.lines.contains { $0.unicodeScalars.contains { $0.value < 0x20 } })
             mallory.close()
             bob.quit()
@@ -189,7 +189,7 @@ struct TerminalClientTests {
             // Given before the client is even connected: /join must hold "hello?" until it is answered.
             type("/join lobby", "hello?", into: alice)
             alice.start()
-            try #require(try spin(loop) { aliceSees.contains("→ m1 delivered") }, "\(aliceSees.dump)")
+            try #require(try spin(loop) { aliceSees.contains("→ m1 stored") }, "\(aliceSees.dump)")
             #expect(!aliceSees.contains("!"), "\(aliceSees.dump)")
             #expect(alice.currentRoom == "lobby" && alice.prompt == "alice@lobby> ")
 
@@ -207,11 +207,11 @@ struct TerminalClientTests {
             #expect(!bobSees.contains("[lobby] alice: hello?"), "sent before bob joined: not his")
 
             // Own states, each message in order: queued (with its text), sent, delivered.
-            try #require(try spin(loop) { aliceSees.contains("→ m2 delivered") })
+            try #require(try spin(loop) { aliceSees.contains("→ m2 stored") })
             let m2 = aliceSees.lines(startingWith: "→ m2 ")
             #expect(m2.count == 3 && m2[0] == "→ m2 queued [lobby]: hello bob" && m2[1] == "→ m2 sent"
-                    && m2[2].hasPrefix("→ m2 delivered (seq "), "\(m2)")
-            try #require(try spin(loop) { bobSees.contains("→ m2 delivered") })
+                    && m2[2].hasPrefix("→ m2 stored (seq "), "\(m2)")
+            try #require(try spin(loop) { bobSees.contains("→ m2 stored") })
             #expect(bobSees.lines(startingWith: "→ m2 ").first == "→ m2 queued [@alice]: psst")
 
             type("/rooms", into: bob)
@@ -247,7 +247,7 @@ struct TerminalClientTests {
             let alice = terminal("alice", port: node.port, into: aliceSees)
             type("/join lobby", "one", "two", "three", "four", "five", "/msg bob direct", into: alice)
             alice.start()
-            try #require(try spin(loop) { aliceSees.contains("→ m6 delivered") }, "\(aliceSees.dump)")
+            try #require(try spin(loop) { aliceSees.contains("→ m6 stored") }, "\(aliceSees.dump)")
 
             type("/history 2", into: alice)
             try #require(try spin(loop) { aliceSees.contains("(more: /more)") }, "\(aliceSees.dump)")
@@ -325,7 +325,7 @@ struct TerminalClientTests {
 
             let next = try ChatNode(configuration: nodeConfiguration(path, port: port))
             try next.start()
-            try #require(try spin(loop) { seen.contains("→ m1 delivered") }, "\(seen.dump)")
+            try #require(try spin(loop) { seen.contains("→ m1 stored") }, "\(seen.dump)")
             // The held /history ran once the connection was back, after the message went out.
             try #require(try spin(loop) { seen.contains("  (start of the conversation)") }, "\(seen.dump)")
             let down = try #require(seen.index(of: "* disconnected:"))
@@ -407,8 +407,8 @@ struct TerminalClientTests {
             let lines = stdout.split(separator: "\n").map(String.init)
             #expect(lines.first == "* connecting to 127.0.0.1:\(node.port) as carol")
             #expect(lines.contains("→ m1 queued [lobby]: hello from a script"))
-            #expect(lines.contains { $0.hasPrefix("→ m1 delivered (seq ") }, "\(stdout)")
-            #expect(lines.contains { $0.hasPrefix("→ m2 delivered (seq ") }, "\(stdout)")
+            #expect(lines.contains { $0.hasPrefix("→ m1 stored (seq ") }, "\(stdout)")
+            #expect(lines.contains { $0.hasPrefix("→ m2 stored (seq ") }, "\(stdout)")
             #expect(lines.last == "* closed: closed by the user")
             #expect(!stdout.contains("\u{1B}") && !stdout.contains("> "), "line mode: no escape codes, no prompt")
             try #require(try spin(loop) { bobSees.contains("[@carol] carol: psst") })

@@ -169,10 +169,11 @@ struct ClientMachineTests {
         #expect(harness.machine.nextDeadline == harness.now + .seconds(12))
     }
 
-    @Test("backoff: exponential within its jitter bounds, capped, reset by a successful login")
+    @Test("backoff: exponential within its jitter bounds, capped, reset by a session that stayed online")
     func backoffSchedule() {
         var harness = ClientHarness {
             $0.backoff = ReconnectBackoff.Policy(initialDelay: .seconds(1), multiplier: 2, maximumDelay: .seconds(16), jitter: 0.5)
+            $0.stableSessionTime = .seconds(10)
         }
         harness.record(harness.machine.start(now: harness.now))
         var delays: [Duration] = []
@@ -190,7 +191,7 @@ struct ClientMachineTests {
         #expect(Set(delays).count > 4, "jitter spreads the waits")
         #expect(harness.disconnects.isEmpty, "failed attempts are not disconnects")
         harness.openAndLogin()
-        #expect(harness.machine.reconnectAttempts == 0)
+        harness.advance(by: .seconds(10))
         harness.record(harness.machine.transportClosed(generation: harness.generation, reason: .peerClosed, now: harness.now))
         guard case .reconnecting(let delay, let attempt) = harness.machine.state else { Issue.record("not reconnecting"); return }
         #expect(attempt == 1 && delay <= .seconds(1))
@@ -299,7 +300,7 @@ struct ClientMachineTests {
         response.results = [first, second]
         harness.receive(IMFrame(command: .abandonAck, serial: abandon.serial, message: response))
         #expect(harness.deliveries(of: lost) == [.queued, .sent(attempt: 1), .sent(attempt: 2), .sent(attempt: 3), .failed(.notAcknowledged(attempts: 3))])
-        #expect(harness.deliveries(of: stored).last == .delivered(seq: 99))
+        #expect(harness.deliveries(of: stored).last == .stored(seq: 99))
         var lateAck = IMSendAck()
         lateAck.id = stored
         lateAck.seq = 99
@@ -320,7 +321,7 @@ struct ClientMachineTests {
         let sends = try harness.written(.send).map { try $0.decode(IMChatMessage.self).id }
         #expect(sends == [id, id])
         harness.ackAll()
-        #expect(harness.deliveries(of: id).filter(\.isFinal) == [.delivered(seq: 7)])
+        #expect(harness.deliveries(of: id).filter(\.isFinal) == [.stored(seq: 7)])
     }
 
     @Test("the receiver de-duplicates by (sender, id) and acknowledges duplicates")
@@ -354,7 +355,8 @@ struct ClientMachineTests {
         #expect(harness.opens == 1)
     }
 
-    @Test("a login refused for now (rate limited, shutting down, internal error) is tried again after a backoff; the next one can succeed", arguments: [IMStatusCode.rateLimited, .shuttingDown, .internalError])
+    @Test("a login refused for now (rate limited, too many connections, shutting down, internal error) is tried again after a backoff; the next one can succeed",
+          arguments: [IMStatusCode.rateLimited, .tooManyConnections, .shuttingDown, .internalError])
     func temporarilyRefusedLogin(code: IMStatusCode) {
         var harness = ClientHarness()
         harness.record(harness.machine.start(now: harness.now))

@@ -136,7 +136,7 @@ struct ClientNetworkNamespaceTests {
 
         // 1, 2
         try #require(outcome.cameOnline, "alice never came online")
-        #expect(outcome.firstDeliveries == [.queued, .sent(attempt: 1), .delivered(seq: 1)])
+        #expect(outcome.firstDeliveries == [.queued, .sent(attempt: 1), .stored(seq: 1)])
 
         // 3: exactly one disconnect, for the network, saying why, within a second; then waiting.
         #expect(outcome.disconnects.count == 1, "exactly one disconnect: \(outcome.disconnects)")
@@ -160,7 +160,7 @@ struct ClientNetworkNamespaceTests {
                 "\(outcome.statesAfterUp)")
         #expect(outcome.attemptsAfterUp == 1)
         #expect(outcome.finalState == .online)
-        #expect(outcome.secondDeliveries == [.queued, .sent(attempt: 1), .delivered(seq: 2)])
+        #expect(outcome.secondDeliveries == [.queued, .sent(attempt: 1), .stored(seq: 2)])
         #expect(outcome.peerMessageIDs == [outcome.firstID, outcome.secondID], "each message reached bob exactly once")
         #expect(outcome.peerDisconnects.isEmpty, "bob, in the server namespace, never lost his connection")
         #expect(outcome.storedCount == 2)
@@ -274,7 +274,7 @@ struct ClientNetworkNamespaceTests {
         #expect(outcome.statesAfterUp.filter { !$0.isWaitingForNetwork } == [.connecting(attempt: 1), .loggingIn, .online],
                 "\(outcome.statesAfterUp)")
         #expect(outcome.attemptsAfterUp == 1)
-        #expect(outcome.secondDeliveries == [.queued, .sent(attempt: 1), .delivered(seq: 1)])
+        #expect(outcome.secondDeliveries == [.queued, .sent(attempt: 1), .stored(seq: 1)])
         #expect(outcome.disconnects.isEmpty, "a connection that never opened is no disconnect: \(outcome.disconnects)")
     }
 

@@ -19,7 +19,7 @@ struct LoopbackTests {
             try spin(loop) { alice.state == .online }
             // bob is offline: messages wait in his inbox.
             let ids = try (1...5).map { try alice.send("m\($0)", to: .user("bob")) }
-            try spin(loop) { aliceLog.deliveredCount == 5 }
+            try spin(loop) { aliceLog.storedCount == 5 }
             let bob = makeClient(clientConfiguration("bob"), port: server.port)
             let bobLog = ClientRecorder()
             bobLog.attach(to: bob)
@@ -33,7 +33,7 @@ struct LoopbackTests {
             #expect(aliceLog.messages.first?.text == "hi alice")
             // Acknowledged: bob's inbox is empty, so a reconnect brings nothing twice.
             try spin(loop) { server.store.undelivered(for: "bob").isEmpty }
-            #expect(aliceLog.deliveries[ids[0]] == [.queued, .sent(attempt: 1), .delivered(seq: 1)])
+            #expect(aliceLog.deliveries[ids[0]] == [.queued, .sent(attempt: 1), .stored(seq: 1)])
             alice.close()
             bob.close()
             try spin(loop) { alice.state == .closed(.userClosed) && bob.state == .closed(.userClosed) }
@@ -199,7 +199,7 @@ struct LoopbackTests {
             }
             let id = try good.send("still here", to: .user("good2"))
             var delivered = false
-            good.onDelivery = { _, messageID, state in if messageID == id, case .delivered = state { delivered = true } }
+            good.onDelivery = { _, messageID, state in if messageID == id, case .stored = state { delivered = true } }
             try spin(loop) { delivered }
             #expect(good.state == .online)
             good.close()
@@ -235,7 +235,7 @@ struct ClientCallbackTests {
             #expect(calledInside == 0)
             #expect(states[id] == nil, "reported on the next pass")
             try #require(try spin(loop) { states[id]?.last?.isFinal == true })
-            #expect(states[id] == [.queued, .sent(attempt: 1), .delivered(seq: 1)])
+            #expect(states[id] == [.queued, .sent(attempt: 1), .stored(seq: 1)])
             inCall = true
             client.close()
             inCall = false

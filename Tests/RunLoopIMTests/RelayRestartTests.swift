@@ -36,7 +36,7 @@ struct RelayRestartTests {
             }
             // 1. Steady traffic, all acknowledged and delivered.
             try send(20)
-            try #require(try spin(loop) { aliceLog.deliveredCount == 20 && bobLog.messages.count == 20 })
+            try #require(try spin(loop) { aliceLog.storedCount == 20 && bobLog.messages.count == 20 })
 
             // 2. Messages in flight when the server dies: resent after the restart, de-duplicated.
             try send(20)
@@ -45,8 +45,8 @@ struct RelayRestartTests {
             // 3. Messages sent while the server is down: queued, flushed in order after login.
             try send(20)
             relay = try startRelay(database: database, port: port)
-            let settled = try spin(loop) { aliceLog.deliveredCount == 60 && bobLog.messages.count == 60 }
-            try #require(settled, "alice delivered \(aliceLog.deliveredCount), failed \(aliceLog.failedCount), bob got \(bobLog.messages.count); alice \(alice.state) \(aliceLog.states.suffix(6)), bob \(bob.state) \(bobLog.states.suffix(6)); unsettled \(alice.unsettledMessages.count)")
+            let settled = try spin(loop) { aliceLog.storedCount == 60 && bobLog.messages.count == 60 }
+            try #require(settled, "alice delivered \(aliceLog.storedCount), failed \(aliceLog.failedCount), bob got \(bobLog.messages.count); alice \(alice.state) \(aliceLog.states.suffix(6)), bob \(bob.state) \(bobLog.states.suffix(6)); unsettled \(alice.unsettledMessages.count)")
 
             // A second kill and restart with everything settled: nothing moves twice.
             relay.kill()
@@ -54,7 +54,7 @@ struct RelayRestartTests {
             relay = try startRelay(database: database, port: port)
             try #require(try spin(loop) { alice.state == .online && bob.state == .online })
             try send(5)
-            try #require(try spin(loop) { aliceLog.deliveredCount == 65 && bobLog.messages.count == 65 })
+            try #require(try spin(loop) { aliceLog.storedCount == 65 && bobLog.messages.count == 65 })
 
             #expect(Set(bobLog.messages.map(\.id)).count == bobLog.messages.count, "no duplicate reached the application")
             #expect(Set(bobLog.messages.map(\.id)) == Set(sent), "nothing lost")

@@ -42,7 +42,7 @@ final class Recorder {
     func texts(from user: String) -> [String] { messages.filter { $0.from == user }.map(\.text) }
     /// Settled once, as delivered.
     func delivered(_ id: String) -> Bool {
-        guard let states = finals[id], states.count == 1, case .delivered = states[0] else { return false }
+        guard let states = finals[id], states.count == 1, case .stored = states[0] else { return false }
         return true
     }
 }

@@ -53,7 +53,7 @@ final class Publisher {
         client.onDisconnect = { [unowned self] _, reason in failures.append("publisher disconnected: \(reason)") }
         client.onDelivery = { [unowned self] _, _, state in
             switch state {
-            case .delivered:
+            case .stored:
                 acknowledged += 1
                 lastAck = bs_now_ns()
             case .failed(let why):

@@ -10,7 +10,7 @@ struct Client: ParsableCommand {
         abstract: "A terminal client: rooms, direct messages, history, and each message's delivery.",
         discussion: """
             Type /help for the commands. Own messages are numbered m1, m2, … and each one's progress is \
-            shown: queued, sent, delivered (seq N) or failed. With standard input or output not a \
+            shown: queued, sent, stored (seq N) or failed. With standard input or output not a \
             terminal it runs line by line (no prompt, no escape codes); at the end of input it waits up \
             to --drain-seconds for its messages to settle, then exits 0 if nothing failed, 1 otherwise.
 

@@ -17,18 +17,23 @@ import RunLoopNet
 /// the line.
 ///
 /// Output lines (stable; scripts and tests match them):
-/// - incoming: `[lobby] bob: hello`, `[@bob] bob: hi` (direct)
+/// - incoming: `[lobby] bob: hello`, `[@bob] bob: hi` (direct); control characters escaped (`\0`, `\e`, `\x07`)
 /// - own messages, `mN` numbering them in this session: `→ m3 queued [lobby]: hello`, `→ m3 sent`,
-///   `→ m3 delivered (seq 42)`, `→ m3 failed: refused by the server (unknown recipient)`
+///   `→ m3 stored (seq 42)`, `→ m3 failed: refused by the server (unknown recipient)`
+///   `→ m3 failed: too large (70012 bytes; the limit is 65408 bytes)`; a message over the node's
+///   size limit is refused before it is queued: `! m3 not sent: message too large (…; the limit is N bytes)`
 /// - the connection: `* connected`, `* reconnecting in 2.0 s (attempt 3)`,
-///   `* offline — network down (link eth0 down)`, `* disconnected: <reason>`, `* closed: <reason>`
+///   `* offline — network down (link eth0 down)`, `* disconnected: <reason>`, `* closed: <reason>`;
+///   a login refused for now (`* disconnected: login refused (too many connections): …`) is retried
+/// - the node's rate limit: `* rate limited, retrying in 0.4 s`, once per pause; the messages it put
+///   back go out again in order without lines of their own
 /// - presence and answers: `* bob is online`, `* joined lobby (2 members)`, `* left lobby (1 member)`
 /// - history: a header `[lobby] history, newest first:`, entries `  #42 14:03:05 bob: hello`, and
 ///   `  (more: /more)` or `  (start of the conversation)`
 /// - errors: `! …`
 ///
 /// Finishing: after ``endOfInput()`` or `/quit`, the remaining lines run, then it waits until every own
-/// message is delivered or failed (at most ``Configuration/drainTimeout`` from the end of input), closes
+/// message is stored or failed (at most ``Configuration/drainTimeout`` from the end of input), closes
 /// the client (which settles anything still unacknowledged with the node), and calls ``onFinish`` with
 /// the exit status: 0 when nothing failed, 1 when a message failed, a command was refused or invalid,
 /// or the client closed on its own (login refused, reconnects exhausted).
@@ -90,6 +95,9 @@ public final class TerminalClient {
         let number: Int
         let conversation: TerminalConversation
         var state: IMDeliveryState
+        /// The state its last line showed: a message the rate limit put back (queued, then sent
+        /// again under the same attempt) adds no line; the rate-limit line says it all.
+        var shown: IMDeliveryState?
     }
 
     private enum Request {
@@ -160,11 +168,13 @@ public final class TerminalClient {
         loop.add(followUp, forMode: .common)
         client.onStateChange = { [weak self] _, state in self?.stateChanged(state) }
         client.onDisconnect = { [weak self] _, reason in
-            // The closed line that follows says the same for these two.
-            switch reason {
-            case .userClosed, .loginRefused: return
-            default: self?.emit("* disconnected: \(reason)")
-            }
+            // The closed line that follows says the same for these; a refusal for now is retried,
+            // so it gets its own line before the reconnecting one.
+            if reason == .userClosed || reason.isFinalRefusal { return }
+            self?.emit("* disconnected: \(reason)")
+        }
+        client.onRateLimited = { [weak self] _, wait in
+            self?.emit("* rate limited, retrying in \(formatDuration(wait, tenths: true))")
         }
         client.onMessage = { [weak self] _, message in self?.received(message) }
         client.onDelivery = { [weak self] _, id, state in self?.deliveryChanged(id, state) }
@@ -409,7 +419,7 @@ public final class TerminalClient {
         phase = .closing
         drainTimer?.invalidate()
         drainTimer = nil
-        // Messages still open are settled by the close (ABANDON): each ends delivered or failed.
+        // Messages still open are settled by the close (ABANDON): each ends stored or failed.
         client.close()
     }
 
@@ -463,8 +473,10 @@ public final class TerminalClient {
         message.state = state
         if state == .queued, let text = pendingText.removeValue(forKey: id) {
             emitText(prefix: "→ m\(message.number) queued \(message.conversation): ", text)
-        } else {
+            message.shown = state
+        } else if state != .queued, state != message.shown {
             emit("→ m\(message.number) \(state)")
+            message.shown = state
         }
         if state.isFinal {
             own[id] = nil
@@ -581,7 +593,8 @@ public final class TerminalClient {
     }
 
     /// A message's text is the sender's: control characters (an escape sequence could rewrite the
-    /// terminal) are shown as `^X`, and each line of a multi-line text gets its own output line.
+    /// terminal) are shown escaped (``visible(_:)``), and each line of a multi-line text gets its own
+    /// output line.
     private func emitText(prefix: String, _ text: String) {
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         for (index, line) in lines.enumerated() {
@@ -589,20 +602,30 @@ public final class TerminalClient {
         }
     }
 
-    /// `text` with control characters shown as `^X` (and C1 controls as U+FFFD), safe to print.
+    /// `text` with every control character shown as an escape, safe to print and nothing lost:
+    /// `\0` (NUL), `\t`, `\r`, `\e` (ESC), `\n`, other C0 controls and DEL as `\xHH`, C1 controls as
+    /// `\u{HH}`. The text after a NUL is shown like any other (a C string would end there).
     public static func visible(_ text: Substring) -> String {
         var result = ""
         result.unicodeScalars.reserveCapacity(text.unicodeScalars.count)
         for scalar in text.unicodeScalars {
             switch scalar.value {
-            case 0x09: result.unicodeScalars.append(" ")
-            case 0x00..<0x20: result += "^" + String(UnicodeScalar(UInt8(scalar.value + 0x40)))
-            case 0x7F: result += "^?"
-            case 0x80..<0xA0: result.unicodeScalars.append("\u{FFFD}")
+            case 0x00: result += "\\0"
+            case 0x09: result += "\\t"
+            case 0x0A: result += "\\n"
+            case 0x0D: result += "\\r"
+            case 0x1B: result += "\\e"
+            case 0x00..<0x20, 0x7F: result += "\\x" + hex(scalar.value)
+            case 0x80..<0xA0: result += "\\u{" + hex(scalar.value) + "}"
             default: result.unicodeScalars.append(scalar)
             }
         }
         return result
+    }
+
+    private static func hex(_ value: UInt32) -> String {
+        let digits = String(value, radix: 16, uppercase: true)
+        return digits.count == 1 ? "0" + digits : digits
     }
 
     private func members(_ count: UInt32) -> String { "\(count) member\(count == 1 ? "" : "s")" }

@@ -24,7 +24,7 @@ import SwiftProtobuf
 /// Guarantees: each connection that opened ends with exactly one ``onDisconnect``; no reconnect after
 /// ``close()`` or a refused login; a late callback from an old transport changes nothing; each
 /// incoming (sender, id) reaches ``onMessage`` once; each own message ends in exactly one final
-/// ``IMDeliveryState`` (delivered or failed).
+/// ``IMDeliveryState`` (stored or failed).
 ///
 /// Callbacks never run inside a call the owner makes (``send(_:to:id:)``, ``request(_:message:)``,
 /// ``close()``, ``start()``, ``networkChanged(reachable:reason:)``): what such a call causes is
@@ -44,12 +44,16 @@ public final class IMClient {
     public var onDisconnect: ((IMClient, IMDisconnectReason) -> Void)?
     /// A message for this user, exactly once per (sender, id).
     public var onMessage: ((IMClient, IMChatMessage) -> Void)?
-    /// One of this client's messages moved on (queued → sent → delivered, or failed).
+    /// One of this client's messages moved on (queued → sent → stored, or failed).
     public var onDelivery: ((IMClient, String, IMDeliveryState) -> Void)?
     /// The answer to a ``request(_:message:)``, by serial: the frame, or why none will come.
     public var onResponse: ((IMClient, UInt32, Result<IMFrame, IMDisconnectReason>) -> Void)?
     /// A notice from the server (PRESENCE).
     public var onNotice: ((IMClient, IMFrame) -> Void)?
+    /// The server refused a message as too fast (SEND_ACK `rateLimited`): nothing is sent for the
+    /// duration given, then every waiting message goes out again in order. Once per pause; the
+    /// messages put back report ``IMDeliveryState/queued`` through ``onDelivery``.
+    public var onRateLimited: ((IMClient, Duration) -> Void)?
 
     private(set) var machine: IMClientMachine
     private let connector: IMConnector
@@ -105,6 +109,9 @@ public final class IMClient {
     public private(set) var lastDisconnectReason: IMDisconnectReason?
     /// Incoming duplicates de-duplication kept from ``onMessage`` so far.
     public var duplicatesDropped: Int { machine.duplicatesDropped }
+    /// The largest SEND body the server accepts (announced at login; assumed from
+    /// ``IMClientConfiguration/maximumFrameBody`` until then): ``send(_:to:id:)`` refuses larger messages.
+    public var maximumSendBody: Int { machine.maximumSendBody }
 
     /// Connects and logs in; from then on reconnects by itself until ``close()``. Idempotent.
     public func start() {
@@ -118,7 +125,9 @@ public final class IMClient {
     /// - Parameter id: the message's id; pass the id of a message from ``unsettledMessages`` of an
     ///   earlier run to resubmit it (the server de-duplicates). Default: a new UUID.
     /// - Returns: the message's id.
-    /// - Throws: ``IMClientError/outboxFull(limit:)``, ``IMClientError/closed``, ``IMClientError/duplicateID(_:)``.
+    /// - Throws: ``IMClientError/messageTooLarge(bytes:limit:)`` (over ``maximumSendBody``: the server
+    ///   would refuse it), ``IMClientError/messageIDTooLong(bytes:limit:)``, ``IMClientError/outboxFull(limit:)``,
+    ///   ``IMClientError/closed``, ``IMClientError/duplicateID(_:)``.
     @discardableResult
     public func send(_ text: String, to recipient: IMRecipient, id: String? = nil) throws(IMClientError) -> String {
         checkThread()
@@ -223,7 +232,7 @@ public final class IMClient {
             guard generation == transportGeneration, let transport else { return }
             self.transport = nil
             transport.close(graceful: graceful)
-        case .stateChanged, .disconnected, .received, .deliveryChanged, .response, .requestLost, .notice:
+        case .stateChanged, .disconnected, .received, .deliveryChanged, .response, .requestLost, .notice, .rateLimited:
             if ownerCallDepth == 0, deferredCallbacks.isEmpty { return deliver(action) }
             if deferredCallbacks.isEmpty {
                 // Owner's thread by construction (checkThread in every public call).
@@ -254,6 +263,9 @@ public final class IMClient {
             onResponse?(self, serial, .failure(reason))
         case .notice(let frame):
             onNotice?(self, frame)
+        case .rateLimited(let wait):
+            logger.info("\(machine.configuration.user): rate limited, sending again in \(wait)")
+            onRateLimited?(self, wait)
         case .openTransport, .write, .closeTransport:
             break
         }
@@ -292,6 +304,9 @@ public final class IMClient {
             }
             guard let frame else { break }
             apply(machine.frameReceived(frame, generation: generation, now: loop.now))
+            // LOGIN_ACK may announce a larger frame limit; the frames after it in this read already
+            // count on it.
+            if machine.receiveLimit > decoder.maxBodyLength { decoder.raiseMaxBodyLength(to: machine.receiveLimit) }
         }
         apply(machine.endOfInput(generation: generation, now: loop.now))
     }

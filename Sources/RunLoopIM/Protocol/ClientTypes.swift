@@ -72,6 +72,13 @@ public enum IMDisconnectReason: Error, Equatable, Sendable, CustomStringConverti
     /// ``IMClient/close()``.
     case userClosed
 
+    /// A login refusal that ends the client for good (a wrong password, …), as opposed to one for
+    /// now (the server is busy, the user has too many sessions, …), which is retried with backoff.
+    public var isFinalRefusal: Bool {
+        guard case .loginRefused(let code, _) = self else { return false }
+        return !IMClientMachine.isTemporaryLoginRefusal(code)
+    }
+
     public var description: String {
         switch self {
         case .answerTimeout(let waited): return "no answer for \(formatSeconds(waited)) (ping-pong timeout)"

@@ -16,7 +16,7 @@ extension IMClientMachine {
             try handleLoginAnswer(frame, now: now)
         case .sendAck:
             let ack = try frame.decode(IMSendAck.self)
-            handleSendAck(ack, code: frame.header.code, now: now)
+            handleSendAck(ack, serial: frame.serial, code: frame.header.code, now: now)
         case .deliver:
             let message = try frame.decode(IMChatMessage.self)
             handleIncoming(message, now: now)
@@ -27,6 +27,9 @@ extension IMClientMachine {
         case .error:
             let notice = (try? frame.decode(IMErrorNotice.self)) ?? IMErrorNotice()
             let code = frame.code ?? .internalError
+            // tooManyConnections, shuttingDown: the server may say when to come back. Any ERROR
+            // (tooSlow and sessionReplaced too) is a drop like another, reconnected with backoff.
+            if notice.retryAfterMs > 0 { retryFloor = .milliseconds(Int64(notice.retryAfterMs)) }
             if case .loggingIn = phase, code == .authenticationFailed {
                 drop(.loginRefused(code, notice.message), now: now)
             } else {
@@ -47,16 +50,28 @@ extension IMClientMachine {
         guard case .loggingIn(let current, let serial) = phase, frame.serial == serial else { return }
         let response = try frame.decode(IMLoginResponse.self)
         guard frame.header.code == IMStatusCode.ok.rawValue else {
+            // A refusal for now may say when to try again: the next attempt waits at least that.
+            if response.retryAfterMs > 0 { retryFloor = .milliseconds(Int64(response.retryAfterMs)) }
             drop(.loginRefused(frame.code ?? .authenticationFailed, response.reason), now: now)
             return
         }
         phase = .online(current)
         loginDeadline = nil
+        onlineSince = now
         grantedKeepalive = response.keepaliveSeconds > 0 ? .seconds(Int64(response.keepaliveSeconds)) : nil
-        backoff.reset()
+        adoptLimits(response)
         report(.online)
+        settleOversize()
         askAbandonAgain(now: now)
-        transmitQueued(now: now)
+        transmitDue(now: now)
+    }
+
+    /// The session's limits, as announced (an older server announces none: the configured ones hold).
+    private mutating func adoptLimits(_ response: IMLoginResponse) {
+        let limits = response.hasLimits ? response.limits : IMSessionLimits()
+        maximumSendBody = limits.maxSendBody > 0 ? Int(limits.maxSendBody) : Self.assumedSendLimit(configuration)
+        // The server promised every frame fits in its limit: never refuse one that does.
+        receiveLimit = max(configuration.maximumFrameBody, Int(limits.maxFrameBody))
     }
 
     private mutating func handleIncoming(_ message: IMChatMessage, now: LoopInstant) {

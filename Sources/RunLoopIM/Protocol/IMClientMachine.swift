@@ -24,10 +24,14 @@ public enum IMClientAction: Equatable, Sendable {
     case requestLost(serial: UInt32, IMDisconnectReason)
     /// A notice from the server (PRESENCE).
     case notice(IMFrame)
+    /// The server refused a SEND as too fast: nothing is sent for `retryAfter`, then every queued
+    /// message goes out again in order. Once per pause.
+    case rateLimited(retryAfter: Duration)
 }
 
 /// The whole client-side protocol — login, heartbeat, ping-pong, reconnect backoff, acknowledged
-/// delivery with resend, give-up and de-duplication — as a pure state machine.
+/// delivery with resend, give-up and de-duplication, the server's size and rate limits — as a pure
+/// state machine.
 ///
 /// It never reads a clock, touches a socket or runs a timer: every input carries `now`, every
 /// decision comes back as ``IMClientAction`` values, and ``nextDeadline`` says when it wants
@@ -81,17 +85,38 @@ public struct IMClientMachine: Sendable {
     var unacknowledged: [UInt64] = []
     /// Application requests written on the current connection and not answered yet.
     var pendingRequests: Set<UInt32> = []
+    /// The largest SEND body the server accepts: announced at login, assumed until then.
+    public internal(set) var maximumSendBody: Int
+    /// The largest frame body accepted from the server on the current connection: the configured
+    /// limit, or the larger one the server announced at login (every frame it sends fits in that).
+    public internal(set) var receiveLimit: Int
+    /// After SEND_ACK `rateLimited`: nothing is sent before this.
+    var pausedUntil: LoopInstant?
+    /// When the current session logged in: a drop after ``IMClientConfiguration/stableSessionTime``
+    /// starts the backoff afresh.
+    var onlineSince: LoopInstant?
+    /// The server said when to come back (`retry_after_ms` of a login refusal or an ERROR): the next
+    /// reconnect waits at least this.
+    var retryFloor: Duration?
     var actions: [IMClientAction] = []
 
     public init(configuration: IMClientConfiguration) {
         precondition(configuration.maximumSendAttempts > 0, "maximumSendAttempts must be positive")
         precondition(configuration.answerTimeout > .zero && configuration.loginTimeout > .zero && configuration.ackTimeout > .zero,
                      "timeouts must be positive")
+        precondition(configuration.clientInstance.utf8.count <= 64, "clientInstance is at most 64 UTF-8 bytes")
         self.configuration = configuration
         backoff = ReconnectBackoff(policy: configuration.backoff)
         heartbeat = HeartbeatSchedule(mode: configuration.heartbeat)
         outbox = Outbox(limit: configuration.outboxLimit)
         seen = RecentMessageIDs(capacity: configuration.deduplicationWindow)
+        maximumSendBody = Self.assumedSendLimit(configuration)
+        receiveLimit = configuration.maximumFrameBody
+    }
+
+    /// What a SEND body may be before the server has said: the frame limit less what the server adds.
+    static func assumedSendLimit(_ configuration: IMClientConfiguration) -> Int {
+        max(0, configuration.maximumFrameBody - IMClientConfiguration.maximumMessageOverhead)
     }
 
     // MARK: Inputs
@@ -111,6 +136,7 @@ public struct IMClientMachine: Sendable {
         login.password = configuration.password
         login.keepaliveSeconds = UInt32(clamping: Int64(configuration.heartbeat.longestInterval.secondsDouble.rounded(.up)))
         login.clientName = configuration.clientName
+        login.clientInstance = configuration.clientInstance
         let serial = takeSerial()
         phase = .loggingIn(opened, serial: serial)
         lastReceived = now
@@ -198,7 +224,7 @@ public struct IMClientMachine: Sendable {
             connect(now: now)
         }
         if case .online = phase {
-            resendDue(now: now)
+            transmitDue(now: now)
             if pendingHeartbeat == nil, now >= heartbeatDue {
                 let serial = takeSerial()
                 pendingHeartbeat = PendingHeartbeat(serial: serial, quiet: now - lastTraffic)
@@ -253,9 +279,13 @@ public struct IMClientMachine: Sendable {
         return takeActions()
     }
 
-    /// Queues a message. It goes out at once when online, otherwise after the next login.
+    /// Queues a message. It goes out at once when online (and not paused by the server's rate
+    /// limit), otherwise after the next login.
     /// - Returns: the message's id (`id`, or a new UUID).
-    /// - Throws: ``IMClientError``.
+    /// - Throws: ``IMClientError``: ``IMClientError/messageTooLarge(bytes:limit:)`` when its SEND body
+    ///   is over ``maximumSendBody`` (the server would refuse it: it is never queued),
+    ///   ``IMClientError/messageIDTooLong(bytes:limit:)``, ``IMClientError/outboxFull(limit:)``,
+    ///   ``IMClientError/duplicateID(_:)``, ``IMClientError/closed``.
     public mutating func send(text: String, to recipient: IMRecipient, id: String? = nil, now: LoopInstant) throws(IMClientError) -> (id: String, actions: [IMClientAction]) {
         if case .closed = phase { throw .closed }
         if case .closing = phase { throw .closed }
@@ -266,10 +296,21 @@ public struct IMClientMachine: Sendable {
         case .user(let name): message.user = name
         case .room(let name): message.room = name
         }
-        try outbox.enqueue(message)
+        let idBytes = message.id.utf8.count
+        guard idBytes <= IMClientConfiguration.maximumMessageIDBytes else {
+            throw .messageIDTooLong(bytes: idBytes, limit: IMClientConfiguration.maximumMessageIDBytes)
+        }
+        let bodySize = Self.bodySize(of: message)
+        guard bodySize <= maximumSendBody else { throw .messageTooLarge(bytes: bodySize, limit: maximumSendBody) }
+        try outbox.enqueue(message, bodySize: bodySize)
         actions.append(.deliveryChanged(id: message.id, .queued))
-        if case .online = phase { transmitQueued(now: now) }
+        if case .online = phase { transmitDue(now: now) }
         return (message.id, takeActions())
+    }
+
+    /// The length of `message` encoded as a SEND body.
+    static func bodySize(of message: IMChatMessage) -> Int {
+        IMFrame(command: .send, serial: 0, message: message).body.count
     }
 
     /// Writes an application request (JOIN, LEAVE, LIST_ROOMS, HISTORY) on the online connection. Its
@@ -325,7 +366,11 @@ public struct IMClientMachine: Sendable {
         case .waitingToReconnect(let at):
             consider(at)
         case .online:
-            consider(outbox.earliestResend)
+            if let pausedUntil {
+                consider(pausedUntil)  // resends wait for the pause too
+            } else {
+                consider(outbox.earliestResend)
+            }
             if pendingHeartbeat == nil { consider(heartbeatDue) }
         default:
             break
@@ -341,7 +386,8 @@ public struct IMClientMachine: Sendable {
     public var adaptiveHeartbeat: AdaptiveHeartbeat? { heartbeat.adaptive }
     /// Messages not yet settled (queued, in flight or being abandoned), in send order.
     public var unsettledMessages: [IMChatMessage] { outbox.messages }
-    /// Reconnect attempts since the last successful login.
+    /// Reconnect attempts since the last session that stayed online for
+    /// ``IMClientConfiguration/stableSessionTime`` (or since the start).
     public var reconnectAttempts: Int { backoff.attempts }
     /// Incoming messages the server sent again (its copy of our ack was lost) that de-duplication kept
     /// from the application.
@@ -411,6 +457,7 @@ public struct IMClientMachine: Sendable {
     mutating func connect(now: LoopInstant) {
         generation += 1
         phase = .connecting(generation)
+        receiveLimit = configuration.maximumFrameBody
         loginDeadline = now + configuration.loginTimeout
         answerDeadline = nil
         tookLateGrace = false
@@ -444,13 +491,20 @@ public struct IMClientMachine: Sendable {
         unacknowledged.removeAll()
         for serial in pendingRequests.sorted() { actions.append(.requestLost(serial: serial, reason)) }
         pendingRequests.removeAll()
+        if let since = onlineSince, now - since >= configuration.stableSessionTime {
+            // Only a session that lasted proves the server healthy: one killed right after each
+            // login keeps the delays growing.
+            backoff.reset()
+        }
+        onlineSince = nil
         if wasClosing {
             phase = .closed
             finishClose(now: now)
             return
         }
-        // A refusal for now (the server is busy checking passwords, stopping, or failed to read its
-        // accounts) is retried with backoff like a dropped connection; any other refusal is final.
+        // A refusal for now (the server is busy checking passwords, the user has too many sessions,
+        // the server is stopping or failed to read its accounts) is retried with backoff like a
+        // dropped connection; any other refusal is final.
         if case .loginRefused(let code, let text) = reason, !Self.isTemporaryLoginRefusal(code) {
             phase = .closed
             closeForGood(.loginRefused(code, text))
@@ -470,10 +524,18 @@ public struct IMClientMachine: Sendable {
     mutating func scheduleReconnect(now: LoopInstant, after reason: IMDisconnectReason) {
         lastFailure = reason
         guard isNetworkReachable else { return waitForNetwork() }
-        guard let delay = backoff.nextDelay(jitter: configuration.jitter) else {
+        let floor = retryFloor
+        retryFloor = nil
+        guard var delay = backoff.nextDelay(jitter: configuration.jitter) else {
             phase = .closed
             closeForGood(.gaveUp(attempts: backoff.attempts, last: reason))
             return
+        }
+        if let floor {
+            // Every client the server turned away heard the same time: up to a quarter more, at
+            // random, so they do not all come back in the same instant.
+            let spread = Double(floor.nanosecondsClamped) * Self.retryFloorSpread * configuration.jitter.next()
+            delay = max(delay, floor + .nanoseconds(Int64(spread)))
         }
         phase = .waitingToReconnect(at: now + delay)
         report(.reconnecting(in: delay, attempt: backoff.attempts))
@@ -519,8 +581,11 @@ extension IMClientMachine {
     /// Login refusals worth another attempt: the same request may succeed later.
     static func isTemporaryLoginRefusal(_ code: IMStatusCode) -> Bool {
         switch code {
-        case .rateLimited, .shuttingDown, .internalError: return true
+        case .rateLimited, .tooManyConnections, .shuttingDown, .internalError: return true
         default: return false
         }
     }
+
+    /// How far above the server's `retry_after_ms` a reconnect may be put off at random, as a share of it.
+    static var retryFloorSpread: Double { 0.25 }
 }

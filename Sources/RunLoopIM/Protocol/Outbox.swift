@@ -2,7 +2,7 @@ import RunLoopKit
 
 /// The client's unsettled messages in send order: what is queued, in flight, or being abandoned.
 ///
-/// Bounded by `limit`. A message leaves only when it is settled (delivered or failed), so across
+/// Bounded by `limit`. A message leaves only when it is settled (stored or failed), so across
 /// reconnects the same ids go out again and the server's de-duplication makes the resends harmless.
 struct Outbox: Sendable {
     enum Phase: Equatable, Sendable {
@@ -18,10 +18,20 @@ struct Outbox: Sendable {
     struct Entry: Sendable {
         var message: IMChatMessage
         var phase: Phase
+        /// The SEND body's length: what the server's size limit judges.
+        let bodySize: Int
         /// Sends on live connections so far.
         var attempts = 0
         /// Written to any connection at least once: from then on only the server knows its fate.
         var wasWritten = false
+        /// Written on a connection that has ended: the server may have stored it under the limits of
+        /// that connection, so a size refusal now cannot settle it; only ABANDON can.
+        var writtenOnEarlierConnection = false
+        /// The serial of its latest SEND, to match a SEND_ACK whose `id` the server could not read.
+        var serial: UInt32 = 0
+        /// Being abandoned because it is over the server's size limit: a refused ABANDON settles it
+        /// as too large rather than as unacknowledged.
+        var oversize: (bytes: Int, limit: Int)?
     }
 
     let limit: Int
@@ -36,13 +46,18 @@ struct Outbox: Sendable {
     var messages: [IMChatMessage] { entries.map(\.message) }
     var unsettledIDs: [String] { entries.map(\.message.id) }
 
-    mutating func enqueue(_ message: IMChatMessage) throws(IMClientError) {
+    mutating func enqueue(_ message: IMChatMessage, bodySize: Int) throws(IMClientError) {
         guard entries.count < limit else { throw .outboxFull(limit: limit) }
         guard index(of: message.id) == nil else { throw .duplicateID(message.id) }
-        entries.append(Entry(message: message, phase: .queued))
+        entries.append(Entry(message: message, phase: .queued, bodySize: bodySize))
     }
 
     func index(of id: String) -> Int? { entries.firstIndex { $0.message.id == id } }
+
+    /// The message in flight whose latest SEND had `serial`.
+    func index(ofSerial serial: UInt32) -> Int? {
+        entries.firstIndex { if case .inFlight = $0.phase { return $0.serial == serial } else { return false } }
+    }
 
     subscript(index: Int) -> Entry {
         get { entries[index] }
@@ -75,6 +90,7 @@ struct Outbox: Sendable {
     /// requests must be asked again there.
     mutating func connectionLost() {
         for index in entries.indices {
+            if entries[index].wasWritten { entries[index].writtenOnEarlierConnection = true }
             switch entries[index].phase {
             case .inFlight: entries[index].phase = .queued
             case .abandoning: entries[index].phase = .abandoning(asked: false)

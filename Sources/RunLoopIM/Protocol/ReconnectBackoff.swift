@@ -2,7 +2,8 @@
 ///
 /// Attempt *n* (from 1) waits `min(cap, initial × multiplier^(n−1))`, shortened by up to `jitter` of
 /// itself at random, so clients cut off together by a server restart do not come back together.
-/// A successful login resets it to attempt 1. Pure value; the caller owns the clock.
+/// ``IMClientMachine`` resets it to attempt 1 when a session has stayed online for
+/// ``IMClientConfiguration/stableSessionTime``. Pure value; the caller owns the clock.
 public struct ReconnectBackoff: Sendable {
     /// The settings of a backoff schedule.
     public struct Policy: Sendable, Equatable {
@@ -62,7 +63,8 @@ public struct ReconnectBackoff: Sendable {
         return .nanoseconds(Int64(ceiling - cut))
     }
 
-    /// After a successful login: the next drop starts from the first attempt again.
+    /// After a session that lasted (or the network came back): the next drop starts from the first
+    /// attempt again.
     public mutating func reset() { attempts = 0 }
 }
 

@@ -20,7 +20,7 @@ public struct FrameDecoder: Sendable {
     public static let keptPrefixLength = 256
 
     /// The largest body accepted, in bytes.
-    public let maxBodyLength: Int
+    public private(set) var maxBodyLength: Int
     /// Bodies over ``maxBodyLength`` but at most this long, of ``skippableCommands``, are skipped
     /// instead of failing the stream.
     public let skippableBodyLength: Int
@@ -61,6 +61,13 @@ public struct FrameDecoder: Sendable {
         self.maxBodyLength = maxBodyLength
         self.skippableBodyLength = skippableBodyLength
         self.skippableCommands = skippableCommands
+    }
+
+    /// Accepts bodies up to `limit` from now on, also for bytes already buffered (a client raises
+    /// its limit to the one the server announced at login, in the middle of a read). Never lowers it.
+    public mutating func raiseMaxBodyLength(to limit: Int) {
+        precondition(limit <= Int(UInt32.max), "maxBodyLength must be 0...UInt32.max")
+        maxBodyLength = max(maxBodyLength, limit)
     }
 
     /// Bytes received and not yet returned as frames.

@@ -25,7 +25,7 @@ final class ClientRecorder {
     }
 
     func finalStates() -> [IMDeliveryState] { deliveries.values.compactMap { $0.last(where: \.isFinal) } }
-    var deliveredCount: Int { finalStates().filter { if case .delivered = $0 { return true } else { return false } }.count }
+    var storedCount: Int { finalStates().filter { if case .stored = $0 { return true } else { return false } }.count }
     var failedCount: Int { finalStates().filter { if case .failed = $0 { return true } else { return false } }.count }
     /// Ids that reached a final state more than once: must stay empty.
     var settledTwice: [String] { deliveries.filter { $0.value.filter(\.isFinal).count > 1 }.map(\.key) }

@@ -163,7 +163,7 @@ final class DemoScript {
             for (id, entry) in sent {
                 summary.sent += 1
                 switch entry.final {
-                case .delivered?:
+                case .stored?:
                     summary.delivered += 1
                     let recipients: [String]
                     switch entry.to {

@@ -7,7 +7,9 @@ public enum WebAssets {
 // The chat node's browser client. It speaks the IM protocol of docs/PROTOCOL.md as JSON text
 // messages on the node's WebSocket (/ws, section 13 of that document): login, rooms, direct messages,
 // paged history, each own message's delivery, reconnect with exponential backoff and jitter, a
-// heartbeat with an answer deadline, resend under the same id, and de-duplication of what arrives.
+// heartbeat with an answer deadline, resend under the same id, and de-duplication of what arrives;
+// it keeps to the node's limits: messages over its size limit are refused before they are sent, and
+// a rate-limit refusal pauses every message so they reach the node in order.
 "use strict";
 
 const KEEPALIVE_SECONDS = 20;    // promised in LOGIN: the node drops us after 1.5 × this of silence
@@ -16,11 +18,19 @@ const ANSWER_TIMEOUT_MS = 8000;  // after a request some frame must arrive withi
 const ACK_TIMEOUT_MS = 10000;    // a SEND without SEND_ACK this long is sent again (same id)
 const BACKOFF_FIRST_MS = 500;
 const BACKOFF_MAX_MS = 30000;
+const STABLE_SESSION_MS = 10000;  // only a session online this long resets the backoff
+const MIN_RATE_PAUSE_MS = 50;     // the shortest rate-limit pause, whatever the node says
+// The largest SEND body (the ChatMessage as protobuf) until LOGIN_ACK announces limits.maxSendBody:
+// the node's default 64 KiB frame less the 128 bytes it adds to make the DELIVER.
+const DEFAULT_MAX_SEND_BODY = 65536 - 128;
+// One program instance (this page load) across its reconnects: a login with the same instance
+// replaces the session a dead link may still hold at the node.
+const CLIENT_INSTANCE = newID();
 // Messages per history page; `?historyPage=N` in the page's address changes it.
 const HISTORY_PAGE = Math.min(500, Math.max(1, Number(new URLSearchParams(location.search).get("historyPage")) || 20));
-const STATUS = { 0: "ok", 1: "bad request", 4: "authentication failed", 7: "too many connections", 8: "rate limited",
-  9: "unknown recipient", 10: "node shutting down", 11: "keepalive timeout", 12: "unknown command",
-  13: "internal error", 14: "not a member" };
+const STATUS = { 0: "ok", 1: "bad request", 3: "too large", 4: "authentication failed", 7: "too many connections",
+  8: "rate limited", 9: "unknown recipient", 10: "node shutting down", 11: "keepalive timeout", 12: "unknown command",
+  13: "internal error", 14: "not a member", 15: "session replaced", 16: "too many rooms", 17: "too slow" };
 
 const $ = (id) => document.getElementById(id);
 
@@ -35,8 +45,12 @@ const app = {
   answerDeadline: null,     // ping-pong: the link is dead if nothing arrives by then
   lastSent: 0,
   attempts: 0,
+  onlineSince: null,        // when the current session logged in
+  retryFloor: 0,            // the node's retryAfterMs for the next reconnect (a refusal for now, an ERROR)
   reconnectAt: null,
   reconnectTimer: null,
+  maxSendBody: DEFAULT_MAX_SEND_BODY,
+  pausedUntil: null,        // after SEND_ACK rateLimited: nothing is sent before this
   outbox: new Map(),        // id → own message not yet settled: {id, conv, text, state, sentAt}
   seen: new Set(),          // "from\0id" of every message shown: each one once
   conversations: new Map(), // "room:NAME" | "user:NAME" → conversation
@@ -60,7 +74,8 @@ function connect() {
   // A late event from an older socket changes nothing: every handler checks it is still the current one.
   ws.onopen = () => {
     if (ws !== app.ws) return;
-    request("LOGIN", { user: app.user, password: app.password, keepaliveSeconds: KEEPALIVE_SECONDS, clientName: "chat-node page" });
+    request("LOGIN", { user: app.user, password: app.password, keepaliveSeconds: KEEPALIVE_SECONDS, clientName: "chat-node page",
+      clientInstance: CLIENT_INSTANCE });
   };
   ws.onmessage = (event) => {
     if (ws !== app.ws) return;
@@ -95,11 +110,19 @@ function lost(why) {
   // Sent but not acknowledged: sent again, same id, after the next login (the node de-duplicates).
   for (const entry of app.outbox.values()) if (entry.state === "sent") setMessageState(entry, "queued");
   setComposer();
+  // Only a session that lasted proves the node healthy: one dropped right after each login keeps
+  // the waits growing.
+  if (app.onlineSince !== null && Date.now() - app.onlineSince >= STABLE_SESSION_MS) app.attempts = 0;
+  app.onlineSince = null;
   if (!app.wantsConnection) return setConnection("offline", "offline");
   // Exponential backoff with a cap; up to half of each wait removed at random, so many pages that
   // lost the same node do not all come back at the same instant.
   const base = Math.min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * 2 ** app.attempts);
-  const wait = base - Math.random() * base / 2;
+  let wait = base - Math.random() * base / 2;
+  // The node said when to come back: no sooner, and up to a quarter later at random, so the pages
+  // it turned away together do not return together.
+  if (app.retryFloor > 0) wait = Math.max(wait, app.retryFloor * (1 + Math.random() / 4));
+  app.retryFloor = 0;
   app.attempts += 1;
   app.reconnectAt = Date.now() + wait;
   app.reconnectTimer = setTimeout(connect, wait);
@@ -145,9 +168,19 @@ function tick() {
   if (app.answerDeadline !== null && now > app.answerDeadline) return dropConnection("no answer from the node");
   if (!app.online) return;
   if (now - app.lastSent >= HEARTBEAT_MS) request("HEARTBEAT");
-  for (const entry of app.outbox.values()) {
-    if (entry.state === "sent" && now - entry.sentAt >= ACK_TIMEOUT_MS) transmit(entry);
+  if (app.pausedUntil !== null) {
+    if (now < app.pausedUntil) return;
+    app.pausedUntil = null;
+    if ($("notice").textContent.startsWith("rate limited")) notice("");
   }
+  // In outbox order: what the rate limit put back, and what went unacknowledged too long.
+  for (const entry of app.outbox.values()) {
+    if (entry.state === "queued" || (entry.state === "sent" && now - entry.sentAt >= ACK_TIMEOUT_MS)) transmit(entry);
+  }
+}
+
+function isPaused() {
+  return app.pausedUntil !== null && Date.now() < app.pausedUntil;
 }
 
 // MARK: frames from the node
@@ -174,7 +207,10 @@ function received(frame) {
     case "ROOM_LIST": return showRooms(body.rooms || []);
     case "HISTORY_PAGE": return historyAnswered(code, body, context);
     case "PRESENCE": return presence(body.user, body.online === true);
-    case "ERROR": return notice(`the node closes the connection: ${body.message || STATUS[code] || code}`);
+    case "ERROR":
+      // tooManyConnections, shuttingDown: the node may say when to come back.
+      if (body.retryAfterMs) app.retryFloor = Number(body.retryAfterMs);
+      return notice(`the node closes the connection: ${body.message || STATUS[code] || code}`);
     default: return undefined;  // a command this page does not know: ignored, as the protocol asks
   }
 }
@@ -195,10 +231,14 @@ function loginAnswered(code, body) {
       $("login-form").hidden = false;
       return setConnection("refused", "login refused");
     }
-    return notice(`login refused for now: ${body.reason || STATUS[code] || code}`);  // the node closes; we retry
+    // Too many sessions, too many logins at once, stopping: the node closes; we retry, no sooner
+    // than it says.
+    if (body.retryAfterMs) app.retryFloor = Number(body.retryAfterMs);
+    return notice(`login refused for now: ${body.reason || STATUS[code] || code}`);
   }
   app.online = true;
-  app.attempts = 0;
+  app.onlineSince = Date.now();
+  app.maxSendBody = (body.limits && Number(body.limits.maxSendBody)) || DEFAULT_MAX_SEND_BODY;
   setConnection("online", "online");
   notice(app.serial > 1 ? "reconnected" : "");
   $("login-form").hidden = true;
@@ -207,7 +247,15 @@ function loginAnswered(code, body) {
   $("me").textContent = app.user;
   setComposer();
   request("LIST_ROOMS");
-  for (const entry of app.outbox.values()) transmit(entry);
+  for (const entry of app.outbox.values()) {
+    // Queued while away and over the limit the node just announced: it would be refused.
+    if (sendBodySize(entry) > app.maxSendBody) {
+      app.outbox.delete(entry.id);
+      setMessageState(entry, "failed", tooLargeText());
+    } else if (!isPaused()) {
+      transmit(entry);
+    }
+  }
   // What arrived while away comes as DELIVERs from the inbox; the open conversation's newest page is
   // fetched too (merged without duplicates), so its history has no hole either.
   if (app.current) loadHistory(app.conversations.get(app.current), "latest");
@@ -221,17 +269,44 @@ function newID() {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
+/// The length of a SEND body as the node judges it: the ChatMessage {id, room or user, text} in
+/// protobuf's binary encoding (fields 1, 4 or 5, and 6: a tag byte, a varint length, the UTF-8 bytes).
+function sendBodySize(message) {
+  const conversation = app.conversations.get(message.conv);
+  const encoder = new TextEncoder();
+  let size = 0;
+  for (const value of [message.id, conversation ? conversation.name : "", message.text]) {
+    const bytes = encoder.encode(value).length;
+    if (bytes === 0) continue;  // proto3 leaves empty strings out
+    let varint = 1;
+    for (let rest = bytes; rest >= 128; rest = Math.floor(rest / 128)) varint += 1;
+    size += 1 + varint + bytes;
+  }
+  return size;
+}
+
+function tooLargeText() {
+  return `too large (limit ${app.maxSendBody} bytes)`;
+}
+
+/// Whether the composer's text was taken: false (and why shown) when it is over the node's limit.
 function submitMessage(text) {
   const conversation = app.conversations.get(app.current);
-  if (!conversation || text.trim() === "") return;
+  if (!conversation || text.trim() === "") return true;
   const entry = { id: newID(), conv: conversation.key, text, state: "queued", sentAt: 0 };
+  if (sendBodySize(entry) > app.maxSendBody) {
+    $("composer-error").textContent = tooLargeText();
+    return false;
+  }
+  $("composer-error").textContent = "";
   app.outbox.set(entry.id, entry);
   app.seen.add(`${app.user}\u0000${entry.id}`);
   entry.element = messageElement({ from: app.user, id: entry.id, text }, conversation);
   conversation.list.append(entry.element);
   setMessageState(entry, "queued");
   scrollDown(conversation);
-  if (app.online) transmit(entry);
+  if (app.online && !isPaused()) transmit(entry);
+  return true;
 }
 
 function transmit(entry) {
@@ -252,9 +327,11 @@ function sendAnswered(code, body) {
       entry.element.dataset.seq = body.seq;
       entry.element.querySelector(".time").textContent = timeText(body.sentAtMs);
       return setMessageState(entry, "acked", `stored by the node as #${body.seq}; it delivers it to every recipient`);
-    case 8:  // rate limited: again after the node's wait, same id
-      setMessageState(entry, "queued");
-      return setTimeout(() => app.outbox.has(entry.id) && app.online && transmit(entry), body.retryAfterMs || 1000);
+    case 3:  // over the node's size limit: the same bytes would be refused again, by every path
+      app.outbox.delete(entry.id);
+      return setMessageState(entry, "failed", tooLargeText());
+    case 8:
+      return rateLimited(entry, Number(body.retryAfterMs) || 0);
     case 10:
     case 13:  // not stored this time: the ack timeout sends it again
       return undefined;
@@ -262,6 +339,22 @@ function sendAnswered(code, body) {
       app.outbox.delete(entry.id);
       return setMessageState(entry, "failed", STATUS[code] || `code ${code}`);
   }
+}
+
+/// SEND_ACK rateLimited: the node refuses every SEND on this connection until the wait is over, so
+/// this message and every later one in flight go back to the queue, nothing is sent until then, and
+/// then everything queued goes out in order (tick) — the order the node stores them in.
+function rateLimited(entry, retryAfterMs) {
+  if (entry.state !== "sent") return;  // put back already, by this pause
+  const wait = Math.max(retryAfterMs, MIN_RATE_PAUSE_MS);
+  const wasPaused = isPaused();
+  app.pausedUntil = Math.max(app.pausedUntil || 0, Date.now() + wait);
+  let later = false;
+  for (const other of app.outbox.values()) {
+    if (other === entry) later = true;
+    if (later && other.state === "sent") setMessageState(other, "queued");
+  }
+  if (!wasPaused) notice(`rate limited, retrying in ${(wait / 1000).toFixed(1)} s`);
 }
 
 function setMessageState(entry, state, detail) {
@@ -516,9 +609,11 @@ $("older").onclick = () => {
 
 $("composer").onsubmit = (event) => {
   event.preventDefault();
-  submitMessage($("text").value);
-  $("text").value = "";
+  // A refused text stays in the field, to be shortened.
+  if (submitMessage($("text").value)) $("text").value = "";
 };
+
+$("text").oninput = () => { $("composer-error").textContent = ""; };
 
 setInterval(tick, 250);
 
@@ -578,6 +673,7 @@ setInterval(tick, 250);
       <input id="text" placeholder="message" autocomplete="off" disabled>
       <button id="send" type="submit" disabled>send</button>
     </form>
+    <p id="composer-error" class="error" role="alert"></p>
     <p id="notice" role="status"></p>
   </section>
 </main>
