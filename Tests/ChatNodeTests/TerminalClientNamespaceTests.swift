@@ -95,7 +95,7 @@ struct TerminalClientNamespaceTests {
         }
         #expect(lines.first?.hasPrefix("* connecting to localhost:") == true, "\(lines)")
         #expect(lines.contains("* connected"), "\(lines)")
-        #expect(lines.contains { $0.hasPrefix("→ m1 delivered (seq ") }, "\(lines)")
+        #expect(lines.contains { $0.hasPrefix("→ m1 stored (seq ") }, "\(lines)")
         #expect(!lines.contains { $0.contains("offline") }, "\(lines)")
         #expect(status == 0, "\(lines)")
     }

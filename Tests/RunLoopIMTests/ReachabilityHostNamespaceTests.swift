@@ -76,7 +76,7 @@ struct ReachabilityHostNamespaceTests {
         #expect(!outcome.clientStates.contains { $0.isWaitingForNetwork }, "\(outcome.clientStates)")
         #expect(outcome.clientStates.prefix(3) == [.connecting(attempt: 1), .loggingIn, .online], "\(outcome.clientStates)")
         #expect(outcome.disconnects.isEmpty, "\(outcome.disconnects)")
-        #expect(outcome.delivered == [.queued, .sent(attempt: 1), .delivered(seq: 1)])
+        #expect(outcome.delivered == [.queued, .sent(attempt: 1), .stored(seq: 1)])
     }
 
     @Test("a name follows the route to its address across a veth: link down and up are reported naming it, and each change looks it up again")

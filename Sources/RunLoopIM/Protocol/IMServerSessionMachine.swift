@@ -96,6 +96,14 @@ public struct IMServerSessionMachine: Sendable {
     var announcedKeepalive = Duration.zero
     var nextSerial: UInt32 = 1
     var sendBudget: TokenBucket?
+    /// The SEND refused as too fast, until it comes again: every other SEND before it is refused too,
+    /// since a client writes ahead of the answers, and a SEND written before it learned of the refusal
+    /// must not be stored ahead of the refused one. Also lifted when the client abandons that id, or
+    /// ``stickyRefusalLimit`` after the refusal, so a client that drops the message is not refused forever.
+    var firstRefusedSend: (id: String, since: LoopInstant)?
+
+    /// How long a refused SEND holds back the others at most.
+    public static let stickyRefusalLimit = Duration.seconds(30)
     var actions: [IMServerSessionAction] = []
 
     /// A session for a connection that opened at `now`.
@@ -167,14 +175,25 @@ public struct IMServerSessionMachine: Sendable {
         case (.send, .online):
             if frame.body.count > settings.maximumSendBody {
                 refuseSend(frame.serial, id: IMChatMessage.leadingID(in: frame.body), code: .frameTooLarge)
+            } else if let refused = firstRefusedSend, now - refused.since < Self.stickyRefusalLimit,
+                      let id = (try? frame.decode(IMChatMessage.self))?.id, id != refused.id {
+                // Sent before the client learned of the refusal: storing it now would put it ahead of
+                // the refused one. The client resends from the refused message on, in order.
+                refuseSend(frame.serial, id: id, code: .rateLimited, retryAfter: sendBudget?.waitForToken(now: now) ?? .zero)
             } else if let wait = sendBudget?.take(now: now) {
-                // The budget refills one token at a time: every SEND is refused until the next token is
-                // due, so the connection pauses as a whole and a client that resends in order keeps it.
-                refuseSend(frame.serial, id: (try? frame.decode(IMChatMessage.self))?.id ?? "", code: .rateLimited, retryAfter: wait)
+                let id = (try? frame.decode(IMChatMessage.self))?.id ?? ""
+                firstRefusedSend = (id, now)
+                refuseSend(frame.serial, id: id, code: .rateLimited, retryAfter: wait)
             } else {
+                firstRefusedSend = nil
                 actions.append(.request(frame))
             }
-        case (.deliverAck, .online), (.abandon, .online), (.join, .online), (.leave, .online), (.listRooms, .online), (.history, .online):
+        case (.abandon, .online):
+            if let refused = firstRefusedSend, (try? frame.decode(IMAbandonRequest.self))?.ids.contains(refused.id) == true {
+                firstRefusedSend = nil
+            }
+            actions.append(.request(frame))
+        case (.deliverAck, .online), (.join, .online), (.leave, .online), (.listRooms, .online), (.history, .online):
             actions.append(.request(frame))
         case (.send, _), (.deliverAck, _), (.abandon, _), (.logout, _), (.join, _), (.leave, _), (.listRooms, _), (.history, _):
             return fail(.notLoggedIn, "log in first", serial: frame.serial)

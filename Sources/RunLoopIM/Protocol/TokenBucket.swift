@@ -27,4 +27,10 @@ struct TokenBucket: Sendable, Equatable {
         }
         return .nanoseconds(Int64(((1 - tokens) / rate * 1e9).rounded(.up)))
     }
+
+    /// How long until a token is due, without taking one.
+    func waitForToken(now: LoopInstant) -> Duration? {
+        let available = min(burst, tokens + max(0, (now - last).secondsDouble) * rate)
+        return available >= 1 ? nil : .nanoseconds(Int64(((1 - available) / rate * 1e9).rounded(.up)))
+    }
 }
