@@ -73,6 +73,16 @@ struct ChatNodeLoginTests {
             try #require(try spin(loop) { bob.state == .online })
             #expect(node.server.onlineUsers == ["Bob", "alice"])
 
+            // Recipients and history partners ignore case too.
+            var received: [String] = []
+            bob.onMessage = { _, message in received.append(message.text) }
+            var finals: [IMDeliveryState] = []
+            first.onDelivery = { _, _, state in if state.isFinal { finals.append(state) } }
+            try first.send("to BOB", to: .user("BOB"))
+            try first.send("to bob", to: .user("bob"))
+            try #require(try spin(loop) { received.count == 2 })
+            #expect(received == ["to BOB", "to bob"] && finals.allSatisfy { if case .stored = $0 { return true } else { return false } })
+
             #expect(try node.addAccount(user: "CAROL", password: "pw3"))
             #expect(try !node.addAccount(user: "Carol", password: "pw4"))
             #expect(try !node.addAccount(user: "bob", password: "pw4"))

@@ -95,6 +95,11 @@ public final class ChatNode {
             guard let self else { return verdict(.refused(.shuttingDown, reason: "node stopped")) }
             self.authenticate(request, verdict: verdict)
         }
+        // Names ignore case: a message to "ALICE" reaches the account alice (or a legacy "Alice").
+        server.canonicalUserName = { [weak self] name in
+            guard AccountStore.isValidName(name), let account = try? self?.accounts.account(named: name) else { return name }
+            return account.name
+        }
         server.onPresenceChange = { [weak self] _, user, online in self?.report("\(user) is \(online ? "online" : "offline")") }
         server.onSessionEnd = { [weak self] _, session, reason in
             guard let user = session.user else { return }

@@ -165,8 +165,9 @@ public final class IMClient {
 
     /// Follows `reachability`: its current path now and every change from then on go to
     /// ``networkChanged(reachable:reason:)``. The client keeps `reachability` alive until it is closed
-    /// for good. Give it a reachability whose target is the server's address, so "unreachable" means
-    /// this server, not the whole network. Replaces the reachability's `onChange`.
+    /// for good. Give it a reachability that follows the server — ``NetworkReachability/init(loop:modes:host:resolver:logger:)``
+    /// with the host the connector uses — so "unreachable" means this server, not the whole network.
+    /// Replaces the reachability's `onChange`.
     public func follow(_ reachability: NetworkReachability) {
         checkThread()
         followed = reachability

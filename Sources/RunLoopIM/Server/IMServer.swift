@@ -108,6 +108,10 @@ public final class IMServer {
     /// password hash), which run elsewhere and call `verdict` back **on the loop's thread** (hop with
     /// `RunLoop.perform(inModes:_:)`). The login deadline keeps running meanwhile.
     public var authenticator: ((IMLoginRequest, @escaping (IMLoginVerdict) -> Void) -> Void)?
+    /// Maps a user name a client wrote (a SEND's recipient, a HISTORY's other user) to the account's
+    /// canonical name, for deployments whose names ignore case (``IMLoginVerdict/acceptedAs(user:)``
+    /// names sessions the same way). `nil`: names are taken as written. Loop thread; must not block.
+    public var canonicalUserName: ((String) -> String)?
 
     let listener: TCPListener
     let modes: [RunLoop.Mode]
@@ -247,7 +251,8 @@ public final class IMServer {
             list.moreAvailable = cutToFit(&list.rooms, limit: limit)
             session.write(IMFrame(command: .roomList, serial: frame.serial, message: list))
         case .history:
-            let request = try frame.decode(IMHistoryRequest.self)
+            var request = try frame.decode(IMHistoryRequest.self)
+            if case .user(let name)? = request.with, let canonicalUserName { request.user = canonicalUserName(name) }
             let limit = pageSize(asked: request.limit, default: settings.historyPageSize, maximum: settings.maximumHistoryPageSize)
             let page = store.history(request, for: user, limit: limit).map { page in
                 var page = page
@@ -359,6 +364,7 @@ public final class IMServer {
         var sent = IMChatMessage()
         sent.id = message.id
         sent.to = message.to
+        if case .user(let name)? = message.to, let canonicalUserName { sent.user = canonicalUserName(name) }
         sent.text = message.text
         switch store.store(sent, from: user, nowMilliseconds: wallClockMilliseconds()) {
         case .stored(let stored, let recipients, let isNew):
