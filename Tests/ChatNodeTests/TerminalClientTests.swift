@@ -231,6 +231,28 @@ struct TerminalClientTests {
         }
     }
 
+    @Test("/rooms lists every room when the node sends the list in several pages (250 rooms, 100 a page)")
+    func roomsArePaged() async throws {
+        try await onLoopThread {
+            let loop = RunLoop.current
+            let path = temporaryDatabase()
+            defer { removeDatabase(path) }
+            let node = try ChatNode(configuration: nodeConfiguration(path))
+            try node.start()
+            let names = (0..<250).map { String(format: "room-%03d", $0) }
+            for name in names { _ = node.store.join(room: name, user: "someone", maximumRooms: nil) }
+            let sees = Transcript()
+            let ann = terminal("ann", port: node.port, into: sees)
+            type("/rooms", into: ann)
+            ann.start()
+            try #require(try spin(loop) { sees.contains("  room-249 — 1 member") }, "\(sees.dump)")
+            #expect(sees.lines(startingWith: "  room-").count == 250 && sees.count("rooms:") == 1, "\(sees.dump)")
+            ann.endOfInput()
+            try #require(try spin(loop) { ann.exitStatus != nil })
+            node.stop()
+        }
+    }
+
     @Test("history pages newest first; /more goes on with before_seq until the start; direct history too")
     func historyPaging() async throws {
         try await onLoopThread {

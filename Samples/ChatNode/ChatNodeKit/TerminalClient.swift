@@ -103,7 +103,8 @@ public final class TerminalClient {
     private enum Request {
         case join(String)
         case leave(String)
-        case rooms
+        /// A page of the room list: the rooms after `after` ("" for the first page).
+        case rooms(after: String)
         case history(TerminalConversation, limit: Int, before: UInt64)
 
         var name: String {
@@ -289,9 +290,7 @@ public final class TerminalClient {
             body.room = room
             ask(.leave(room), command: command) { try $0.request(.leave, message: body) }
         case .rooms:
-            // LIST_ROOMS has an empty body; IMClient.request wants a message, and an empty one encodes
-            // to no bytes.
-            ask(.rooms, command: command) { try $0.request(.listRooms, message: IMRoomRequest()) }
+            ask(.rooms(after: ""), command: command) { try $0.request(.listRooms, message: IMListRoomsRequest()) }
         case .history(let named, let limit):
             guard let conversation = named ?? currentRoom.map(TerminalConversation.room) else {
                 return fail("usage: /history #ROOM|@USER [N] (no current room)")
@@ -518,12 +517,18 @@ public final class TerminalClient {
                 joinedRooms.removeAll { $0 == room }
                 if currentRoom == room { currentRoom = joinedRooms.last }
                 emit("* left \(room) (\(members(info.members)))\(currentRoom.map { "; current room: \($0)" } ?? "")")
-            case .rooms:
+            case .rooms(let after):
                 let list = try frame.decode(IMRoomList.self)
-                if list.rooms.isEmpty { return emit("* no rooms yet (/join ROOM creates one)") }
-                emit("rooms:")
+                if list.rooms.isEmpty, after.isEmpty { return emit("* no rooms yet (/join ROOM creates one)") }
+                if after.isEmpty { emit("rooms:") }
                 for room in list.rooms {
                     emit("  \(room.name) — \(members(room.members))\(room.joined ? ", joined" : "")")
+                }
+                // The node sends the list a page at a time (it may be longer than one frame holds).
+                if list.moreAvailable, let last = list.rooms.last?.name {
+                    var next = IMListRoomsRequest()
+                    next.after = last
+                    ask(.rooms(after: last), command: .rooms) { try $0.request(.listRooms, message: next) }
                 }
             case .history(let conversation, let limit, let before):
                 showHistory(try frame.decode(IMHistoryPage.self), of: conversation, limit: limit, continuing: before != 0)
