@@ -13,7 +13,7 @@ struct MassDisconnectTests {
     func fiveThousandEndInOnePass() async throws {
         try await onLoopThread {
             let loop = RunLoop.current
-            let server = IMServer(store: InMemoryIMStore())
+            let server = IMServer(store: InMemoryIMStore(), settings: .withoutLoginLimits)
             var presence: [String: [Bool]] = [:]
             server.onPresenceChange = { _, user, online in presence[user, default: []].append(online) }
             let links = (0..<5000).map { _ in MemorySessionLink() }
