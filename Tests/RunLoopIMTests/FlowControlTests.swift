@@ -17,7 +17,7 @@ struct FlowControlTests {
         return message
     }
 
-    @Test("a 36 MB offline backlog (600 × 60 KB) goes out a window at a time, in seq order, once each, and all of it over one login",
+    @Test("a 36 MB offline backlog (600 × 60 KB) goes out a window at a time, in seq order, once each, and all of it over one login", .disabled(if: isRunningUnderThreadSanitizer, "a volume test of one loop: run in the plain pass"),
           arguments: RoomsAndLimitsTests.StoreKind.allCases)
     func backlogIsWindowed(kind: RoomsAndLimitsTests.StoreKind) async throws {
         try await onLoopThread {
