@@ -12,7 +12,7 @@ extension IMChatMessage {
 }
 
 /// Reads varints and byte runs off the front of a Protocol Buffers encoding that may be cut short.
-private struct ProtobufPrefixReader {
+struct ProtobufPrefixReader {
     let bytes: [UInt8]
     var offset = 0
 

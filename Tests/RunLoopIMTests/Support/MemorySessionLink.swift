@@ -90,29 +90,14 @@ final class MemorySessionLink: IMSessionLink {
 /// with SwiftProtobuf takes ~55 ms in a debug build (its UTF-8 checks are unoptimized there), so tests
 /// that move 100 MB of messages read only the field they need.
 func deliveredSeq(_ frame: IMFrame) -> UInt64? {
-    let body = frame.body
-    var offset = 0
-    func varint() -> UInt64? {
-        var value: UInt64 = 0
-        var shift: UInt64 = 0
-        while offset < body.count, shift < 64 {
-            let byte = body[offset]
-            offset += 1
-            value |= UInt64(byte & 0x7F) << shift
-            if byte & 0x80 == 0 { return value }
-            shift += 7
-        }
-        return nil
-    }
-    while offset < body.count {
-        guard let key = varint() else { return nil }
+    var reader = ProtobufPrefixReader(bytes: frame.body)
+    while let key = reader.readVarint() {
         switch key & 7 {
         case 0:
-            guard let value = varint() else { return nil }
+            guard let value = reader.readVarint() else { return nil }
             if key >> 3 == 6 { return value }
         case 2:
-            guard let length = varint(), length <= UInt64(body.count - offset) else { return nil }
-            offset += Int(length)
+            guard let length = reader.readVarint(), reader.take(length) != nil else { return nil }
         default:
             return nil
         }
