@@ -377,7 +377,7 @@ struct WebGhostLoginTests {
 
 @Suite("Chat node: an oversized paste over WebSocket")
 struct WebOversizedSendTests {
-    @Test("a 70,000-character paste over WebSocket — JSON escaped at 6 bytes a character, or binary — gets SEND_ACK frameTooLarge with its id, and the session stays up: it answers a HEARTBEAT and takes the next SEND; the recipient gets only that one (needs the server's SEND size check)")
+    @Test("a 70,000-character paste over WebSocket — JSON escaped at 6 bytes a character, or binary — gets SEND_ACK frameTooLarge with its id, and the session stays up: it answers a HEARTBEAT and takes the next SEND; the recipient gets only that one")
     func pasteIsRefusedNotFatal() async throws {
         try await onLoopThread { try Self.pasteOnLoop() }
     }

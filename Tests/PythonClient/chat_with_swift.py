@@ -87,6 +87,14 @@ def main() -> int:
         check(response.user == args.user, f"LOGIN_ACK names user {response.user!r}, expected {args.user!r}")
         check(response.session_id != "", "LOGIN_ACK has no session_id")
         check(response.server_time_ms > 0, "LOGIN_ACK has no server_time_ms")
+        limits = response.limits
+        check(0 < limits.max_send_body < limits.max_frame_body and limits.delivery_window_messages > 0,
+              f"LOGIN_ACK announces no usable limits: {limits}")
+        try:
+            client.send("x" * limits.max_send_body, room=args.room)
+            check(False, "a message over max_send_body was sent")
+        except imclient.MessageTooLarge:
+            pass  # refused before sending (section 7), the session untouched
 
         step = "join"
         info = client.join(args.room)
@@ -132,7 +140,7 @@ def main() -> int:
               f"direct history, newest first: {pairs}")
 
         step = "list rooms"
-        rooms = {room.name: room for room in client.list_rooms().rooms}
+        rooms = {room.name: room for room in client.all_rooms()}
         check(args.room in rooms and rooms[args.room].joined, f"ROOM_LIST: {list(rooms.values())}")
 
         step = "exactly once"

@@ -106,6 +106,14 @@ class RequestFailed(Exception):
         self.frame = frame
 
 
+class MessageTooLarge(Exception):
+    """A message over the session's max_send_body (or an id over max_message_id_bytes): not sent."""
+
+    def __init__(self, size: int, limit: int):
+        super().__init__(f"message too large: {size} bytes, the limit is {limit}")
+        self.size, self.limit = size, limit
+
+
 class Timeout(Exception):
     """A wait ran out (the caller's deadline, or the ping-pong answer timeout of section 6)."""
 
@@ -185,6 +193,12 @@ class IMClient:
         self.heartbeat_interval = heartbeat_interval if heartbeat_interval is not None else float(keepalive_seconds)
         self.answer_timeout = answer_timeout
         self.client_name = client_name
+        # Section 5: one random instance id per program instance, kept across its logins, so a login
+        # after a half-open connection replaces that stale session instead of counting against the limit.
+        self.client_instance = str(uuid.uuid4())
+        # Section 14: until LOGIN_ACK announces the session's limits, our own frame limit less 128.
+        self.max_send_body = MAX_BODY - 128
+        self.max_message_id_bytes = 128
         self.log = log or (lambda _text: None)
 
         self.sock: Optional[socket.socket] = None
@@ -364,7 +378,8 @@ class IMClient:
 
     def login(self) -> "pb.LoginResponse":
         request = pb.LoginRequest(user=self.user, password=self.password,
-                                  keepalive_seconds=self.keepalive_seconds, client_name=self.client_name)
+                                  keepalive_seconds=self.keepalive_seconds, client_name=self.client_name,
+                                  client_instance=self.client_instance)
         answer = self._call(LOGIN, request)
         response = answer.decode(pb.LoginResponse)
         if answer.code != OK:
@@ -373,6 +388,11 @@ class IMClient:
             raise RequestFailed(LOGIN, answer, response.reason)
         self.logged_in = True
         self.session_id = response.session_id
+        if response.limits.max_send_body:
+            self.max_send_body = response.limits.max_send_body
+            self.max_message_id_bytes = response.limits.max_message_id_bytes
+            # The server sends nothing larger than it announced: accept up to that.
+            self.reader.max_body = max(self.reader.max_body, response.limits.max_frame_body)
         return response
 
     def logout(self, timeout: float = 10.0) -> None:
@@ -405,6 +425,11 @@ class IMClient:
             message.user = user
         else:
             message.room = room
+        # Section 7: a message over the session's limit is refused here, never sent (the server
+        # would answer SEND_ACK frameTooLarge, and it must not be resent).
+        size = len(message.SerializeToString())
+        if size > self.max_send_body or len(message.id.encode()) > self.max_message_id_bytes:
+            raise MessageTooLarge(size, self.max_send_body)
         for attempt in range(1, attempts + 1):
             answer = self._call(SEND, message)
             ack = answer.decode(pb.SendAck)
@@ -424,8 +449,19 @@ class IMClient:
     def leave(self, room: str) -> "pb.RoomInfo":
         return self._expect_ok(LEAVE, pb.RoomRequest(room=room), pb.RoomInfo)
 
-    def list_rooms(self) -> "pb.RoomList":
-        return self._expect_ok(LIST_ROOMS, None, pb.RoomList)
+    def list_rooms(self, after: str = "", limit: int = 0) -> "pb.RoomList":
+        """One page of the room list (section 8): names after `after`, at most `limit`."""
+        return self._expect_ok(LIST_ROOMS, pb.ListRoomsRequest(after=after, limit=limit), pb.RoomList)
+
+    def all_rooms(self) -> list:
+        """Every room, following `more_available` page by page."""
+        rooms, after = [], ""
+        while True:
+            page = self.list_rooms(after=after)
+            rooms.extend(page.rooms)
+            if not page.more_available or not page.rooms:
+                return rooms
+            after = page.rooms[-1].name
 
     def history(self, *, user: str = "", room: str = "", before_seq: int = 0, limit: int = 0) -> "pb.HistoryPage":
         if bool(user) == bool(room):
