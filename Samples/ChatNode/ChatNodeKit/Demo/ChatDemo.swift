@@ -55,7 +55,7 @@ public enum ChatDemo {
             let names = reconnects.keys.sorted()
             return """
                 messages sent              \(sent)
-                  acknowledged (delivered) \(delivered)
+                  acknowledged (stored)    \(delivered)
                   failed                   \(failed)
                   unsettled                \(unsettled)
                 deliveries expected        \(expectedDeliveries)   (each acknowledged message × its recipients)
