@@ -12,6 +12,8 @@ final class Subscribers {
     private var clients: [IMClient] = []
     /// Subscribers whose JOIN was answered `ok`.
     private(set) var joined = 0
+    /// Logins the node refused for now during the ramp (each retried by its client).
+    private(set) var loginRetries = 0
     /// Why a client failed to come online or to join (a failed run reports them).
     private(set) var failures: [String] = []
     /// Delivery latency of every message received, in nanoseconds (M × N of them when all arrive).
@@ -66,7 +68,15 @@ final class Subscribers {
             case .failure(let reason): failures.append("sub\(index) join lost: \(reason)")
             }
         }
-        client.onDisconnect = { [unowned self] _, reason in failures.append("sub\(index) disconnected: \(reason)") }
+        client.onDisconnect = { [unowned self] _, reason in
+            // A login refused for now (the node admits a burst of logins from one address a few at a
+            // time, with a retry time) is retried by the client itself: part of the ramp, not a failure.
+            if case .loginRefused(let code, _) = reason, [.rateLimited, .tooManyConnections].contains(code) {
+                loginRetries += 1
+                return
+            }
+            failures.append("sub\(index) disconnected: \(reason)")
+        }
         client.onMessage = { [unowned self] _, message in
             let now = bs_now_ns()
             guard let sentAt = Payload.sentAt(message.text) else {

@@ -56,6 +56,7 @@ guard subscribers.joined == options.subscribers else {
     exit(1)
 }
 let rampSeconds = Double(bs_now_ns() - rampStart) / 1e9
+if subscribers.loginRetries > 0 { print("fanout-bench: \(subscribers.loginRetries) logins refused for now during the ramp, each retried") }
 // Let the login fan-out settle (each login sends PRESENCE to every session) before measuring RSS.
 _ = try? loop.run(.default, timeout: .milliseconds(500))
 let rssOnline = ProcessStats.residentBytes(of: options.pid)
