@@ -1,0 +1,104 @@
+import Glibc
+import RunLoopKit
+import RunLoopTesting
+import Testing
+
+/// docs/BEHAVIOUR.md §9 on RunLoopKit, perform blocks: block-only modes, blocks enqueued by blocks, the block points, mode filtering (scenarios 12–15).
+///
+/// How these tests run (a manual clock, a thread per loop, trace tokens): see Support/Conformance.swift.
+@Suite("§9 blocks (scenarios 12–15)") struct ConformanceBlocksTests {
+    @Test("§9.12 block-only mode") func blockOnlyMode() async throws {
+        let (events, result, elapsed, secondEvents, secondResult) = try await onManualClockLoop { loop, clock in
+            let trace = Trace()
+            let mode = RunLoop.Mode("M")
+            loop.add(trace.observer(), forMode: mode)
+            // Queued from the loop's own thread: no wake-up (deviation (a) applies to other threads only).
+            loop.perform(inModes: [mode]) { trace.append("B") }
+            let start = clock.now
+            let result = try loop.run(mode, timeout: .milliseconds(200))
+            let elapsed = clock.now - start
+            let events = trace.events
+            trace.reset()
+            let secondResult = try loop.run(mode, timeout: .milliseconds(200))
+            return (events, result, elapsed, trace.events, secondResult)
+        }
+        // The mode empties during the iteration, which is noticed only after the wait (§2.3).
+        #expect(events == tokens("E BT BS B BW AW X"))
+        #expect(result == .timedOut)
+        #expect(elapsed == .milliseconds(200))
+        #expect(secondResult == .finished)
+        #expect(secondEvents.isEmpty)
+    }
+
+    @Test("§9.13 block enqueued by a block") func blockEnqueuedByBlock() async throws {
+        let (events, result, elapsed) = try await onManualClockLoop { loop, clock in
+            let trace = Trace()
+            let mode = RunLoop.Mode("M")
+            loop.add(trace.observer(), forMode: mode)
+            loop.perform(inModes: [mode]) {
+                trace.append("B:A")
+                loop.perform(inModes: [mode]) { trace.append("B:B") }
+            }
+            let start = clock.now
+            let result = try loop.run(mode, timeout: .milliseconds(200))
+            return (trace.events, result, clock.now - start)
+        }
+        // B is not run by the pass that queued it; the loop sleeps first, B runs in pass #3.
+        #expect(events == tokens("E BT BS B:A BW AW B:B X"))
+        #expect(result == .timedOut)
+        #expect(elapsed == .milliseconds(200))
+    }
+
+    @Test("§9.14 block points around sources0") func blockPointsAroundSources0() async throws {
+        let (events, result) = try await onManualClockLoop { loop, _ in
+            let trace = Trace()
+            let mode = RunLoop.Mode("M")
+            loop.add(trace.observer(), forMode: mode)
+            let source = RunLoopSource { _ in
+                trace.append("S")
+                loop.perform(inModes: [mode]) { trace.append("B:C") }
+            }
+            loop.add(source, forMode: mode)
+            loop.perform(inModes: [mode]) { trace.append("B:B1") }
+            source.signal()
+            let result = try loop.run(mode, timeout: .zero)
+            source.invalidate()
+            return (trace.events, result)
+        }
+        // B1 in pass #1, then the source, then C in pass #2 of the same iteration.
+        #expect(events == tokens("E BT BS B:B1 S B:C X"))
+        #expect(result == .timedOut)
+    }
+
+    @Test("§9.15 block mode filtering") func blockModeFiltering() async throws {
+        let (pollA, resultA, pollB, resultB, laterA, laterB) = try await onManualClockLoop { loop, _ in
+            let trace = Trace()
+            let modeA = RunLoop.Mode("A")
+            let modeB = RunLoop.Mode("B")
+            loop.addCommonMode(modeA)
+            let observer = trace.observer()
+            loop.add(observer, forMode: modeA)
+            loop.add(observer, forMode: modeB)
+
+            loop.perform(inModes: [modeB]) { trace.append("B:forB") }
+            loop.perform(inModes: [.common]) { trace.append("B:common") }
+            loop.perform(inModes: [modeA]) { trace.append("B:A") }
+
+            let resultA = try loop.run(modeA, timeout: .zero)
+            let pollA = trace.events
+            trace.reset()
+            let resultB = try loop.run(modeB, timeout: .zero)
+            let pollB = trace.events
+            // Every block ran once: both modes are empty now.
+            let laterA = try loop.run(modeA, timeout: .zero)
+            let laterB = try loop.run(modeB, timeout: .zero)
+            return (pollA, resultA, pollB, resultB, laterA, laterB)
+        }
+        #expect(pollA == tokens("E BT BS B:common B:A X"))
+        #expect(resultA == .timedOut)
+        #expect(pollB == tokens("E BT BS B:forB X"))
+        #expect(resultB == .timedOut)
+        #expect(laterA == .finished)
+        #expect(laterB == .finished)
+    }
+}
