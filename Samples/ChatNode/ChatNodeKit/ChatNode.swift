@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Logging
+import RunLoopChat
 import RunLoopIM
 import RunLoopIMSQLite
 import RunLoopKit
