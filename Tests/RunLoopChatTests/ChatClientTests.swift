@@ -48,7 +48,7 @@ struct ChatClientTests {
         try await onLoopThread {
             var service = ChatService()
             service.settings.roomListPageSize = 2
-            let fixture = try ChatFixture(service: service)
+            let fixture = try ChatFixture(application: service)
             let (ann, _) = try fixture.online("ann")
             let names = ["e", "a", "d", "b", "c"]
             for name in names { _ = try fixture.answer { ann.join(room: name, completion: $0) }.get() }
@@ -102,7 +102,7 @@ struct ChatClientTests {
         }
     }
 
-    @Test("a request while not online completes with .notOnline, after the call returns, not inside it")
+    @Test("a request while not online completes with .notOnline, once closed with .closed; after the call returns, not inside it")
     func notOnline() async throws {
         try await onLoopThread {
             let fixture = try ChatFixture()
@@ -112,6 +112,12 @@ struct ChatClientTests {
             #expect(results.isEmpty, "never inside the owner's call")
             try #require(try spin(fixture.loop) { !results.isEmpty })
             #expect(results == [.failure(.notOnline)])
+            cid.close()
+            try #require(try spin(fixture.loop) { if case .closed = cid.state { return true } else { return false } })
+            cid.join(room: "lobby") { results.append($0) }
+            #expect(results.count == 1, "never inside the owner's call")
+            try #require(try spin(fixture.loop) { results.count == 2 })
+            #expect(results.last == .failure(.closed))
             try fixture.tearDown()
         }
     }
@@ -145,6 +151,40 @@ struct ChatClientTests {
             #expect(benLog.messages.allSatisfy { $0.from == "ann" && $0.seq > 0 && $0.sentAtMilliseconds > 0 })
             let direct = try fixture.answer { ben.history(with: .user("ann"), completion: $0) }.get()
             #expect(direct.messages.map(\.text) == ["to ben"] && direct.nextBefore == nil)
+            try fixture.tearDown()
+        }
+    }
+
+    /// A server that answers LIST_ROOMS with the same page forever and every other request with a
+    /// status code no version of the protocol has.
+    struct MisbehavingApplication: IMApplicationHandler {
+        func answer(_ request: IMFrame, from user: String, on server: IMServer) throws(IMFrameError) -> IMFrame {
+            guard request.command == .listRooms else {
+                var frame = IMFrame(command: .joinAck, serial: request.serial)
+                frame.header.code = 999
+                return frame
+            }
+            var list = IMRoomList()
+            list.rooms = [IMRoomInfo(name: "a", members: 1, joined: false)]
+            list.moreAvailable = true
+            return IMFrame(command: .roomList, serial: request.serial, message: list)
+        }
+    }
+
+    @Test("answers it cannot read end the request once: a room list that does not advance, an unknown status code")
+    func unreadableAnswers() async throws {
+        try await onLoopThread {
+            let fixture = try ChatFixture(application: MisbehavingApplication())
+            let (ann, _) = try fixture.online("ann")
+            var rooms: [Result<[Room], ChatRequestError>] = []
+            ann.rooms { rooms.append($0) }
+            try #require(try spin(fixture.loop) { !rooms.isEmpty })
+            let joined = try fixture.answer { ann.join(room: "lobby", completion: $0) }
+            #expect(rooms.count == 1)
+            guard case .failure(.unreadableAnswer)? = rooms.first, case .failure(.unreadableAnswer) = joined else {
+                Issue.record("expected unreadable answers, got \(rooms) and \(joined)")
+                return
+            }
             try fixture.tearDown()
         }
     }

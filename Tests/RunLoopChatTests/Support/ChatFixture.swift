@@ -13,9 +13,11 @@ final class ChatFixture {
     let server: IMServer
     private var clients: [ChatClient] = []
 
-    init(settings: IMServer.Settings = IMServer.Settings(), service: ChatService = ChatService()) throws {
+    /// - Parameter application: what answers rooms and history requests; a test's own stands in for
+    ///   a server that misbehaves.
+    init(settings: IMServer.Settings = IMServer.Settings(), application: any IMApplicationHandler = ChatService()) throws {
         server = IMServer(store: InMemoryIMStore(), settings: settings)
-        server.applicationHandler = service
+        server.applicationHandler = application
         try server.listen()
     }
 
