@@ -45,6 +45,7 @@ public final class ChatClient {
 
     /// Takes `connection` over (see ``connection``); it may be started already. Loop thread.
     public init(connection: IMClient) {
+        precondition(connection.loop.isCurrentThread, "ChatClient must be created on its connection's loop thread")
         self.connection = connection
         connection.onMessage = { [weak self] _, message in
             guard let self else { return }
@@ -68,8 +69,9 @@ public final class ChatClient {
     /// Connects and logs in; reconnects by itself until ``close()``. Idempotent.
     public func start() { connection.start() }
 
-    /// Ends the client for good (settling own messages with the server first when online). Requests
-    /// still open end with ``ChatRequestError/lost(_:)``.
+    /// Ends the client for good (settling own messages with the server first when online). A request
+    /// still open gets its answer if it comes before the connection ends, ``ChatRequestError/lost(_:)``
+    /// otherwise.
     public func close() { connection.close() }
 
     /// Queues `text` for `recipient` (sent at once when online, otherwise after the next login);
