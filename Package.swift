@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "RunLoopIMSQLite", targets: ["RunLoopIMSQLite"]),
         .library(name: "RunLoopWebSocket", targets: ["RunLoopWebSocket"]),
         .library(name: "RunLoopIMWebSocket", targets: ["RunLoopIMWebSocket"]),
+        .library(name: "RunLoopChat", targets: ["RunLoopChat"]),
         .executable(name: "loop-demo", targets: ["LoopDemo"]),
         .executable(name: "loop-record", targets: ["LoopRecorder"]),
         .executable(name: "echo-server", targets: ["EchoServer"]),
@@ -102,6 +103,18 @@ let package = Package(
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),
+        .target(
+            // The chat application protocol on RunLoopIM: typed client, server-side rooms and
+            // history, password hashing for the accounts RunLoopIMSQLite keeps.
+            name: "RunLoopChat",
+            dependencies: [
+                "RunLoopKit",
+                "RunLoopIM",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
 
         // Samples
         .executableTarget(
@@ -140,6 +153,7 @@ let package = Package(
                 "RunLoopKit",
                 "RunLoopIM",
                 "RunLoopIMSQLite",
+                "RunLoopChat",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -155,10 +169,9 @@ let package = Package(
                 "RunLoopIMSQLite",
                 "RunLoopWebSocket",
                 "RunLoopIMWebSocket",
+                "RunLoopChat",
                 "RunLoopTesting",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
             path: "Samples/ChatNode/ChatNodeKit"
         ),
@@ -166,6 +179,7 @@ let package = Package(
             name: "ChatNodeCLI",
             dependencies: [
                 "ChatNodeKit",
+                "RunLoopChat",
                 "RunLoopKit",
                 "RunLoopNet",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -213,15 +227,19 @@ let package = Package(
             name: "ChatNodeTests",
             dependencies: [
                 "ChatNodeKit", "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMSQLite", "RunLoopWebSocket",
-                "RunLoopIMWebSocket", "RunLoopTesting",
+                "RunLoopIMWebSocket", "RunLoopChat", "RunLoopTesting",
             ]
         ),
         .testTarget(
             name: "RunLoopIMTests",
             dependencies: [
-                "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMSQLite", "RunLoopTesting",
+                "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMSQLite", "RunLoopChat", "RunLoopTesting",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
+        ),
+        .testTarget(
+            name: "RunLoopChatTests",
+            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMSQLite", "RunLoopChat", "RunLoopTesting"]
         ),
         .testTarget(
             name: "RunLoopWebSocketTests",

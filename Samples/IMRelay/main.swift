@@ -1,6 +1,7 @@
 import ArgumentParser
 import Glibc
 import Logging
+import RunLoopChat
 import RunLoopIM
 import RunLoopIMSQLite
 import RunLoopKit
@@ -64,6 +65,7 @@ struct IMRelay: ParsableCommand {
         var settings = IMServer.Settings()
         settings.session.loginTimeout = .seconds(loginSeconds)
         let server = IMServer(store: store, settings: settings, logger: logger)
+        server.applicationHandler = ChatService()
         let rooms = room
         server.onPresenceChange = { _, user, online in
             logger.info("\(user) \(online ? "online" : "offline")")

@@ -1,4 +1,5 @@
 import Glibc
+import RunLoopChat
 import RunLoopIM
 import RunLoopKit
 import RunLoopNet
@@ -14,6 +15,7 @@ struct ChaosTests {
     final class Member {
         let name: String
         let client: IMClient
+        let chat: ChatClient
         var sent: [String] = []
         var final: [String: IMDeliveryState] = [:]
         var received: [String: Int] = [:]  // "from\0id" → copies seen by the application
@@ -28,8 +30,9 @@ struct ChaosTests {
             configuration.ackTimeout = .seconds(2)
             configuration.backoff = ReconnectBackoff.Policy(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(500))
             client = IMClient(configuration: configuration, connector: TCPTransport.connector(host: "127.0.0.1", port: port, connectTimeout: .seconds(2)))
-            client.onDelivery = { [weak self] _, id, state in if state.isFinal { self?.final[id] = state } }
-            client.onMessage = { [weak self] _, message in self?.received[message.from + "\u{0}" + message.id, default: 0] += 1 }
+            chat = ChatClient(connection: client)
+            chat.onDelivery = { [weak self] _, id, state in if state.isFinal { self?.final[id] = state } }
+            chat.onMessage = { [weak self] _, message in self?.received[message.from + "\u{0}" + message.id, default: 0] += 1 }
             client.onDisconnect = { [weak self] _, _ in self?.disconnects += 1 }
             client.start()
         }
@@ -88,10 +91,7 @@ struct ChaosTests {
             let members = [Member("ann", port: port), Member("ben", port: port), Member("cat", port: link.port)]
             try #require(try spin(loop) { members.allSatisfy { $0.client.state == .online } })
             for member in members {
-                member.client.onResponse = { _, _, result in if case .success(let frame) = result, frame.code == .ok { run.joined += 1 } }
-                var join = IMRoomRequest()
-                join.room = "chaos"
-                try member.client.request(.join, message: join)
+                member.chat.join(room: "chaos") { if case .success = $0 { run.joined += 1 } }
             }
             try #require(try spin(loop) { run.joined == 3 })
 

@@ -1,4 +1,5 @@
 import Glibc
+import RunLoopChat
 import RunLoopIM
 import RunLoopIMSQLite
 import RunLoopKit
@@ -91,29 +92,6 @@ struct ChatNodeLoginTests {
             var stopped = false
             node.stop { stopped = true }
             try #require(try spin(loop) { stopped })
-        }
-    }
-
-    @Test("password hashing runs on a fixed number of worker threads: a burst of checks waits its turn instead of taking a thread each")
-    func boundedWorkers() async throws {
-        try await onLoopThread {
-            let loop = RunLoop.current
-            let workers = PasswordWorkers(count: 2, loop: loop)
-            let running = LockedBox(0)
-            let peak = LockedBox(0)
-            var done = 0
-            for _ in 0..<8 {
-                workers.run({
-                    var now = 0
-                    running.update { $0 += 1; now = $0 }
-                    peak.update { $0 = max($0, now) }
-                    usleep(20_000)
-                    running.update { $0 -= 1 }
-                    return true
-                }, then: { _ in done += 1 })
-            }
-            try #require(try spin(loop) { done == 8 })
-            #expect(peak.get() == 2 && workers.peakBusy == 2)
         }
     }
 }

@@ -1,5 +1,6 @@
 import ChatNodeKit
 import Glibc
+import RunLoopChat
 import RunLoopIM
 import RunLoopIMSQLite
 import RunLoopKit
@@ -31,24 +32,6 @@ func client(_ user: String, password: String = "pw", port: UInt16, heartbeat: Du
     configuration.heartbeat = .fixed(heartbeat)
     configuration.backoff = ReconnectBackoff.Policy(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(300))
     return IMClient(configuration: configuration, connector: TCPTransport.connector(host: "127.0.0.1", port: port))
-}
-
-@Suite("Password hashes")
-struct PasswordHasherTests {
-    @Test("scrypt hashes verify, carry their parameters and salt, and never contain the password")
-    func roundTrip() {
-        let hasher = PasswordHasher(rounds: 1 << 10)
-        let first = hasher.hash("correct horse")
-        let second = hasher.hash("correct horse")
-        #expect(first.hasPrefix("scrypt$N=1024,r=8,p=1$") && first != second, "salted: \(first)")
-        #expect(!first.contains("correct"))
-        #expect(PasswordHasher.verify("correct horse", against: first))
-        #expect(!PasswordHasher.verify("correct horsf", against: first))
-        for broken in ["", "scrypt$", "sha256$N=2,r=8,p=1$00$00", "scrypt$N=3,r=8,p=1$00$00", "scrypt$N=1024,r=8,p=1$zz$00",
-                       "scrypt$N=1099511627776,r=8,p=1$00$00"] {
-            #expect(!PasswordHasher.verify("x", against: broken), "\(broken)")
-        }
-    }
 }
 
 @Suite("Chat node")

@@ -1,6 +1,7 @@
 import ChatNodeKit
 import Foundation
 import Glibc
+import RunLoopChat
 import RunLoopIM
 import RunLoopIMWebSocket
 import RunLoopKit
@@ -316,9 +317,8 @@ final class PresenceList {
     var checksStarted = 0
     var checksDecided = 0
 
-    func take(_ frame: IMFrame) {
-        guard frame.command == .presence, let notice = try? frame.decode(IMPresenceNotice.self) else { return }
-        if notice.online { online.insert(notice.user) } else { online.remove(notice.user) }
+    func take(_ change: PresenceChange) {
+        if change.isOnline { online.insert(change.user) } else { online.remove(change.user) }
     }
 }
 
@@ -349,7 +349,8 @@ struct WebGhostLoginTests {
             }
         }
         let tom = client("tom", port: node.port, heartbeat: .seconds(60))
-        tom.onNotice = { _, frame in seen.take(frame) }
+        let tomsChat = ChatClient(connection: tom)
+        tomsChat.onPresence = { _, change in seen.take(change) }
         tom.start()
         try #require(try spin(loop) { tom.state == .online && seen.checksDecided == 1 })
 

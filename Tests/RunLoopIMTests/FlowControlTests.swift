@@ -1,3 +1,4 @@
+import RunLoopChat
 import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
@@ -70,6 +71,7 @@ struct FlowControlTests {
             var settings = IMServer.Settings()
             settings.deliveryWindowMessages = 8
             let server = IMServer(store: store, settings: settings)
+            server.applicationHandler = ChatService()
             let talker = MemorySessionLink(), quiet = MemorySessionLink()
             for (link, user) in [(talker, "ann"), (quiet, "ben")] {
                 server.adopt(link)
@@ -98,6 +100,7 @@ struct FlowControlTests {
         try await onLoopThread {
             let store = InMemoryIMStore()
             let server = IMServer(store: store)
+            server.applicationHandler = ChatService()
             let alice = MemorySessionLink(), bob = MemorySessionLink()
             server.adopt(alice)
             alice.logIn("alice")

@@ -1,3 +1,4 @@
+import RunLoopChat
 import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
@@ -27,6 +28,7 @@ struct PageLimitTests {
             let (store, path) = try RoomsAndLimitsTests.makeStore(kind)
             defer { if let path { removeDatabase(path) } }
             let server = IMServer(store: store)
+            server.applicationHandler = ChatService()
             let link = MemorySessionLink()
             server.adopt(link)
             link.logIn("hoarder")
@@ -59,6 +61,7 @@ struct PageLimitTests {
             var settings = IMServer.Settings()
             settings.maximumRoomsPerUser = 3
             let server = IMServer(store: InMemoryIMStore(), settings: settings)
+            server.applicationHandler = ChatService()
             let link = MemorySessionLink()
             server.adopt(link)
             #expect(link.logIn("ann").flatMap { try? $0.decode(IMLoginResponse.self).limits.maxRoomsPerUser } == 3)
@@ -73,6 +76,7 @@ struct PageLimitTests {
         try await onLoopThread {
             let store = InMemoryIMStore()
             let server = IMServer(store: store)
+            server.applicationHandler = ChatService()
             let link = MemorySessionLink()
             server.adopt(link)
             link.logIn("ann")
@@ -120,6 +124,7 @@ struct PageLimitTests {
         try await onLoopThread {
             let store = InMemoryIMStore()
             let server = IMServer(store: store)
+            server.applicationHandler = ChatService()
             let link = MemorySessionLink()
             server.adopt(link)
             link.logIn("ann")

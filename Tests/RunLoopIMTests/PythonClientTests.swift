@@ -1,4 +1,5 @@
 import Glibc
+import RunLoopChat
 import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
@@ -24,6 +25,7 @@ struct PythonClientTests {
         try await onLoopThread {
             let loop = RunLoop.current
             let server = IMServer(store: InMemoryIMStore(accounts: ["swift": "pw", "py": "pw"]))
+            server.applicationHandler = ChatService()
             var presence: [(String, Bool)] = []
             server.onPresenceChange = { _, user, online in presence.append((user, online)) }
             try server.listen()

@@ -1,3 +1,4 @@
+import RunLoopChat
 import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
@@ -43,6 +44,7 @@ struct RoomsAndLimitsTests {
             let (store, path) = try Self.makeStore(kind)
             defer { if let path { removeDatabase(path) } }
             let server = IMServer(store: store)
+            server.applicationHandler = ChatService()
             try server.listen()
             let users = ["ann", "ben", "cid"]
             let clients = users.map { makeClient(clientConfiguration($0), port: server.port) }
@@ -116,6 +118,7 @@ struct RoomsAndLimitsTests {
         try await onLoopThread {
             let loop = RunLoop.current
             let server = IMServer(store: InMemoryIMStore())
+            server.applicationHandler = ChatService()
             try server.listen()
             let watcher = makeClient(clientConfiguration("watcher"), port: server.port)
             let seen = Responses()
@@ -140,6 +143,7 @@ struct RoomsAndLimitsTests {
             var settings = IMServer.Settings()
             settings.maximumSessionsPerUser = 2
             let server = IMServer(store: InMemoryIMStore(), settings: settings)
+            server.applicationHandler = ChatService()
             try server.listen()
             let clients = (0..<3).map { _ in makeClient(clientConfiguration("same"), port: server.port) }
             clients[0].start()
@@ -165,6 +169,7 @@ struct RoomsAndLimitsTests {
             var settings = IMServer.Settings()
             settings.maximumConnections = 1
             let server = IMServer(store: InMemoryIMStore(), settings: settings)
+            server.applicationHandler = ChatService()
             try server.listen()
             let first = makeClient(clientConfiguration("first"), port: server.port)
             first.start()
@@ -192,6 +197,7 @@ struct RoomsAndLimitsTests {
             settings.session.maximumMessagesPerSecond = 200
             settings.session.messageBurst = 5
             let server = IMServer(store: InMemoryIMStore(), settings: settings)
+            server.applicationHandler = ChatService()
             var sends = 0
             try server.listen()
             let sender = makeClient(clientConfiguration("fast"), port: server.port)
@@ -229,6 +235,7 @@ struct LoginDeadlineTests {
             var settings = IMServer.Settings()
             settings.session.loginTimeout = .seconds(10)
             let server = IMServer(store: InMemoryIMStore(), settings: settings)
+            server.applicationHandler = ChatService()
             var ended: [IMSessionEndReason] = []
             server.onSessionEnd = { _, _, reason in ended.append(reason) }
             try server.listen()

@@ -2,6 +2,7 @@ import ArgumentParser
 import ChatNodeKit
 import Glibc
 import Logging
+import RunLoopChat
 import RunLoopKit
 import RunLoopNet
 

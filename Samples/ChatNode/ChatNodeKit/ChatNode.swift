@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Logging
+import RunLoopChat
 import RunLoopIM
 import RunLoopIMSQLite
 import RunLoopKit
@@ -84,6 +85,7 @@ public final class ChatNode {
         settings.logins = configuration.logins
         passwordWorkers = PasswordWorkers(count: configuration.logins.concurrentChecks, loop: loop)
         server = IMServer(store: store, settings: settings, loop: loop, logger: logger)
+        server.applicationHandler = ChatService()
         if configuration.httpPort != nil {
             let web = ChatWebServer(server: server, loop: loop, pingInterval: configuration.webSocketPingInterval, logger: logger)
             web.webSocket.listener.maxConnections = configuration.maximumConnections

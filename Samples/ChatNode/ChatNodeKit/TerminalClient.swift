@@ -1,10 +1,11 @@
 import Glibc
 import Logging
+import RunLoopChat
 import RunLoopIM
 import RunLoopKit
 import RunLoopNet
 
-/// The logic of `chat-node client`: an ``IMClient`` driven by lines of text, reporting everything as
+/// The logic of `chat-node client`: a `ChatClient` driven by lines of text, reporting everything as
 /// lines of text. It owns no file descriptor: the caller feeds it lines (``receive(line:)``), tells it
 /// when input ends (``endOfInput()``) and gets every line to show through ``output``. So tests drive it
 /// in-process, and the CLI only wires standard input, standard output and signals to it.
@@ -74,6 +75,8 @@ public final class TerminalClient {
     public let loop: RunLoop
     /// The protocol client underneath (tests read its state; do not replace its callbacks).
     public let client: IMClient
+    /// The chat protocol on ``client``: rooms, history, presence and messages, typed.
+    private let chat: ChatClient
     public var logger: Logger
     /// Receives each line to show, without a newline, on the loop's thread.
     public var output: (String) -> Void
@@ -100,11 +103,11 @@ public final class TerminalClient {
         var shown: IMDeliveryState?
     }
 
+    /// A line that asks the node something, and the answer it waits for.
     private enum Request {
         case join(String)
         case leave(String)
-        /// A page of the room list: the rooms after `after` ("" for the first page).
-        case rooms(after: String)
+        case rooms
         case history(TerminalConversation, limit: Int, before: UInt64)
 
         var name: String {
@@ -117,9 +120,15 @@ public final class TerminalClient {
         }
     }
 
+    private enum Answer {
+        case room(Room)
+        case rooms([Room])
+        case history(HistoryPage)
+    }
+
     private enum Waiting: Equatable {
         case connection
-        case answer(UInt32)
+        case answer
     }
 
     private enum Phase {
@@ -138,7 +147,6 @@ public final class TerminalClient {
     private let idPrefix = "tc-" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
     private var pendingInput: [TerminalCommand] = []
     private var waiting: Waiting?
-    private var requests: [UInt32: Request] = [:]
     private var historyCursor: (conversation: TerminalConversation, limit: Int, before: UInt64, more: Bool)?
     private var joinedRooms: [String] = []
     private var inputEnded = false
@@ -165,9 +173,10 @@ public final class TerminalClient {
         settings.backoff = configuration.backoff
         client = IMClient(configuration: settings, loop: loop,
                           connector: TCPTransport.connector(host: configuration.host, port: configuration.port), logger: logger)
+        chat = ChatClient(connection: client)
         followUp = RunLoopSource(label: "chat-node client input") { [weak self] _ in self?.pump() }
         loop.add(followUp, forMode: .common)
-        client.onStateChange = { [weak self] _, state in self?.stateChanged(state) }
+        chat.onStateChange = { [weak self] _, state in self?.stateChanged(state) }
         client.onDisconnect = { [weak self] _, reason in
             // The closed line that follows says the same for these; a refusal for now is retried,
             // so it gets its own line before the reconnecting one.
@@ -177,10 +186,9 @@ public final class TerminalClient {
         client.onRateLimited = { [weak self] _, wait in
             self?.emit("* rate limited, retrying in \(formatDuration(wait, tenths: true))")
         }
-        client.onMessage = { [weak self] _, message in self?.received(message) }
-        client.onDelivery = { [weak self] _, id, state in self?.deliveryChanged(id, state) }
-        client.onResponse = { [weak self] _, serial, result in self?.answered(serial, result) }
-        client.onNotice = { [weak self] _, frame in self?.notice(frame) }
+        chat.onMessage = { [weak self] _, message in self?.received(message) }
+        chat.onDelivery = { [weak self] _, id, state in self?.deliveryChanged(id, state) }
+        chat.onPresence = { [weak self] _, change in self?.emit("* \(change.user) is \(change.isOnline ? "online" : "offline")") }
     }
 
     deinit {
@@ -281,25 +289,21 @@ public final class TerminalClient {
         case .room(let room, let text):
             send(text, to: .room(room))
         case .join(let room):
-            var body = IMRoomRequest()
-            body.room = room
-            ask(.join(room), command: command) { try $0.request(.join, message: body) }
+            ask(.join(room), command: command)
         case .leave(let room):
             guard let room = room ?? currentRoom else { return fail("usage: /leave ROOM (no current room)") }
-            var body = IMRoomRequest()
-            body.room = room
-            ask(.leave(room), command: command) { try $0.request(.leave, message: body) }
+            ask(.leave(room), command: command)
         case .rooms:
-            ask(.rooms(after: ""), command: command) { try $0.request(.listRooms, message: IMListRoomsRequest()) }
+            ask(.rooms, command: command)
         case .history(let named, let limit):
             guard let conversation = named ?? currentRoom.map(TerminalConversation.room) else {
                 return fail("usage: /history #ROOM|@USER [N] (no current room)")
             }
-            requestHistory(conversation, limit: limit ?? configuration.historyPageSize, before: 0, command: command)
+            ask(.history(conversation, limit: limit ?? configuration.historyPageSize, before: 0), command: command)
         case .more:
             guard let cursor = historyCursor else { return fail("/more: no /history yet") }
             guard cursor.more else { return fail("/more: no older messages in \(cursor.conversation)") }
-            requestHistory(cursor.conversation, limit: cursor.limit, before: cursor.before, command: command)
+            ask(.history(cursor.conversation, limit: cursor.limit, before: cursor.before), command: command)
         case .status:
             showStatus()
         case .quit:
@@ -313,32 +317,23 @@ public final class TerminalClient {
         }
     }
 
-    private func requestHistory(_ conversation: TerminalConversation, limit: Int, before: UInt64, command: TerminalCommand) {
-        var body = IMHistoryRequest()
-        switch conversation {
-        case .room(let room): body.room = room
-        case .user(let user): body.user = user
-        }
-        body.beforeSeq = before
-        body.limit = UInt32(clamping: limit)
-        ask(.history(conversation, limit: limit, before: before), command: command) { try $0.request(.history, message: body) }
-    }
-
     /// Sends a request and holds the following lines until its answer; while not connected, holds this
     /// line (and the rest) until the connection is back.
-    private func ask(_ request: Request, command: TerminalCommand, _ write: (IMClient) throws -> UInt32) {
+    private func ask(_ request: Request, command: TerminalCommand) {
         guard client.state == .online else {
             pendingInput.insert(command, at: 0)
             waiting = .connection
             if configuration.isInteractive { emit("… \(request.name) waits for the connection (\(client.state))") }
             return
         }
-        do {
-            let serial = try write(client)
-            requests[serial] = request
-            waiting = .answer(serial)
-        } catch {
-            fail("\(request.name): \(error)")
+        waiting = .answer
+        let answered: (Result<Answer, ChatRequestError>) -> Void = { [weak self] in self?.answered(request, $0) }
+        switch request {
+        case .join(let room): chat.join(room: room) { answered($0.map(Answer.room)) }
+        case .leave(let room): chat.leave(room: room) { answered($0.map(Answer.room)) }
+        case .rooms: chat.rooms { answered($0.map(Answer.rooms)) }
+        case .history(let conversation, let limit, let before):
+            chat.history(with: conversation.recipient, before: before, limit: limit) { answered($0.map(Answer.history)) }
         }
     }
 
@@ -458,11 +453,11 @@ public final class TerminalClient {
         }
     }
 
-    private func received(_ message: IMChatMessage) {
+    private func received(_ message: ChatMessage) {
         let conversation: TerminalConversation
-        switch message.to {
-        case .room(let room)?: conversation = .room(room)
-        case .user?, nil: conversation = .user(message.from)
+        switch message.recipient {
+        case .room(let room): conversation = .room(room)
+        case .user: conversation = .user(message.from)
         }
         emitText(prefix: "\(conversation) \(message.from): ", message.text)
     }
@@ -487,72 +482,48 @@ public final class TerminalClient {
         }
     }
 
-    private func answered(_ serial: UInt32, _ result: Result<IMFrame, IMDisconnectReason>) {
-        guard let request = requests.removeValue(forKey: serial) else { return }
-        if waiting == .answer(serial) {
+    private func answered(_ request: Request, _ result: Result<Answer, ChatRequestError>) {
+        if waiting == .answer {
             waiting = nil
             schedulePump()
         }
-        let frame: IMFrame
+        let answer: Answer
         switch result {
-        case .failure(let reason):
-            return fail("\(request.name): no answer, the connection ended (\(reason))")
-        case .success(let answer):
-            frame = answer
+        case .failure(let error): return fail("\(request.name): \(error)")
+        case .success(let value): answer = value
         }
-        guard frame.header.code == 0 else {
-            let code = frame.code.map { "\($0)" } ?? "code \(frame.header.code)"
-            return fail("\(request.name): refused (\(code))")
-        }
-        do {
-            switch request {
-            case .join(let room):
-                let info = try frame.decode(IMRoomInfo.self)
-                joinedRooms.removeAll { $0 == room }
-                joinedRooms.append(room)
-                currentRoom = room
-                emit("* joined \(room) (\(members(info.members)))")
-            case .leave(let room):
-                let info = try frame.decode(IMRoomInfo.self)
-                joinedRooms.removeAll { $0 == room }
-                if currentRoom == room { currentRoom = joinedRooms.last }
-                emit("* left \(room) (\(members(info.members)))\(currentRoom.map { "; current room: \($0)" } ?? "")")
-            case .rooms(let after):
-                let list = try frame.decode(IMRoomList.self)
-                if list.rooms.isEmpty, after.isEmpty { return emit("* no rooms yet (/join ROOM creates one)") }
-                if after.isEmpty { emit("rooms:") }
-                for room in list.rooms {
-                    emit("  \(room.name) — \(members(room.members))\(room.joined ? ", joined" : "")")
-                }
-                // The node sends the list a page at a time (it may be longer than one frame holds).
-                if list.moreAvailable, let last = list.rooms.last?.name {
-                    var next = IMListRoomsRequest()
-                    next.after = last
-                    ask(.rooms(after: last), command: .rooms) { try $0.request(.listRooms, message: next) }
-                }
-            case .history(let conversation, let limit, let before):
-                showHistory(try frame.decode(IMHistoryPage.self), of: conversation, limit: limit, continuing: before != 0)
+        switch (request, answer) {
+        case (.join(let room), .room(let info)):
+            joinedRooms.removeAll { $0 == room }
+            joinedRooms.append(room)
+            currentRoom = room
+            emit("* joined \(room) (\(members(info.members)))")
+        case (.leave(let room), .room(let info)):
+            joinedRooms.removeAll { $0 == room }
+            if currentRoom == room { currentRoom = joinedRooms.last }
+            emit("* left \(room) (\(members(info.members)))\(currentRoom.map { "; current room: \($0)" } ?? "")")
+        case (.rooms, .rooms(let rooms)):
+            if rooms.isEmpty { return emit("* no rooms yet (/join ROOM creates one)") }
+            emit("rooms:")
+            for room in rooms {
+                emit("  \(room.name) — \(members(room.members))\(room.isMember ? ", joined" : "")")
             }
-        } catch {
-            fail("\(request.name): unreadable answer (\(error))")
+        case (.history(let conversation, let limit, let before), .history(let page)):
+            showHistory(page, of: conversation, limit: limit, continuing: before != 0)
+        default:
+            preconditionFailure("ask(_:command:) pairs each request with its own answer")
         }
     }
 
-    private func showHistory(_ page: IMHistoryPage, of conversation: TerminalConversation, limit: Int, continuing: Bool) {
-        let smallest = page.messages.map(\.seq).min()
-        historyCursor = (conversation, limit, smallest ?? 0, page.moreAvailable && smallest != nil)
+    private func showHistory(_ page: HistoryPage, of conversation: TerminalConversation, limit: Int, continuing: Bool) {
+        historyCursor = (conversation, limit, page.nextBefore ?? 0, page.moreAvailable)
         emit("\(conversation) \(continuing ? "older history" : "history"), newest first:")
         if page.messages.isEmpty { emit("  (no messages)") }
         let now = time(nil)
         for message in page.messages {
-            emitText(prefix: "  #\(message.seq) \(clockTime(milliseconds: message.sentAtMs, now: now)) \(message.from): ", message.text)
+            emitText(prefix: "  #\(message.seq) \(clockTime(milliseconds: message.sentAtMilliseconds, now: now)) \(message.from): ", message.text)
         }
         emit(historyCursor?.more == true ? "  (more: /more)" : "  (start of the conversation)")
-    }
-
-    private func notice(_ frame: IMFrame) {
-        guard frame.command == .presence, let presence = try? frame.decode(IMPresenceNotice.self) else { return }
-        emit("* \(presence.user) is \(presence.online ? "online" : "offline")")
     }
 
     private func showStatus() {
@@ -633,7 +604,7 @@ public final class TerminalClient {
         return digits.count == 1 ? "0" + digits : digits
     }
 
-    private func members(_ count: UInt32) -> String { "\(count) member\(count == 1 ? "" : "s")" }
+    private func members(_ count: Int) -> String { "\(count) member\(count == 1 ? "" : "s")" }
 
     private func checkThread() {
         precondition(loop.isCurrentThread, "TerminalClient used off its run loop's thread")

@@ -1,3 +1,5 @@
+import RunLoopChat
+
 /// A conversation the terminal client can show or page: a room, or the direct messages with a user.
 public enum TerminalConversation: Hashable, Sendable, CustomStringConvertible {
     case room(String)
@@ -8,6 +10,14 @@ public enum TerminalConversation: Hashable, Sendable, CustomStringConvertible {
         switch self {
         case .room(let name): return "[\(name)]"
         case .user(let name): return "[@\(name)]"
+        }
+    }
+
+    /// The conversation as the chat protocol names it.
+    var recipient: Recipient {
+        switch self {
+        case .room(let name): return .room(name)
+        case .user(let name): return .user(name)
         }
     }
 }

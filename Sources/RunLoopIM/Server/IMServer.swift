@@ -47,14 +47,6 @@ public final class IMServer {
         public var maximumSessionsPerUser: Int?
         /// Rooms one user may be a member of (`nil`: no limit); JOIN beyond it: JOIN_ACK `tooManyRooms`.
         public var maximumRoomsPerUser: Int?
-        /// Messages in a HISTORY page when the client asks for 0, and the most it may ask for (a page is
-        /// also cut to fit ``maximumFrameBody``).
-        public var historyPageSize = 50
-        public var maximumHistoryPageSize = 500
-        /// Rooms in a ROOM_LIST page when the client asks for 0, and the most it may ask for (also cut
-        /// to fit ``maximumFrameBody``).
-        public var roomListPageSize = 100
-        public var maximumRoomListPageSize = 500
         /// Whether PRESENCE notices go to every logged-in session when a user comes online or goes
         /// offline (fine for a demo node; a large service would send them to contacts only).
         public var broadcastsPresence = true
@@ -112,6 +104,9 @@ public final class IMServer {
     /// canonical name, for deployments whose names ignore case (``IMLoginVerdict/acceptedAs(user:)``
     /// names sessions the same way). `nil`: names are taken as written. Loop thread; must not block.
     public var canonicalUserName: ((String) -> String)?
+    /// Answers the application's requests (rooms, history) from logged-in sessions; `nil`: the server
+    /// answers them as unknown commands (ERROR `unknownCommand`, close). Set it before ``listen(host:port:)``.
+    public var applicationHandler: (any IMApplicationHandler)?
 
     let listener: TCPListener
     let modes: [RunLoop.Mode]
@@ -221,7 +216,8 @@ public final class IMServer {
         onSessionEnd?(self, session, reason)
     }
 
-    /// A logged-in client's request for the application (SEND, DELIVER_ACK, ABANDON, rooms, history).
+    /// A logged-in client's request: SEND, DELIVER_ACK and ABANDON here; the application's (rooms,
+    /// history) go to the ``applicationHandler``.
     /// - Throws: an undecodable body, which ends that session with a protocol error.
     func handleRequest(_ frame: IMFrame, from session: IMServerSession) throws(IMFrameError) {
         guard let user = session.user else { return }
@@ -237,69 +233,13 @@ public final class IMServer {
             var response = IMAbandonResponse()
             response.results = store.abandon(ids, from: user)
             session.write(IMFrame(command: .abandonAck, serial: frame.serial, message: response))
-        case .join, .leave:
-            let room = try frame.decode(IMRoomRequest.self).room
-            let result = frame.command == .join
-                ? store.join(room: room, user: user, maximumRooms: settings.maximumRoomsPerUser)
-                : store.leave(room: room, user: user)
-            reply(to: frame, on: session, with: result, as: frame.command == .join ? .joinAck : .leaveAck)
-        case .listRooms:
-            let request = try frame.decode(IMListRoomsRequest.self)
-            let limit = pageSize(asked: request.limit, default: settings.roomListPageSize, maximum: settings.maximumRoomListPageSize)
-            var list = IMRoomList()
-            list.rooms = store.rooms(for: user, after: request.after, limit: limit + 1)
-            list.moreAvailable = cutToFit(&list.rooms, limit: limit)
-            session.write(IMFrame(command: .roomList, serial: frame.serial, message: list))
-        case .history:
-            var request = try frame.decode(IMHistoryRequest.self)
-            if case .user(let name)? = request.with, let canonicalUserName { request.user = canonicalUserName(name) }
-            let limit = pageSize(asked: request.limit, default: settings.historyPageSize, maximum: settings.maximumHistoryPageSize)
-            let page = store.history(request, for: user, limit: limit).map { page in
-                var page = page
-                if cutToFit(&page.messages, limit: limit) { page.moreAvailable = true }
-                return page
+        case let command? where command.isApplicationRequest:
+            guard let applicationHandler else {
+                return session.end(with: .unknownCommand, "no application serves \(command)", serial: frame.serial)
             }
-            reply(to: frame, on: session, with: page, as: .historyPage)
+            session.write(try applicationHandler.answer(frame, from: user, on: self))
         default:
             break
-        }
-    }
-
-    private func pageSize(asked: UInt32, default size: Int, maximum: Int) -> Int {
-        asked == 0 ? size : min(Int(asked), maximum)
-    }
-
-    /// Cuts a page's repeated field to at most `limit` entries and to what fits the frame limit beside
-    /// the page's other fields (a flag, 2 bytes). Returns whether anything was cut.
-    private func cutToFit<Element: SwiftProtobuf.Message>(_ entries: inout [Element], limit: Int) -> Bool {
-        var budget = settings.maximumFrameBody - 2
-        var kept = 0
-        for entry in entries.prefix(limit) {
-            let size = (try? entry.serializedBytes() as [UInt8])?.count ?? 0
-            let cost = 1 + Self.varintLength(UInt64(size)) + size
-            guard cost <= budget else { break }
-            budget -= cost
-            kept += 1
-        }
-        guard kept < entries.count else { return false }
-        entries.removeSubrange(kept...)
-        return true
-    }
-
-    static func varintLength(_ value: UInt64) -> Int {
-        var length = 1
-        var rest = value >> 7
-        while rest != 0 {
-            length += 1
-            rest >>= 7
-        }
-        return length
-    }
-
-    private func reply<M: SwiftProtobuf.Message>(to frame: IMFrame, on session: IMServerSession, with result: Result<M, IMStatusCode>, as command: IMCommand) {
-        switch result {
-        case .success(let message): session.write(IMFrame(command: command, serial: frame.serial, message: message))
-        case .failure(let code): session.write(IMFrame(command: command, serial: frame.serial, code: code))
         }
     }
 

@@ -171,10 +171,10 @@ public final class IMServerSession {
         apply(machine.loginRefused(code, reason: reason, retryAfter: retryAfter, now: link.loop.now))
     }
 
-    /// Ends the session with ERROR `code` (serial 0), then a close: one replaced by a newer login of
-    /// its client instance.
-    func end(with code: IMStatusCode, _ text: String) {
-        apply(machine.protocolError(code, text, serial: 0))
+    /// Ends the session with ERROR `code`, then a close: one replaced by a newer login of its client
+    /// instance (serial 0), or one that sent a request nothing on the server serves (its serial).
+    func end(with code: IMStatusCode, _ text: String, serial: UInt32 = 0) {
+        apply(machine.protocolError(code, text, serial: serial))
     }
 
     private func end(_ reason: IMSessionEndReason) {

@@ -1,5 +1,6 @@
 import Glibc
 import Logging
+import RunLoopChat
 import RunLoopIM
 import RunLoopKit
 import RunLoopTesting

@@ -5,23 +5,23 @@ import RunLoopKit
 /// loop's thread, nor on as many threads as a flood asks for. Jobs beyond the workers wait, in order.
 ///
 /// Loop thread only: ``run(_:then:)`` is called there and `then` runs there.
-final class PasswordWorkers {
-    let count: Int
+package final class PasswordWorkers {
+    package let count: Int
     private let loop: RunLoop
     private var idle: [DispatchQueue]
     private var backlog: [() -> Void] = []
     /// Jobs on a worker now, and the most there ever were (for tests).
-    private(set) var busy = 0
-    private(set) var peakBusy = 0
+    package private(set) var busy = 0
+    package private(set) var peakBusy = 0
 
-    init(count: Int, loop: RunLoop) {
+    package init(count: Int, loop: RunLoop) {
         self.count = max(1, count)
         self.loop = loop
         idle = (0..<self.count).map { DispatchQueue(label: "chat-node.passwords.\($0)") }
     }
 
     /// Runs `job` on a free worker (or once one is free), then `then` with its result on the loop's thread.
-    func run<Result: Sendable>(_ job: @escaping @Sendable () -> Result, then: @escaping (Result) -> Void) {
+    package func run<Result: Sendable>(_ job: @escaping @Sendable () -> Result, then: @escaping (Result) -> Void) {
         guard let worker = idle.popLast() else {
             backlog.append { [weak self] in self?.run(job, then: then) }
             return

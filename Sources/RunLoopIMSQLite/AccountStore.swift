@@ -1,5 +1,3 @@
-import RunLoopIMSQLite
-
 /// Accounts in the node's SQLite file: a user name and its scrypt hash, nothing else.
 /// Loop thread only, like the database it shares with the message store.
 ///

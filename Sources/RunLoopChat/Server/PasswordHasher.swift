@@ -6,7 +6,8 @@ import _CryptoExtras
 ///
 /// scrypt is memory-hard (N × r × 128 bytes per hash: 16 MiB at the default N = 2¹⁴, r = 8), which is
 /// what makes a stolen table expensive to attack with GPUs — unlike a bare SHA. A hash takes tens of
-/// milliseconds: never on the loop's thread (``ChatNode`` hashes on a worker and hands the verdict back).
+/// milliseconds: never on the loop's thread (the chat node hashes on one of its password workers and
+/// hands the verdict back).
 public struct PasswordHasher: Sendable, Equatable {
     /// CPU/memory cost (a power of two).
     public var rounds: Int

@@ -1,0 +1,18 @@
+/// The application behind an ``IMServer``: it answers the requests of the layer above sessions and
+/// delivery — JOIN, LEAVE, LIST_ROOMS and HISTORY (``IMCommand/isApplicationRequest``) — which the
+/// server passes on from logged-in sessions. `RunLoopChat`'s `ChatService` is the chat node's.
+///
+/// Register one as ``IMServer/applicationHandler``. A server without one does not know these
+/// commands: it answers them as any unknown command, ERROR `unknownCommand` with the request's serial,
+/// then closes the connection (docs/PROTOCOL.md §3).
+///
+/// Threads: called on the server's loop thread, one request at a time in the order they arrive; it
+/// must not block (the store it reads lives on that thread too).
+public protocol IMApplicationHandler {
+    /// The answer to `request` from the logged-in `user`: a frame with the answer command and the
+    /// request's serial, `code` 0 and a body, or a non-zero `code` and no body. It should not be larger
+    /// than ``IMServer/Settings/maximumFrameBody``.
+    /// - Throws: the request's body is not a valid message; the session then ends with ERROR
+    ///   `badRequest`.
+    func answer(_ request: IMFrame, from user: String, on server: IMServer) throws(IMFrameError) -> IMFrame
+}

@@ -1,0 +1,80 @@
+import RunLoopChat
+import RunLoopIM
+import RunLoopKit
+import RunLoopNet
+import RunLoopTesting
+import Testing
+
+/// A chat server (``IMServer`` with ``ChatService`` over the memory store) on this thread's loop and
+/// chat clients logged in to it. The one place that knows how a client reaches the server: loopback
+/// TCP for now.
+final class ChatFixture {
+    let loop = RunLoop.current
+    let server: IMServer
+    private var clients: [ChatClient] = []
+
+    /// - Parameter application: what answers rooms and history requests; a test's own stands in for
+    ///   a server that misbehaves.
+    init(settings: IMServer.Settings = IMServer.Settings(), application: any IMApplicationHandler = ChatService()) throws {
+        server = IMServer(store: InMemoryIMStore(), settings: settings)
+        server.applicationHandler = application
+        try server.listen()
+    }
+
+    /// A started client of `user`, with its reports recorded; not waited for.
+    func client(_ user: String) -> (ChatClient, ChatRecorder) {
+        var configuration = IMClientConfiguration(user: user, password: "pw")
+        configuration.heartbeat = .fixed(.seconds(5))
+        configuration.answerTimeout = .seconds(5)
+        configuration.backoff = ReconnectBackoff.Policy(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(400))
+        let connection = IMClient(configuration: configuration,
+                                  connector: TCPTransport.connector(host: "127.0.0.1", port: server.port, connectTimeout: .seconds(5)))
+        let chat = ChatClient(connection: connection)
+        let recorder = ChatRecorder(chat)
+        clients.append(chat)
+        chat.start()
+        return (chat, recorder)
+    }
+
+    /// A client of `user`, logged in.
+    func online(_ user: String) throws -> (ChatClient, ChatRecorder) {
+        let (chat, recorder) = client(user)
+        try #require(try spin(loop) { chat.state == .online })
+        return (chat, recorder)
+    }
+
+    /// Runs the loop until `request` completes, and returns what it completed with.
+    func answer<Value>(_ request: (@escaping (Result<Value, ChatRequestError>) -> Void) -> Void) throws -> Result<Value, ChatRequestError> {
+        var results: [Result<Value, ChatRequestError>] = []
+        request { results.append($0) }
+        try #require(try spin(loop) { !results.isEmpty })
+        return results[0]
+    }
+
+    /// Closes every client and the server.
+    func tearDown() throws {
+        for client in clients { client.close() }
+        try spin(loop) { server.onlineUsers.isEmpty }
+        server.shutdown()
+    }
+}
+
+/// Everything a ``ChatClient`` reports.
+final class ChatRecorder {
+    var messages: [ChatMessage] = []
+    var presence: [PresenceChange] = []
+    var deliveries: [String: [IMDeliveryState]] = [:]
+    var states: [IMConnectionState] = []
+
+    init(_ chat: ChatClient) {
+        chat.onMessage = { [weak self] _, message in self?.messages.append(message) }
+        chat.onPresence = { [weak self] _, change in self?.presence.append(change) }
+        chat.onDelivery = { [weak self] _, id, state in self?.deliveries[id, default: []].append(state) }
+        chat.onStateChange = { [weak self] _, state in self?.states.append(state) }
+    }
+
+    func isStored(_ id: String) -> Bool {
+        if case .stored? = deliveries[id]?.last { return true }
+        return false
+    }
+}

@@ -1,0 +1,54 @@
+import RunLoopKit
+import RunLoopTesting
+import Testing
+@testable import RunLoopIM
+
+/// The server's hook for the application's requests (JOIN, LEAVE, LIST_ROOMS, HISTORY).
+@Suite("Application requests reach the registered handler")
+struct ApplicationHandlerTests {
+    /// Answers every request with its answer command and a code of its own choosing, and remembers
+    /// who asked what.
+    final class RecordingHandler: IMApplicationHandler {
+        var asked: [(user: String, command: IMCommand?)] = []
+
+        func answer(_ request: IMFrame, from user: String, on server: IMServer) throws(IMFrameError) -> IMFrame {
+            asked.append((user, request.command))
+            return IMFrame(command: .roomList, serial: request.serial, code: .internalError)
+        }
+    }
+
+    @Test("without a handler, JOIN is a command the server does not know: ERROR unknownCommand with its serial, then close")
+    func noHandlerIsUnknownCommand() async throws {
+        try await onLoopThread {
+            let server = IMServer(store: InMemoryIMStore())
+            let link = MemorySessionLink()
+            server.adopt(link)
+            link.logIn("ann")
+            link.receive(PageLimitTests.join("lobby", serial: 7))
+            let error = try #require(link.sent(.error).last)
+            #expect(error.code == .unknownCommand && error.serial == 7)
+            #expect(link.sent(.joinAck).isEmpty && !link.isOpen)
+        }
+    }
+
+    @Test("each application request goes to the handler with the logged-in user, and its answer to the client; SEND does not")
+    func handlerAnswers() async throws {
+        try await onLoopThread {
+            let server = IMServer(store: InMemoryIMStore())
+            let handler = RecordingHandler()
+            server.applicationHandler = handler
+            let link = MemorySessionLink()
+            server.adopt(link)
+            link.logIn("ann")
+            link.receive(PageLimitTests.join("lobby", serial: 3))
+            link.receive(IMFrame(command: .history, serial: 4))
+            var message = IMChatMessage()
+            message.id = "m1"
+            message.user = "ben"
+            link.receive(IMFrame(command: .send, serial: 5, message: message))
+            #expect(handler.asked.map(\.user) == ["ann", "ann"] && handler.asked.map(\.command) == [.join, .history])
+            #expect(link.sent(.roomList).map(\.serial) == [3, 4] && link.sent(.roomList).allSatisfy { $0.code == .internalError })
+            #expect(link.sent(.sendAck).count == 1 && link.isOpen)
+        }
+    }
+}
