@@ -117,7 +117,6 @@ let package = Package(
             name: "LoopRecorder",
             dependencies: [
                 "RunLoopKit",
-                "RunLoopTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Samples/LoopRecorder",
@@ -155,7 +154,6 @@ let package = Package(
                 "RunLoopIMSQLite",
                 "RunLoopWebSocket",
                 "RunLoopIMWebSocket",
-                "RunLoopTesting",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),

@@ -2,7 +2,6 @@ import Glibc
 import Logging
 import RunLoopIM
 import RunLoopKit
-import RunLoopTesting
 
 /// The demo's script, run on the calling (main) thread; every actor lives on its own ``HostedLoop``.
 final class DemoScript {
