@@ -130,7 +130,6 @@ let package = Package(
             name: "LoopRecorder",
             dependencies: [
                 "RunLoopKit",
-                "RunLoopTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Samples/LoopRecorder",
@@ -170,7 +169,6 @@ let package = Package(
                 "RunLoopWebSocket",
                 "RunLoopIMWebSocket",
                 "RunLoopChat",
-                "RunLoopTesting",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Samples/ChatNode/ChatNodeKit"

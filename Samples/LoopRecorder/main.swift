@@ -1,7 +1,6 @@
 import ArgumentParser
 import Glibc
 import RunLoopKit
-import RunLoopTesting
 
 /// Records a few seconds of a busy loop and writes the recording as a Chrome trace (open it in
 /// ui.perfetto.dev or chrome://tracing) and as a plain-text timeline.

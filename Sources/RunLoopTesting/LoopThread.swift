@@ -14,9 +14,9 @@ import RunLoopKit
 public func onLoopThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         let result = LockedBox<Result<T, any Error>?>(nil)
-        let worker = startJoinableThread { result.set(Result { try body() }) }
-        startThread {
-            pthread_join(worker, nil)
+        let worker = JoinableThread { result.set(Result { try body() }) }
+        JoinableThread.detach {
+            worker.join()
             continuation.resume(with: result.get()!)
         }
     }
@@ -31,10 +31,10 @@ public func onLoopThreads<T: Sendable>(_ bodies: [@Sendable () throws -> T]) asy
     try await withCheckedThrowingContinuation { continuation in
         let results = bodies.map { _ in LockedBox<Result<T, any Error>?>(nil) }
         let workers = zip(bodies, results).map { body, result in
-            startJoinableThread { result.set(Result { try body() }) }
+            JoinableThread { result.set(Result { try body() }) }
         }
-        startThread {
-            for worker in workers { pthread_join(worker, nil) }
+        JoinableThread.detach {
+            for worker in workers { worker.join() }
             continuation.resume(with: Result { try results.map { try $0.get()!.get() } })
         }
     }
@@ -53,59 +53,14 @@ public func onManualClockLoop<T: Sendable>(
     }
 }
 
-/// Starts a detached pthread running `body`, with no signal blocked — like a daemon's own thread.
-/// (Threads inherit the creator's mask, and Swift concurrency's worker threads block every signal.)
+/// Starts a detached thread running `body`, with no signal blocked — like a daemon's own thread
+/// (``JoinableThread/detach(_:)``, under the name the tests have always used).
 public func startThread(_ body: @escaping @Sendable () -> Void) {
-    pthread_detach(startJoinableThread(body))
-}
-
-/// Starts a pthread running `body` with no signal blocked; the caller must join or detach it.
-public func startJoinableThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
-    final class Box: @unchecked Sendable {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    var thread = pthread_t()
-    let context = Unmanaged.passRetained(Box(body)).toOpaque()
-    let status = pthread_create(&thread, nil, { context in
-        let box = Unmanaged<Box>.fromOpaque(context!).takeRetainedValue()
-        var unblocked = sigset_t()
-        sigemptyset(&unblocked)
-        pthread_sigmask(SIG_SETMASK, &unblocked, nil)
-        box.body()
-        return nil
-    }, context)
-    precondition(status == 0, "pthread_create failed")
-    return thread
+    JoinableThread.detach(body)
 }
 
 /// Sleeps the calling helper thread; for cross-thread tests that need real time to pass.
 /// Never call it on a loop's thread in a test that could use a ``ManualClock`` instead.
 public func sleep(milliseconds: Int) {
     usleep(useconds_t(milliseconds * 1000))
-}
-
-/// A one-shot gate: ``wait()`` blocks until another thread calls ``open()``. Safe from any thread.
-public final class Latch: @unchecked Sendable {
-    private var mutex = pthread_mutex_t()
-    private var condition = pthread_cond_t()
-    private var isOpen = false
-
-    public init() {
-        pthread_mutex_init(&mutex, nil)
-        pthread_cond_init(&condition, nil)
-    }
-
-    public func open() {
-        pthread_mutex_lock(&mutex)
-        isOpen = true
-        pthread_cond_broadcast(&condition)
-        pthread_mutex_unlock(&mutex)
-    }
-
-    public func wait() {
-        pthread_mutex_lock(&mutex)
-        while !isOpen { pthread_cond_wait(&condition, &mutex) }
-        pthread_mutex_unlock(&mutex)
-    }
 }

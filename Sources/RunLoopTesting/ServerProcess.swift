@@ -1,10 +1,9 @@
 import Foundation
 import Glibc
 
-/// A server program of this package started by a test and killed by pid: `im-relay`, `chat-node
-/// serve`. The binary is the one SwiftPM built beside the test bundle (`swift build` and `swift test`
-/// build every product of the package). The program must print `listening on HOST:PORT` on its
-/// standard output once it accepts connections; ``port`` is read from that line.
+/// A server program started by a test and killed by pid. The program must print `listening on
+/// HOST:PORT` on its standard output once it accepts connections; ``port`` is read from that line.
+/// For a program of the package under test, ``builtProductPath(_:)`` says where SwiftPM put it.
 ///
 /// `@unchecked Sendable`: it is immutable but for Foundation's `Process`, which is safe to signal and
 /// wait on from any thread (and Swift 6.3's region checker crashed on a local variable of this type).
@@ -19,26 +18,16 @@ public final class ServerProcess: @unchecked Sendable {
         case noPort(String)
         public var description: String {
             switch self {
-            case .binaryMissing(let path): return "\(path) not found: run `swift build` first"
+            case .binaryMissing(let path): return "\(path) not found or not executable"
             case .noPort(let line): return "the server did not report its port (got: \(line))"
             }
         }
     }
 
-    /// Where the package's products are: beside the test bundle.
-    public static func productPath(_ name: String) -> String {
-        let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        var directory = bundle.deletingLastPathComponent()
-        // On Linux the test runner is `<build>/debug/<Package>PackageTests.xctest`.
-        if directory.lastPathComponent.hasSuffix(".xctest") { directory = directory.deletingLastPathComponent() }
-        return directory.appendingPathComponent(name).path
-    }
-
-    /// Starts `product` with `arguments` and waits until it reports its port.
+    /// Starts the program at `executable` with `arguments` and waits until it reports its port.
     /// - Parameter softDescriptorLimit: starts it with this soft RLIMIT_NOFILE (the hard one as the
     ///   test process has it), through `/bin/sh -c 'ulimit -Sn N && exec …'`.
-    public init(_ product: String, _ arguments: [String], softDescriptorLimit: Int? = nil) throws {
-        let path = Self.productPath(product)
+    public init(executable path: String, _ arguments: [String], softDescriptorLimit: Int? = nil) throws {
         guard FileManager.default.isExecutableFile(atPath: path) else { throw Failure.binaryMissing(path) }
         if let softDescriptorLimit {
             process.executableURL = URL(fileURLWithPath: "/bin/sh")
@@ -79,4 +68,14 @@ public final class ServerProcess: @unchecked Sendable {
     deinit {
         if process.isRunning { kill() }
     }
+}
+
+/// Where SwiftPM put the product `name` of the package under test: beside the test bundle, as
+/// `swift build` and `swift test` build every product of the package into the same folder.
+public func builtProductPath(_ name: String) -> String {
+    let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+    var directory = bundle.deletingLastPathComponent()
+    // On Linux the test runner is `<build>/debug/<Package>PackageTests.xctest`.
+    if directory.lastPathComponent.hasSuffix(".xctest") { directory = directory.deletingLastPathComponent() }
+    return directory.appendingPathComponent(name).path
 }

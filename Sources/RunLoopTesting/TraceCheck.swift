@@ -1,3 +1,5 @@
+import RunLoopKit
+
 /// The verdict of comparing a recorded trace with an expectation, with a readable explanation.
 ///
 /// Use it with any test framework: `#expect(check.passed, "\(check)")`, `XCTAssertTrue(check.passed,

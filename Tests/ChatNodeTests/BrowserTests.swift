@@ -54,7 +54,7 @@ struct BrowserTests {
     )
     func browserChat() async throws {
         let environment = BrowserEnvironment.shared
-        let binary = ServerProcess.productPath("chat-node")
+        let binary = ChatNodeBinary.path
         try #require(FileManager.default.isExecutableFile(atPath: binary), "chat-node not built at \(binary)")
         let script = BrowserEnvironment.repository.appendingPathComponent("Tests/BrowserClient/browser_chat.py").path
         let screenshots = BrowserEnvironment.repository.appendingPathComponent(".build/browser-test").path

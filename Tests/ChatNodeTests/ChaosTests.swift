@@ -53,7 +53,7 @@ struct ChaosTests {
     }
 
     static func startNode(database: String, port: UInt16) throws -> ServerProcess {
-        try ServerProcess("chat-node", ["serve", "--host", "127.0.0.1", "--port", "\(port)", "--database", database,
+        try ServerProcess(executable: ChatNodeBinary.path, ["serve", "--host", "127.0.0.1", "--port", "\(port)", "--database", database,
                                         "--scrypt-cost", "4", "--messages-per-second", "5000", "--log-level", "error", "--no-http"])
     }
 

@@ -202,7 +202,7 @@ struct ServeProcessTests {
         }
         let path = temporaryDatabase()
         defer { removeDatabase(path) }
-        let node = try ServerProcess("chat-node", ["serve", "--host", "127.0.0.1", "--port", "0", "--database", path,
+        let node = try ServerProcess(executable: ChatNodeBinary.path, ["serve", "--host", "127.0.0.1", "--port", "0", "--database", path,
                                                    "--scrypt-cost", "4", "--log-level", "error", "--no-http"],
                                      softDescriptorLimit: 256)
         defer { node.kill() }

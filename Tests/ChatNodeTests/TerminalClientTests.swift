@@ -441,14 +441,3 @@ struct TerminalClientTests {
         }
     }
 }
-
-/// The `chat-node` executable SwiftPM built beside the test bundle.
-enum ChatNodeBinary {
-    static var path: String {
-        let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        var directory = bundle.deletingLastPathComponent()
-        // On Linux the test runner is `<build>/debug/RunLoopKitPackageTests.xctest`.
-        if directory.lastPathComponent.hasSuffix(".xctest") { directory = directory.deletingLastPathComponent() }
-        return directory.appendingPathComponent("chat-node").path
-    }
-}

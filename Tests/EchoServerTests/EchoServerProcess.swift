@@ -21,20 +21,11 @@ final class EchoServerProcess {
         }
     }
 
-    /// The binary SwiftPM built with the tests (the same folder as the test bundle).
-    static var binaryPath: String {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        let exe = length > 0 ? String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
-        let folder = exe.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
-        return folder + "/echo-server"
-    }
-
     /// Starts `echo-server --port 0 <arguments>`, under `ulimit -n <limit>` if given, and waits for
     /// the line that names its port.
     init(_ arguments: [String], descriptorLimit: Int? = nil) throws {
         logPath = "/tmp/echo-server-test-\(getpid())-\(UInt64.random(in: 0..<UInt64.max)).log"
-        var command = [Self.binaryPath, "--port", "0"] + arguments
+        var command = [builtProductPath("echo-server"), "--port", "0"] + arguments
         if let descriptorLimit {
             // sh sets both limits, so the daemon cannot raise the soft one past it.
             command = ["/bin/sh", "-c", "ulimit -n \(descriptorLimit) && exec \"$0\" \"$@\""] + command

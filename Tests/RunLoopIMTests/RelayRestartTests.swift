@@ -74,5 +74,5 @@ struct RelayRestartTests {
 
 /// `im-relay` on 127.0.0.1 with its messages in `database`.
 func startRelay(database: String, port: UInt16) throws -> ServerProcess {
-    try ServerProcess("im-relay", ["--host", "127.0.0.1", "--port", "\(port)", "--log-level", "warning", "--database", database])
+    try ServerProcess(executable: builtProductPath("im-relay"), ["--host", "127.0.0.1", "--port", "\(port)", "--log-level", "warning", "--database", database])
 }

@@ -1,11 +1,13 @@
 #ifndef CRUNLOOPSUPPORT_H
 #define CRUNLOOPSUPPORT_H
 // Small C helpers RunLoopKit needs but cannot write safely in Swift: variadic syscalls,
-// a load-time hook on the main thread, and an async-signal-safe signal handler.
+// a load-time hook on the main thread, and an async-signal-safe signal handler; and the rtnetlink
+// values and layouts RunLoopNet's reachability uses (rlk_netlink.h).
 // Only compiler headers here: including glibc headers would make this module and CLibevent both
 // define glibc's types, which clang's module system rejects.
 #include <stdint.h>
 #include <stdbool.h>
+#include "rlk_netlink.h"
 
 /// The kernel thread id of the calling thread.
 int rlk_gettid(void);

@@ -2,7 +2,6 @@ import Glibc
 import Logging
 import RunLoopIM
 import RunLoopKit
-import RunLoopTesting
 
 /// `chat-node demo`: a node and three clients, each on a loop of its own, chatting while the network
 /// misbehaves — the node crashes and comes back, one client's link goes silent — so a person sees the

@@ -2,7 +2,6 @@ import Logging
 import RunLoopIM
 import RunLoopKit
 import RunLoopNet
-import RunLoopTesting
 
 /// One demo user: an ``IMClient`` on a loop of its own, and the book-keeping the summary needs.
 /// Everything here lives on the participant's loop thread; the script reaches it through

@@ -3,7 +3,6 @@ import Logging
 import RunLoopChat
 import RunLoopIM
 import RunLoopKit
-import RunLoopTesting
 
 /// The demo's script, run on the calling (main) thread; every actor lives on its own ``HostedLoop``.
 final class DemoScript {

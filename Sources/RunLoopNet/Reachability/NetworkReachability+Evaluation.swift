@@ -1,4 +1,3 @@
-import RunLoopNet
 #if canImport(Glibc)
 import Glibc
 #endif

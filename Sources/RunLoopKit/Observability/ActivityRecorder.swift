@@ -1,8 +1,6 @@
-import Glibc
-import RunLoopKit
-
 /// Records what a loop does — every observer activity and every callout — with its mode, time,
-/// iteration number and nesting depth, for assertions in tests and for export as a trace.
+/// iteration number and nesting depth: for assertions in tests, for export as a trace, and for the
+/// timelines `loop-record` and the chat demo write.
 ///
 /// Built only on RunLoopKit's public observer APIs (``RunLoopObserver`` for activities,
 /// ``RunLoopCalloutObserver`` for callouts), so it works on any loop.
@@ -96,7 +94,7 @@ public final class ActivityRecorder: @unchecked Sendable {
         }
     }
 
-    private var mutex = pthread_mutex_t()
+    private let lock = Lock()
     private var recorded: [Event] = []
     private var frames: [Int] = []  // iteration counter per running activation
     private var openCallouts: [Int] = []  // indices of callouts that have begun and not returned
@@ -105,19 +103,15 @@ public final class ActivityRecorder: @unchecked Sendable {
     private var recordedModes: Set<RunLoop.Mode>? = nil
     private weak var loop: RunLoop?
 
-    public init() {
-        pthread_mutex_init(&mutex, nil)
-    }
+    /// A recorder attached to nothing yet.
+    public init() {}
 
     deinit {
         detach()
-        pthread_mutex_destroy(&mutex)
     }
 
     private func locked<Result>(_ body: () -> Result) -> Result {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        return body()
+        lock.withLock(body)
     }
 
     /// Starts recording `loop`.

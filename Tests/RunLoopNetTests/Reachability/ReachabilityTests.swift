@@ -1,7 +1,6 @@
 import Glibc
-@testable import RunLoopIM
 import RunLoopKit
-import RunLoopNet
+@testable import RunLoopNet
 import RunLoopTesting
 import Testing
 

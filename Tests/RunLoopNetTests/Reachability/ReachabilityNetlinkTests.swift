@@ -1,5 +1,5 @@
 import Glibc
-@testable import RunLoopIM
+@testable import RunLoopNet
 import Testing
 
 /// The netlink messages reachability reads, built by hand: no socket, no root.
@@ -59,7 +59,7 @@ struct ReachabilityNetlinkTests {
             var hops = NetlinkRequest(type: 0, flags: 0, sequence: 0)
             hops.append(bytes: [8, 0, 0, 0]); hops.append(Int32(4))  // len 8, flags 0, hops 0, ifindex 4
             hops.append(bytes: [8, 0, UInt8(Netlink.nexthopLinkDown), 0]); hops.append(Int32(5))
-            $0.appendAttribute(Netlink.routeAttributeMultipath, Array(hops.bytes.dropFirst(Netlink.headerSize)))
+            $0.appendAttribute(Netlink.routeAttributeMultipath, Array(hops.bytes.dropFirst(Netlink.Layout.headerSize)))
         }
         let route = try #require(RouteInfo(payload: NetlinkMessage.parse(bytes[...])[0].payload))
         #expect(route.destinationLength == 0)
@@ -94,7 +94,7 @@ struct ReachabilityNetlinkTests {
         #expect(parsed[0].sequence == 42)
         let payload = parsed[0].payload
         #expect(payload[payload.startIndex + 1] == 32, "a /32 destination")
-        let attributes = NetlinkAttributes(payload.dropFirst(Netlink.routeMessageSize))
+        let attributes = NetlinkAttributes(payload.dropFirst(Netlink.Layout.routeMessageSize))
         #expect(attributes[Netlink.routeAttributeDestination].map(Array.init) == target)
         #expect(attributes[Netlink.routeAttributeOutputInterface] == nil)
     }

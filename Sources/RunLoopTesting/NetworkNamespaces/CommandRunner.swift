@@ -1,19 +1,29 @@
 import Glibc
-import RunLoopTesting
 
 /// What a finished command printed and how it ended.
-struct CommandResult: Sendable {
+public struct CommandResult: Sendable {
     /// The exit status, or 128 + signal number if a signal ended it.
-    var status: Int32
-    var output: String
-    var errorOutput: String
+    public var status: Int32
+    /// What it wrote to its standard output.
+    public var output: String
+    /// What it wrote to its standard error.
+    public var errorOutput: String
 }
 
 /// A command that could not be started, or that failed.
-struct CommandError: Error, CustomStringConvertible {
-    var command: [String]
-    var detail: String
-    var description: String { "`\(command.joined(separator: " "))` \(detail)" }
+public struct CommandError: Error, CustomStringConvertible {
+    /// The command and its arguments.
+    public var command: [String]
+    /// What went wrong, for people.
+    public var detail: String
+
+    /// A failure of `command` (or of a step that stands in for one), with `detail` for people.
+    public init(command: [String], detail: String) {
+        self.command = command
+        self.detail = detail
+    }
+
+    public var description: String { "`\(command.joined(separator: " "))` \(detail)" }
 }
 
 /// Runs `arguments[0]` (an absolute path) with posix_spawn and waits for it, collecting stdout and
@@ -22,7 +32,7 @@ struct CommandError: Error, CustomStringConvertible {
 ///
 /// The child starts with no signal blocked and default dispositions: the caller may be a Swift
 /// concurrency thread, which blocks every signal, and children inherit the mask.
-func runCommand(_ arguments: [String]) throws(CommandError) -> CommandResult {
+public func runCommand(_ arguments: [String]) throws(CommandError) -> CommandResult {
     var outputPipe: [Int32] = [-1, -1]
     var errorPipe: [Int32] = [-1, -1]
     // Glibc's Swift module has no pipe2: pipe, then close-on-exec, under a lock so that no concurrent

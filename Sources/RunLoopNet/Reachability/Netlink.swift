@@ -1,63 +1,92 @@
-/// The few rtnetlink(7) definitions reachability needs, spelled out here because Swift's Glibc module
-/// does not import <linux/netlink.h> or <linux/rtnetlink.h>. These are kernel ABI: the numbers and
-/// layouts never change. Everything is in host byte order except addresses (network order).
+import CRunLoopSupport
+
+/// The rtnetlink(7) values and layouts reachability needs, under names that say what they are for.
+/// They come from the kernel's headers through CRunLoopSupport (Swift's Glibc module does not import
+/// <linux/netlink.h> or <linux/rtnetlink.h>), which also asserts the field widths and orders the
+/// readers and builders below rely on. Everything is in host byte order except addresses (network order).
 enum Netlink {
     // Protocol and multicast groups (RTMGRP_*, the legacy bit-mask form accepted by bind).
-    static let routeProtocol: Int32 = 0  // NETLINK_ROUTE
-    static let groupLink: UInt32 = 0x1  // RTMGRP_LINK
-    static let groupIPv4Address: UInt32 = 0x10  // RTMGRP_IPV4_IFADDR
-    static let groupIPv4Route: UInt32 = 0x40  // RTMGRP_IPV4_ROUTE
-    static let groupIPv6Address: UInt32 = 0x100  // RTMGRP_IPV6_IFADDR
-    static let groupIPv6Route: UInt32 = 0x400  // RTMGRP_IPV6_ROUTE
+    static let routeProtocol = rlk_NETLINK_ROUTE
+    static let groupLink = rlk_RTMGRP_LINK
+    static let groupIPv4Address = rlk_RTMGRP_IPV4_IFADDR
+    static let groupIPv4Route = rlk_RTMGRP_IPV4_ROUTE
+    static let groupIPv6Address = rlk_RTMGRP_IPV6_IFADDR
+    static let groupIPv6Route = rlk_RTMGRP_IPV6_ROUTE
     static let reachabilityGroups = groupLink | groupIPv4Address | groupIPv6Address | groupIPv4Route | groupIPv6Route
 
     // Message types.
-    static let noop: UInt16 = 1  // NLMSG_NOOP
-    static let error: UInt16 = 2  // NLMSG_ERROR
-    static let done: UInt16 = 3  // NLMSG_DONE
-    static let overrun: UInt16 = 4  // NLMSG_OVERRUN
-    static let newLink: UInt16 = 16  // RTM_NEWLINK
-    static let delLink: UInt16 = 17
-    static let getLink: UInt16 = 18
-    static let newAddress: UInt16 = 20  // RTM_NEWADDR
-    static let delAddress: UInt16 = 21
-    static let getAddress: UInt16 = 22
-    static let newRoute: UInt16 = 24  // RTM_NEWROUTE
-    static let delRoute: UInt16 = 25
-    static let getRoute: UInt16 = 26
+    static let noop = rlk_NLMSG_NOOP
+    static let error = rlk_NLMSG_ERROR
+    static let done = rlk_NLMSG_DONE
+    static let overrun = rlk_NLMSG_OVERRUN
+    static let newLink = rlk_RTM_NEWLINK
+    static let delLink = rlk_RTM_DELLINK
+    static let getLink = rlk_RTM_GETLINK
+    static let newAddress = rlk_RTM_NEWADDR
+    static let delAddress = rlk_RTM_DELADDR
+    static let getAddress = rlk_RTM_GETADDR
+    static let newRoute = rlk_RTM_NEWROUTE
+    static let delRoute = rlk_RTM_DELROUTE
+    static let getRoute = rlk_RTM_GETROUTE
 
     // nlmsghdr flags.
-    static let flagRequest: UInt16 = 0x1  // NLM_F_REQUEST
-    static let flagDump: UInt16 = 0x300  // NLM_F_ROOT | NLM_F_MATCH
+    static let flagRequest = rlk_NLM_F_REQUEST
+    static let flagDump = rlk_NLM_F_DUMP  // NLM_F_ROOT | NLM_F_MATCH
 
     // Route attributes and values.
-    static let routeAttributeDestination: UInt16 = 1  // RTA_DST
-    static let routeAttributeOutputInterface: UInt16 = 4  // RTA_OIF
-    static let routeAttributeMultipath: UInt16 = 9  // RTA_MULTIPATH
-    static let routeAttributeTable: UInt16 = 15  // RTA_TABLE
-    static let routeTypeUnicast: UInt8 = 1  // RTN_UNICAST
-    static let routeTypeLocal: UInt8 = 2  // RTN_LOCAL
-    static let tableLocal: UInt32 = 255  // RT_TABLE_LOCAL
-    static let nexthopLinkDown: UInt32 = 0x10  // RTNH_F_LINKDOWN
+    /// The attribute type without its flag bits (NLA_F_NESTED / NLA_F_NET_BYTEORDER).
+    static let attributeTypeMask = rlk_NLA_TYPE_MASK
+    static let routeAttributeDestination = rlk_RTA_DST
+    static let routeAttributeOutputInterface = rlk_RTA_OIF
+    static let routeAttributeMultipath = rlk_RTA_MULTIPATH
+    static let routeAttributeTable = rlk_RTA_TABLE
+    static let routeTypeUnicast = rlk_RTN_UNICAST
+    static let routeTypeLocal = rlk_RTN_LOCAL
+    static let tableMain = rlk_RT_TABLE_MAIN
+    static let tableLocal = rlk_RT_TABLE_LOCAL
+    static let nexthopLinkDown = rlk_RTNH_F_LINKDOWN
 
     // Link attributes and flags.
-    static let linkAttributeName: UInt16 = 3  // IFLA_IFNAME
-    static let linkFlagUp: UInt32 = 0x1  // IFF_UP
-    static let linkFlagLoopback: UInt32 = 0x8  // IFF_LOOPBACK
-    static let linkFlagRunning: UInt32 = 0x40  // IFF_RUNNING (operationally up)
-    static let linkFlagLowerUp: UInt32 = 0x1_0000  // IFF_LOWER_UP (carrier)
+    static let linkAttributeName = rlk_IFLA_IFNAME
+    static let linkFlagUp = rlk_IFF_UP
+    static let linkFlagLoopback = rlk_IFF_LOOPBACK
+    static let linkFlagRunning = rlk_IFF_RUNNING  // operationally up
+    static let linkFlagLowerUp = rlk_IFF_LOWER_UP  // carrier
 
-    // Sizes.
-    static let headerSize = 16  // nlmsghdr
-    static let routeMessageSize = 12  // rtmsg
-    static let linkMessageSize = 16  // ifinfomsg
-    static let addressMessageSize = 8  // ifaddrmsg
     /// RT_SCOPE_LINK: link-local addresses, which every up link has and which route nowhere else.
-    static let scopeLink: UInt8 = 253
+    static let scopeLink = rlk_RT_SCOPE_LINK
 
-    /// NLMSG_ALIGN / RTA_ALIGN: both round up to 4.
+    /// Sizes of the fixed headers and offsets of the fields read from them.
+    enum Layout {
+        static let headerSize = rlk_nlmsghdr_size
+        static let headerType = rlk_nlmsghdr_type_offset
+        static let headerFlags = rlk_nlmsghdr_flags_offset
+        static let headerSequence = rlk_nlmsghdr_seq_offset
+        static let attributeHeaderSize = rlk_rtattr_size
+        static let attributeType = rlk_rtattr_type_offset
+        static let routeMessageSize = rlk_rtmsg_size
+        static let routeFamily = rlk_rtmsg_family_offset
+        static let routeDestinationLength = rlk_rtmsg_dst_len_offset
+        static let routeTable = rlk_rtmsg_table_offset
+        static let routeType = rlk_rtmsg_type_offset
+        static let routeFlags = rlk_rtmsg_flags_offset
+        static let nextHopSize = rlk_rtnexthop_size
+        static let nextHopFlags = rlk_rtnexthop_flags_offset
+        static let nextHopInterface = rlk_rtnexthop_ifindex_offset
+        static let linkMessageSize = rlk_ifinfomsg_size
+        static let linkIndex = rlk_ifinfomsg_index_offset
+        static let linkFlags = rlk_ifinfomsg_flags_offset
+        static let addressMessageSize = rlk_ifaddrmsg_size
+        static let addressScope = rlk_ifaddrmsg_scope_offset
+        static let addressInterface = rlk_ifaddrmsg_index_offset
+        static let socketAddressSize = rlk_sockaddr_nl_size
+        static let socketAddressFamily = rlk_sockaddr_nl_family_offset
+        static let socketAddressGroups = rlk_sockaddr_nl_groups_offset
+    }
+
+    /// NLMSG_ALIGN, RTA_ALIGN and RTNH_ALIGN, which round alike.
     @inline(__always)
-    static func align(_ length: Int) -> Int { (length + 3) & ~3 }
+    static func align(_ length: Int) -> Int { (length + rlk_NLMSG_ALIGNTO - 1) & ~(rlk_NLMSG_ALIGNTO - 1) }
 
     /// A human word for a message type, for debug logs ("link", "address removed" ...).
     static func kind(of type: UInt16) -> String {
@@ -82,7 +111,7 @@ struct NetlinkMessage {
     let type: UInt16
     let flags: UInt16
     let sequence: UInt32
-    /// The bytes after the 16-byte header, up to the message's length.
+    /// The bytes after the header, up to the message's length.
     let payload: ArraySlice<UInt8>
 
     /// Splits a datagram into its messages. A truncated or malformed tail is dropped: the kernel
@@ -90,14 +119,16 @@ struct NetlinkMessage {
     static func parse(_ datagram: ArraySlice<UInt8>) -> [NetlinkMessage] {
         var messages: [NetlinkMessage] = []
         var offset = datagram.startIndex
-        while datagram.endIndex - offset >= Netlink.headerSize {
+        let headerSize = Netlink.Layout.headerSize
+        while datagram.endIndex - offset >= headerSize {
+            // nlmsg_len comes first.
             let length = Int(datagram.u32(at: offset))
-            guard length >= Netlink.headerSize, length <= datagram.endIndex - offset else { break }
+            guard length >= headerSize, length <= datagram.endIndex - offset else { break }
             messages.append(NetlinkMessage(
-                type: datagram.u16(at: offset + 4),
-                flags: datagram.u16(at: offset + 6),
-                sequence: datagram.u32(at: offset + 8),
-                payload: datagram[(offset + Netlink.headerSize)..<(offset + length)]))
+                type: datagram.u16(at: offset + Netlink.Layout.headerType),
+                flags: datagram.u16(at: offset + Netlink.Layout.headerFlags),
+                sequence: datagram.u32(at: offset + Netlink.Layout.headerSequence),
+                payload: datagram[(offset + headerSize)..<(offset + length)]))
             offset += Netlink.align(length)
         }
         return messages
@@ -116,12 +147,13 @@ struct NetlinkAttributes {
 
     init(_ bytes: ArraySlice<UInt8>) {
         var offset = bytes.startIndex
-        while bytes.endIndex - offset >= 4 {
+        let headerSize = Netlink.Layout.attributeHeaderSize
+        while bytes.endIndex - offset >= headerSize {
+            // rta_len comes first.
             let length = Int(bytes.u16(at: offset))
-            // The top bits of the type are NLA_F_NESTED / NLA_F_NET_BYTEORDER.
-            let type = bytes.u16(at: offset + 2) & 0x3FFF
-            guard length >= 4, length <= bytes.endIndex - offset else { break }
-            values[type] = bytes[(offset + 4)..<(offset + length)]
+            let type = bytes.u16(at: offset + Netlink.Layout.attributeType) & Netlink.attributeTypeMask
+            guard length >= headerSize, length <= bytes.endIndex - offset else { break }
+            values[type] = bytes[(offset + headerSize)..<(offset + length)]
             offset += Netlink.align(length)
         }
     }
@@ -157,7 +189,7 @@ struct RouteInfo: Equatable {
     }
 
     /// A route as a test's virtual routing table holds it.
-    init(family: UInt8, destinationLength: UInt8, table: UInt32 = 254, type: UInt8 = Netlink.routeTypeUnicast,
+    init(family: UInt8, destinationLength: UInt8, table: UInt32 = Netlink.tableMain, type: UInt8 = Netlink.routeTypeUnicast,
          flags: UInt32 = 0, nextHops: [(interface: Int32, flags: UInt32)]) {
         self.family = family
         self.destinationLength = destinationLength
@@ -169,25 +201,28 @@ struct RouteInfo: Equatable {
 
     /// Reads an RTM_NEWROUTE payload (rtmsg + attributes); nil if too short.
     init?(payload: ArraySlice<UInt8>) {
-        guard payload.count >= Netlink.routeMessageSize else { return nil }
+        guard payload.count >= Netlink.Layout.routeMessageSize else { return nil }
         let base = payload.startIndex
-        family = payload[base]
-        destinationLength = payload[base + 1]
-        type = payload[base + 7]
-        flags = payload.u32(at: base + 8)
-        let attributes = NetlinkAttributes(payload[(base + Netlink.routeMessageSize)...])
-        table = attributes.u32(Netlink.routeAttributeTable) ?? UInt32(payload[base + 4])
+        family = payload[base + Netlink.Layout.routeFamily]
+        destinationLength = payload[base + Netlink.Layout.routeDestinationLength]
+        type = payload[base + Netlink.Layout.routeType]
+        flags = payload.u32(at: base + Netlink.Layout.routeFlags)
+        let attributes = NetlinkAttributes(payload[(base + Netlink.Layout.routeMessageSize)...])
+        // rtm_table holds only tables below 256; RTA_TABLE holds any.
+        table = attributes.u32(Netlink.routeAttributeTable) ?? UInt32(payload[base + Netlink.Layout.routeTable])
         nextHops = []
         if let interface = attributes.u32(Netlink.routeAttributeOutputInterface) {
             nextHops.append((Int32(bitPattern: interface), flags))
         }
         if let hops = attributes[Netlink.routeAttributeMultipath] {
-            // struct rtnexthop { u16 len; u8 flags; u8 hops; s32 ifindex; } followed by its attributes.
+            // Each struct rtnexthop (rtnh_len first) is followed by its attributes.
+            let hopSize = Netlink.Layout.nextHopSize
             var offset = hops.startIndex
-            while hops.endIndex - offset >= 8 {
+            while hops.endIndex - offset >= hopSize {
                 let length = Int(hops.u16(at: offset))
-                guard length >= 8, length <= hops.endIndex - offset else { break }
-                nextHops.append((Int32(bitPattern: hops.u32(at: offset + 4)), UInt32(hops[offset + 2])))
+                guard length >= hopSize, length <= hops.endIndex - offset else { break }
+                nextHops.append((Int32(bitPattern: hops.u32(at: offset + Netlink.Layout.nextHopInterface)),
+                                 UInt32(hops[offset + Netlink.Layout.nextHopFlags])))
                 offset += Netlink.align(length)
             }
         }
@@ -202,11 +237,11 @@ struct LinkInfo: Equatable {
 
     /// Reads an RTM_NEWLINK payload (ifinfomsg + attributes); nil if too short.
     init?(payload: ArraySlice<UInt8>) {
-        guard payload.count >= Netlink.linkMessageSize else { return nil }
+        guard payload.count >= Netlink.Layout.linkMessageSize else { return nil }
         let base = payload.startIndex
-        index = Int32(bitPattern: payload.u32(at: base + 4))
-        flags = payload.u32(at: base + 8)
-        let attributes = NetlinkAttributes(payload[(base + Netlink.linkMessageSize)...])
+        index = Int32(bitPattern: payload.u32(at: base + Netlink.Layout.linkIndex))
+        flags = payload.u32(at: base + Netlink.Layout.linkFlags)
+        let attributes = NetlinkAttributes(payload[(base + Netlink.Layout.linkMessageSize)...])
         name = attributes.string(Netlink.linkAttributeName) ?? "#\(index)"
     }
 
@@ -230,7 +265,8 @@ struct LinkInfo: Equatable {
     }
 }
 
-/// Builds request messages.
+/// Builds request messages, writing each fixed header field by field in the kernel's order (order and
+/// widths asserted in CRunLoopSupport's netlink.c).
 struct NetlinkRequest {
     private(set) var bytes: [UInt8]
 
@@ -253,7 +289,7 @@ struct NetlinkRequest {
 
     /// One rtattr with `value`, padded to 4 bytes.
     mutating func appendAttribute(_ type: UInt16, _ value: [UInt8]) {
-        append(UInt16(4 + value.count))
+        append(UInt16(Netlink.Layout.attributeHeaderSize + value.count))
         append(type)
         bytes.append(contentsOf: value)
         while bytes.count % 4 != 0 { bytes.append(0) }
@@ -325,9 +361,9 @@ struct AddressInfo: Equatable {
 
     /// Reads an RTM_NEWADDR payload (ifaddrmsg); nil if too short.
     init?(payload: ArraySlice<UInt8>) {
-        guard payload.count >= Netlink.addressMessageSize else { return nil }
-        scope = payload[payload.startIndex + 3]
-        interface = Int32(bitPattern: payload.u32(at: payload.startIndex + 4))
+        guard payload.count >= Netlink.Layout.addressMessageSize else { return nil }
+        scope = payload[payload.startIndex + Netlink.Layout.addressScope]
+        interface = Int32(bitPattern: payload.u32(at: payload.startIndex + Netlink.Layout.addressInterface))
     }
 }
 

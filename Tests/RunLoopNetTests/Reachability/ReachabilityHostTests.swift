@@ -1,6 +1,5 @@
-@testable import RunLoopIM
 import RunLoopKit
-import RunLoopNet
+@testable import RunLoopNet
 import RunLoopTesting
 import Testing
 

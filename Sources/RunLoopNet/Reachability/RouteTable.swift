@@ -1,5 +1,3 @@
-import RunLoopNet
-
 /// The questions reachability asks about the routing table and the links: ``NetlinkSocket`` asks the
 /// kernel; tests answer from a table of their own, so the judgement can be checked on any input.
 ///

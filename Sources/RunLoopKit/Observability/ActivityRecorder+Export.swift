@@ -1,4 +1,3 @@
-import RunLoopKit
 
 extension ActivityRecorder {
     /// The recording as Chrome trace-event JSON, for Perfetto (ui.perfetto.dev) or chrome://tracing.

@@ -1,6 +1,5 @@
 import Logging
 import RunLoopKit
-import RunLoopNet
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -114,7 +113,7 @@ public final class NetworkReachability {
         loop: RunLoop = .current,
         modes: [RunLoop.Mode] = [.common],
         target: SocketAddress? = nil,
-        logger: Logger = Logger(label: "RunLoopIM.Reachability")
+        logger: Logger = Logger(label: "RunLoopNet.Reachability")
     ) throws(NetError) {
         try self.init(loop: loop, modes: modes, target: target, host: nil, resolver: nil, logger: logger,
                       netlinkProtocol: Netlink.routeProtocol)
@@ -145,7 +144,7 @@ public final class NetworkReachability {
         modes: [RunLoop.Mode] = [.common],
         host: String,
         resolver: any HostResolver = SystemResolver(),
-        logger: Logger = Logger(label: "RunLoopIM.Reachability")
+        logger: Logger = Logger(label: "RunLoopNet.Reachability")
     ) throws(NetError) {
         if let address = SocketAddress(ip: host, port: 0) {
             try self.init(loop: loop, modes: modes, target: address, host: nil, resolver: nil, logger: logger,

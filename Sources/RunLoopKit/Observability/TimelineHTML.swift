@@ -1,4 +1,3 @@
-import RunLoopKit
 
 /// Renders recordings of several loops as one self-contained HTML page with an SVG timeline: a lane
 /// per loop, its sleeps as pale bars, its callouts as coloured ticks (timers, sources, ports, blocks),

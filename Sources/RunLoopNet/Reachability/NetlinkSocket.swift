@@ -1,4 +1,3 @@
-import RunLoopNet
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,11 +22,12 @@ final class NetlinkSocket {
         let type = Int32(SOCK_RAW.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
         fd = socket(AF_NETLINK, type, netlinkProtocol)
         guard fd >= 0 else { throw .system(errno: errno, operation: "socket(AF_NETLINK, NETLINK_ROUTE)") }
-        // struct sockaddr_nl { sa_family_t nl_family; u16 pad; u32 nl_pid; u32 nl_groups; }; pid 0 lets
-        // the kernel pick a unique port id.
-        var address = [UInt8](repeating: 0, count: 12)
-        withUnsafeBytes(of: UInt16(AF_NETLINK)) { address.replaceSubrange(0..<2, with: $0) }
-        withUnsafeBytes(of: groups) { address.replaceSubrange(8..<12, with: $0) }
+        // A struct sockaddr_nl with nl_pid 0, which lets the kernel pick a unique port id.
+        var address = [UInt8](repeating: 0, count: Netlink.Layout.socketAddressSize)
+        let family = Netlink.Layout.socketAddressFamily
+        let groupMask = Netlink.Layout.socketAddressGroups
+        withUnsafeBytes(of: UInt16(AF_NETLINK)) { address.replaceSubrange(family..<(family + 2), with: $0) }
+        withUnsafeBytes(of: groups) { address.replaceSubrange(groupMask..<(groupMask + 4), with: $0) }
         let status = address.withUnsafeBytes { raw in
             bind(fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
         }

@@ -1,6 +1,5 @@
 import Glibc
-@testable import RunLoopIM
-import RunLoopNet
+@testable import RunLoopNet
 import Testing
 
 /// A routing table made up by the test: routes per destination, links, addresses, and questions that

@@ -1,5 +1,4 @@
 import Glibc
-import RunLoopTesting
 import Testing
 
 /// Network namespaces for fault tests: real links that tests can take down, without touching the
@@ -24,14 +23,14 @@ import Testing
 ///
 /// Names are `rlk-<pid>-<n>-…`, unique per fixture, so parallel tests and parallel test processes
 /// never meet. Namespaces left behind by a crashed test process are deleted by the next one.
-enum NetworkNamespaces {
+public enum NetworkNamespaces {
     /// The trait for tests that need namespaces: skipped, with the reason, when they cannot be made.
-    static var available: ConditionTrait {
+    public static var available: ConditionTrait {
         .enabled(if: unavailableReason == nil, Comment(rawValue: "needs root and iproute2 (ip netns): \(unavailableReason ?? "")"))
     }
 
     /// Why namespaces cannot be made here, or nil. Only reads: nothing is created to find out.
-    static let unavailableReason: String? = {
+    public static let unavailableReason: String? = {
         guard let ipPath else { return "no `ip` command (install Debian's iproute2)" }
         guard let capabilities = effectiveCapabilities() else { return "cannot read /proc/self/status" }
         let sysAdmin: UInt64 = 1 << 21, netAdmin: UInt64 = 1 << 12
@@ -52,12 +51,12 @@ enum NetworkNamespaces {
 
     /// Runs `ip arguments…`; throws with the command, its status and its stderr unless it succeeds.
     @discardableResult
-    static func ip(_ arguments: String...) throws(CommandError) -> String {
+    public static func ip(_ arguments: String...) throws(CommandError) -> String {
         try ip(arguments)
     }
 
     @discardableResult
-    static func ip(_ arguments: [String]) throws(CommandError) -> String {
+    public static func ip(_ arguments: [String]) throws(CommandError) -> String {
         guard let ipPath else { throw CommandError(command: ["ip"] + arguments, detail: "cannot run: no ip command") }
         let result = try runCommand([ipPath] + arguments)
         guard result.status == 0 else {
@@ -68,7 +67,7 @@ enum NetworkNamespaces {
     }
 
     /// The names `ip netns list` shows.
-    static func list() throws(CommandError) -> [String] {
+    public static func list() throws(CommandError) -> [String] {
         // Lines look like "rlk-12-0-a (id: 3)" or just "rlk-12-0-a".
         try ip("netns", "list").split(separator: "\n").compactMap { $0.split(separator: " ").first.map(String.init) }
     }
@@ -77,7 +76,7 @@ enum NetworkNamespaces {
     private static let staleRemoved = LockedBox(false)
 
     /// A number no other fixture of this process has.
-    static func nextIndex() -> Int {
+    public static func nextIndex() -> Int {
         var index = 0
         counter.update { index = $0; $0 += 1 }
         return index
@@ -113,12 +112,13 @@ enum NetworkNamespaces {
 }
 
 /// One empty network namespace: only `lo`, down — no route to anywhere.
-final class TestNamespace: Sendable {
-    let name: String
+public final class TestNamespace: Sendable {
+    /// The name `ip netns` knows it by.
+    public let name: String
     private let deleted = LockedBox(false)
 
     /// Creates `rlk-<pid>-<n>-<suffix>`.
-    init(suffix: String = "x", index: Int = NetworkNamespaces.nextIndex()) throws(CommandError) {
+    public init(suffix: String = "x", index: Int = NetworkNamespaces.nextIndex()) throws(CommandError) {
         NetworkNamespaces.removeStale()
         name = "rlk-\(getpid())-\(index)-\(suffix)"
         try NetworkNamespaces.ip("netns", "add", name)
@@ -126,7 +126,7 @@ final class TestNamespace: Sendable {
 
     /// Deletes the namespace (its links go with it once no thread or socket is left inside). Idempotent;
     /// never throws, so it fits in `defer`. Failures are printed: a leak should be visible.
-    func delete() {
+    public func delete() {
         var first = false
         deleted.update { first = !$0; $0 = true }
         guard first else { return }
@@ -156,24 +156,25 @@ final class TestNamespace: Sendable {
 ///   For most devices it batches them at most once a second, system-wide, so with other links changing
 ///   (parallel tests) "carrier back" can come up to a second after `up`. veth events skip that queue
 ///   when the two ends have different interface indexes, which this fixture ensures (10 and 20).
-final class NamespacePair: Sendable {
+public final class NamespacePair: Sendable {
     /// Namespace names, for `ip -n` and ``onLoopThread(inNamespace:_:)``.
-    let client: String
-    let server: String
+    public let client: String
+    public let server: String
     /// The veth ends: `clientDevice` lives in `client`, `serverDevice` in `server`.
-    let clientDevice: String
-    let serverDevice: String
+    public let clientDevice: String
+    public let serverDevice: String
     /// 10.213.x.(4k+1) and 10.213.x.(4k+2).
-    let clientAddress: String
-    let serverAddress: String
-    let prefixLength = 30
+    public let clientAddress: String
+    public let serverAddress: String
+    /// The length of the subnet both addresses are in.
+    public let prefixLength = 30
 
     private let namespaces: [TestNamespace]
     private let hasDefaultRoute = LockedBox(false)
 
     /// Creates both namespaces, the veth pair, the addresses, and brings everything up. On a failure
     /// part way, whatever was made is deleted before the error is thrown.
-    init() throws(CommandError) {
+    public init() throws(CommandError) {
         let index = NetworkNamespaces.nextIndex()
         let clientNamespace = try TestNamespace(suffix: "a", index: index)
         let serverNamespace: TestNamespace
@@ -224,7 +225,7 @@ final class NamespacePair: Sendable {
 
     /// Deletes both namespaces (and so the veth pair). Idempotent, never throws; also runs on deinit.
     /// Call it in a `defer` right after creating the pair so a failing test cleans up too.
-    func tearDown() {
+    public func tearDown() {
         for namespace in namespaces { namespace.delete() }
     }
 
@@ -233,7 +234,7 @@ final class NamespacePair: Sendable {
     /// `ip -n client link set clientDevice up|down`. Bringing it up re-adds the default route the
     /// kernel removed on the way down, if ``addClientDefaultRoute()`` had added one and
     /// `restoringDefaultRoute` is true.
-    func setClientLink(up: Bool, restoringDefaultRoute: Bool = true) throws(CommandError) {
+    public func setClientLink(up: Bool, restoringDefaultRoute: Bool = true) throws(CommandError) {
         try NetworkNamespaces.ip("-n", client, "link", "set", clientDevice, up ? "up" : "down")
         if up, restoringDefaultRoute, hasDefaultRoute.get() {
             // `replace`: fine whether or not the kernel kept it.
@@ -242,41 +243,58 @@ final class NamespacePair: Sendable {
     }
 
     /// `ip -n server link set serverDevice up|down`: for the client, its carrier goes and comes back.
-    func setServerLink(up: Bool) throws(CommandError) {
+    public func setServerLink(up: Bool) throws(CommandError) {
         try NetworkNamespaces.ip("-n", server, "link", "set", serverDevice, up ? "up" : "down")
     }
 
     /// A default route in `client` via the server's address.
-    func addClientDefaultRoute() throws(CommandError) {
+    public func addClientDefaultRoute() throws(CommandError) {
         try NetworkNamespaces.ip("-n", client, "route", "replace", "default", "via", serverAddress, "dev", clientDevice)
         hasDefaultRoute.set(true)
     }
 
     /// Removes the client's default route (and stops ``setClientLink(up:restoringDefaultRoute:)``
     /// from restoring it).
-    func removeClientDefaultRoute() throws(CommandError) {
+    public func removeClientDefaultRoute() throws(CommandError) {
         hasDefaultRoute.set(false)
         try NetworkNamespaces.ip("-n", client, "route", "del", "default")
     }
 
     /// Runs `ip -n client arguments…`.
     @discardableResult
-    func inClient(_ arguments: String...) throws(CommandError) -> String {
+    public func inClient(_ arguments: String...) throws(CommandError) -> String {
         try NetworkNamespaces.ip(["-n", client] + arguments)
     }
 
     /// Runs `ip -n server arguments…`.
     @discardableResult
-    func inServer(_ arguments: String...) throws(CommandError) -> String {
+    public func inServer(_ arguments: String...) throws(CommandError) -> String {
         try NetworkNamespaces.ip(["-n", server] + arguments)
     }
+}
+
+/// Runs `body` with a fresh ``NamespacePair`` and tears it down afterwards whether `body` succeeds or
+/// throws, then checks `ip netns list` no longer shows it.
+public func withNamespacePair<T: Sendable>(_ body: (NamespacePair) async throws -> T) async throws -> T {
+    let pair = try NamespacePair()
+    let result: T
+    do {
+        result = try await body(pair)
+    } catch {
+        pair.tearDown()
+        throw error
+    }
+    pair.tearDown()
+    let left = try NetworkNamespaces.list().filter { $0 == pair.client || $0 == pair.server }
+    #expect(left.isEmpty, "namespaces left behind: \(left)")
+    return result
 }
 
 /// Moves the calling thread into the network namespace `name` (from `ip netns add`): sockets it
 /// creates from now on live there. Linux keeps the network namespace per thread, so only this thread
 /// moves — use it on a thread of your own (``onLoopThread(inNamespace:_:)``, `startThread`), never on a
 /// Swift concurrency worker, which would carry the namespace into unrelated tasks.
-func enterNetworkNamespace(_ name: String) throws(CommandError) {
+public func enterNetworkNamespace(_ name: String) throws(CommandError) {
     let path = "/var/run/netns/\(name)"
     let fd = open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { throw CommandError(command: ["setns", name], detail: "open \(path): \(String(cString: strerror(errno)))") }
@@ -294,7 +312,7 @@ func enterNetworkNamespace(_ name: String) throws(CommandError) {
 /// ``onLoopThread(_:)`` on a thread that first enters the network namespace `name`: the loop and
 /// every socket `body` makes live in that namespace. The thread (and its hold on the namespace) ends
 /// when `body` returns.
-func onLoopThread<T: Sendable>(inNamespace name: String, _ body: @escaping @Sendable () throws -> T) async throws -> T {
+public func onLoopThread<T: Sendable>(inNamespace name: String, _ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await onLoopThread {
         try enterNetworkNamespace(name)
         return try body()

@@ -1,6 +1,5 @@
-@testable import RunLoopIM
 import RunLoopKit
-import RunLoopNet
+@testable import RunLoopNet
 import RunLoopTesting
 import Testing
 
@@ -13,14 +12,10 @@ struct ReachabilityHostNamespaceTests {
         var resolved: [String] = []
         var path: NetworkPath = .unreachable("not judged")
         var changes: [NetworkPath] = []
-        var online = false
-        var clientStates: [IMConnectionState] = []
-        var disconnects: [IMDisconnectReason] = []
-        var delivered: [IMDeliveryState] = []
         var lookups = 0
     }
 
-    @Test("only loopback, up, and no default route: localhost is reachable, and a client given localhost connects to a server on 127.0.0.1")
+    @Test("only loopback, up, and no default route: localhost is reachable, though the network is not")
     func localhostWithoutDefaultRoute() async throws {
         let namespace = try TestNamespace()
         defer { namespace.delete() }
@@ -39,44 +34,14 @@ struct ReachabilityHostNamespaceTests {
             try spin(loop, for: .seconds(10)) { !observed.resolvedAddresses.isEmpty }
             outcome.resolved = observed.resolvedAddresses.map(\.ip)
             outcome.path = observed.path
-
-            // A client configured as `chat-node client --host localhost` is: the connector and the
-            // reachability both get the name.
-            let server = IMServer(store: InMemoryIMStore())
-            try server.listen(host: "127.0.0.1", port: 0)
-            let reachability = try NetworkReachability(host: "localhost")
-            let client = IMClient(configuration: clientConfiguration("alice"),
-                                  connector: TCPTransport.connector(host: "localhost", port: server.port, connectTimeout: .seconds(5)))
-            let log = ClientRecorder()
-            log.attach(to: client)
-            client.follow(reachability)
-            client.start()
-            outcome.online = try spin(loop, for: .seconds(20)) { client.state == .online && !reachability.resolvedAddresses.isEmpty }
-            if outcome.online {
-                let id = try client.send("to myself", to: .user("alice"))
-                try spin(loop, for: .seconds(10)) { log.deliveries[id]?.last?.isFinal == true }
-                outcome.delivered = log.deliveries[id] ?? []
-            }
             try recorder.settle(for: .milliseconds(100))
             outcome.changes = recorder.paths
-            outcome.clientStates = log.states
-            outcome.disconnects = log.disconnects.map(\.1)
-            client.close()
-            try spin(loop, for: .seconds(10)) { if case .closed = client.state { return true } else { return false } }
-            server.shutdown()
-            reachability.invalidate()
-            try loop.run(.default, timeout: .milliseconds(20))
             return outcome
         }
         #expect(outcome.network == .unreachable("no default route"), "the judgement a name used to get")
         #expect(outcome.resolved.contains("127.0.0.1"), "\(outcome.resolved)")
         #expect(outcome.path == .reachable)
         #expect(outcome.changes.isEmpty, "never judged unreachable: \(outcome.changes)")
-        #expect(outcome.online, "states: \(outcome.clientStates)")
-        #expect(!outcome.clientStates.contains { $0.isWaitingForNetwork }, "\(outcome.clientStates)")
-        #expect(outcome.clientStates.prefix(3) == [.connecting(attempt: 1), .loggingIn, .online], "\(outcome.clientStates)")
-        #expect(outcome.disconnects.isEmpty, "\(outcome.disconnects)")
-        #expect(outcome.delivered == [.queued, .sent(attempt: 1), .stored(seq: 1)])
     }
 
     @Test("a name follows the route to its address across a veth: link down and up are reported naming it, and each change looks it up again")

@@ -1,24 +1,7 @@
 import Glibc
-import RunLoopIM
 import RunLoopKit
-import Testing
-
-/// Runs `body` with a fresh ``NamespacePair`` and tears it down afterwards whether `body` succeeds or
-/// throws, then checks `ip netns list` no longer shows it.
-func withNamespacePair<T: Sendable>(_ body: (NamespacePair) async throws -> T) async throws -> T {
-    let pair = try NamespacePair()
-    let result: T
-    do {
-        result = try await body(pair)
-    } catch {
-        pair.tearDown()
-        throw error
-    }
-    pair.tearDown()
-    let left = try NetworkNamespaces.list().filter { $0 == pair.client || $0 == pair.server }
-    #expect(left.isEmpty, "namespaces left behind: \(left)")
-    return result
-}
+@testable import RunLoopNet
+import RunLoopTesting
 
 /// Every path a reachability reported, with when, on the loop's clock.
 final class PathRecorder {

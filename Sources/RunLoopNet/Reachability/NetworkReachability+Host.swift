@@ -1,6 +1,5 @@
 import Logging
 import RunLoopKit
-import RunLoopNet
 
 /// Looking up a ``NetworkReachability/host`` name: off the loop's thread, one lookup at a time, timed
 /// by ``HostLookupSchedule``.
