@@ -6,8 +6,9 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "RunLoopKit", targets: ["RunLoopKit"]),
-        .library(name: "RunLoopTesting", targets: ["RunLoopTesting"]),
+        .library(name: "RunLoopTesting", targets: ["RunLoopTesting", "RunLoopIMTesting"]),
         .library(name: "RunLoopNet", targets: ["RunLoopNet"]),
+        .library(name: "RunLoopIMCore", targets: ["RunLoopIMCore"]),
         .library(name: "RunLoopIM", targets: ["RunLoopIM"]),
         .library(name: "RunLoopIMSQLite", targets: ["RunLoopIMSQLite"]),
         .library(name: "RunLoopWebSocket", targets: ["RunLoopWebSocket"]),
@@ -56,6 +57,12 @@ let package = Package(
             dependencies: ["RunLoopKit", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
+            // The IM stack's in-memory link pair with a fault script: a target of its own in the
+            // RunLoopTesting product, so tests of the loop alone do not build the IM stack.
+            name: "RunLoopIMTesting",
+            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopIMCore", "RunLoopIM", "RunLoopTesting"]
+        ),
+        .target(
             name: "RunLoopNet",
             dependencies: [
                 "RunLoopKit",
@@ -64,10 +71,19 @@ let package = Package(
             ]
         ),
         .target(
+            // The IM protocol without a transport: wire format, messages and the pure machines.
+            name: "RunLoopIMCore",
+            dependencies: [
+                "RunLoopKit",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ]
+        ),
+        .target(
             name: "RunLoopIM",
             dependencies: [
                 "RunLoopKit",
                 "RunLoopNet",
+                "RunLoopIMCore",
                 "CRunLoopSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
@@ -76,7 +92,7 @@ let package = Package(
         .target(
             name: "RunLoopIMSQLite",
             dependencies: [
-                "RunLoopIM",
+                "RunLoopIM", "RunLoopIMCore",
                 "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -97,7 +113,7 @@ let package = Package(
             dependencies: [
                 "RunLoopKit",
                 "RunLoopNet",
-                "RunLoopIM",
+                "RunLoopIM", "RunLoopIMCore",
                 "RunLoopWebSocket",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
@@ -138,7 +154,7 @@ let package = Package(
             name: "IMRelay",
             dependencies: [
                 "RunLoopKit",
-                "RunLoopIM",
+                "RunLoopIM", "RunLoopIMCore",
                 "RunLoopIMSQLite",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -151,7 +167,7 @@ let package = Package(
             dependencies: [
                 "RunLoopKit",
                 "RunLoopNet",
-                "RunLoopIM",
+                "RunLoopIM", "RunLoopIMCore",
                 "RunLoopIMSQLite",
                 "RunLoopWebSocket",
                 "RunLoopIMWebSocket",
@@ -212,14 +228,14 @@ let package = Package(
         .testTarget(
             name: "ChatNodeTests",
             dependencies: [
-                "ChatNodeKit", "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMSQLite", "RunLoopWebSocket",
+                "ChatNodeKit", "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopWebSocket",
                 "RunLoopIMWebSocket", "RunLoopTesting",
             ]
         ),
         .testTarget(
             name: "RunLoopIMTests",
             dependencies: [
-                "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMSQLite", "RunLoopTesting",
+                "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopTesting", "RunLoopIMTesting",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),
@@ -230,7 +246,7 @@ let package = Package(
         .testTarget(
             name: "RunLoopIMWebSocketTests",
             dependencies: [
-                "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopWebSocket", "RunLoopIMWebSocket", "RunLoopTesting",
+                "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopWebSocket", "RunLoopIMWebSocket", "RunLoopTesting",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),

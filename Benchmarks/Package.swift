@@ -47,6 +47,7 @@ let package = Package(
                 .product(name: "RunLoopKit", package: "RunLoopKit"),
                 .product(name: "RunLoopNet", package: "RunLoopKit"),
                 .product(name: "RunLoopIM", package: "RunLoopKit"),
+                .product(name: "RunLoopIMCore", package: "RunLoopKit"),
                 "BenchSupport",
             ],
             path: "Sources/IMIdleProfile"
@@ -60,6 +61,7 @@ let package = Package(
                 .product(name: "RunLoopKit", package: "RunLoopKit"),
                 .product(name: "RunLoopNet", package: "RunLoopKit"),
                 .product(name: "RunLoopIM", package: "RunLoopKit"),
+                .product(name: "RunLoopIMCore", package: "RunLoopKit"),
                 "BenchSupport",
             ],
             path: "Sources/FanoutBench"
@@ -83,6 +85,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Benchmark", package: "package-benchmark"),
                 .product(name: "RunLoopIM", package: "RunLoopKit"),
+                .product(name: "RunLoopIMCore", package: "RunLoopKit"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 "BenchCommon",
             ],

@@ -2,6 +2,7 @@ import ArgumentParser
 import Glibc
 import Logging
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopIMSQLite
 import RunLoopKit
 

@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
@@ -27,7 +28,7 @@ struct ChaosTests {
             configuration.loginTimeout = .seconds(2)
             configuration.ackTimeout = .seconds(2)
             configuration.backoff = ReconnectBackoff.Policy(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(500))
-            client = IMClient(configuration: configuration, connector: TCPTransport.connector(host: "127.0.0.1", port: port, connectTimeout: .seconds(2)))
+            client = IMClient(configuration: configuration, connector: TCPFrameLink.connector(host: "127.0.0.1", port: port, connectTimeout: .seconds(2)))
             client.onDelivery = { [weak self] _, id, state in if state.isFinal { self?.final[id] = state } }
             client.onMessage = { [weak self] _, message in self?.received[message.from + "\u{0}" + message.id, default: 0] += 1 }
             client.onDisconnect = { [weak self] _, _ in self?.disconnects += 1 }

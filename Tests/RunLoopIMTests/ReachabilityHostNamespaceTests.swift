@@ -1,4 +1,5 @@
 @testable import RunLoopIM
+@testable import RunLoopIMCore
 import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
@@ -46,7 +47,7 @@ struct ReachabilityHostNamespaceTests {
             try server.listen(host: "127.0.0.1", port: 0)
             let reachability = try NetworkReachability(host: "localhost")
             let client = IMClient(configuration: clientConfiguration("alice"),
-                                  connector: TCPTransport.connector(host: "localhost", port: server.port, connectTimeout: .seconds(5)))
+                                  connector: TCPFrameLink.connector(host: "localhost", port: server.port, connectTimeout: .seconds(5)))
             let log = ClientRecorder()
             log.attach(to: client)
             client.follow(reachability)

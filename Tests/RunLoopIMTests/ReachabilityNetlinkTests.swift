@@ -1,5 +1,6 @@
 import Glibc
 @testable import RunLoopIM
+@testable import RunLoopIMCore
 import Testing
 
 /// The netlink messages reachability reads, built by hand: no socket, no root.

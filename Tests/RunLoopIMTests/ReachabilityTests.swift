@@ -1,5 +1,6 @@
 import Glibc
 @testable import RunLoopIM
+@testable import RunLoopIMCore
 import RunLoopKit
 import RunLoopNet
 import RunLoopTesting

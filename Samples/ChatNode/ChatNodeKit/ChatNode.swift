@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Logging
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopIMSQLite
 import RunLoopKit
 import RunLoopNet

@@ -1,6 +1,7 @@
 import Glibc
 import Logging
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopKit
 import RunLoopNet
 
@@ -164,7 +165,7 @@ public final class TerminalClient {
         settings.heartbeat = .fixed(configuration.heartbeat)
         settings.backoff = configuration.backoff
         client = IMClient(configuration: settings, loop: loop,
-                          connector: TCPTransport.connector(host: configuration.host, port: configuration.port), logger: logger)
+                          connector: TCPFrameLink.connector(host: configuration.host, port: configuration.port), logger: logger)
         followUp = RunLoopSource(label: "chat-node client input") { [weak self] _ in self?.pump() }
         loop.add(followUp, forMode: .common)
         client.onStateChange = { [weak self] _, state in self?.stateChanged(state) }

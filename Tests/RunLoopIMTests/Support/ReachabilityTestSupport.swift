@@ -1,5 +1,6 @@
 import Glibc
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopKit
 import Testing
 

@@ -1,6 +1,7 @@
 import Glibc
 import Logging
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopKit
 import RunLoopTesting
 
