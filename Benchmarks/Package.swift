@@ -84,7 +84,6 @@ let package = Package(
             name: "IMFrameBench",
             dependencies: [
                 .product(name: "Benchmark", package: "package-benchmark"),
-                .product(name: "RunLoopIM", package: "RunLoopKit"),
                 .product(name: "RunLoopIMCore", package: "RunLoopKit"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 "BenchCommon",
