@@ -120,6 +120,8 @@ final class MemoryLinkWire {
         isConnecting = true
         at(loop.now) { [self] in
             isConnecting = false
+            // Closed by its owner within the pass: nothing connects.
+            guard link.isOpen else { return }
             if refusesConnect { return link.reportClosed(.failed(.refused)) }
             if let server { accept?(server) }
             link.reportOpened()
@@ -154,10 +156,13 @@ final class MemoryLinkWire {
 
     func bytesInFlight(from side: MemoryLinkSide) -> Int { channels[side.peer]!.bytesQueued }
 
-    /// Nothing is on its way that the loop will deliver: no connect pending, every channel empty,
-    /// stalled or dropped.
+    /// Nothing is on its way that the loop will deliver: no connect pending, and toward each end
+    /// nothing, or nothing it can take yet (stalled, dropped, or an end never opened).
     var isIdle: Bool {
-        !isConnecting && (isDropped || channels.values.allSatisfy { $0.queue.isEmpty || $0.isStalled })
+        !isConnecting && (isDropped || [MemoryLinkSide.client, .server].allSatisfy { side in
+            let channel = channels[side]!
+            return channel.queue.isEmpty || channel.isStalled || end(side)?.events == nil
+        })
     }
     private var isConnecting = false
 

@@ -209,6 +209,33 @@ struct MemoryFrameLinkTests {
         }
     }
 
+    @Test("discard: what is sent one way is thrown away unread (counted by the sender), the other way flows")
+    func discard() async throws {
+        try await onManualClockLoop { loop, _ in
+            let (pair, client, server) = openPair(loop)
+            pair.apply(.discard(.toClient))
+            try pair.server.send([note(1), note(2)])
+            try pair.client.send(note(3))
+            try pair.settle()
+            #expect(client.frames.isEmpty && pair.server.sentFrames == 2 && pair.server.bufferedOutputBytes == 0)
+            #expect(server.frames.map(\.serial) == [3])
+        }
+    }
+
+    @Test("the connector: a link its owner closes before it connected never reaches the acceptor")
+    func closedBeforeConnect() async throws {
+        try await onManualClockLoop { loop, _ in
+            var accepted = 0
+            let links = MemoryLinkConnector { _ in accepted += 1 }
+            let link = links.connector(loop, [.common], 1024)
+            let log = EndLog()
+            link.open(log.events)
+            link.close()
+            try #require(try links.lastPair?.settle() == true)
+            #expect(accepted == 0 && log.opened == 0 && log.closes.isEmpty)
+        }
+    }
+
     @Test("the connector: a refused connect fails that attempt with refused, the next one goes online")
     func refusedConnect() async throws {
         try await onManualClockLoop { loop, clock in

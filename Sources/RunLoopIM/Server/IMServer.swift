@@ -182,8 +182,8 @@ public final class IMServer {
 
     /// Runs a session over a link accepted elsewhere — a WebSocket upgrade on an HTTP listener, the
     /// server end of an in-memory link pair in a test — exactly as over the server's own TCP listener:
-    /// same login, limits, delivery and reports. The link must be open already and not yet opened by
-    /// anyone; the session opens it. Beyond ``Settings/maximumConnections`` sessions in all, the link
+    /// same login, limits, delivery and reports. The link must be connected already (accepted) and not
+    /// yet opened with events: the session opens it. Beyond ``Settings/maximumConnections`` sessions in all, the link
     /// gets ERROR `tooManyConnections` and is closed. Must be called on the loop's thread.
     public func adopt(_ link: IMFrameLink) {
         if let limit = settings.maximumConnections, open.count >= limit {
