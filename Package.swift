@@ -6,8 +6,9 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "RunLoopKit", targets: ["RunLoopKit"]),
-        .library(name: "RunLoopTesting", targets: ["RunLoopTesting"]),
+        .library(name: "RunLoopTesting", targets: ["RunLoopTesting", "RunLoopIMTesting"]),
         .library(name: "RunLoopNet", targets: ["RunLoopNet"]),
+        .library(name: "RunLoopIMCore", targets: ["RunLoopIMCore"]),
         .library(name: "RunLoopIM", targets: ["RunLoopIM"]),
         .library(name: "RunLoopIMSQLite", targets: ["RunLoopIMSQLite"]),
         .library(name: "RunLoopWebSocket", targets: ["RunLoopWebSocket"]),
@@ -57,6 +58,12 @@ let package = Package(
             dependencies: ["RunLoopKit", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
+            // The IM stack's in-memory link pair with a fault script: a target of its own in the
+            // RunLoopTesting product, so tests of the loop alone do not build the IM stack.
+            name: "RunLoopIMTesting",
+            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopIMCore", "RunLoopIM", "RunLoopTesting"]
+        ),
+        .target(
             name: "RunLoopNet",
             dependencies: [
                 "RunLoopKit",
@@ -65,10 +72,19 @@ let package = Package(
             ]
         ),
         .target(
+            // The IM protocol without a transport: wire format, messages and the pure machines.
+            name: "RunLoopIMCore",
+            dependencies: [
+                "RunLoopKit",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ]
+        ),
+        .target(
             name: "RunLoopIM",
             dependencies: [
                 "RunLoopKit",
                 "RunLoopNet",
+                "RunLoopIMCore",
                 "CRunLoopSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
@@ -77,7 +93,7 @@ let package = Package(
         .target(
             name: "RunLoopIMSQLite",
             dependencies: [
-                "RunLoopIM",
+                "RunLoopIM", "RunLoopIMCore",
                 "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -98,7 +114,7 @@ let package = Package(
             dependencies: [
                 "RunLoopKit",
                 "RunLoopNet",
-                "RunLoopIM",
+                "RunLoopIM", "RunLoopIMCore",
                 "RunLoopWebSocket",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
@@ -110,6 +126,7 @@ let package = Package(
             dependencies: [
                 "RunLoopKit",
                 "RunLoopIM",
+                "RunLoopIMCore",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -150,7 +167,7 @@ let package = Package(
             name: "IMRelay",
             dependencies: [
                 "RunLoopKit",
-                "RunLoopIM",
+                "RunLoopIM", "RunLoopIMCore",
                 "RunLoopIMSQLite",
                 "RunLoopChat",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -164,7 +181,7 @@ let package = Package(
             dependencies: [
                 "RunLoopKit",
                 "RunLoopNet",
-                "RunLoopIM",
+                "RunLoopIM", "RunLoopIMCore",
                 "RunLoopIMSQLite",
                 "RunLoopWebSocket",
                 "RunLoopIMWebSocket",
@@ -224,20 +241,21 @@ let package = Package(
         .testTarget(
             name: "ChatNodeTests",
             dependencies: [
-                "ChatNodeKit", "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMSQLite", "RunLoopWebSocket",
+                "ChatNodeKit", "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopWebSocket",
                 "RunLoopIMWebSocket", "RunLoopChat", "RunLoopTesting",
             ]
         ),
         .testTarget(
             name: "RunLoopIMTests",
             dependencies: [
-                "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMSQLite", "RunLoopChat", "RunLoopTesting",
+                "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopChat", "RunLoopTesting",
+                "RunLoopIMTesting",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),
         .testTarget(
             name: "RunLoopChatTests",
-            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMSQLite", "RunLoopChat", "RunLoopTesting"]
+            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopChat", "RunLoopTesting"]
         ),
         .testTarget(
             name: "RunLoopWebSocketTests",
@@ -246,7 +264,7 @@ let package = Package(
         .testTarget(
             name: "RunLoopIMWebSocketTests",
             dependencies: [
-                "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopWebSocket", "RunLoopIMWebSocket", "RunLoopTesting",
+                "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopWebSocket", "RunLoopIMWebSocket", "RunLoopTesting",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),

@@ -47,6 +47,7 @@ let package = Package(
                 .product(name: "RunLoopKit", package: "RunLoopKit"),
                 .product(name: "RunLoopNet", package: "RunLoopKit"),
                 .product(name: "RunLoopIM", package: "RunLoopKit"),
+                .product(name: "RunLoopIMCore", package: "RunLoopKit"),
                 "BenchSupport",
             ],
             path: "Sources/IMIdleProfile"
@@ -60,6 +61,7 @@ let package = Package(
                 .product(name: "RunLoopKit", package: "RunLoopKit"),
                 .product(name: "RunLoopNet", package: "RunLoopKit"),
                 .product(name: "RunLoopIM", package: "RunLoopKit"),
+                .product(name: "RunLoopIMCore", package: "RunLoopKit"),
                 "BenchSupport",
             ],
             path: "Sources/FanoutBench"
@@ -82,7 +84,7 @@ let package = Package(
             name: "IMFrameBench",
             dependencies: [
                 .product(name: "Benchmark", package: "package-benchmark"),
-                .product(name: "RunLoopIM", package: "RunLoopKit"),
+                .product(name: "RunLoopIMCore", package: "RunLoopKit"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 "BenchCommon",
             ],

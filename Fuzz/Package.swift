@@ -18,7 +18,7 @@ let package = Package(
             name: "FrameDecoderFuzz",
             dependencies: [
                 "CFuzzerDriver",
-                .product(name: "RunLoopIM", package: "RunLoopKit"),
+                .product(name: "RunLoopIMCore", package: "RunLoopKit"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),

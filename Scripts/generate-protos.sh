@@ -28,7 +28,7 @@ protoc --version >&2
 # version (Tests/PythonClient/requirements.txt) must match this protoc (3.21.x: protobuf 4.21.x).
 protoc --plugin=protoc-gen-swift="$plugin" \
   --swift_opt=Visibility=Public --swift_opt=FileNaming=DropPath \
-  --swift_out=Sources/RunLoopIM/Generated \
+  --swift_out=Sources/RunLoopIMCore/Generated \
   --python_out=Tests/PythonClient \
   -I proto proto/runloopim.proto
-echo "generated Sources/RunLoopIM/Generated/runloopim.pb.swift and Tests/PythonClient/runloopim_pb2.py" >&2
+echo "generated Sources/RunLoopIMCore/Generated/runloopim.pb.swift and Tests/PythonClient/runloopim_pb2.py" >&2

@@ -3,6 +3,7 @@ import Glibc
 import Logging
 import RunLoopChat
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopIMSQLite
 import RunLoopKit
 

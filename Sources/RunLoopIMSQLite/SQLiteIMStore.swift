@@ -1,5 +1,6 @@
 import Logging
 import RunLoopIM
+import RunLoopIMCore
 
 /// An ``IMServerStore`` in one SQLite file (WAL mode): messages, each user's undelivered inbox,
 /// abandoned ids, room members and the users seen. Every rule of the protocol's delivery guarantee is

@@ -1,6 +1,7 @@
 import Glibc
 import RunLoopChat
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
@@ -29,7 +30,7 @@ struct ChaosTests {
             configuration.loginTimeout = .seconds(2)
             configuration.ackTimeout = .seconds(2)
             configuration.backoff = ReconnectBackoff.Policy(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(500))
-            client = IMClient(configuration: configuration, connector: TCPTransport.connector(host: "127.0.0.1", port: port, connectTimeout: .seconds(2)))
+            client = IMClient(configuration: configuration, connector: TCPFrameLink.connector(host: "127.0.0.1", port: port, connectTimeout: .seconds(2)))
             chat = ChatClient(connection: client)
             chat.onDelivery = { [weak self] _, id, state in if state.isFinal { self?.final[id] = state } }
             chat.onMessage = { [weak self] _, message in self?.received[message.from + "\u{0}" + message.id, default: 0] += 1 }

@@ -1,6 +1,7 @@
 import Glibc
 import RunLoopChat
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopIMSQLite
 import RunLoopKit
 import RunLoopTesting

@@ -2,6 +2,7 @@ import ChatNodeKit
 import Glibc
 import RunLoopChat
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopIMSQLite
 import RunLoopKit
 import RunLoopNet
@@ -31,7 +32,7 @@ func client(_ user: String, password: String = "pw", port: UInt16, heartbeat: Du
     var configuration = IMClientConfiguration(user: user, password: password)
     configuration.heartbeat = .fixed(heartbeat)
     configuration.backoff = ReconnectBackoff.Policy(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(300))
-    return IMClient(configuration: configuration, connector: TCPTransport.connector(host: "127.0.0.1", port: port))
+    return IMClient(configuration: configuration, connector: TCPFrameLink.connector(host: "127.0.0.1", port: port))
 }
 
 @Suite("Chat node")

@@ -1,5 +1,6 @@
 import ChatNodeKit
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopKit
 import RunLoopNet
 import RunLoopTesting

@@ -2,6 +2,7 @@ import ChatNodeKit
 import Foundation
 import Glibc
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopKit
 import RunLoopNet
 import RunLoopTesting

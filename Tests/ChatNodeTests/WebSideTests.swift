@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import RunLoopChat
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopIMWebSocket
 import RunLoopKit
 import RunLoopNet
@@ -116,7 +117,7 @@ final class WebSocketPeer {
         messages.compactMap { message in
             switch message {
             case .text(let text): return try? IMJSONEnvelope.decode(text)
-            case .binary(let bytes): return try? WebSocketSessionLink.frame(fromBinary: bytes, maxBodyLength: 1 << 16).get()
+            case .binary(let bytes): return try? WebSocketFrameLink.frame(fromBinary: bytes, maxBodyLength: 1 << 16).get()
             }
         }
     }
@@ -150,7 +151,7 @@ struct WebBadInputTests {
 
         // Bystanders: one over WebSocket, one over TCP, logged in throughout.
         let browserLike = IMClient(configuration: IMClientConfiguration(user: "wendy", password: "pw"),
-                                   connector: WebSocketTransport.connector(host: "127.0.0.1", port: webPort))
+                                   connector: WebSocketFrameLink.connector(host: "127.0.0.1", port: webPort))
         // A long heartbeat: under the thread sanitizer with the whole suite running, this loop can be
         // starved for seconds, and a bystander dropped by the keepalive rule would prove nothing about
         // bad input.
@@ -365,7 +366,7 @@ struct WebGhostLoginTests {
         #expect(!seen.online.contains("ann"), "tom's presence list shows a user with no connection")
 
         let ann = IMClient(configuration: IMClientConfiguration(user: "ann", password: "pw"),
-                           connector: WebSocketTransport.connector(host: "127.0.0.1", port: webPort))
+                           connector: WebSocketFrameLink.connector(host: "127.0.0.1", port: webPort))
         ann.start()
         try #require(try spin(loop) { ann.state == .online }, "the real user was refused: \(ann.state)")
         try #require(try spin(loop) { seen.online.contains("ann") })

@@ -1,5 +1,6 @@
 import RunLoopChat
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopKit
 import RunLoopTesting
 import Testing

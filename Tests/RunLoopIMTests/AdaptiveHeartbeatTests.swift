@@ -1,6 +1,7 @@
 import RunLoopKit
 import Testing
 @testable import RunLoopIM
+@testable import RunLoopIMCore
 
 @Suite("Adaptive heartbeat")
 struct AdaptiveHeartbeatTests {

@@ -1,5 +1,7 @@
 import RunLoopKit
 import RunLoopTesting
+import RunLoopIMTesting
+import RunLoopIMCore
 import Testing
 @testable import RunLoopIM
 
@@ -21,13 +23,13 @@ struct ApplicationHandlerTests {
     func noHandlerIsUnknownCommand() async throws {
         try await onLoopThread {
             let server = IMServer(store: InMemoryIMStore())
-            let link = MemorySessionLink()
-            server.adopt(link)
+            let link = MemoryLinkPeer()
+            server.adopt(link.serverEnd)
             link.logIn("ann")
-            link.receive(PageLimitTests.join("lobby", serial: 7))
-            let error = try #require(link.sent(.error).last)
+            link.send(PageLimitTests.join("lobby", serial: 7))
+            let error = try #require(link.received(.error).last)
             #expect(error.code == .unknownCommand && error.serial == 7)
-            #expect(link.sent(.joinAck).isEmpty && !link.isOpen)
+            #expect(link.received(.joinAck).isEmpty && !link.isOpen)
         }
     }
 
@@ -37,18 +39,18 @@ struct ApplicationHandlerTests {
             let server = IMServer(store: InMemoryIMStore())
             let handler = RecordingHandler()
             server.applicationHandler = handler
-            let link = MemorySessionLink()
-            server.adopt(link)
+            let link = MemoryLinkPeer()
+            server.adopt(link.serverEnd)
             link.logIn("ann")
-            link.receive(PageLimitTests.join("lobby", serial: 3))
-            link.receive(IMFrame(command: .history, serial: 4))
+            link.send(PageLimitTests.join("lobby", serial: 3))
+            link.send(IMFrame(command: .history, serial: 4))
             var message = IMChatMessage()
             message.id = "m1"
             message.user = "ben"
-            link.receive(IMFrame(command: .send, serial: 5, message: message))
+            link.send(IMFrame(command: .send, serial: 5, message: message))
             #expect(handler.asked.map(\.user) == ["ann", "ann"] && handler.asked.map(\.command) == [.join, .history])
-            #expect(link.sent(.roomList).map(\.serial) == [3, 4] && link.sent(.roomList).allSatisfy { $0.code == .internalError })
-            #expect(link.sent(.sendAck).count == 1 && link.isOpen)
+            #expect(link.received(.roomList).map(\.serial) == [3, 4] && link.received(.roomList).allSatisfy { $0.code == .internalError })
+            #expect(link.received(.sendAck).count == 1 && link.isOpen)
         }
     }
 }

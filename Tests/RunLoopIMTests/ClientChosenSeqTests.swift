@@ -1,5 +1,6 @@
 import Testing
 @testable import RunLoopIM
+@testable import RunLoopIMCore
 @testable import RunLoopIMSQLite
 
 /// A DELIVER_ACK is client input, and a `seq` at or

@@ -1,4 +1,5 @@
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
@@ -29,7 +30,7 @@ struct ClientHostReachabilityNamespaceTests {
             try server.listen(host: "127.0.0.1", port: 0)
             let reachability = try NetworkReachability(host: "localhost")
             let client = IMClient(configuration: clientConfiguration("alice"),
-                                  connector: TCPTransport.connector(host: "localhost", port: server.port, connectTimeout: .seconds(5)))
+                                  connector: TCPFrameLink.connector(host: "localhost", port: server.port, connectTimeout: .seconds(5)))
             let log = ClientRecorder()
             log.attach(to: client)
             client.follow(reachability)

@@ -3,6 +3,7 @@ import RunLoopNet
 import RunLoopTesting
 import Testing
 @testable import RunLoopIM
+@testable import RunLoopIMCore
 
 @Suite("IM client and the server's limits, over loopback TCP")
 struct ClientLimitsLoopbackTests {

@@ -2,6 +2,7 @@ import RunLoopKit
 import RunLoopNet
 import Testing
 @testable import RunLoopIM
+@testable import RunLoopIMCore
 
 extension ClientHarness {
     /// Start, open, and answer the login with `response` (code 0).
@@ -46,7 +47,7 @@ extension ClientHarness {
 
     /// Drops the connection (reset) and lets the reconnect timer open the next one.
     mutating func dropAndReopen() {
-        record(machine.transportClosed(generation: generation, reason: .failed(.connectionReset), now: now))
+        record(machine.transportClosed(generation: generation, reason: .failed(.reset), now: now))
         let opens = self.opens
         while self.opens == opens, fireNext() {}
     }
@@ -297,7 +298,7 @@ struct ClientBackoffTests {
         #expect(wait >= .seconds(3) && wait <= .milliseconds(3_750))
         // The floor is for that one attempt: the next failure is back on the plain backoff.
         harness.fireNext()
-        harness.record(harness.machine.transportClosed(generation: harness.generation, reason: .failed(.connectionRefused), now: harness.now))
+        harness.record(harness.machine.transportClosed(generation: harness.generation, reason: .failed(.refused), now: harness.now))
         guard case .reconnecting(let next, _) = harness.machine.state else { Issue.record("\(harness.machine.state)"); return }
         #expect(next <= .seconds(1))
     }

@@ -2,6 +2,7 @@ import RunLoopKit
 import RunLoopNet
 import Testing
 @testable import RunLoopIM
+@testable import RunLoopIMCore
 
 /// Drives an ``IMClientMachine`` on virtual time: no loop, no sockets, no sleeping.
 struct ClientHarness {
@@ -178,7 +179,7 @@ struct ClientMachineTests {
         harness.record(harness.machine.start(now: harness.now))
         var delays: [Duration] = []
         for _ in 0..<8 {
-            harness.record(harness.machine.transportClosed(generation: harness.generation, reason: .failed(.connectionRefused), now: harness.now))
+            harness.record(harness.machine.transportClosed(generation: harness.generation, reason: .failed(.refused), now: harness.now))
             guard case .reconnecting(let delay, _) = harness.machine.state else { Issue.record("not reconnecting"); return }
             delays.append(delay)
             let fired = harness.fireNext()
@@ -204,10 +205,10 @@ struct ClientMachineTests {
         let (id, actions) = try harness.machine.send(text: "hi", to: .user("bob"), now: harness.now)
         harness.record(actions)
         for _ in 0..<3 {
-            harness.record(harness.machine.transportClosed(generation: harness.generation, reason: .failed(.connectionRefused), now: harness.now))
+            harness.record(harness.machine.transportClosed(generation: harness.generation, reason: .failed(.refused), now: harness.now))
             harness.fireNext()
         }
-        #expect(harness.machine.state == .closed(.gaveUp(attempts: 2, last: .transport(.failed(.connectionRefused)))))
+        #expect(harness.machine.state == .closed(.gaveUp(attempts: 2, last: .transport(.failed(.refused)))))
         #expect(harness.deliveries(of: id) == [.queued, .failed(.clientClosed)])
         #expect(harness.opens == 3)
     }
@@ -238,7 +239,7 @@ struct ClientMachineTests {
         harness.openAndLogin()
         #expect(harness.generation == old + 1 && harness.machine.state == .online)
         let before = harness.log.count
-        harness.record(harness.machine.transportClosed(generation: old, reason: .failed(.connectionReset), now: harness.now))
+        harness.record(harness.machine.transportClosed(generation: old, reason: .failed(.reset), now: harness.now))
         harness.record(harness.machine.frameReceived(IMFrame(command: .heartbeatAck, serial: 1), generation: old, now: harness.now))
         #expect(harness.log.count == before, "nothing happens for generation \(old)")
         #expect(harness.machine.state == .online && harness.opens == 2 && harness.disconnects.count == 1)
@@ -315,7 +316,7 @@ struct ClientMachineTests {
         harness.goOnline()
         let (id, actions) = try harness.machine.send(text: "x", to: .user("bob"), now: harness.now)
         harness.record(actions)
-        harness.record(harness.machine.transportClosed(generation: harness.generation, reason: .failed(.connectionReset), now: harness.now))
+        harness.record(harness.machine.transportClosed(generation: harness.generation, reason: .failed(.reset), now: harness.now))
         harness.fireNext()
         harness.openAndLogin()
         let sends = try harness.written(.send).map { try $0.decode(IMChatMessage.self).id }

@@ -1,4 +1,5 @@
 @testable import RunLoopIM
+@testable import RunLoopIMCore
 import RunLoopKit
 import RunLoopNet
 import RunLoopTesting

@@ -2,8 +2,10 @@ import RunLoopChat
 import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
+import RunLoopIMTesting
 import Testing
 @testable import RunLoopIM
+@testable import RunLoopIMCore
 @testable import RunLoopIMSQLite
 
 /// Issue 18 §1: a backlog of any size arrives in full over one login, a window at a time; a reader
@@ -28,10 +30,11 @@ struct FlowControlTests {
             settings.deliveryWindowMessages = 16
             settings.deliveryWindowBytes = 256 * 1024
             let server = IMServer(store: store, settings: settings)
-            let reader = MemorySessionLink()
-            server.adopt(reader)
+            let reader = MemoryLinkPeer()
+            server.adopt(reader.serverEnd)
             reader.logIn("bob")
-            reader.dropFromPeer()
+            reader.pair.apply(.reset)
+            reader.settle()
             // 600 × 60,000 B while bob is offline, stored as the server stores SENDs (decoding a
             // 60 KB SEND costs ~55 ms in a debug build; the SEND path has its own tests).
             for index in 0..<600 {
@@ -41,15 +44,15 @@ struct FlowControlTests {
                 }
             }
 
-            let bob = MemorySessionLink()
-            server.adopt(bob)
+            let bob = MemoryLinkPeer()
+            server.adopt(bob.serverEnd)
             #expect(bob.logIn("bob")?.header.code == 0)
             var received: [UInt64] = []
             var largestUnacknowledgedBytes = 0
             var rounds = 0
             while received.count < 600, rounds < 2000 {
                 rounds += 1
-                let fresh = bob.sent(.deliver).dropFirst(received.count)
+                let fresh = bob.received(.deliver).dropFirst(received.count)
                 let bytes = fresh.reduce(0) { $0 + $1.body.count }
                 largestUnacknowledgedBytes = max(largestUnacknowledgedBytes, bytes)
                 #expect(fresh.count <= 16, "never more than the window's count unacknowledged")
@@ -72,25 +75,25 @@ struct FlowControlTests {
             settings.deliveryWindowMessages = 8
             let server = IMServer(store: store, settings: settings)
             server.applicationHandler = ChatService()
-            let talker = MemorySessionLink(), quiet = MemorySessionLink()
+            let talker = MemoryLinkPeer(), quiet = MemoryLinkPeer()
             for (link, user) in [(talker, "ann"), (quiet, "ben")] {
-                server.adopt(link)
+                server.adopt(link.serverEnd)
                 link.logIn(user)
                 var join = IMRoomRequest()
                 join.room = "busy"
-                link.receive(IMFrame(command: .join, serial: 2, message: join))
+                link.send(IMFrame(command: .join, serial: 2, message: join))
             }
             for index in 0..<50 {
                 var message = IMChatMessage()
                 message.id = "r-\(index)"
                 message.room = "busy"
                 message.text = "line \(index)"
-                talker.receive(IMFrame(command: .send, serial: UInt32(10 + index), message: message))
+                talker.send(IMFrame(command: .send, serial: UInt32(10 + index), message: message))
             }
-            #expect(quiet.sent(.deliver).count == 8, "paused at the window: nothing more queued for it")
+            #expect(quiet.received(.deliver).count == 8, "paused at the window: nothing more queued for it")
             #expect(quiet.isOpen && server.onlineUsers == ["ann", "ben"])
             while quiet.acknowledgeDeliveries() > 0 {}
-            let texts = quiet.sent(.deliver).compactMap { try? $0.decode(IMChatMessage.self).text }
+            let texts = quiet.received(.deliver).compactMap { try? $0.decode(IMChatMessage.self).text }
             #expect(texts == (0..<50).map { "line \($0)" })
         }
     }
@@ -101,16 +104,16 @@ struct FlowControlTests {
             let store = InMemoryIMStore()
             let server = IMServer(store: store)
             server.applicationHandler = ChatService()
-            let alice = MemorySessionLink(), bob = MemorySessionLink()
-            server.adopt(alice)
+            let alice = MemoryLinkPeer(), bob = MemoryLinkPeer()
+            server.adopt(alice.serverEnd)
             alice.logIn("alice")
-            server.adopt(bob)
+            server.adopt(bob.serverEnd)
             bob.logIn("bob")
-            alice.receive(IMFrame(command: .send, serial: 5, message: Self.message(1, bytes: 10, to: "bob")))
-            #expect(bob.sent(.deliver).count == 1)
-            bob.bufferedOutputBytes = server.settings.maximumBufferedOutput
-            bob.receive(IMFrame(command: .listRooms, serial: 9))
-            #expect(bob.sent.last?.command == .error && bob.sent.last?.code == .tooSlow)
+            alice.send(IMFrame(command: .send, serial: 5, message: Self.message(1, bytes: 10, to: "bob")))
+            #expect(bob.received(.deliver).count == 1)
+            bob.serverEnd.reportedBufferedOutput = server.settings.maximumBufferedOutput
+            bob.send(IMFrame(command: .listRooms, serial: 9))
+            #expect(bob.received.last?.command == .error && bob.received.last?.code == .tooSlow)
             #expect(bob.closedFor == .tooSlow(bufferedBytes: server.settings.maximumBufferedOutput))
             #expect(store.undelivered(for: "bob").count == 1, "the unacknowledged message waits for the next login")
         }

@@ -1,6 +1,7 @@
 import Testing
 import SwiftProtobuf
 @testable import RunLoopIM
+@testable import RunLoopIMCore
 
 /// A bounded, seeded randomized test of the frame decoder: the in-suite half of issue 9's fuzzing
 /// (the long run is the libFuzzer target in `Fuzz/`). Deterministic — a failure names its seed and
@@ -60,7 +61,7 @@ struct FrameDecoderFuzzTests {
         case nil: return "clean"
         case .frameTooLarge: return "tooLarge"
         case .unsupportedVersion: return "version"
-        case .undecodableBody: return "undecodableFrame"  // the stream decoder never throws it
+        case .undecodableBody, .linkEncoding: return "undecodableFrame"  // the stream decoder never throws them
         }
     }
 

@@ -1,5 +1,6 @@
 import Testing
 @testable import RunLoopIM
+@testable import RunLoopIMCore
 
 @Suite("Frame codec")
 struct FrameDecoderTests {

@@ -3,6 +3,7 @@ import RunLoopNet
 import RunLoopTesting
 import Testing
 @testable import RunLoopIM
+@testable import RunLoopIMCore
 
 @Suite("Heartbeat and run loop modes")
 struct HeartbeatModesTests {
@@ -20,7 +21,7 @@ struct HeartbeatModesTests {
                 $0.backoff = ReconnectBackoff.Policy(initialDelay: .seconds(600), maximumDelay: .seconds(600))
             }
             let client = IMClient(configuration: configuration, modes: clientModes,
-                                  connector: TCPTransport.connector(host: "127.0.0.1", port: server.port))
+                                  connector: TCPFrameLink.connector(host: "127.0.0.1", port: server.port))
             let log = ClientRecorder()
             log.attach(to: client)
             client.start()

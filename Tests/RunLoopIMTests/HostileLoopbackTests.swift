@@ -2,8 +2,10 @@ import Glibc
 import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
+import RunLoopIMTesting
 import Testing
 @testable import RunLoopIM
+@testable import RunLoopIMCore
 
 /// Issue 18 over real loopback sockets, where the defects needed them: the output queue of a large
 /// backlog, frames at and over the size limit, and thousands of connections ending together.
@@ -44,7 +46,7 @@ struct HostileLoopbackTests {
             var mostQueued = 0
             let sampler = RunLoopTimer(after: .milliseconds(1), repeating: .milliseconds(1)) { _ in
                 for session in server.sessions {
-                    mostQueued = max(mostQueued, (session.link as? TCPSessionLink)?.connection.bufferedOutputBytes ?? 0)
+                    mostQueued = max(mostQueued, (session.link as? TCPFrameLink)?.connection.bufferedOutputBytes ?? 0)
                 }
             }
             loop.add(sampler, forMode: .common)

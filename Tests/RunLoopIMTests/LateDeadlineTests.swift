@@ -1,6 +1,7 @@
 import RunLoopKit
 import Testing
 @testable import RunLoopIM
+@testable import RunLoopIMCore
 
 /// A deadline that passes while the peer's bytes wait unread was missed by a busy loop, not by a silent
 /// peer (a stalled loop fires its timers before it reads): the verdict waits `lateAnswerGrace`.

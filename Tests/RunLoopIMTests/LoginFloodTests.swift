@@ -6,6 +6,7 @@ import RunLoopNet
 import RunLoopTesting
 import Testing
 @testable import RunLoopIM
+@testable import RunLoopIMCore
 
 /// A loop-thread value carried through a hop that ends on the same loop (`RunLoop.perform`).
 final class OnLoop<Value>: @unchecked Sendable {

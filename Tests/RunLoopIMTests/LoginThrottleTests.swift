@@ -2,6 +2,7 @@ import RunLoopKit
 import RunLoopNet
 import Testing
 @testable import RunLoopIM
+@testable import RunLoopIMCore
 
 /// The login admission decisions on virtual time: no sockets, no threads, `now` moved by hand.
 @Suite("Login throttle (virtual time)")

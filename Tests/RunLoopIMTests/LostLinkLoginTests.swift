@@ -1,4 +1,5 @@
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
@@ -7,21 +8,22 @@ import Testing
 /// A session link that is only what a test makes it: frames in by hand, and sends that fail once the
 /// connection is "gone" — as a WebSocket whose close handshake started, or a TCP stream being closed,
 /// refuses writes before it reports itself closed. Loop thread only.
-private final class VanishingLink: IMSessionLink {
+private final class VanishingLink: IMFrameLink {
     let loop = RunLoop.current
     var modes: [RunLoop.Mode] { [.common] }
     var remoteAddress: SocketAddress? { nil }
-    var events: IMSessionLinkEvents?
+    var events: IMFrameLinkEvents?
     var isGone = false
     var sent: [IMFrame] = []
 
-    func start(_ events: IMSessionLinkEvents) { self.events = events }
-    func send(_ frame: IMFrame) throws(NetError) {
+    func open(_ events: IMFrameLinkEvents) { self.events = events }
+    func send(_ frame: IMFrame) throws(IMLinkFailure) {
         if isGone { throw .outputClosed }
         sent.append(frame)
     }
-    func close(for reason: IMSessionEndReason) { isGone = true }
+    func close(for reason: IMSessionEndReason?) { isGone = true }
     func abort() { isGone = true }
+    func raiseInboundLimit(to bodyLength: Int) {}
 }
 
 /// Verdicts the test hands out by hand (loop thread only).

@@ -1,8 +1,10 @@
 import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
+import RunLoopIMTesting
 import Testing
 @testable import RunLoopIM
+@testable import RunLoopIMCore
 
 /// Issue 18 §3: many sessions ending at once (a network blip, a NAT reboot) must never recurse —
 /// ending one session used to write presence to the next, whose failed write ended it, and so on
@@ -16,19 +18,22 @@ struct MassDisconnectTests {
             let server = IMServer(store: InMemoryIMStore(), settings: .withoutLoginLimits)
             var presence: [String: [Bool]] = [:]
             server.onPresenceChange = { _, user, online in presence[user, default: []].append(online) }
-            let links = (0..<5000).map { _ in MemorySessionLink() }
+            let links = (0..<5000).map { _ in MemoryLinkPeer() }
             for (index, link) in links.enumerated() {
                 link.keepsFrames = false
-                server.adopt(link)
-                link.logIn("u\(index)")
+                server.adopt(link.serverEnd)
+                // All in one pass, as the sessions' logins arrive together.
+                link.logIn("u\(index)", settling: false)
             }
             try #require(try spin(loop) { presence.count == 5000 })
             #expect(server.onlineUsers.count == 5000)
             // The blip: every peer is gone, so every write fails, and the links learn it one by one.
-            for link in links { link.failsWrites = true }
+            for link in links { link.pair.apply(.outputFull(.server, true)) }
             var endedInsideThePass = 0
             server.onSessionEnd = { _, _, _ in endedInsideThePass += 1 }
-            for link in links { link.dropFromPeer("reset") }
+            for link in links { link.pair.apply(.reset) }
+            // The resets arrive together, on the loop's next pass.
+            try #require(try spin(loop) { endedInsideThePass == 5000 })
             #expect(endedInsideThePass == 5000 && server.sessions.isEmpty && server.onlineUsers.isEmpty)
             try #require(try spin(loop) { presence.values.allSatisfy { $0.count == 2 } })
             #expect(presence.values.allSatisfy { $0 == [true, false] }, "one online and one offline report per user")
@@ -40,23 +45,23 @@ struct MassDisconnectTests {
         try await onLoopThread {
             let loop = RunLoop.current
             let server = IMServer(store: InMemoryIMStore())
-            let watcher = MemorySessionLink()
-            server.adopt(watcher)
+            let watcher = MemoryLinkPeer()
+            server.adopt(watcher.serverEnd)
             watcher.logIn("watcher")
-            let first = MemorySessionLink()
-            server.adopt(first)
+            let first = MemoryLinkPeer()
+            server.adopt(first.serverEnd)
             first.logIn("flaky")
-            try #require(try spin(loop) { !watcher.sent(.presence).isEmpty })
-            let before = watcher.sent(.presence).count
-            first.dropFromPeer()
-            let second = MemorySessionLink()
-            server.adopt(second)
+            try #require(try spin(loop) { !watcher.received(.presence).isEmpty })
+            let before = watcher.received(.presence).count
+            first.pair.apply(.reset)
+            let second = MemoryLinkPeer()
+            server.adopt(second.serverEnd)
             second.logIn("flaky")
             // Blocks run in the order they were queued: once this one ran, the announcement had its turn.
             let settled = Box(false)
             try loop.performFromLoopThread(inModes: [.common]) { settled.value = true }
             try #require(try spin(loop) { settled.value })
-            #expect(watcher.sent(.presence).count == before, "offline-then-online in one pass is no change")
+            #expect(watcher.received(.presence).count == before, "offline-then-online in one pass is no change")
             #expect(server.onlineUsers == ["flaky", "watcher"])
         }
     }

@@ -2,9 +2,11 @@ import RunLoopChat
 import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
+import RunLoopIMTesting
 import SwiftProtobuf
 import Testing
 @testable import RunLoopIM
+@testable import RunLoopIMCore
 @testable import RunLoopIMSQLite
 
 /// Issue 18 §2 and §7: answers are cut to fit the frame limit in bytes, the room list is paged, rooms
@@ -29,21 +31,21 @@ struct PageLimitTests {
             defer { if let path { removeDatabase(path) } }
             let server = IMServer(store: store)
             server.applicationHandler = ChatService()
-            let link = MemorySessionLink()
-            server.adopt(link)
+            let link = MemoryLinkPeer()
+            server.adopt(link.serverEnd)
             link.logIn("hoarder")
             // 64 code points of a 3-byte character: 192 bytes a name.
             let names = (0..<1100).map { index in String(format: "%04d", index) + String(repeating: "語", count: 60) }
-            for (index, name) in names.enumerated() { link.receive(Self.join(name, serial: UInt32(10 + index))) }
-            #expect(link.sent(.joinAck).allSatisfy { $0.header.code == 0 })
+            for (index, name) in names.enumerated() { link.send(Self.join(name, serial: UInt32(10 + index))) }
+            #expect(link.received(.joinAck).allSatisfy { $0.header.code == 0 })
             var listed: [String] = []
             var after = ""
             for serial in UInt32(5000)... {
                 var request = IMListRoomsRequest()
                 request.after = after
                 request.limit = 500
-                link.receive(Self.request(.listRooms, request, serial: serial))
-                let answer = try #require(link.sent(.roomList).last)
+                link.send(Self.request(.listRooms, request, serial: serial))
+                let answer = try #require(link.received(.roomList).last)
                 #expect(answer.body.count <= server.settings.maximumFrameBody)
                 let page = try answer.decode(IMRoomList.self)
                 listed += page.rooms.map(\.name)
@@ -51,7 +53,7 @@ struct PageLimitTests {
                 after = last.name
             }
             #expect(listed == names)
-            #expect(link.sent(.roomList).count > 3, "cut by bytes, not only by count")
+            #expect(link.received(.roomList).count > 3, "cut by bytes, not only by count")
         }
     }
 
@@ -62,11 +64,11 @@ struct PageLimitTests {
             settings.maximumRoomsPerUser = 3
             let server = IMServer(store: InMemoryIMStore(), settings: settings)
             server.applicationHandler = ChatService()
-            let link = MemorySessionLink()
-            server.adopt(link)
+            let link = MemoryLinkPeer()
+            server.adopt(link.serverEnd)
             #expect(link.logIn("ann").flatMap { try? $0.decode(IMLoginResponse.self).limits.maxRoomsPerUser } == 3)
-            for (serial, room) in ["a", "b", "c", "a", "d"].enumerated() { link.receive(Self.join(room, serial: UInt32(serial + 2))) }
-            #expect(link.sent(.joinAck).map(\.code) == [.ok, .ok, .ok, .ok, .tooManyRooms])
+            for (serial, room) in ["a", "b", "c", "a", "d"].enumerated() { link.send(Self.join(room, serial: UInt32(serial + 2))) }
+            #expect(link.received(.joinAck).map(\.code) == [.ok, .ok, .ok, .ok, .tooManyRooms])
             #expect(link.isOpen)
         }
     }
@@ -77,10 +79,10 @@ struct PageLimitTests {
             let store = InMemoryIMStore()
             let server = IMServer(store: store)
             server.applicationHandler = ChatService()
-            let link = MemorySessionLink()
-            server.adopt(link)
+            let link = MemoryLinkPeer()
+            server.adopt(link.serverEnd)
             link.logIn("ann")
-            link.receive(Self.join("big", serial: 2))
+            link.send(Self.join("big", serial: 2))
             for index in 0..<7 {
                 var message = IMChatMessage()
                 message.id = "h-\(index)"
@@ -95,8 +97,8 @@ struct PageLimitTests {
                 var request = IMHistoryRequest()
                 request.room = "big"
                 request.beforeSeq = before
-                link.receive(Self.request(.history, request, serial: serial))
-                let answer = try #require(link.sent(.historyPage).last)
+                link.send(Self.request(.history, request, serial: serial))
+                let answer = try #require(link.received(.historyPage).last)
                 #expect(answer.body.count <= server.settings.maximumFrameBody)
                 let page = try answer.decode(IMHistoryPage.self)
                 pages += 1
@@ -125,16 +127,16 @@ struct PageLimitTests {
             let store = InMemoryIMStore()
             let server = IMServer(store: store)
             server.applicationHandler = ChatService()
-            let link = MemorySessionLink()
-            server.adopt(link)
+            let link = MemoryLinkPeer()
+            server.adopt(link.serverEnd)
             link.logIn("ann")
             for (serial, length) in [(2, 128), (3, 129), (4, 60_000)] {
                 var message = IMChatMessage()
                 message.id = String(repeating: "i", count: length)
                 message.user = "bob"
-                link.receive(IMFrame(command: .send, serial: UInt32(serial), message: message))
+                link.send(IMFrame(command: .send, serial: UInt32(serial), message: message))
             }
-            #expect(link.sent(.sendAck).map(\.code) == [.ok, .badRequest, .badRequest])
+            #expect(link.received(.sendAck).map(\.code) == [.ok, .badRequest, .badRequest])
             #expect(store.storedCount == 1 && link.isOpen)
         }
     }

@@ -5,6 +5,7 @@ import RunLoopNet
 import RunLoopTesting
 import Testing
 @testable import RunLoopIM
+@testable import RunLoopIMCore
 
 /// Issue 10: a client written in Python from docs/PROTOCOL.md and proto/runloopim.proto alone
 /// (Tests/PythonClient/imclient.py) logs in and chats with a Swift client — proof that the protocol

@@ -3,6 +3,7 @@ import RunLoopNet
 import RunLoopTesting
 import Testing
 @testable import RunLoopIM
+@testable import RunLoopIMCore
 
 @Suite("Server process killed and restarted")
 struct RelayRestartTests {

@@ -4,6 +4,7 @@ import RunLoopNet
 import RunLoopTesting
 import Testing
 @testable import RunLoopIM
+@testable import RunLoopIMCore
 @testable import RunLoopIMSQLite
 
 /// Answers to application requests, collected by serial.

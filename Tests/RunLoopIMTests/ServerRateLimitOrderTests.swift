@@ -1,6 +1,7 @@
 import RunLoopKit
 import Testing
 @testable import RunLoopIM
+@testable import RunLoopIMCore
 
 /// Issue 18 §6 on the server: after SEND_ACK `rateLimited` for X, no SEND the client wrote after X may
 /// be stored before X, however the token bucket refills meanwhile.

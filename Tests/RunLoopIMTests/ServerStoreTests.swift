@@ -1,5 +1,6 @@
 import Testing
 @testable import RunLoopIM
+@testable import RunLoopIMCore
 @testable import RunLoopIMSQLite
 
 /// The four rules every ``IMServerStore`` keeps, checked against each implementation.

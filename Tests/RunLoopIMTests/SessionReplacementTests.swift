@@ -3,6 +3,7 @@ import RunLoopNet
 import RunLoopTesting
 import Testing
 @testable import RunLoopIM
+@testable import RunLoopIMCore
 
 @Suite("Session replacement and the per-user limit")
 struct SessionReplacementTests {

@@ -1,4 +1,5 @@
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopIMWebSocket
 import RunLoopKit
 import RunLoopNet
@@ -79,14 +80,14 @@ final class HeldLoginServer {
         }
         im.onPresenceChange = { [weak self] _, user, online in self?.presence.append("\(user) \(online ? "online" : "offline")") }
         im.onSessionEnd = { [weak self] _, session, _ in
-            if let link = session.link as? WebSocketSessionLink { self?.connectionStatesAtEnd.append(link.connection.state) }
+            if let link = session.link as? WebSocketFrameLink { self?.connectionStatesAtEnd.append(link.connection.state) }
         }
         try web.listen()
     }
 
     /// Sessions whose WebSocket is still open (not closing, not closed).
     var linksLeftOpen: Int {
-        im.sessions.filter { ($0.link as? WebSocketSessionLink)?.connection.state == .open }.count
+        im.sessions.filter { ($0.link as? WebSocketFrameLink)?.connection.state == .open }.count
     }
 
     /// Accepts every check that waits.
@@ -186,7 +187,7 @@ struct GhostSessionTests {
 
         server.holdsChecks = false
         let ann = IMClient(configuration: configuration("ann"),
-                           connector: WebSocketTransport.connector(host: "127.0.0.1", port: server.web.port))
+                           connector: WebSocketFrameLink.connector(host: "127.0.0.1", port: server.web.port))
         ann.start()
         defer { ann.close() }
         try #require(try spin(loop) { ann.state == .online }, "the real user was refused: \(ann.state)")

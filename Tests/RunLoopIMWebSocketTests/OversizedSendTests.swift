@@ -1,4 +1,5 @@
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopIMWebSocket
 import RunLoopKit
 import RunLoopNet
@@ -12,17 +13,17 @@ final class LinkReports {
     var failures: [(IMStatusCode, UInt32)] = []
     var closed: [String] = []
 
-    var events: IMSessionLinkEvents {
-        IMSessionLinkEvents(
+    var events: IMFrameLinkEvents {
+        IMFrameLinkEvents(
             received: { [weak self] in self?.received.append($0) },
-            failed: { [weak self] code, _, serial in self?.failures.append((code, serial)) },
-            closed: { [weak self] in self?.closed.append($0) })
+            failed: { [weak self] error, serial in self?.failures.append((error.statusCode, serial)) },
+            closed: { [weak self] in self?.closed.append("\($0)") })
     }
 }
 
 /// The links a test's WebSocket server made, in the order the clients connected (loop thread only).
 final class AcceptedLinks {
-    var links: [WebSocketSessionLink] = []
+    var links: [WebSocketFrameLink] = []
     var reports: [LinkReports] = []
 }
 
@@ -43,9 +44,9 @@ struct OversizedSendTests {
         let web = WebSocketServer(configuration: configuration)
         let accepted = AcceptedLinks()
         web.onConnection = { _, connection in
-            let link = WebSocketSessionLink(connection: connection, maxBodyLength: bodyLimit, pingInterval: nil)
+            let link = WebSocketFrameLink(connection: connection, maxBodyLength: bodyLimit, pingInterval: nil)
             let report = LinkReports()
-            link.start(report.events)
+            link.open(report.events)
             accepted.links.append(link)
             accepted.reports.append(report)
         }

@@ -1,4 +1,5 @@
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopIMWebSocket
 import RunLoopKit
 import RunLoopNet
@@ -44,7 +45,7 @@ struct ServerPingTests {
         answering.connect(host: "127.0.0.1", port: web.port, target: "/ws")
         let deaf = DeafPeer(port: web.port)
         try #require(try spin(loop) { deaf.upgraded && answering.state == .open && server.sessions.count == 2 })
-        let answeringLink = try #require(server.sessions.compactMap { $0.link as? WebSocketSessionLink }.first { $0.remoteAddress?.port == answering.tcp.localAddress?.port })
+        let answeringLink = try #require(server.sessions.compactMap { $0.link as? WebSocketFrameLink }.first { $0.remoteAddress?.port == answering.tcp.localAddress?.port })
         let start = loop.now
         try #require(try spin(loop) { server.sessions.count == 1 }, "the deaf peer was not dropped")
         #expect(loop.now - start < .seconds(2), "dropped by the pings, not by the 10 s login timeout")

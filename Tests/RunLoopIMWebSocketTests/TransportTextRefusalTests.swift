@@ -1,4 +1,5 @@
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopIMWebSocket
 import RunLoopKit
 import RunLoopNet
@@ -30,7 +31,7 @@ struct TransportTextRefusalTests {
         try web.listen()
         defer { web.close() }
         let client = IMClient(configuration: IMClientConfiguration(user: "x", password: "pw"),
-                              connector: WebSocketTransport.connector(host: "127.0.0.1", port: web.port))
+                              connector: WebSocketFrameLink.connector(host: "127.0.0.1", port: web.port))
         client.onDisconnect = { _, reason in log.disconnects.append(reason) }
         client.start()
         try #require(try spin(loop) { log.closeCodes.count >= 2 && log.disconnects.count >= 2 })

@@ -1,4 +1,5 @@
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopIMWebSocket
 import RunLoopKit
 import RunLoopNet
@@ -66,15 +67,15 @@ struct WebSocketTransportTests {
             let tcpPort = server.im.port
             let webPort = server.web.port
             let web = IMClient(configuration: configuration("web"),
-                               connector: WebSocketTransport.connector(host: "127.0.0.1", port: webPort, connectTimeout: .seconds(5)))
+                               connector: WebSocketFrameLink.connector(host: "127.0.0.1", port: webPort, connectTimeout: .seconds(5)))
             let tcp = IMClient(configuration: configuration("tcp"),
-                               connector: TCPTransport.connector(host: "127.0.0.1", port: tcpPort, connectTimeout: .seconds(5)))
+                               connector: TCPFrameLink.connector(host: "127.0.0.1", port: tcpPort, connectTimeout: .seconds(5)))
             let webLog = Recorder(web)
             let tcpLog = Recorder(tcp)
             web.start()
             tcp.start()
             try #require(try spin(loop) { web.state == .online && tcp.state == .online })
-            #expect(server.im.sessions.contains { $0.link is WebSocketSessionLink })
+            #expect(server.im.sessions.contains { $0.link is WebSocketFrameLink })
 
             let toTCP = try web.send("over websocket", to: .user("tcp"))
             let toWeb = try tcp.send("over tcp", to: .user("web"))

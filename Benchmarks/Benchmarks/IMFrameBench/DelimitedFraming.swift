@@ -4,7 +4,7 @@
 import BenchCommon
 import Benchmark
 import Foundation
-import RunLoopIM
+import RunLoopIMCore
 import SwiftProtobuf
 
 func delimitedBenchmarks() {

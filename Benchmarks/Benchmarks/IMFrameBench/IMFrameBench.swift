@@ -7,7 +7,7 @@
 // (VarintFraming.swift), for a side-by-side of the framing cost. Scripts/im_frames.py prints the table.
 import BenchCommon
 import Benchmark
-import RunLoopIM
+import RunLoopIMCore
 
 let benchmarks: @Sendable () -> Void = {
     frameBenchmarks()

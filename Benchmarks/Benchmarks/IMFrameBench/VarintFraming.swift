@@ -3,7 +3,7 @@
 // 16-byte header against. Same message, same 1,000 per iteration, one buffer as in IMFrameBench.swift.
 import BenchCommon
 import Benchmark
-import RunLoopIM
+import RunLoopIMCore
 import SwiftProtobuf
 
 func varintBenchmarks() {

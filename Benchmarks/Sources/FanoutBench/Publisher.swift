@@ -1,5 +1,6 @@
 import BenchSupport
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopKit
 import RunLoopNet
 
@@ -29,7 +30,7 @@ final class Publisher {
         configuration.outboxLimit = max(configuration.outboxLimit, options.window)
         client = IMClient(
             configuration: configuration, loop: loop,
-            connector: TCPTransport.connector(host: "127.0.0.1", port: options.port))
+            connector: TCPFrameLink.connector(host: "127.0.0.1", port: options.port))
         let room = options.room
         client.onStateChange = { [unowned self] client, state in
             switch state {

@@ -1,5 +1,6 @@
 import BenchSupport
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopKit
 import RunLoopNet
 
@@ -47,7 +48,7 @@ final class Subscribers {
         configuration.loginTimeout = .seconds(Int64(options.readyTimeout))
         let client = IMClient(
             configuration: configuration, loop: loop,
-            connector: TCPTransport.connector(host: "127.0.0.1", port: options.port))
+            connector: TCPFrameLink.connector(host: "127.0.0.1", port: options.port))
         let room = options.room
         client.onStateChange = { [unowned self] client, state in
             switch state {

@@ -1,5 +1,6 @@
 import BenchSupport
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopKit
 
 /// The client side: `count` `IMClient`s on the calling thread's loop, opened a batch at a time (so
@@ -72,10 +73,10 @@ final class ClientRole {
         configuration.heartbeat = .fixed(options.heartbeat)
         configuration.answerTimeout = options.answerTimeout
         configuration.loginTimeout = options.readyTimeout
-        let tcp = TCPTransport.connector(host: "127.0.0.1", port: port)
+        let tcp = TCPFrameLink.connector(host: "127.0.0.1", port: port)
         let counters = counters
-        let client = IMClient(configuration: configuration, loop: loop, connector: { loop, modes in
-            CountingTransport(tcp(loop, modes), counters: counters)
+        let client = IMClient(configuration: configuration, loop: loop, connector: { loop, modes, maximumFrameBody in
+            CountingLink(tcp(loop, modes, maximumFrameBody), counters: counters)
         })
         client.onStateChange = { [unowned self] _, state in
             let now = state == .online

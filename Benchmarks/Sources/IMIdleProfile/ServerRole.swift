@@ -1,5 +1,6 @@
 import BenchSupport
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopKit
 import RunLoopNet
 

@@ -1,4 +1,4 @@
-import RunLoopIM
+import RunLoopIMCore
 import SwiftProtobuf
 
 /// Decodes a frame's body as its command's message, the way the server and client do; a command this

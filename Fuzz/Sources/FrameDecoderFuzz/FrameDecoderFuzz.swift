@@ -10,7 +10,7 @@
 // Every property that must hold is checked with `fuzzCheck`, which traps: libFuzzer reports a trap as
 // a crash and saves the input.
 import CFuzzerDriver
-import RunLoopIM
+import RunLoopIMCore
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -4,6 +4,7 @@ import Glibc
 import Logging
 import RunLoopChat
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopIMSQLite
 import RunLoopKit
 import RunLoopNet

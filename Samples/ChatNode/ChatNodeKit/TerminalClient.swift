@@ -2,6 +2,7 @@ import Glibc
 import Logging
 import RunLoopChat
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopKit
 import RunLoopNet
 
@@ -172,7 +173,7 @@ public final class TerminalClient {
         settings.heartbeat = .fixed(configuration.heartbeat)
         settings.backoff = configuration.backoff
         client = IMClient(configuration: settings, loop: loop,
-                          connector: TCPTransport.connector(host: configuration.host, port: configuration.port), logger: logger)
+                          connector: TCPFrameLink.connector(host: configuration.host, port: configuration.port), logger: logger)
         chat = ChatClient(connection: client)
         followUp = RunLoopSource(label: "chat-node client input") { [weak self] _ in self?.pump() }
         loop.add(followUp, forMode: .common)

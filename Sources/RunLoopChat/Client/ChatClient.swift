@@ -1,4 +1,5 @@
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopKit
 import SwiftProtobuf
 

@@ -1,4 +1,5 @@
 import RunLoopIM
+import RunLoopIMCore
 
 /// Why a ``ChatClient`` request ended without its answer.
 public enum ChatRequestError: Error, Equatable, Sendable, CustomStringConvertible {

@@ -1,4 +1,5 @@
 import RunLoopIM
+import RunLoopIMCore
 
 // Conversions between the domain types and the protobuf messages of docs/PROTOCOL.md: the only place
 // that knows both.

@@ -1,4 +1,5 @@
 import Logging
+import RunLoopIMCore
 import RunLoopKit
 import RunLoopNet
 import SwiftProtobuf
@@ -7,14 +8,14 @@ import SwiftProtobuf
 /// acknowledged delivery with resend, give-up and de-duplication — as sources on the loop.
 ///
 /// All decisions are made by an ``IMClientMachine``; this object only carries them out: it opens
-/// transports (a port source each), keeps one protocol timer (heartbeat, ping-pong, resend, backoff
+/// links (``IMFrameLink``, one per attempt), keeps one protocol timer (heartbeat, ping-pong, resend, backoff
 /// and login deadlines are all dates of that one timer) in the client's modes — the common modes by
 /// default, so the heartbeat keeps beating while the loop runs any common mode — and calls back.
 ///
 /// ```swift
 /// var configuration = IMClientConfiguration(user: "alice", password: "secret")
 /// configuration.heartbeat = .fixed(.seconds(30))
-/// let client = IMClient(configuration: configuration, connector: TCPTransport.connector(host: "127.0.0.1", port: 7100))
+/// let client = IMClient(configuration: configuration, connector: TCPFrameLink.connector(host: "127.0.0.1", port: 7100))
 /// client.onMessage = { _, message in print("\(message.from): \(message.text)") }
 /// client.onDelivery = { _, id, state in print("\(id): \(state)") }
 /// client.start()
@@ -57,20 +58,19 @@ public final class IMClient {
 
     private(set) var machine: IMClientMachine
     private let connector: IMConnector
-    private var transport: IMTransport?
+    private var transport: IMFrameLink?
     private var transportGeneration: UInt64 = 0
-    private var decoder: FrameDecoder
     private var timer: ProtocolTimer!
     private var keepAlive: IMClient?
-    private var pendingWriteFailure: (UInt64, NetError)?
+    private var pendingWriteFailure: (UInt64, IMLinkFailure)?
     private var followed: NetworkReachability?
     /// Inside one of the owner's own calls: callbacks wait for the loop's next pass.
     private var ownerCallDepth = 0
     private var deferredCallbacks: [IMClientAction] = []
 
     /// - Parameters:
-    ///   - connector: makes the transport for each attempt, e.g. ``TCPTransport/connector(host:port:connectTimeout:options:limits:)``.
-    ///   - modes: where the transports' sources and the protocol timer go.
+    ///   - connector: makes the link for each attempt, e.g. ``TCPFrameLink/connector(host:port:connectTimeout:options:limits:)``.
+    ///   - modes: where the links' sources and the protocol timer go.
     /// Must be called on the loop's thread.
     public init(configuration: IMClientConfiguration, loop: RunLoop = .current, modes: [RunLoop.Mode] = [.common],
                 connector: @escaping IMConnector, logger: Logger = Logger(label: "RunLoopIM.client")) {
@@ -81,7 +81,6 @@ public final class IMClient {
         self.connector = connector
         self.logger = logger
         machine = IMClientMachine(configuration: configuration)
-        decoder = FrameDecoder(maxBodyLength: configuration.maximumFrameBody)
         timer = ProtocolTimer(loop: loop, modes: modes, label: "im.client \(configuration.user)") { [weak self] in
             guard let self else { return }
             let now = self.loop.now
@@ -222,17 +221,17 @@ public final class IMClient {
         case .write(let frame):
             guard let transport else { return }
             do {
-                try transport.write(frame.encoded())
+                try transport.send(frame)
             } catch {
                 logger.debug("write failed: \(error)")
-                transport.close(graceful: false)
+                transport.abort()
                 self.transport = nil
                 pendingWriteFailure = (transportGeneration, error)
             }
         case .closeTransport(let generation, let graceful):
             guard generation == transportGeneration, let transport else { return }
             self.transport = nil
-            transport.close(graceful: graceful)
+            if graceful { transport.close() } else { transport.abort() }
         case .stateChanged, .disconnected, .received, .deliveryChanged, .response, .requestLost, .notice, .rateLimited:
             if ownerCallDepth == 0, deferredCallbacks.isEmpty { return deliver(action) }
             if deferredCallbacks.isEmpty {
@@ -273,17 +272,24 @@ public final class IMClient {
     }
 
     private func openTransport(_ generation: UInt64) {
-        transport?.close(graceful: false)
+        transport?.abort()
         transportGeneration = generation
-        decoder = FrameDecoder(maxBodyLength: machine.configuration.maximumFrameBody)
-        let transport = connector(loop, modes)
+        let transport = connector(loop, modes, machine.configuration.maximumFrameBody)
         self.transport = transport
-        transport.open(IMTransportEvents(
+        transport.open(IMFrameLinkEvents(
             opened: { [weak self] in
                 guard let self else { return }
                 self.apply(self.machine.transportOpened(generation: generation, now: self.loop.now))
             },
-            received: { [weak self] bytes in self?.received(bytes, generation: generation) },
+            received: { [weak self] frame in self?.received(frame, generation: generation) },
+            readEnded: { [weak self] in
+                guard let self, generation == self.transportGeneration else { return }
+                self.apply(self.machine.endOfInput(generation: generation, now: self.loop.now))
+            },
+            failed: { [weak self] error, _ in
+                guard let self, generation == self.transportGeneration else { return }
+                self.apply(self.machine.protocolError(generation: generation, error, now: self.loop.now))
+            },
             closed: { [weak self] reason in
                 guard let self else { return }
                 if generation == self.transportGeneration { self.transport = nil }
@@ -292,24 +298,12 @@ public final class IMClient {
         ))
     }
 
-    private func received(_ bytes: [UInt8], generation: UInt64) {
-        guard generation == transportGeneration else { return }
-        decoder.append(bytes)
-        while generation == transportGeneration, transport != nil {
-            let frame: IMFrame?
-            do {
-                frame = try decoder.next()
-            } catch {
-                apply(machine.protocolError(generation: generation, error, now: loop.now))
-                return
-            }
-            guard let frame else { break }
-            apply(machine.frameReceived(frame, generation: generation, now: loop.now))
-            // LOGIN_ACK may announce a larger frame limit; the frames after it in this read already
-            // count on it.
-            if machine.receiveLimit > decoder.maxBodyLength { decoder.raiseMaxBodyLength(to: machine.receiveLimit) }
-        }
-        apply(machine.endOfInput(generation: generation, now: loop.now))
+    private func received(_ frame: IMFrame, generation: UInt64) {
+        guard generation == transportGeneration, let transport else { return }
+        apply(machine.frameReceived(frame, generation: generation, now: loop.now))
+        // LOGIN_ACK may announce a larger frame limit; the frames after it in this read already
+        // count on it.
+        transport.raiseInboundLimit(to: machine.receiveLimit)
     }
 
     private func checkThread() {

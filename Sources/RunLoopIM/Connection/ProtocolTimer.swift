@@ -1,3 +1,4 @@
+import RunLoopIMCore
 import RunLoopKit
 
 /// The one timer a protocol machine needs: re-dated to the machine's next deadline after every input,

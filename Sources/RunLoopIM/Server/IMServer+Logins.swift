@@ -1,4 +1,5 @@
 import Logging
+import RunLoopIMCore
 import RunLoopKit
 import RunLoopNet
 
@@ -12,7 +13,7 @@ extension IMServer {
 
     /// Counts a new connection as not logged in yet, or refuses it (ERROR `tooManyConnections` with
     /// `retry_after_ms`, then close) when its address already has too many such connections.
-    func admitConnection(_ link: IMSessionLink) -> Bool {
+    func admitConnection(_ link: IMFrameLink) -> Bool {
         let address = LoginAddress(link.remoteAddress)
         if let wait = loginGate.throttle.connectionOpened(from: address, now: loop.now) {
             let text = "too many connections logging in from \(address)"
@@ -20,7 +21,7 @@ extension IMServer {
             try? link.send(Self.refusal(.tooManyConnections, text, retryAfter: wait))
             // Like the listener's own refusals: the ERROR and a FIN, then the descriptor goes at once,
             // not after a linger for the peer's FIN — refused connections must not fill the listener.
-            (link as? TCPSessionLink)?.connection.lingerTimeout = .zero
+            (link as? TCPFrameLink)?.connection.lingerTimeout = .zero
             link.close(for: .protocolError(.tooManyConnections, text))
             return false
         }

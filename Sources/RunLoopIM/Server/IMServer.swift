@@ -1,4 +1,5 @@
 import Logging
+import RunLoopIMCore
 import RunLoopKit
 import RunLoopNet
 import SwiftProtobuf
@@ -80,10 +81,8 @@ public final class IMServer {
         }
     }
 
-    /// Bytes between the frame limit and the largest SEND body: a DELIVER adds `from` (a user name of at
-    /// most 64 bytes, 66 with its field header), `seq` and `sent_at_ms` (11 each at most), and a
-    /// HISTORY_PAGE wraps each message in 4 more and adds 2 — 94 in all, rounded up.
-    public static let deliverReserve = 128
+    /// Bytes between the frame limit and the largest SEND body (``IMServerSessionMachine/deliverReserve``).
+    public static let deliverReserve = IMServerSessionMachine.deliverReserve
 
     public let loop: RunLoop
     public let settings: Settings
@@ -172,15 +171,16 @@ public final class IMServer {
     // MARK: Session callbacks
 
     private func accept(_ connection: TCPConnection) {
-        adopt(TCPSessionLink(connection: connection, maxBodyLength: settings.maximumFrameBody,
-                             skippableSendLength: settings.maximumSkippedSendBody))
+        adopt(TCPFrameLink(connection: connection, maxBodyLength: settings.maximumFrameBody,
+                           skippableSendLength: settings.maximumSkippedSendBody))
     }
 
-    /// Runs a session over a connection accepted elsewhere — a WebSocket upgrade on an HTTP listener —
-    /// exactly as over the server's own TCP listener: same login, limits, delivery and reports.
-    /// Beyond ``Settings/maximumConnections`` sessions in all, the link gets ERROR `tooManyConnections`
-    /// and is closed. Must be called on the loop's thread.
-    public func adopt(_ link: IMSessionLink) {
+    /// Runs a session over a link accepted elsewhere — a WebSocket upgrade on an HTTP listener, the
+    /// server end of an in-memory link pair in a test — exactly as over the server's own TCP listener:
+    /// same login, limits, delivery and reports. The link must be connected already (accepted) and not
+    /// yet opened with events: the session opens it. Beyond ``Settings/maximumConnections`` sessions in all, the link
+    /// gets ERROR `tooManyConnections` and is closed. Must be called on the loop's thread.
+    public func adopt(_ link: IMFrameLink) {
         if let limit = settings.maximumConnections, open.count >= limit {
             try? link.send(Self.serverFull)
             return link.close(for: .protocolError(.tooManyConnections, "server full"))

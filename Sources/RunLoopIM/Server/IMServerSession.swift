@@ -1,8 +1,9 @@
 import Logging
+import RunLoopIMCore
 import RunLoopKit
 import RunLoopNet
 
-/// One client's connection on an ``IMServer``: its ``IMSessionLink`` (TCP,
+/// One client's connection on an ``IMServer``: its ``IMFrameLink`` (TCP,
 /// or WebSocket through `RunLoopIMWebSocket`), the session's ``IMServerSessionMachine`` and its timer.
 /// Created by the server; loop thread only.
 public final class IMServerSession {
@@ -13,7 +14,7 @@ public final class IMServerSession {
     /// How long the client may stay silent (1.5 × its keepalive), once logged in.
     public var silenceLimit: Duration? { machine.silenceLimit }
     /// The connection underneath: frames in and out, in the client's encoding.
-    public let link: IMSessionLink
+    public let link: IMFrameLink
 
     weak var server: IMServer?
     private(set) var machine: IMServerSessionMachine
@@ -22,7 +23,7 @@ public final class IMServerSession {
     private(set) var window: DeliveryWindow
     private(set) var isEnded = false
 
-    init(link: IMSessionLink, server: IMServer) {
+    init(link: IMFrameLink, server: IMServer) {
         self.link = link
         self.server = server
         remoteAddress = link.remoteAddress
@@ -32,21 +33,21 @@ public final class IMServerSession {
             guard let self else { return }
             self.apply(self.machine.timerFired(now: self.link.loop.now, inputWaiting: self.link.hasUnreadInput))
         }
-        link.start(IMSessionLinkEvents(
+        link.open(IMFrameLinkEvents(
             received: { [weak self] frame in
                 guard let self, !self.isEnded else { return }
                 self.apply(self.machine.frameReceived(frame, now: self.link.loop.now))
-            },
-            failed: { [weak self] code, reason, serial in
-                self?.apply(self?.machine.protocolError(code, reason, serial: serial) ?? [])
             },
             oversized: { [weak self] header, prefix, limit in
                 guard let self, !self.isEnded else { return }
                 self.apply(self.machine.oversizedFrameReceived(header, bodyPrefix: prefix, limit: limit, now: self.link.loop.now))
             },
-            closed: { [weak self] why in
+            failed: { [weak self] error, serial in
+                self?.apply(self?.machine.protocolError(error.statusCode, error.description, serial: serial) ?? [])
+            },
+            closed: { [weak self] reason in
                 guard let self else { return }
-                self.apply(self.machine.transportClosed(why))
+                self.apply(self.machine.transportClosed("\(reason)"))
             }
         ))
         timer.schedule(at: machine.nextDeadline)

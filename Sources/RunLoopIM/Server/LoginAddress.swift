@@ -1,3 +1,4 @@
+import RunLoopIMCore
 import RunLoopNet
 
 /// Whom a login limit counts: an IPv4 address, or an IPv6 /64 — one subscriber's usual allocation,

@@ -1,3 +1,4 @@
+import RunLoopIMCore
 import RunLoopKit
 import RunLoopNet
 

@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import RunLoopIMCore
 #endif
 import RunLoopKit
 

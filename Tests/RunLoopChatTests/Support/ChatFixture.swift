@@ -1,5 +1,6 @@
 import RunLoopChat
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
@@ -28,7 +29,7 @@ final class ChatFixture {
         configuration.answerTimeout = .seconds(5)
         configuration.backoff = ReconnectBackoff.Policy(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(400))
         let connection = IMClient(configuration: configuration,
-                                  connector: TCPTransport.connector(host: "127.0.0.1", port: server.port, connectTimeout: .seconds(5)))
+                                  connector: TCPFrameLink.connector(host: "127.0.0.1", port: server.port, connectTimeout: .seconds(5)))
         let chat = ChatClient(connection: connection)
         let recorder = ChatRecorder(chat)
         clients.append(chat)

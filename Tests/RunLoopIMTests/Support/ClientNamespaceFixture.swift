@@ -1,4 +1,5 @@
 @testable import RunLoopIM
+@testable import RunLoopIMCore
 import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
@@ -67,7 +68,7 @@ final class ClientNamespaceFixture {
         // socket is made at once by start() (an IP literal needs no resolution), so here.
         if withPeer {
             let peer = IMClient(configuration: clientConfiguration("bob"),
-                                connector: TCPTransport.connector(host: pair.serverAddress, port: port, connectTimeout: .seconds(5)))
+                                connector: TCPFrameLink.connector(host: pair.serverAddress, port: port, connectTimeout: .seconds(5)))
             peerLog.attach(to: peer)
             peer.start()
             guard try spin(loop, for: .seconds(20), until: { peer.state == .online }) else {
@@ -82,10 +83,10 @@ final class ClientNamespaceFixture {
         // in the client namespace.
         try enterNetworkNamespace(pair.client)
         reachability = try NetworkReachability(target: target)
-        let base = TCPTransport.connector(host: pair.serverAddress, port: port, connectTimeout: .seconds(2))
-        client = IMClient(configuration: configuration, connector: { loop, modes in
+        let base = TCPFrameLink.connector(host: pair.serverAddress, port: port, connectTimeout: .seconds(2))
+        client = IMClient(configuration: configuration, connector: { loop, modes, maximumFrameBody in
             counters.attempts.append(loop.now)
-            return base(loop, modes)
+            return base(loop, modes, maximumFrameBody)
         })
         log.attach(to: client)
         client.follow(reachability)

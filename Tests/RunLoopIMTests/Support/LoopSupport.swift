@@ -2,6 +2,7 @@ import Glibc
 import RunLoopKit
 import RunLoopTesting
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopNet
 
 
@@ -42,7 +43,7 @@ func clientConfiguration(_ user: String, password: String = "pw", _ tweak: (inou
 }
 
 func makeClient(_ configuration: IMClientConfiguration, port: UInt16) -> IMClient {
-    IMClient(configuration: configuration, connector: TCPTransport.connector(host: "127.0.0.1", port: port, connectTimeout: .seconds(5)))
+    IMClient(configuration: configuration, connector: TCPFrameLink.connector(host: "127.0.0.1", port: port, connectTimeout: .seconds(5)))
 }
 
 /// A path for a temporary file that no other test uses.

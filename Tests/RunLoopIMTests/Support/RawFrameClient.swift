@@ -1,6 +1,7 @@
 import RunLoopKit
 import RunLoopNet
 @testable import RunLoopIM
+@testable import RunLoopIMCore
 
 /// A client that speaks frames over a real TCP connection and decides nothing: the test reads what
 /// arrives and writes what it likes — a client written from the spec, or a hostile one.

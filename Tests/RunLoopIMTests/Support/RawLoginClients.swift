@@ -3,6 +3,7 @@ import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
 @testable import RunLoopIM
+@testable import RunLoopIMCore
 
 func loginFrame(_ user: String, password: String = "pw", instance: String = "", keepalive: UInt32 = 300, serial: UInt32 = 1) -> IMFrame {
     var request = IMLoginRequest()

@@ -1,6 +1,7 @@
 import Glibc
 import Logging
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopKit
 
 /// `chat-node demo`: a node and three clients, each on a loop of its own, chatting while the network

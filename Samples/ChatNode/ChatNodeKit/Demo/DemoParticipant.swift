@@ -1,5 +1,6 @@
 import Logging
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopKit
 import RunLoopNet
 
@@ -31,7 +32,7 @@ final class DemoParticipant {
         configuration.backoff = ReconnectBackoff.Policy(initialDelay: .milliseconds(300), maximumDelay: .seconds(3))
         var logger = Logger(label: "demo.\(name)")
         logger.logLevel = .critical  // the narration says it all
-        client = IMClient(configuration: configuration, connector: TCPTransport.connector(host: "127.0.0.1", port: port, connectTimeout: .seconds(2)),
+        client = IMClient(configuration: configuration, connector: TCPFrameLink.connector(host: "127.0.0.1", port: port, connectTimeout: .seconds(2)),
                           logger: logger)
         recorder.attach(to: client.loop)
         client.onStateChange = { [weak self] client, state in

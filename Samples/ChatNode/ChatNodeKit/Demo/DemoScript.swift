@@ -2,6 +2,7 @@ import Glibc
 import Logging
 import RunLoopChat
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopKit
 
 /// The demo's script, run on the calling (main) thread; every actor lives on its own ``HostedLoop``.

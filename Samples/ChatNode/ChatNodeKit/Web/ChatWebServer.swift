@@ -1,5 +1,6 @@
 import Logging
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopIMWebSocket
 import RunLoopKit
 import RunLoopNet

@@ -5,7 +5,7 @@ import RunLoopWebSocket
 /// Browsers send `Origin` with every WebSocket upgrade and let any site open any `ws://` address, so
 /// without this check a page elsewhere could use a visitor's browser to register accounts on a node
 /// at 127.0.0.1 or flood its password checks. Native clients (the terminal client, IMClient over
-/// WebSocketTransport, scripts) send no `Origin` and are not affected.
+/// WebSocketFrameLink, scripts) send no `Origin` and are not affected.
 public enum OriginPolicy {
     /// `nil` to accept `request`; otherwise the 403 to answer. Accepted: no `Origin` field, or an
     /// `http://` / `https://` origin naming the same host and port as the request's `Host` field.

@@ -77,7 +77,7 @@ extension Duration {
         return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 
-    var secondsDouble: Double { Double(nanosecondsClamped) / 1e9 }
+    package var secondsDouble: Double { Double(nanosecondsClamped) / 1e9 }
 }
 
 #if canImport(Glibc)

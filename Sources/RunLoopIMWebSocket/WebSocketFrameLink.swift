@@ -1,17 +1,21 @@
 import RunLoopIM
+import RunLoopIMCore
 import RunLoopKit
 import RunLoopNet
 import RunLoopWebSocket
 
-/// An ``IMSessionLink`` on a server-side ``WebSocketConnection``: lets an ``IMServer`` run a session
-/// for a WebSocket client (``IMServer/adopt(_:)``) with the same logic as for TCP.
+/// An ``IMFrameLink`` on a ``WebSocketConnection``, either side: an ``IMClient`` connects through it
+/// (``connector(host:port:target:connectTimeout:configuration:)``), and an ``IMServer`` runs a session
+/// over an accepted one (``IMServer/adopt(_:pingInterval:)``), with the same logic as for TCP. The IM
+/// heartbeat and ping-pong run above it unchanged (they are IM frames).
 ///
 /// Encodings: a binary message carries exactly one IM frame, bytes as on TCP; a text message carries
-/// one ``IMJSONEnvelope``. The client's first message fixes the connection's encoding and every answer
-/// uses it; a message in the other encoding afterwards is a protocol error (ERROR `badRequest`).
-/// Before the first message (a login timeout) the server speaks binary.
+/// one ``IMJSONEnvelope``. A client's link speaks binary only: a text message from the server closes
+/// it with 1003 (unsupported data). On the server, the client's first message fixes the connection's
+/// encoding and every answer uses it; a message in the other encoding afterwards is a protocol error
+/// (ERROR `badRequest`). Before the first message (a login timeout) the server speaks binary.
 ///
-/// Liveness: besides the IM keepalive rule (the client's HEARTBEATs), the link sends a WebSocket ping
+/// Liveness (server side): besides the IM keepalive rule (the client's HEARTBEATs), the link sends a WebSocket ping
 /// every ``pingInterval`` — browsers answer pings by themselves though their scripts cannot send any —
 /// and drops a connection whose previous ping is still unanswered at the next one — unless the peer's
 /// bytes wait unread then (this loop was late, not the peer silent), which puts the verdict off by
@@ -26,12 +30,14 @@ import RunLoopWebSocket
 /// their limit.
 ///
 /// Closing: the session's end reason becomes the close code (``closeCode(for:)``), after the ERROR
-/// frame the session sent. The link reports the connection closed as soon as the peer's close frame
-/// (or a WebSocket violation) arrives — ``WebSocketConnection/onClosing`` — not when the close
+/// frame the session sent. A server's link reports the connection closed as soon as the peer's close
+/// frame (or a WebSocket violation) arrives — ``WebSocketConnection/onClosing`` — not when the close
 /// handshake and TCP are over, which a peer that keeps TCP open can put off until the close timeout:
-/// nothing can be sent any more, so the session ends there, whatever state its login is in.
+/// nothing can be sent any more, so the session ends there, whatever state its login is in. A
+/// client's link reports when the connection is closed. A WebSocket violation is reported as
+/// ``IMLinkFailure/protocolViolation(code:reason:)`` with its close code.
 /// Loop thread only.
-public final class WebSocketSessionLink: IMSessionLink {
+public final class WebSocketFrameLink: IMFrameLink {
     /// How the client writes its frames.
     public enum Encoding: Sendable, Equatable {
         /// Binary messages, one IM frame each (16-byte header + protobuf body).
@@ -40,13 +46,15 @@ public final class WebSocketSessionLink: IMSessionLink {
         case json
     }
 
-    /// The server-side WebSocket connection (its TCP connection has the addresses).
+    /// The WebSocket connection (its TCP connection has the addresses and buffer figures).
     public let connection: WebSocketConnection
     /// The client's encoding, once its first message arrived.
     public private(set) var encoding: Encoding?
-    /// Time between the server's WebSocket pings; `nil`: none.
+    /// Time between the server's WebSocket pings; `nil`: none (a client's link).
     public let pingInterval: Duration?
-    private let maxBodyLength: Int
+    private var maxBodyLength: Int
+    /// Where a client's link connects when opened; `nil` for a server's, open from the start.
+    private let endpoint: (host: String, port: UInt16, target: String, timeout: Duration)?
     private var isReporting = true
     private var pingTimer: RunLoopTimer?
     private var awaitingPong = false
@@ -61,6 +69,30 @@ public final class WebSocketSessionLink: IMSessionLink {
         self.connection = connection
         self.maxBodyLength = maxBodyLength
         self.pingInterval = pingInterval
+        endpoint = nil
+    }
+
+    /// A client's link: connects to `host`:`port` and upgrades at `target` when opened, then speaks
+    /// binary frames.
+    /// - Parameter target: the upgrade's request target (the chat node serves `/ws`).
+    public init(host: String, port: UInt16, target: String = "/ws", connectTimeout: Duration = .seconds(10),
+                maximumFrameBody: Int = 64 * 1024, loop: RunLoop = .current, modes: [RunLoop.Mode] = [.common],
+                configuration: WebSocketConfiguration = WebSocketConfiguration(),
+                options: TCPOptions = TCPOptions(), limits: TCPBufferLimits = TCPBufferLimits()) {
+        connection = WebSocketConnection(loop: loop, modes: modes, configuration: configuration, options: options, limits: limits)
+        maxBodyLength = maximumFrameBody
+        pingInterval = nil
+        encoding = .binary
+        endpoint = (host, port, target, connectTimeout)
+    }
+
+    /// A connector for ``IMClient``: a new WebSocket link to `host`:`port` `target` per attempt.
+    public static func connector(host: String, port: UInt16, target: String = "/ws", connectTimeout: Duration = .seconds(10),
+                                 configuration: WebSocketConfiguration = WebSocketConfiguration()) -> IMConnector {
+        { loop, modes, maximumFrameBody in
+            WebSocketFrameLink(host: host, port: port, target: target, connectTimeout: connectTimeout,
+                               maximumFrameBody: maximumFrameBody, loop: loop, modes: modes, configuration: configuration)
+        }
     }
 
     public var loop: RunLoop { connection.loop }
@@ -69,40 +101,77 @@ public final class WebSocketSessionLink: IMSessionLink {
     public var hasUnreadInput: Bool { connection.tcp.hasUnreadInput }
     public var bufferedOutputBytes: Int { connection.tcp.bufferedOutputBytes }
 
-    public func start(_ events: IMSessionLinkEvents) {
+    public func open(_ events: IMFrameLinkEvents) {
         connection.onMessage = { [weak self] _, message in self?.received(message, events) }
-        connection.onPong = { [weak self] _, _ in self?.awaitingPong = false }
-        // The session ends when the peer's close frame (or its violation) arrives, not when TCP ends:
-        // a peer that keeps its end of TCP open would keep the close handshake going until the
-        // close timeout, and a login decided meanwhile would find no connection to answer on.
-        connection.onClosing = { [weak self] _, cause in self?.lost("websocket closing: \(cause)", events) }
-        connection.onClose = { [weak self] _, info in self?.lost("websocket closed: \(info)", events) }
-        if let pingInterval { startPinging(every: pingInterval) }
+        connection.onClose = { [weak self] _, info in self?.lost(Self.closeReason(info), events) }
+        guard let endpoint else {
+            connection.onPong = { [weak self] _, _ in self?.awaitingPong = false }
+            // The session ends when the peer's close frame (or its violation) arrives, not when TCP
+            // ends: a peer that keeps its end of TCP open would keep the close handshake going until
+            // the close timeout, and a login decided meanwhile would find no connection to answer on.
+            connection.onClosing = { [weak self] _, cause in self?.lost(Self.closeReason(cause), events) }
+            if let pingInterval { startPinging(every: pingInterval) }
+            return
+        }
+        connection.onOpen = { _ in events.opened() }
+        if connection.state == .connecting {
+            connection.connect(host: endpoint.host, port: endpoint.port, target: endpoint.target, timeout: endpoint.timeout)
+        }
     }
 
-    /// The connection is gone for the session, whatever the close handshake still does: told once.
-    private func lost(_ why: String, _ events: IMSessionLinkEvents) {
+    /// The connection is gone for its owner, whatever the close handshake still does: told once.
+    private func lost(_ reason: IMLinkCloseReason, _ events: IMFrameLinkEvents) {
         stopPinging()
         guard isReporting else { return }
         isReporting = false
-        events.closed(why)
+        events.closed(reason)
     }
 
-    private func received(_ message: WebSocketMessage, _ events: IMSessionLinkEvents) {
+    private func received(_ message: WebSocketMessage, _ events: IMFrameLinkEvents) {
         guard isReporting else { return }
         let decoded: Result<IMFrame, IMEnvelopeError>
         switch message {
         case .binary(let bytes):
             decoded = encoding == .json ? .failure(mixed("binary")) : Self.frame(fromBinary: bytes, maxBodyLength: maxBodyLength)
             encoding = encoding ?? .binary
+        case .text where endpoint != nil:
+            // A client's link asked for binary frames; text means the peer is not speaking to it.
+            return connection.close(code: .unsupportedData, reason: "binary IM frames expected")
         case .text(let text):
             decoded = encoding == .binary ? .failure(mixed("text")) : Self.frame(fromJSON: text, maxBodyLength: maxBodyLength)
             encoding = encoding ?? .json
         }
         switch decoded {
-        case .success(let frame): events.received(frame)
-        case .failure(let error): events.failed(error.code, error.reason, error.serial)
+        case .success(let frame):
+            events.received(frame)
+            // One message is one read.
+            if isReporting { events.readEnded() }
+        case .failure(let error):
+            events.failed(.linkEncoding(error.code, error.reason), error.serial)
         }
+    }
+
+    /// What the owner is told when the connection closed: the TCP failure when there was one, a
+    /// violation with its close code, otherwise how it ended.
+    static func closeReason(_ info: WebSocketCloseInfo) -> IMLinkCloseReason {
+        if case .transport(let error) = info.error { return .failed(IMLinkFailure(error)) }
+        if info.initiatedByPeer { return .peerClosed }
+        if let error = info.error { return .failed(.protocolViolation(code: info.code.rawValue, reason: "\(error)")) }
+        return IMLinkCloseReason(info.transport)
+    }
+
+    /// What a server's owner is told when the close began.
+    static func closeReason(_ cause: WebSocketClosingCause) -> IMLinkCloseReason {
+        switch cause {
+        case .peerClosed: return .peerClosed
+        case .failed(.transport(let error)): return .failed(IMLinkFailure(error))
+        case .failed(let error):
+            return .failed(.protocolViolation(code: (error.closeCode ?? .protocolError).rawValue, reason: "\(error)"))
+        }
+    }
+
+    public func raiseInboundLimit(to bodyLength: Int) {
+        maxBodyLength = max(maxBodyLength, bodyLength)
     }
 
     private func mixed(_ kind: String) -> IMEnvelopeError {
@@ -148,21 +217,22 @@ public final class WebSocketSessionLink: IMSessionLink {
         return .success(frame)
     }
 
-    public func send(_ frame: IMFrame) throws(NetError) {
+    public func send(_ frame: IMFrame) throws(IMLinkFailure) {
         do {
             switch encoding ?? .binary {
             case .binary: try connection.send(binary: frame.encoded())
             case .json: try connection.send(text: IMJSONEnvelope.encode(frame))
             }
         } catch {
-            if case .transport(let netError) = error { throw netError }
+            if case .transport(let netError) = error { throw IMLinkFailure(netError) }
             throw .outputClosed
         }
     }
 
-    public func close(for reason: IMSessionEndReason) {
+    public func close(for reason: IMSessionEndReason?) {
         isReporting = false
         stopPinging()
+        guard let reason else { return connection.close() }
         connection.close(code: Self.closeCode(for: reason), reason: "\(reason)")
     }
 
@@ -222,9 +292,9 @@ public final class WebSocketSessionLink: IMSessionLink {
 
 extension IMServer {
     /// Runs an IM session for an open server-side WebSocket connection — from a ``WebSocketServer``'s
-    /// `onConnection`, or an HTTP server's upgrade — through a ``WebSocketSessionLink``.
+    /// `onConnection`, or an HTTP server's upgrade — through a ``WebSocketFrameLink``.
     /// Loop thread only.
     public func adopt(_ connection: WebSocketConnection, pingInterval: Duration? = .seconds(20)) {
-        adopt(WebSocketSessionLink(connection: connection, maxBodyLength: settings.maximumFrameBody, pingInterval: pingInterval))
+        adopt(WebSocketFrameLink(connection: connection, maxBodyLength: settings.maximumFrameBody, pingInterval: pingInterval))
     }
 }

@@ -1,5 +1,4 @@
 import RunLoopKit
-import RunLoopNet
 
 /// What the client connection must do, as decided by ``IMClientMachine``.
 public enum IMClientAction: Equatable, Sendable {
@@ -146,7 +145,7 @@ public struct IMClientMachine: Sendable {
     }
 
     /// The transport of `generation` closed by itself (not because an action asked for it).
-    public mutating func transportClosed(generation closed: UInt64, reason: CloseReason, now: LoopInstant) -> [IMClientAction] {
+    public mutating func transportClosed(generation closed: UInt64, reason: IMLinkCloseReason, now: LoopInstant) -> [IMClientAction] {
         switch phase {
         case .connecting(closed):
             // Never open: an attempt that failed, not a disconnect.
@@ -193,7 +192,7 @@ public struct IMClientMachine: Sendable {
     }
 
     /// Whatever deadline ``nextDeadline`` named has (perhaps) passed.
-    /// - Parameter inputWaiting: the transport holds the peer's bytes unread (``IMTransport/hasUnreadInput``).
+    /// - Parameter inputWaiting: the transport holds the peer's bytes unread (`IMFrameLink.hasUnreadInput`).
     ///   A login or answer deadline that passes then was missed by a busy loop, not by a silent peer:
     ///   it moves ``lateAnswerGrace`` on instead of dropping the connection, so the bytes get read
     ///   (and any frame starts the wait over).
@@ -516,7 +515,7 @@ public struct IMClientMachine: Sendable {
     func diedLikeNATTimeout(_ reason: IMDisconnectReason) -> Bool {
         switch reason {
         case .answerTimeout: return true
-        case .transport(.failed(.connectionReset)), .transport(.failed(.timedOut)): return true
+        case .transport(.failed(.reset)), .transport(.failed(.timedOut)): return true
         default: return false
         }
     }
@@ -564,8 +563,8 @@ public struct IMClientMachine: Sendable {
 }
 
 /// Random (version 4) UUIDs as text, for message ids.
-enum UUIDText {
-    static func random() -> String {
+package enum UUIDText {
+    package static func random() -> String {
         var bytes = (0..<16).map { _ in UInt8.random(in: 0...255) }
         bytes[6] = (bytes[6] & 0x0F) | 0x40
         bytes[8] = (bytes[8] & 0x3F) | 0x80

@@ -67,6 +67,10 @@ public enum IMFrameError: Error, Equatable, Sendable, CustomStringConvertible {
     case unsupportedVersion(UInt16)
     /// The body is not a valid encoding of the command's message.
     case undecodableBody(command: UInt16, reason: String)
+    /// The input broke the link's own encoding, above the bytes but below the frames (a WebSocket
+    /// message that is not exactly one frame, a JSON envelope that does not parse): `code` is what
+    /// the peer is told.
+    case linkEncoding(IMStatusCode, String)
 
     /// The code to send the peer before closing.
     public var statusCode: IMStatusCode {
@@ -74,6 +78,7 @@ public enum IMFrameError: Error, Equatable, Sendable, CustomStringConvertible {
         case .frameTooLarge: return .frameTooLarge
         case .unsupportedVersion: return .unsupportedVersion
         case .undecodableBody: return .badRequest
+        case .linkEncoding(let code, _): return code
         }
     }
 
@@ -83,6 +88,7 @@ public enum IMFrameError: Error, Equatable, Sendable, CustomStringConvertible {
         case .unsupportedVersion(let version): return "unsupported protocol version \(version)"
         case .undecodableBody(let command, let reason):
             return "undecodable body for \(IMCommand(rawValue: command).map { "\($0)" } ?? "command \(command)"): \(reason)"
+        case .linkEncoding(_, let reason): return reason
         }
     }
 }

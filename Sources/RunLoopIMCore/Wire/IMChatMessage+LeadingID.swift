@@ -12,11 +12,15 @@ extension IMChatMessage {
 }
 
 /// Reads varints and byte runs off the front of a Protocol Buffers encoding that may be cut short.
-struct ProtobufPrefixReader {
+package struct ProtobufPrefixReader {
     let bytes: [UInt8]
     var offset = 0
 
-    mutating func readVarint() -> UInt64? {
+    package init(bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
+    package mutating func readVarint() -> UInt64? {
         var value: UInt64 = 0
         var shift: UInt64 = 0
         while offset < bytes.count, shift < 64 {
@@ -29,7 +33,7 @@ struct ProtobufPrefixReader {
         return nil
     }
 
-    mutating func take(_ count: UInt64) -> ArraySlice<UInt8>? {
+    package mutating func take(_ count: UInt64) -> ArraySlice<UInt8>? {
         guard count <= UInt64(bytes.count - offset) else { return nil }
         defer { offset += Int(count) }
         return bytes[offset..<(offset + Int(count))]

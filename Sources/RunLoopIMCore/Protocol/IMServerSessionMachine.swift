@@ -70,7 +70,7 @@ public struct IMServerSessionMachine: Sendable {
         public var messageBurst: Double = 20
         /// The largest SEND body accepted; a larger one is answered SEND_ACK `frameTooLarge` and the
         /// session goes on. ``IMServer`` sets it from its frame limit (``IMServer/Settings/maximumSendBody``).
-        public var maximumSendBody = 64 * 1024 - IMServer.deliverReserve
+        public var maximumSendBody = 64 * 1024 - IMServerSessionMachine.deliverReserve
         /// The longest user name a LOGIN may carry, in UTF-8 bytes (`badRequest` beyond): names travel
         /// in every DELIVER's `from`, so their length is part of what makes a DELIVER fit the limit.
         public var maximumUserNameBytes = 64
@@ -87,10 +87,15 @@ public struct IMServerSessionMachine: Sendable {
         case ended
     }
 
+    /// Bytes between the frame limit and the largest SEND body: a DELIVER adds `from` (a user name of at
+    /// most 64 bytes, 66 with its field header), `seq` and `sent_at_ms` (11 each at most), and a
+    /// HISTORY_PAGE wraps each message in 4 more and adds 2 — 94 in all, rounded up.
+    public static let deliverReserve = 128
+
     public let settings: Settings
     var phase = Phase.awaitingLogin
     var lastReceived: LoopInstant
-    var loginDeadline: LoopInstant?
+    package var loginDeadline: LoopInstant?
     /// Set when a deadline passed with the peer's bytes unread: not judged again before this instant.
     var lateGraceUntil: LoopInstant?
     var announcedKeepalive = Duration.zero
@@ -237,7 +242,7 @@ public struct IMServerSessionMachine: Sendable {
         return takeActions()
     }
 
-    /// - Parameter inputWaiting: the link holds the peer's bytes unread (``IMSessionLink/hasUnreadInput``).
+    /// - Parameter inputWaiting: the link holds the peer's bytes unread (`IMFrameLink.hasUnreadInput`).
     ///   A deadline that passes then was missed by a busy loop, not by a silent peer: it is judged
     ///   again ``IMClientMachine/lateAnswerGrace`` later, after the bytes were read (any frame counts);
     ///   once until the next frame.

@@ -1,4 +1,3 @@
-import RunLoopNet
 
 /// Where an ``IMClient``'s connection is. Reported through ``IMClient/onStateChange``.
 public enum IMConnectionState: Equatable, Sendable, CustomStringConvertible {
@@ -58,7 +57,7 @@ public enum IMDisconnectReason: Error, Equatable, Sendable, CustomStringConverti
     /// answer timeout: the ping-pong verdict "the peer is gone", whatever TCP thinks.
     case answerTimeout(Duration)
     /// The transport closed or failed (refused, reset, peer closed, …).
-    case transport(CloseReason)
+    case transport(IMLinkCloseReason)
     /// Connecting and logging in took longer than the login timeout.
     case loginTimeout
     /// The server refused the login.
@@ -94,7 +93,7 @@ public enum IMDisconnectReason: Error, Equatable, Sendable, CustomStringConverti
     }
 }
 
-func formatSeconds(_ duration: Duration) -> String {
+package func formatSeconds(_ duration: Duration) -> String {
     let seconds = duration.secondsDouble
     if seconds >= 10 { return "\(Int(seconds.rounded())) s" }
     let tenths = (seconds * 10).rounded() / 10

@@ -1,0 +1,97 @@
+import RunLoopIMCore
+import RunLoopKit
+import RunLoopNet
+
+/// What a link tells the connection above it. Every callback runs on the link's loop thread, never
+/// inside a call the owner made on the link.
+public struct IMFrameLinkEvents {
+    /// The link connected: frames may be sent. Only for a link that connects (a client's); one that
+    /// was open from the start (accepted by a server) never calls it.
+    public var opened: () -> Void
+    /// A whole frame arrived.
+    public var received: (IMFrame) -> Void
+    /// Every frame of one read was given to ``received``: what answers them all at once (one
+    /// DELIVER_ACK for a read) goes out now.
+    public var readEnded: () -> Void
+    /// A frame whose body was over `limit` was read and dropped but for the first bytes of its body
+    /// (``FrameDecoder/Event/oversized(_:bodyPrefix:)``): the receiver answers it and goes on. Only a
+    /// link made to skip SENDs reports it; any other oversized frame is ``failed``.
+    public var oversized: (_ header: FrameHeader, _ bodyPrefix: [UInt8], _ limit: Int) -> Void
+    /// The input broke the protocol below the frame level (framing, version, size, or the link's own
+    /// encoding): the receiver answers ERROR `error.statusCode` (echoing `serial`, 0 when none was
+    /// readable) and ends. The link delivers nothing more after it.
+    public var failed: (_ error: IMFrameError, _ serial: UInt32) -> Void
+    /// The link closed underneath (the peer closed it, it failed); at most once, never after the owner
+    /// called ``IMFrameLink/close(for:)`` or ``IMFrameLink/abort()``.
+    public var closed: (IMLinkCloseReason) -> Void
+
+    public init(opened: @escaping () -> Void = {},
+                received: @escaping (IMFrame) -> Void,
+                readEnded: @escaping () -> Void = {},
+                oversized: @escaping (_ header: FrameHeader, _ bodyPrefix: [UInt8], _ limit: Int) -> Void = { _, _, _ in },
+                failed: @escaping (_ error: IMFrameError, _ serial: UInt32) -> Void,
+                closed: @escaping (IMLinkCloseReason) -> Void) {
+        self.opened = opened
+        self.received = received
+        self.readEnded = readEnded
+        self.oversized = oversized
+        self.failed = failed
+        self.closed = closed
+    }
+}
+
+/// The link under one IM connection, client or server side: frames in, frames out, in the peer's
+/// encoding — a TCP byte stream (``TCPFrameLink``), WebSocket messages (the `RunLoopIMWebSocket`
+/// module) or memory (the `RunLoopIMTesting` module). ``IMClient`` and ``IMServer`` are written once,
+/// above it.
+///
+/// Threads: loop thread only. A link is opened once; after the owner closed or aborted it, it reports
+/// nothing more.
+public protocol IMFrameLink: AnyObject {
+    /// The loop the link's sources run on (its owner's timer goes there too).
+    var loop: RunLoop { get }
+    /// The modes of those sources.
+    var modes: [RunLoop.Mode] { get }
+    /// The peer's address, for logs and per-address limits; `nil` when unknown.
+    var remoteAddress: SocketAddress? { get }
+    /// Starts delivering `events`; a link that connects starts connecting.
+    func open(_ events: IMFrameLinkEvents)
+    /// Queues one frame for the peer.
+    /// - Throws: ``IMLinkFailure/outputFull(limit:)`` when the peer does not read, or
+    ///   ``IMLinkFailure/outputClosed``: the owner drops the link.
+    func send(_ frame: IMFrame) throws(IMLinkFailure)
+    /// Queues several frames at once (presence notices for many users): a link that can writes them
+    /// in one go.
+    func send(_ frames: [IMFrame]) throws(IMLinkFailure)
+    /// Closes gracefully after what was sent, saying why where the transport can (a WebSocket close
+    /// code) when a server session ended for `reason`; `nil`: the client's own close.
+    func close(for reason: IMSessionEndReason?)
+    /// Drops the link at once, the way a crash looks to the peer.
+    func abort()
+    /// Accepts frame bodies up to `bodyLength` from now on, also for input already read and not yet
+    /// delivered (a client raises it to what LOGIN_ACK announced, in the middle of a read). Never lowers.
+    func raiseInboundLimit(to bodyLength: Int)
+    /// Whether the peer's bytes wait unread (``TCPConnection/hasUnreadInput``): a deadline that
+    /// passes then was missed by a busy loop, not by a silent peer. A link that cannot tell says false.
+    var hasUnreadInput: Bool { get }
+    /// Bytes sent and not yet taken by the peer: a server ends a client that leaves too much unread
+    /// (``IMServer/Settings/maximumBufferedOutput``). A link that cannot tell says 0.
+    var bufferedOutputBytes: Int { get }
+}
+
+extension IMFrameLink {
+    public func send(_ frames: [IMFrame]) throws(IMLinkFailure) {
+        for frame in frames { try send(frame) }
+    }
+
+    /// Closes gracefully after what was sent, with no session end reason (a client's close).
+    public func close() { close(for: nil) }
+
+    public var hasUnreadInput: Bool { false }
+    public var bufferedOutputBytes: Int { 0 }
+}
+
+/// Makes a fresh link for each of an ``IMClient``'s connection attempts, on the client's loop and
+/// modes, accepting frame bodies up to `maximumFrameBody` (``IMClientConfiguration/maximumFrameBody``)
+/// until the client raises it.
+public typealias IMConnector = (_ loop: RunLoop, _ modes: [RunLoop.Mode], _ maximumFrameBody: Int) -> IMFrameLink

@@ -1,0 +1,64 @@
+/// Why a link under an IM connection ended, in words every transport can say: the IM logic above it
+/// (``IMDisconnectReason/transport(_:)``, ``IMClientMachine/transportClosed(generation:reason:now:)``)
+/// decides on these alone, whether the link is TCP, WebSocket or in memory.
+public enum IMLinkCloseReason: Equatable, Sendable, CustomStringConvertible {
+    /// This side closed it, gracefully.
+    case closed
+    /// This side dropped it at once.
+    case aborted
+    /// The peer ended it in good order (a FIN, a WebSocket close frame).
+    case peerClosed
+    /// It failed.
+    case failed(IMLinkFailure)
+
+    /// The failure, when it failed.
+    public var failure: IMLinkFailure? {
+        if case .failed(let failure) = self { return failure }
+        return nil
+    }
+
+    public var description: String {
+        switch self {
+        case .closed: return "closed"
+        case .aborted: return "aborted"
+        case .peerClosed: return "peer closed"
+        case .failed(let failure): return "failed: \(failure)"
+        }
+    }
+}
+
+/// How a link failed, or why it refused a frame (``IMFrameLink``'s `send` throws it): the kinds
+/// the IM logic tells apart (a reset or a timeout looks like a NAT mapping that expired), and the
+/// transport's own words for the rest.
+public enum IMLinkFailure: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The peer refused the connection.
+    case refused
+    /// The connection was reset (or broke: a write to a closed peer).
+    case reset
+    /// Connecting or waiting for the peer took too long (the transport's own timeout).
+    case timedOut
+    /// No route to the peer's host or network.
+    case unreachable
+    /// The output queue is at its limit: the peer does not read.
+    case outputFull(limit: Int)
+    /// The link takes nothing more: it is closing or closed.
+    case outputClosed
+    /// The peer broke the link's own encoding, below the IM frames: e.g. a WebSocket violation, with
+    /// its close code and text.
+    case protocolViolation(code: UInt16, reason: String)
+    /// Anything else, in the transport's words.
+    case other(String)
+
+    public var description: String {
+        switch self {
+        case .refused: return "connection refused"
+        case .reset: return "connection reset by peer"
+        case .timedOut: return "timed out"
+        case .unreachable: return "host unreachable"
+        case .outputFull(let limit): return "write refused: output queue limit of \(limit) bytes reached"
+        case .outputClosed: return "output is closed"
+        case .protocolViolation(let code, let reason): return "protocol violation (\(code))\(reason.isEmpty ? "" : ": \(reason)")"
+        case .other(let text): return text
+        }
+    }
+}
