@@ -224,14 +224,11 @@ extension TCPConnection {
 
     // MARK: read timeout
 
-    /// How long a timeout that fired with the peer's bytes waiting unread waits before judging again.
-    static var lateTimeoutGrace: Duration { .milliseconds(50) }
-
     /// A new wait starts: a request became first in line, the timeout changed, reading resumed.
     func restartReadWait() {
         readWaitStart = loop.now
         readExtension = .zero
-        tookLateGrace = false
+        readSilence.startOver()
         armReadTimer()
     }
 
@@ -259,14 +256,16 @@ extension TCPConnection {
     func readTimerFired() {
         guard let deadline = readDeadline else { return }
         let now = loop.now
-        if now < deadline { return armReadTimer() }
-        if !tookLateGrace, hasUnreadInput {
-            // Late, not silent: the bytes are read on this pass or the next; judge again after that.
-            // Asked before `shouldTimeoutRead`, whose answer may be a refusal (a server's 408). Once
-            // per wait, so a peer that drips bytes cannot keep a request alive this way.
-            tookLateGrace = true
-            readExtension += (now - deadline) + Self.lateTimeoutGrace
+        // Late, not silent: asked before `shouldTimeoutRead`, whose answer may be a refusal (a
+        // server's 408). Once per wait, so a peer that drips bytes cannot keep a request alive this way.
+        switch readSilence.judge(deadline, now: now, peerBytesWaiting: { hasUnreadInput }) {
+        case .fine:
             return armReadTimer()
+        case .extend(let until):
+            readExtension += until - deadline
+            return armReadTimer()
+        case .expired:
+            break
         }
         if let ask = shouldTimeoutRead, let more = ask(self, now - readWaitStart), more > .zero {
             guard state == .connected else { return }

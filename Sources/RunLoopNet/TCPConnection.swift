@@ -164,8 +164,8 @@ public final class TCPConnection {
 
     var readWaitStart = LoopInstant(nanoseconds: 0)
     var readExtension = Duration.zero
-    /// Whether this read wait already had its grace for bytes that were waiting unread.
-    var tookLateGrace = false
+    /// Late, not silent: one grace per read wait for bytes that were waiting unread.
+    var readSilence = SilenceDeadline(renewal: .perWait)
     var lastWriteProgress = LoopInstant(nanoseconds: 0)
     var writeExtension = Duration.zero
     var connectTimer: DeadlineTimer?
