@@ -32,7 +32,7 @@ extension TCPConnection {
         state = .resolving
         resolutionGeneration += 1
         let generation = resolutionGeneration
-        let bound = LoopBound(self)
+        let bound = LoopBound(self, loop: loop)
         let loop = self.loop
         let modes = self.modes
         logger.trace("resolving \(host)")

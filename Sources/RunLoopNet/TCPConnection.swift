@@ -265,7 +265,7 @@ public final class TCPConnection {
     func scheduleDeferredPass() {
         guard !deferredPassScheduled else { return }
         deferredPassScheduled = true
-        let bound = LoopBound(self)
+        let bound = LoopBound(self, loop: loop)
         loop.perform(inModes: modes) { bound.value.runDeferredPass() }
     }
 

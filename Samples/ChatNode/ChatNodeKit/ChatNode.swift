@@ -256,9 +256,3 @@ public enum ChatNodeError: Error, Equatable, CustomStringConvertible {
     }
 }
 
-/// A value that may only be used on one loop's thread, carried through a `@Sendable` hop that ends on
-/// that thread (`RunLoop.perform`). The compiler cannot see that the hop returns to the same thread.
-final class LoopThreadOnly<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
-}

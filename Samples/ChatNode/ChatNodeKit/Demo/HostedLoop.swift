@@ -7,7 +7,7 @@ import RunLoopTesting
 ///
 /// ``sync(_:)`` runs a closure on that thread and waits for it; it is how the demo's script (on the
 /// main thread) reaches objects that live on the loop. Those objects never leave their thread: the
-/// closures only travel inside ``LoopThreadOnly`` boxes, and run where the objects live.
+/// closures only travel inside `LoopBound` boxes, and run where the objects live.
 final class HostedLoop: @unchecked Sendable {
     let name: String
     /// The label of the script's blocks, which the timeline leaves out: they are the demo watching,
@@ -35,7 +35,7 @@ final class HostedLoop: @unchecked Sendable {
     /// Runs `body` on the loop's thread and returns its result; the loop must be running.
     func sync<T>(_ body: @escaping () throws -> T) throws -> T {
         let result = ResultBox<T>()
-        let work = LoopThreadOnly(body)
+        let work = LoopBound(body, loop: loop)
         let done = Latch()
         loop.perform(inModes: [.common], label: Self.probeLabel) {
             result.set(Result { try work.value() })
@@ -47,7 +47,7 @@ final class HostedLoop: @unchecked Sendable {
 
     /// Runs `body` on the loop's thread without waiting.
     func async(_ body: @escaping () -> Void) {
-        let work = LoopThreadOnly(body)
+        let work = LoopBound(body, loop: loop)
         loop.perform(inModes: [.common], label: Self.probeLabel) { work.value() }
     }
 
