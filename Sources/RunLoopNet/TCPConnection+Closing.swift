@@ -26,22 +26,26 @@ extension TCPConnection {
     /// abandoned either way.
     public func close(immediately: Bool = false) {
         checkThread()
+        callbacks.ownerCall { closeNow(immediately: immediately) }
+    }
+
+    private func closeNow(immediately: Bool) {
         switch state {
         case .closed:
             return
         case .idle, .resolving, .connecting:
-            finish(immediately ? .aborted : .closed, delivery: .deferred)
+            finish(immediately ? .aborted : .closed)
         case .closing:
-            if immediately { finish(.aborted, delivery: .deferred) }
+            if immediately { finish(.aborted) }
         case .connected:
-            if immediately { return finish(.aborted, delivery: .deferred) }
-            beginGracefulClose(.closed, delivery: .deferred)
+            if immediately { return finish(.aborted) }
+            beginGracefulClose(.closed)
         }
     }
 
     /// Starts the lingering close: no more input for the owner, output flushed, then
-    /// ``advanceGracefulClose(delivery:)`` shuts the output down and waits for the peer.
-    func beginGracefulClose(_ reason: CloseReason, delivery: Delivery) {
+    /// ``advanceGracefulClose()`` shuts the output down and waits for the peer.
+    func beginGracefulClose(_ reason: CloseReason) {
         state = .closing
         closeAfterFlush = reason
         readRequests.removeAll()
@@ -49,15 +53,15 @@ extension TCPConnection {
         input.removeAll()
         armReadTimer()
         // Keep watching input (if still open) so arriving bytes are discarded rather than left unread.
-        updateReadInterest(delivery: delivery)
+        updateReadInterest()
         guard state == .closing else { return }
-        flushOutput(delivery: delivery)
+        flushOutput()
     }
 
     /// Called whenever the closing connection may move on: once the output queue is empty, shuts the
     /// output down (FIN after the last byte), then closes when the peer's end of input has been seen,
     /// or lingers until it is.
-    func advanceGracefulClose(delivery: Delivery) {
+    func advanceGracefulClose() {
         guard state == .closing, let reason = closeAfterFlush, output.isEmpty, fd >= 0 else { return }
         if !isOutputClosed {
             isOutputClosed = true
@@ -65,10 +69,10 @@ extension TCPConnection {
                 let code = errno
                 // ENOTCONN: the peer reset the connection; what was sent may not have arrived.
                 let error: NetError = code == ENOTCONN ? .connectionReset : .from(errno: code, operation: "shutdown")
-                return finish(.failed(error), delivery: delivery)
+                return finish(.failed(error))
             }
         }
-        if isInputClosed { return finish(reason, delivery: delivery) }
+        if isInputClosed { return finish(reason) }
         if lingerStart == nil {
             lingerStart = loop.now
             lingerUnacknowledged = Socket.unacknowledgedBytes(fd)
@@ -96,12 +100,12 @@ extension TCPConnection {
                 break
             }
         }
-        if failure != 0 { return finish(.failed(.from(errno: failure, operation: "recv")), delivery: .now) }
+        if failure != 0 { return finish(.failed(.from(errno: failure, operation: "recv"))) }
         guard endOfInput else { return }
         isInputClosed = true
-        updateReadInterest(delivery: .now)
+        updateReadInterest()
         armLingerTimer()
-        advanceGracefulClose(delivery: .now)
+        advanceGracefulClose()
     }
 
     // MARK: linger timeout
@@ -130,14 +134,14 @@ extension TCPConnection {
             lingerStart = now
             return armLingerTimer()
         }
-        finish(.failed(.timedOut(.linger)), delivery: .now)
+        finish(.failed(.timedOut(.linger)))
     }
 
     // MARK: the end
 
     /// Closes for good: everything off the loop, the descriptor closed, the listener told, the owner
     /// told once (now or on the next pass).
-    func finish(_ reason: CloseReason, delivery: Delivery) {
+    func finish(_ reason: CloseReason) {
         guard state != .closed else { return }
         state = .closed
         closeReason = reason
@@ -156,12 +160,11 @@ extension TCPConnection {
         case .failed(let error): logger.debug("connection \(remoteAddress?.description ?? "?") failed: \(error)")
         default: logger.trace("connection \(remoteAddress?.description ?? "?") closed: \(reason)")
         }
-        switch delivery {
-        case .now:
-            notifyClose(reason)
-        case .deferred:
+        if callbacks.isInsideOwnerCall {
             pendingCloseNotification = reason
             scheduleDeferredPass()
+        } else {
+            notifyClose(reason)
         }
         keepAlive = nil
     }

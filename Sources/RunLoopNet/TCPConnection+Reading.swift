@@ -46,8 +46,10 @@ extension TCPConnection {
         checkThread()
         guard !isReadingPaused else { return }
         isReadingPaused = true
-        updateReadInterest(delivery: .deferred)
-        armReadTimer()
+        callbacks.ownerCall {
+            updateReadInterest()
+            armReadTimer()
+        }
     }
 
     /// Resumes reading after ``pauseReading()``; buffered input is delivered on the loop's next pass.
@@ -55,9 +57,11 @@ extension TCPConnection {
         checkThread()
         guard isReadingPaused else { return }
         isReadingPaused = false
-        restartReadWait()
-        updateReadInterest(delivery: .deferred)
-        if !input.isEmpty { scheduleDeferredPass() }
+        callbacks.ownerCall {
+            restartReadWait()
+            updateReadInterest()
+            if !input.isEmpty { scheduleDeferredPass() }
+        }
     }
 
     /// Whether reading is paused by ``pauseReading()``.
@@ -82,9 +86,10 @@ extension TCPConnection {
         checkThread()
         guard state != .closed, state != .closing, !isInputClosed else { return }
         readRequests.append(request)
-        if readRequests.count == 1 { restartReadWait() }
-        if state == .connected {
-            updateReadInterest(delivery: .deferred)
+        callbacks.ownerCall {
+            if readRequests.count == 1 { restartReadWait() }
+            guard state == .connected else { return }
+            updateReadInterest()
             if !isDelivering && !input.isEmpty { scheduleDeferredPass() }
         }
     }
@@ -130,12 +135,12 @@ extension TCPConnection {
             guard state == .connected else { return }
         }
         if failure != 0 {
-            return finish(.failed(.from(errno: failure, operation: "recv")), delivery: .now)
+            return finish(.failed(.from(errno: failure, operation: "recv")))
         }
         if endOfInput {
             handleEndOfInput()
         } else {
-            updateReadInterest(delivery: .now)
+            updateReadInterest()
         }
     }
 
@@ -163,7 +168,7 @@ extension TCPConnection {
                         onOverflow(self)
                         guard state == .connected else { return }
                     }
-                    return finish(.failed(.delimiterNotFound(limit: limit)), delivery: .now)
+                    return finish(.failed(.delimiterNotFound(limit: limit)))
                 }
             } else if let onData, !input.isEmpty {
                 var bytes = input.takeAll()
@@ -178,7 +183,7 @@ extension TCPConnection {
 
     private func finishDelivery() {
         guard state == .connected else { return }
-        updateReadInterest(delivery: .now)
+        updateReadInterest()
         armReadTimer()
     }
 
@@ -209,16 +214,16 @@ extension TCPConnection {
         isInputClosed = true
         readRequests.removeAll()
         if isOutputClosed || (!allowsHalfClosure && output.isEmpty) {
-            return finish(.peerClosed, delivery: .now)
+            return finish(.peerClosed)
         }
         // End of input stays readable for ever (level-triggered): stop watching it.
-        updateReadInterest(delivery: .now)
+        updateReadInterest()
         armReadTimer()
         guard state == .connected else { return }
         if allowsHalfClosure {
             onInputClosed?(self)
         } else {
-            beginGracefulClose(.peerClosed, delivery: .now)
+            beginGracefulClose(.peerClosed)
         }
     }
 
@@ -273,6 +278,6 @@ extension TCPConnection {
             return armReadTimer()
         }
         guard state == .connected, readDeadline != nil else { return }
-        finish(.failed(.timedOut(.read)), delivery: .now)
+        finish(.failed(.timedOut(.read)))
     }
 }

@@ -21,6 +21,10 @@ extension TCPConnection {
     ///   ``shutdownOutput()`` or ``close(immediately:)``, or once closed.
     public func write(_ bytes: [UInt8]) throws(NetError) {
         checkThread()
+        try callbacks.ownerCall { () throws(NetError) in try queue(bytes) }
+    }
+
+    private func queue(_ bytes: [UInt8]) throws(NetError) {
         guard state != .closed, state != .closing, !shutdownRequested else { throw .outputClosed }
         guard !bytes.isEmpty else { return }
         guard output.count + bytes.count <= limits.writeLimit else { throw .writeBufferFull(limit: limits.writeLimit) }
@@ -33,7 +37,7 @@ extension TCPConnection {
                 if sent < 0 {
                     let code = Int32(-sent)
                     if code != EAGAIN && code != EWOULDBLOCK {
-                        return finish(.failed(.from(errno: code, operation: "send")), delivery: .deferred)
+                        return finish(.failed(.from(errno: code, operation: "send")))
                     }
                     output.append(bytes)
                 } else {
@@ -45,9 +49,9 @@ extension TCPConnection {
         } else {
             output.append(bytes)
         }
-        updateWriteInterest(delivery: .deferred)
+        updateWriteInterest()
         armWriteTimer()
-        updateWritability(delivery: .deferred)
+        updateWritability()
     }
 
     /// Queues the bytes of any sequence (a string's `utf8`, a slice). See ``write(_:)``.
@@ -62,11 +66,12 @@ extension TCPConnection {
         checkThread()
         guard state != .closed, state != .closing, !shutdownRequested else { return }
         shutdownRequested = true
-        if state == .connected && output.isEmpty && readSource != nil { completeShutdown(delivery: .deferred) }
+        guard state == .connected && output.isEmpty && readSource != nil else { return }
+        callbacks.ownerCall { completeShutdown() }
     }
 
     /// Sends what the socket takes, then settles interest, timers, writability and pending closes.
-    func flushOutput(delivery: Delivery) {
+    func flushOutput() {
         guard isOpen, fd >= 0 else { return }
         if !output.isEmpty {
             let (sent, outcome) = output.flush(to: fd)
@@ -75,44 +80,41 @@ extension TCPConnection {
                 writeExtension = .zero
             }
             if case .failed(let code) = outcome {
-                return finish(.failed(.from(errno: code, operation: "send")), delivery: delivery)
+                return finish(.failed(.from(errno: code, operation: "send")))
             }
         }
-        updateWriteInterest(delivery: delivery)
+        updateWriteInterest()
         guard isOpen else { return }
         armWriteTimer()
         // Closing: nobody produces any more, so writability is not reported; the close moves on.
-        if state == .closing { return advanceGracefulClose(delivery: delivery) }
-        guard output.isEmpty else { return updateWritability(delivery: delivery) }
-        if shutdownRequested && !isOutputClosed { completeShutdown(delivery: delivery) }
+        if state == .closing { return advanceGracefulClose() }
+        guard output.isEmpty else { return updateWritability() }
+        if shutdownRequested && !isOutputClosed { completeShutdown() }
         guard isOpen else { return }
-        updateWritability(delivery: delivery)
+        updateWritability()
     }
 
     /// The output queue is empty and a half-close was asked for: FIN goes out now.
-    func completeShutdown(delivery: Delivery) {
+    func completeShutdown() {
         guard !isOutputClosed, fd >= 0 else { return }
         isOutputClosed = true
         if Glibc.shutdown(fd, Int32(SHUT_WR)) != 0 {
             let code = errno
-            if code != ENOTCONN { return finish(.failed(.from(errno: code, operation: "shutdown")), delivery: delivery) }
+            if code != ENOTCONN { return finish(.failed(.from(errno: code, operation: "shutdown"))) }
         }
-        if isInputClosed { finish(.closed, delivery: delivery) }
+        if isInputClosed { finish(.closed) }
     }
 
     /// Applies the water marks; reports a change now (from a callout) or on the next pass (from a
-    /// write the owner made).
-    func updateWritability(delivery: Delivery) {
+    /// call the owner made).
+    func updateWritability() {
         if isWritable && output.count > limits.writeHighWaterMark {
             isWritable = false
         } else if !isWritable && output.count <= limits.writeLowWaterMark {
             isWritable = true
         }
         guard isWritable != reportedWritable else { return }
-        switch delivery {
-        case .now: reportWritability()
-        case .deferred: scheduleDeferredPass()
-        }
+        if callbacks.isInsideOwnerCall { scheduleDeferredPass() } else { reportWritability() }
     }
 
     /// Tells the owner about writability changes, one call per change, until it settles.
@@ -151,6 +153,6 @@ extension TCPConnection {
             return armWriteTimer()
         }
         guard isOpen, writeDeadline != nil else { return }
-        finish(.failed(.timedOut(.write)), delivery: .now)
+        finish(.failed(.timedOut(.write)))
     }
 }

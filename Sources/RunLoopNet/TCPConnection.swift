@@ -44,13 +44,6 @@ public final class TCPConnection {
         case closed
     }
 
-    /// How a close is reported: from inside the event that caused it, or on the loop's next pass when
-    /// the owner's own call caused it (so no callback runs inside a method the owner called).
-    enum Delivery {
-        case now
-        case deferred
-    }
-
     /// The loop the connection is scheduled on.
     public let loop: RunLoop
     /// The modes its sources and timers are in (``RunLoop/Mode/common`` by default).
@@ -155,6 +148,9 @@ public final class TCPConnection {
     var isReportingWritability = false
     var shutdownRequested = false
     var closeAfterFlush: CloseReason?
+    /// No callback runs inside a method the owner called: what such a call causes is reported on the
+    /// loop's next pass (see ``scheduleDeferredPass()``).
+    lazy var callbacks = CallbackDeferral(loop: loop, modes: modes, label: "tcp callbacks")
     var deferredPassScheduled = false
     var pendingCloseNotification: CloseReason?
 
@@ -261,12 +257,12 @@ public final class TCPConnection {
     }
 
     /// Work that must not run inside the owner's call: a close notification, buffered input for a
-    /// newly set consumer, a writability change. One block per burst, on the loop's next pass.
+    /// newly set consumer, a writability change. One pass per burst, which looks at what is due when
+    /// it runs; it holds the connection until then, so a close is reported to a released one too.
     func scheduleDeferredPass() {
         guard !deferredPassScheduled else { return }
         deferredPassScheduled = true
-        let bound = LoopBound(self, loop: loop)
-        loop.perform(inModes: modes) { bound.value.runDeferredPass() }
+        callbacks.runLater { self.runDeferredPass() }
     }
 
     private func runDeferredPass() {
@@ -303,13 +299,13 @@ public final class TCPConnection {
     /// A source left a mode without this connection asking: the loop's thread ended.
     private func sourceCancelled() {
         guard !isChangingInterest, state != .closed else { return }
-        finish(.failed(.loopTornDown), delivery: .now)
+        finish(.failed(.loopTornDown))
     }
 
     /// Adds or removes a source in every mode of the connection. False (and the connection failed) if
     /// the loop refused it.
     @discardableResult
-    func setWatching(_ source: RunLoopPortSource?, _ watching: Bool, delivery: Delivery) -> Bool {
+    func setWatching(_ source: RunLoopPortSource?, _ watching: Bool) -> Bool {
         guard let source else { return false }
         isChangingInterest = true
         defer { isChangingInterest = false }
@@ -320,14 +316,14 @@ public final class TCPConnection {
             return true
         } catch {
             isChangingInterest = false
-            finish(.failed(.system(errno: EBADF, operation: "watch socket (\(error))")), delivery: delivery)
+            finish(.failed(.system(errno: EBADF, operation: "watch socket (\(error))")))
             return false
         }
     }
 
     /// Input is watched while open, reading, not paused and below the input limit — and while a
     /// graceful close waits for the peer's end of input, whatever the owner had paused.
-    func updateReadInterest(delivery: Delivery) {
+    func updateReadInterest() {
         let wanted: Bool
         switch state {
         case .connected: wanted = fd >= 0 && !isInputClosed && !isReadingPaused && input.count < inputThreshold
@@ -335,22 +331,22 @@ public final class TCPConnection {
         case .idle, .resolving, .connecting, .closed: wanted = false
         }
         guard wanted != isReadWatched else { return }
-        if setWatching(readSource, wanted, delivery: delivery) { isReadWatched = wanted }
+        if setWatching(readSource, wanted) { isReadWatched = wanted }
     }
 
     /// Output is watched only while the handshake is in progress or output waits: a level-triggered
     /// writable socket would otherwise wake the loop on every pass.
-    func updateWriteInterest(delivery: Delivery) {
+    func updateWriteInterest() {
         let wanted = fd >= 0 && (state == .connecting || (isOpen && !output.isEmpty))
         guard wanted != isWriteWatched else { return }
-        if setWatching(writeSource, wanted, delivery: delivery) { isWriteWatched = wanted }
+        if setWatching(writeSource, wanted) { isWriteWatched = wanted }
     }
 
     private func handleWritable() {
         if state == .connecting {
             handleConnectResult()
         } else {
-            flushOutput(delivery: .now)
+            flushOutput()
         }
     }
 }
