@@ -46,8 +46,7 @@ extension TCPConnection {
     /// Starts the lingering close: no more input for the owner, output flushed, then
     /// ``advanceGracefulClose()`` shuts the output down and waits for the peer.
     func beginGracefulClose(_ reason: CloseReason) {
-        state = .closing
-        closeAfterFlush = reason
+        lifecycle.beginClosing(reason)
         readRequests.removeAll()
         // Nobody will consume it: the owner asked to close, or the peer already ended its input.
         input.removeAll()
@@ -62,9 +61,9 @@ extension TCPConnection {
     /// output down (FIN after the last byte), then closes when the peer's end of input has been seen,
     /// or lingers until it is.
     func advanceGracefulClose() {
-        guard state == .closing, let reason = closeAfterFlush, output.isEmpty, fd >= 0 else { return }
+        guard let reason = lifecycle.gracefulCloseReason, output.isEmpty, fd >= 0 else { return }
         if !isOutputClosed {
-            isOutputClosed = true
+            lifecycle.outputShutDown()
             if Glibc.shutdown(fd, Int32(SHUT_WR)) != 0 {
                 let code = errno
                 // ENOTCONN: the peer reset the connection; what was sent may not have arrived.
@@ -102,7 +101,7 @@ extension TCPConnection {
         }
         if failure != 0 { return finish(.failed(.from(errno: failure, operation: "recv"))) }
         guard endOfInput else { return }
-        isInputClosed = true
+        lifecycle.markInputEnded()
         updateReadInterest()
         armLingerTimer()
         advanceGracefulClose()
@@ -142,9 +141,7 @@ extension TCPConnection {
     /// Closes for good: everything off the loop, the descriptor closed, the listener told, the owner
     /// told once (now or on the next pass).
     func finish(_ reason: CloseReason) {
-        guard state != .closed else { return }
-        state = .closed
-        closeReason = reason
+        guard lifecycle.close(reason) else { return }
         connectTimer?.cancel()
         readTimer?.cancel()
         writeTimer?.cancel()

@@ -29,7 +29,7 @@ extension TCPConnection {
             return connect(to: [address], timeout: timeout)
         }
         beginConnecting(timeout: timeout)
-        state = .resolving
+        lifecycle.startConnecting(resolving: true)
         resolutionGeneration += 1
         let generation = resolutionGeneration
         let bound = LoopBound(self, loop: loop)
@@ -51,7 +51,7 @@ extension TCPConnection {
     public func connect(to addresses: [SocketAddress], timeout: Duration? = .seconds(30)) {
         callbacks.ownerCall {
             beginConnecting(timeout: timeout)
-            state = .connecting
+            lifecycle.startConnecting(resolving: false)
             candidates = addresses
             tryNextAddress()
         }
@@ -70,7 +70,7 @@ extension TCPConnection {
         guard state == .resolving, generation == resolutionGeneration else { return }
         switch result {
         case .success(let addresses):
-            state = .connecting
+            lifecycle.resolved()
             candidates = addresses
             tryNextAddress()
         case .failure(let error):
@@ -121,7 +121,7 @@ extension TCPConnection {
     }
 
     private func established() {
-        state = .connected
+        lifecycle.established()
         connectTimer?.cancel()
         connectTimer = nil
         candidates.removeAll()

@@ -211,19 +211,17 @@ extension TCPConnection {
 
     /// The peer finished sending.
     private func handleEndOfInput() {
-        isInputClosed = true
+        let verdict = lifecycle.inputEnded(allowsHalfClosure: allowsHalfClosure, outputEmpty: output.isEmpty)
         readRequests.removeAll()
-        if isOutputClosed || (!allowsHalfClosure && output.isEmpty) {
-            return finish(.peerClosed)
-        }
+        if verdict == .finish { return finish(.peerClosed) }
         // End of input stays readable for ever (level-triggered): stop watching it.
         updateReadInterest()
         armReadTimer()
         guard state == .connected else { return }
-        if allowsHalfClosure {
-            onInputClosed?(self)
-        } else {
-            beginGracefulClose(.peerClosed)
+        switch verdict {
+        case .keepWriting: onInputClosed?(self)
+        case .closeGracefully: beginGracefulClose(.peerClosed)
+        case .finish: break
         }
     }
 

@@ -25,7 +25,7 @@ extension TCPConnection {
     }
 
     private func queue(_ bytes: [UInt8]) throws(NetError) {
-        guard state != .closed, state != .closing, !shutdownRequested else { throw .outputClosed }
+        guard state != .closed, state != .closing, !lifecycle.isShutdownAsked else { throw .outputClosed }
         guard !bytes.isEmpty else { return }
         guard output.count + bytes.count <= limits.writeLimit else { throw .writeBufferFull(limit: limits.writeLimit) }
         if output.isEmpty {
@@ -64,8 +64,7 @@ extension TCPConnection {
     /// has already finished too, the connection then closes with ``CloseReason/closed``. Idempotent.
     public func shutdownOutput() {
         checkThread()
-        guard state != .closed, state != .closing, !shutdownRequested else { return }
-        shutdownRequested = true
+        guard lifecycle.askShutdown() else { return }
         guard state == .connected && output.isEmpty && readSource != nil else { return }
         callbacks.ownerCall { completeShutdown() }
     }
@@ -89,7 +88,7 @@ extension TCPConnection {
         // Closing: nobody produces any more, so writability is not reported; the close moves on.
         if state == .closing { return advanceGracefulClose() }
         guard output.isEmpty else { return updateWritability() }
-        if shutdownRequested && !isOutputClosed { completeShutdown() }
+        if lifecycle.sides.output == .shutdownAsked { completeShutdown() }
         guard isOpen else { return }
         updateWritability()
     }
@@ -97,7 +96,7 @@ extension TCPConnection {
     /// The output queue is empty and a half-close was asked for: FIN goes out now.
     func completeShutdown() {
         guard !isOutputClosed, fd >= 0 else { return }
-        isOutputClosed = true
+        lifecycle.outputShutDown()
         if Glibc.shutdown(fd, Int32(SHUT_WR)) != 0 {
             let code = errno
             if code != ENOTCONN { return finish(.failed(.from(errno: code, operation: "shutdown"))) }

@@ -56,18 +56,18 @@ public final class TCPConnection {
     public var logger: Logger
 
     /// Where the connection is in its life.
-    public internal(set) var state: State = .idle
+    public var state: State { lifecycle.state }
     /// Why it closed; `nil` until it has.
-    public internal(set) var closeReason: CloseReason?
+    public var closeReason: CloseReason? { lifecycle.closeReason }
     /// This side's address, once connected.
     public internal(set) var localAddress: SocketAddress?
     /// The peer's address, once connecting or accepted.
     public internal(set) var remoteAddress: SocketAddress?
     /// True once the peer finished sending (end of input) while the connection stays open for writing.
-    public internal(set) var isInputClosed = false
+    public var isInputClosed: Bool { lifecycle.isInputClosed }
     /// True once this side shut down its output: ``shutdownOutput()`` took effect, or a graceful
     /// ``close(immediately:)`` flushed its output and now waits for the peer's end of input.
-    public internal(set) var isOutputClosed = false
+    public var isOutputClosed: Bool { lifecycle.isOutputClosed }
     /// False while more than the high water mark of output waits; true again at or below the low
     /// water mark. See ``TCPBufferLimits``.
     public internal(set) var isWritable = true
@@ -127,6 +127,8 @@ public final class TCPConnection {
 
     // MARK: internal state (loop thread only)
 
+    /// Where it is in its life, with the state of both directions.
+    var lifecycle = TCPLifecycle.idle(shutdownAsked: false)
     var fd: Int32 = -1
     var readSource: RunLoopPortSource?
     var writeSource: RunLoopPortSource?
@@ -146,8 +148,6 @@ public final class TCPConnection {
     var isReadingPaused = false
     var reportedWritable = true
     var isReportingWritability = false
-    var shutdownRequested = false
-    var closeAfterFlush: CloseReason?
     /// No callback runs inside a method the owner called: what such a call causes is reported on the
     /// loop's next pass (see ``scheduleDeferredPass()``).
     lazy var callbacks = CallbackDeferral(loop: loop, modes: modes, label: "tcp callbacks")
@@ -208,7 +208,7 @@ public final class TCPConnection {
         self.listener = listener
         self.remoteAddress = remote
         self.localAddress = SocketAddress.of(fd, peer: false)
-        self.state = .connected
+        self.lifecycle = .connected(TCPLifecycle.Sides())
         self.keepAlive = self
         let now = loop.now
         readWaitStart = now
