@@ -158,8 +158,8 @@ extension TCPConnection {
         default: logger.trace("connection \(remoteAddress?.description ?? "?") closed: \(reason)")
         }
         if callbacks.isInsideOwnerCall {
-            pendingCloseNotification = reason
-            scheduleDeferredPass()
+            // Holds the connection until then, so a close is reported to a released one too.
+            callbacks.runLater { self.notifyClose(reason) }
         } else {
             notifyClose(reason)
         }

@@ -107,12 +107,7 @@ extension TCPConnection {
     /// Applies the water marks; reports a change now (from a callout) or on the next pass (from a
     /// call the owner made).
     func updateWritability() {
-        if isWritable && output.count > limits.writeHighWaterMark {
-            isWritable = false
-        } else if !isWritable && output.count <= limits.writeLowWaterMark {
-            isWritable = true
-        }
-        guard isWritable != reportedWritable else { return }
+        guard writability.update(queuedBytes: output.count, limits: limits) else { return }
         if callbacks.isInsideOwnerCall { scheduleDeferredPass() } else { reportWritability() }
     }
 
@@ -121,9 +116,8 @@ extension TCPConnection {
         guard !isReportingWritability else { return }
         isReportingWritability = true
         defer { isReportingWritability = false }
-        while isOpen, reportedWritable != isWritable {
-            reportedWritable = isWritable
-            onWritabilityChanged?(self, isWritable)
+        while isOpen, let writable = writability.nextReport() {
+            onWritabilityChanged?(self, writable)
         }
     }
 

@@ -70,7 +70,7 @@ public final class TCPConnection {
     public var isOutputClosed: Bool { lifecycle.isOutputClosed }
     /// False while more than the high water mark of output waits; true again at or below the low
     /// water mark. See ``TCPBufferLimits``.
-    public internal(set) var isWritable = true
+    public var isWritable: Bool { writability.isWritable }
 
     /// Whether the peer's end of input leaves the connection open for writing (reported with
     /// ``onInputClosed``) instead of closing it with ``CloseReason/peerClosed``. Off by default.
@@ -146,13 +146,12 @@ public final class TCPConnection {
     var readRequests: [ReadRequest] = []
     var isDelivering = false
     var isReadingPaused = false
-    var reportedWritable = true
+    var writability = WritabilitySignal()
     var isReportingWritability = false
     /// No callback runs inside a method the owner called: what such a call causes is reported on the
     /// loop's next pass (see ``scheduleDeferredPass()``).
     lazy var callbacks = CallbackDeferral(loop: loop, modes: modes, label: "tcp callbacks")
     var deferredPassScheduled = false
-    var pendingCloseNotification: CloseReason?
 
     var candidates: [SocketAddress] = []
     var lastConnectError: NetError?
@@ -256,9 +255,9 @@ public final class TCPConnection {
         return made
     }
 
-    /// Work that must not run inside the owner's call: a close notification, buffered input for a
-    /// newly set consumer, a writability change. One pass per burst, which looks at what is due when
-    /// it runs; it holds the connection until then, so a close is reported to a released one too.
+    /// Work that must not run inside the owner's call: buffered input for a newly set consumer, a
+    /// writability change. One pass per burst, which looks at what is due when it runs (nothing once
+    /// closed: the close is reported on its own).
     func scheduleDeferredPass() {
         guard !deferredPassScheduled else { return }
         deferredPassScheduled = true
@@ -267,11 +266,6 @@ public final class TCPConnection {
 
     private func runDeferredPass() {
         deferredPassScheduled = false
-        if let reason = pendingCloseNotification {
-            pendingCloseNotification = nil
-            notifyClose(reason)
-            return
-        }
         guard isOpen else { return }
         reportWritability()
         guard state == .connected else { return }
