@@ -44,7 +44,7 @@ extension TCPConnection {
     }
 
     /// Starts the lingering close: no more input for the owner, output flushed, then
-    /// ``advanceGracefulClose()`` shuts the output down and waits for the peer.
+    /// ``outputDrained()`` shuts the output down and waits for the peer.
     func beginGracefulClose(_ reason: CloseReason) {
         lifecycle.beginClosing(reason)
         readRequests.removeAll()
@@ -57,21 +57,24 @@ extension TCPConnection {
         flushOutput()
     }
 
-    /// Called whenever the closing connection may move on: once the output queue is empty, shuts the
-    /// output down (FIN after the last byte), then closes when the peer's end of input has been seen,
-    /// or lingers until it is.
-    func advanceGracefulClose() {
-        guard let reason = lifecycle.gracefulCloseReason, output.isEmpty, fd >= 0 else { return }
-        if !isOutputClosed {
-            lifecycle.outputShutDown()
-            if Glibc.shutdown(fd, Int32(SHUT_WR)) != 0 {
-                let code = errno
-                // ENOTCONN: the peer reset the connection; what was sent may not have arrived.
-                let error: NetError = code == ENOTCONN ? .connectionReset : .from(errno: code, operation: "shutdown")
-                return finish(.failed(error))
+    /// The output queue is empty: a half-close asked for or a graceful close moves on, as
+    /// ``TCPLifecycle/outputDrained()`` decides — FIN after the last byte, then the close, or the
+    /// linger until the peer's end of input.
+    func outputDrained() {
+        guard output.isEmpty, fd >= 0 else { return }
+        let closing = state == .closing
+        let next = lifecycle.outputDrained()
+        if next.shutDownOutput, Glibc.shutdown(fd, Int32(SHUT_WR)) != 0 {
+            let code = errno
+            // ENOTCONN: the peer reset the connection. A graceful close then cannot say its output
+            // arrived; a half-close has nothing more to send anyway.
+            if closing {
+                return finish(.failed(code == ENOTCONN ? .connectionReset : .from(errno: code, operation: "shutdown")))
             }
+            if code != ENOTCONN { return finish(.failed(.from(errno: code, operation: "shutdown"))) }
         }
-        if isInputClosed { return finish(reason) }
+        if let reason = next.finish { return finish(reason) }
+        guard next.linger else { return }
         if lingerStart == nil {
             lingerStart = loop.now
             lingerUnacknowledged = Socket.unacknowledgedBytes(fd)
@@ -104,7 +107,7 @@ extension TCPConnection {
         lifecycle.markInputEnded()
         updateReadInterest()
         armLingerTimer()
-        advanceGracefulClose()
+        outputDrained()
     }
 
     // MARK: linger timeout

@@ -66,7 +66,7 @@ extension TCPConnection {
         checkThread()
         guard lifecycle.askShutdown() else { return }
         guard state == .connected && output.isEmpty && readSource != nil else { return }
-        callbacks.ownerCall { completeShutdown() }
+        callbacks.ownerCall { outputDrained() }
     }
 
     /// Sends what the socket takes, then settles interest, timers, writability and pending closes.
@@ -86,22 +86,11 @@ extension TCPConnection {
         guard isOpen else { return }
         armWriteTimer()
         // Closing: nobody produces any more, so writability is not reported; the close moves on.
-        if state == .closing { return advanceGracefulClose() }
+        if state == .closing { return outputDrained() }
         guard output.isEmpty else { return updateWritability() }
-        if lifecycle.sides.output == .shutdownAsked { completeShutdown() }
+        outputDrained()
         guard isOpen else { return }
         updateWritability()
-    }
-
-    /// The output queue is empty and a half-close was asked for: FIN goes out now.
-    func completeShutdown() {
-        guard !isOutputClosed, fd >= 0 else { return }
-        lifecycle.outputShutDown()
-        if Glibc.shutdown(fd, Int32(SHUT_WR)) != 0 {
-            let code = errno
-            if code != ENOTCONN { return finish(.failed(.from(errno: code, operation: "shutdown"))) }
-        }
-        if isInputClosed { finish(.closed) }
     }
 
     /// Applies the water marks; reports a change now (from a callout) or on the next pass (from a

@@ -17,6 +17,16 @@ enum TCPLifecycle: Equatable {
         var output = Output.open
     }
 
+    /// What an empty output queue leads to, in this order.
+    struct AfterDrain: Equatable {
+        /// Shut the output down now (FIN after the last byte); the lifecycle counts it as done.
+        var shutDownOutput = false
+        /// Then close with this reason: both directions are done.
+        var finish: CloseReason?
+        /// Then wait for the peer's end of input (a graceful close lingers).
+        var linger = false
+    }
+
     /// What the peer's end of input leads to.
     enum EndOfInputVerdict: Equatable {
         /// Nothing is left to do: close with ``CloseReason/peerClosed``.
@@ -121,6 +131,22 @@ enum TCPLifecycle: Equatable {
     /// The peer's end of input was read while closing (the close then completes, or lingers no more).
     mutating func markInputEnded() {
         changeSides { $0.inputEnded = true }
+    }
+
+    /// Nothing waits to be sent: a half-close asked for shuts the output down (closing for good when
+    /// the peer has finished too); a graceful close shuts it down, then closes or lingers.
+    mutating func outputDrained() -> AfterDrain {
+        switch self {
+        case .connected(let sides) where sides.output == .shutdownAsked:
+            outputShutDown()
+            return AfterDrain(shutDownOutput: true, finish: sides.inputEnded ? .closed : nil)
+        case .closing(let reason, let sides):
+            let shutDown = sides.output != .shutDown
+            if shutDown { outputShutDown() }
+            return AfterDrain(shutDownOutput: shutDown, finish: sides.inputEnded ? reason : nil, linger: !sides.inputEnded)
+        case .idle, .resolving, .connecting, .connected, .closed:
+            return AfterDrain()
+        }
     }
 
     /// A graceful close starts, to end with `reason`.

@@ -79,4 +79,24 @@ import Testing
         #expect(life.isInputClosed && life.isOutputClosed)
         #expect(life.closeReason == .closed)
     }
+
+    @Test func aDrainedQueueSendsTheHalfCloseAskedForAndClosesIfThePeerIsDoneToo() {
+        var open = TCPLifecycle.connected(.init())
+        #expect(open.outputDrained() == .init(), "nothing asked: nothing to do")
+        var asked = TCPLifecycle.connected(.init(inputEnded: false, output: .shutdownAsked))
+        #expect(asked.outputDrained() == .init(shutDownOutput: true))
+        #expect(asked.isOutputClosed)
+        #expect(asked.outputDrained() == .init(), "shut down once")
+        var peerDone = TCPLifecycle.connected(.init(inputEnded: true, output: .shutdownAsked))
+        #expect(peerDone.outputDrained() == .init(shutDownOutput: true, finish: .closed))
+    }
+
+    @Test func aDrainedQueueMovesAGracefulCloseToTheLingerOrTheEnd() {
+        var closing = TCPLifecycle.connected(.init())
+        closing.beginClosing(.peerClosed)
+        #expect(closing.outputDrained() == .init(shutDownOutput: true, linger: true))
+        #expect(closing.outputDrained() == .init(linger: true), "lingering again, no second FIN")
+        closing.markInputEnded()
+        #expect(closing.outputDrained() == .init(finish: .peerClosed), "the close's own reason")
+    }
 }
