@@ -315,23 +315,16 @@ public final class TCPConnection {
         }
     }
 
-    /// Input is watched while open, reading, not paused and below the input limit — and while a
-    /// graceful close waits for the peer's end of input, whatever the owner had paused.
+    /// Watches input, or stops, as the lifecycle says for the owner's pause and the buffer's fill.
     func updateReadInterest() {
-        let wanted: Bool
-        switch state {
-        case .connected: wanted = fd >= 0 && !isInputClosed && !isReadingPaused && input.count < inputThreshold
-        case .closing: wanted = fd >= 0 && !isInputClosed
-        case .idle, .resolving, .connecting, .closed: wanted = false
-        }
+        let wanted = fd >= 0 && lifecycle.watchesInput(ownerPaused: isReadingPaused, bufferFull: input.count >= inputThreshold)
         guard wanted != isReadWatched else { return }
         if setWatching(readSource, wanted) { isReadWatched = wanted }
     }
 
-    /// Output is watched only while the handshake is in progress or output waits: a level-triggered
-    /// writable socket would otherwise wake the loop on every pass.
+    /// Watches writability, or stops, as the lifecycle says for the output queue.
     func updateWriteInterest() {
-        let wanted = fd >= 0 && (state == .connecting || (isOpen && !output.isEmpty))
+        let wanted = fd >= 0 && lifecycle.watchesOutput(outputWaiting: !output.isEmpty)
         guard wanted != isWriteWatched else { return }
         if setWatching(writeSource, wanted) { isWriteWatched = wanted }
     }

@@ -83,6 +83,27 @@ enum TCPLifecycle: Equatable {
     /// ``TCPConnection/shutdownOutput()`` was called (whether or not the shutdown happened yet).
     var isShutdownAsked: Bool { sides.output != .open }
 
+    /// Whether input is to be watched: while open and reading, unless the owner paused it or the
+    /// buffer is full — and while a graceful close waits for the peer's end of input, whatever the
+    /// owner had paused (arriving bytes are read and dropped, never left to turn the close into a reset).
+    func watchesInput(ownerPaused: Bool, bufferFull: Bool) -> Bool {
+        switch self {
+        case .connected(let sides): return !sides.inputEnded && !ownerPaused && !bufferFull
+        case .closing(_, let sides): return !sides.inputEnded
+        case .idle, .resolving, .connecting, .closed: return false
+        }
+    }
+
+    /// Whether writability is to be watched: during the handshake (its outcome), and while open with
+    /// output waiting — never otherwise, or a level-triggered writable socket would spin the loop.
+    func watchesOutput(outputWaiting: Bool) -> Bool {
+        switch self {
+        case .connecting: return true
+        case .connected, .closing: return outputWaiting
+        case .idle, .resolving, .closed: return false
+        }
+    }
+
     // MARK: Moving on
 
     /// `connect` started: resolving a name, or connecting to addresses at once.

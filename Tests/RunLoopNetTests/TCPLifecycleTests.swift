@@ -99,4 +99,27 @@ import Testing
         closing.markInputEnded()
         #expect(closing.outputDrained() == .init(finish: .peerClosed), "the close's own reason")
     }
+
+    @Test func inputIsWatchedWhileReadingAndWhileAGracefulCloseWaitsForThePeer() {
+        let connected = TCPLifecycle.connected(.init())
+        #expect(connected.watchesInput(ownerPaused: false, bufferFull: false))
+        #expect(!connected.watchesInput(ownerPaused: true, bufferFull: false))
+        #expect(!connected.watchesInput(ownerPaused: false, bufferFull: true))
+        #expect(!TCPLifecycle.connected(.init(inputEnded: true)).watchesInput(ownerPaused: false, bufferFull: false))
+        var closing = connected
+        closing.beginClosing(.closed)
+        #expect(closing.watchesInput(ownerPaused: true, bufferFull: true), "the owner's pause does not hold a close")
+        closing.markInputEnded()
+        #expect(!closing.watchesInput(ownerPaused: false, bufferFull: false))
+        #expect(!TCPLifecycle.connecting(shutdownAsked: false).watchesInput(ownerPaused: false, bufferFull: false))
+    }
+
+    @Test func writabilityIsWatchedDuringTheHandshakeAndWhileOutputWaits() {
+        #expect(TCPLifecycle.connecting(shutdownAsked: false).watchesOutput(outputWaiting: false))
+        #expect(!TCPLifecycle.resolving(shutdownAsked: false).watchesOutput(outputWaiting: true))
+        #expect(!TCPLifecycle.connected(.init()).watchesOutput(outputWaiting: false))
+        #expect(TCPLifecycle.connected(.init()).watchesOutput(outputWaiting: true))
+        #expect(TCPLifecycle.closing(.closed, .init()).watchesOutput(outputWaiting: true))
+        #expect(!TCPLifecycle.closed(.closed, .init()).watchesOutput(outputWaiting: true))
+    }
 }
