@@ -26,20 +26,12 @@ extension TCPConnection {
     /// abandoned either way.
     public func close(immediately: Bool = false) {
         checkThread()
-        callbacks.ownerCall { closeNow(immediately: immediately) }
-    }
-
-    private func closeNow(immediately: Bool) {
-        switch state {
-        case .closed:
-            return
-        case .idle, .resolving, .connecting:
-            finish(immediately ? .aborted : .closed)
-        case .closing:
-            if immediately { finish(.aborted) }
-        case .connected:
-            if immediately { return finish(.aborted) }
-            beginGracefulClose(.closed)
+        callbacks.ownerCall {
+            switch lifecycle.closeAsked(immediately: immediately) {
+            case .nothing: break
+            case .finish(let reason): finish(reason)
+            case .closeGracefully: beginGracefulClose(.closed)
+            }
         }
     }
 

@@ -27,6 +27,16 @@ enum TCPLifecycle: Equatable {
         var linger = false
     }
 
+    /// What the owner's ``TCPConnection/close(immediately:)`` leads to.
+    enum CloseStep: Equatable {
+        /// Nothing to do: closed already, or closing gracefully already.
+        case nothing
+        /// Close now with this reason (a reset for ``CloseReason/aborted``).
+        case finish(CloseReason)
+        /// Start the lingering close.
+        case closeGracefully
+    }
+
     /// What the peer's end of input leads to.
     enum EndOfInputVerdict: Equatable {
         /// Nothing is left to do: close with ``CloseReason/peerClosed``.
@@ -101,6 +111,17 @@ enum TCPLifecycle: Equatable {
         case .connecting: return true
         case .connected, .closing: return outputWaiting
         case .idle, .resolving, .closed: return false
+        }
+    }
+
+    /// What a close the owner asked for does here: a connection not open yet is abandoned, an open
+    /// one closes gracefully unless `immediately`, a graceful close may be upgraded to a reset.
+    func closeAsked(immediately: Bool) -> CloseStep {
+        switch self {
+        case .closed: return .nothing
+        case .idle, .resolving, .connecting: return .finish(immediately ? .aborted : .closed)
+        case .closing: return immediately ? .finish(.aborted) : .nothing
+        case .connected: return immediately ? .finish(.aborted) : .closeGracefully
         }
     }
 

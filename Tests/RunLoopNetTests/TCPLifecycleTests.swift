@@ -122,4 +122,14 @@ import Testing
         #expect(TCPLifecycle.closing(.closed, .init()).watchesOutput(outputWaiting: true))
         #expect(!TCPLifecycle.closed(.closed, .init()).watchesOutput(outputWaiting: true))
     }
+
+    @Test func aCloseAbandonsAnUnopenedConnectionClosesAnOpenOneGracefullyAndMayUpgradeToAReset() {
+        #expect(TCPLifecycle.connecting(shutdownAsked: false).closeAsked(immediately: false) == .finish(.closed))
+        #expect(TCPLifecycle.idle(shutdownAsked: false).closeAsked(immediately: true) == .finish(.aborted))
+        #expect(TCPLifecycle.connected(.init()).closeAsked(immediately: false) == .closeGracefully)
+        #expect(TCPLifecycle.connected(.init()).closeAsked(immediately: true) == .finish(.aborted))
+        #expect(TCPLifecycle.closing(.closed, .init()).closeAsked(immediately: false) == .nothing)
+        #expect(TCPLifecycle.closing(.closed, .init()).closeAsked(immediately: true) == .finish(.aborted))
+        #expect(TCPLifecycle.closed(.closed, .init()).closeAsked(immediately: true) == .nothing)
+    }
 }
