@@ -74,7 +74,7 @@ public struct IMClientMachine: Sendable {
     var answerDeadline: LoopInstant?
     /// Late, not silent: one grace for unread bytes between frames (or since connect), shared by the
     /// login and answer deadlines.
-    var lateGrace = SilenceDeadline(grace: IMClientMachine.lateAnswerGrace, renewal: .perWait)
+    var lateGrace = SilenceDeadline(renewal: .perWait)
     var loginDeadline: LoopInstant?
     var closeDeadline: LoopInstant?
     var pendingHeartbeat: PendingHeartbeat?

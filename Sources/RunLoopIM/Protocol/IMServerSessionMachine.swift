@@ -92,7 +92,7 @@ public struct IMServerSessionMachine: Sendable {
     var lastReceived: LoopInstant
     var loginDeadline: LoopInstant?
     /// Late, not silent: one grace for unread bytes between frames, for the login or keepalive deadline.
-    var lateGrace = SilenceDeadline(grace: IMClientMachine.lateAnswerGrace, renewal: .perWait)
+    var lateGrace = SilenceDeadline(renewal: .perWait)
     var announcedKeepalive = Duration.zero
     var nextSerial: UInt32 = 1
     var sendBudget: TokenBucket?
