@@ -48,4 +48,28 @@ struct ShutdownCompletionTests {
             #expect(completedInTime)
         }
     }
+
+    @Test("a session adopted while the server stops holds the completion until it ends")
+    func aLateSessionHoldsTheCompletion() async throws {
+        try await onLoopThread {
+            let loop = RunLoop.current
+            let server = IMServer(store: InMemoryIMStore())
+            server.adopt(MemorySessionLink())
+            let late = MemorySessionLink()
+            // Adopted from inside the shutdown (as an upgrade finishing then would be).
+            server.onSessionEnd = { server, _, _ in
+                server.onSessionEnd = nil
+                server.adopt(late)
+            }
+            var completed = false
+            server.shutdown { completed = true }
+            try loop.run(.default, timeout: .milliseconds(20))
+            #expect(!completed, "a session is still open")
+            #expect(server.sessions.count == 1)
+            late.dropFromPeer()
+            let completedInTime = try loop.runUntil(timeout: .seconds(10)) { completed }
+            #expect(completedInTime)
+            #expect(server.sessions.isEmpty)
+        }
+    }
 }
