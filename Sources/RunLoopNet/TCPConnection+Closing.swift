@@ -26,49 +26,47 @@ extension TCPConnection {
     /// abandoned either way.
     public func close(immediately: Bool = false) {
         checkThread()
-        switch state {
-        case .closed:
-            return
-        case .idle, .resolving, .connecting:
-            finish(immediately ? .aborted : .closed, delivery: .deferred)
-        case .closing:
-            if immediately { finish(.aborted, delivery: .deferred) }
-        case .connected:
-            if immediately { return finish(.aborted, delivery: .deferred) }
-            beginGracefulClose(.closed, delivery: .deferred)
+        callbacks.ownerCall {
+            switch lifecycle.closeAsked(immediately: immediately) {
+            case .nothing: break
+            case .finish(let reason): finish(reason)
+            case .closeGracefully: beginGracefulClose(.closed)
+            }
         }
     }
 
     /// Starts the lingering close: no more input for the owner, output flushed, then
-    /// ``advanceGracefulClose(delivery:)`` shuts the output down and waits for the peer.
-    func beginGracefulClose(_ reason: CloseReason, delivery: Delivery) {
-        state = .closing
-        closeAfterFlush = reason
+    /// ``outputDrained()`` shuts the output down and waits for the peer.
+    func beginGracefulClose(_ reason: CloseReason) {
+        lifecycle.beginClosing(reason)
         readRequests.removeAll()
         // Nobody will consume it: the owner asked to close, or the peer already ended its input.
         input.removeAll()
         armReadTimer()
         // Keep watching input (if still open) so arriving bytes are discarded rather than left unread.
-        updateReadInterest(delivery: delivery)
+        updateReadInterest()
         guard state == .closing else { return }
-        flushOutput(delivery: delivery)
+        flushOutput()
     }
 
-    /// Called whenever the closing connection may move on: once the output queue is empty, shuts the
-    /// output down (FIN after the last byte), then closes when the peer's end of input has been seen,
-    /// or lingers until it is.
-    func advanceGracefulClose(delivery: Delivery) {
-        guard state == .closing, let reason = closeAfterFlush, output.isEmpty, fd >= 0 else { return }
-        if !isOutputClosed {
-            isOutputClosed = true
-            if Glibc.shutdown(fd, Int32(SHUT_WR)) != 0 {
-                let code = errno
-                // ENOTCONN: the peer reset the connection; what was sent may not have arrived.
-                let error: NetError = code == ENOTCONN ? .connectionReset : .from(errno: code, operation: "shutdown")
-                return finish(.failed(error), delivery: delivery)
+    /// The output queue is empty: a half-close asked for or a graceful close moves on, as
+    /// ``TCPLifecycle/outputDrained()`` decides — FIN after the last byte, then the close, or the
+    /// linger until the peer's end of input.
+    func outputDrained() {
+        guard output.isEmpty, fd >= 0 else { return }
+        let closing = state == .closing
+        let next = lifecycle.outputDrained()
+        if next.shutDownOutput, Glibc.shutdown(fd, Int32(SHUT_WR)) != 0 {
+            let code = errno
+            // ENOTCONN: the peer reset the connection. A graceful close then cannot say its output
+            // arrived; a half-close has nothing more to send anyway.
+            if closing {
+                return finish(.failed(code == ENOTCONN ? .connectionReset : .from(errno: code, operation: "shutdown")))
             }
+            if code != ENOTCONN { return finish(.failed(.from(errno: code, operation: "shutdown"))) }
         }
-        if isInputClosed { return finish(reason, delivery: delivery) }
+        if let reason = next.finish { return finish(reason) }
+        guard next.linger else { return }
         if lingerStart == nil {
             lingerStart = loop.now
             lingerUnacknowledged = Socket.unacknowledgedBytes(fd)
@@ -96,12 +94,12 @@ extension TCPConnection {
                 break
             }
         }
-        if failure != 0 { return finish(.failed(.from(errno: failure, operation: "recv")), delivery: .now) }
+        if failure != 0 { return finish(.failed(.from(errno: failure, operation: "recv"))) }
         guard endOfInput else { return }
-        isInputClosed = true
-        updateReadInterest(delivery: .now)
+        lifecycle.markInputEnded()
+        updateReadInterest()
         armLingerTimer()
-        advanceGracefulClose(delivery: .now)
+        outputDrained()
     }
 
     // MARK: linger timeout
@@ -130,17 +128,15 @@ extension TCPConnection {
             lingerStart = now
             return armLingerTimer()
         }
-        finish(.failed(.timedOut(.linger)), delivery: .now)
+        finish(.failed(.timedOut(.linger)))
     }
 
     // MARK: the end
 
     /// Closes for good: everything off the loop, the descriptor closed, the listener told, the owner
     /// told once (now or on the next pass).
-    func finish(_ reason: CloseReason, delivery: Delivery) {
-        guard state != .closed else { return }
-        state = .closed
-        closeReason = reason
+    func finish(_ reason: CloseReason) {
+        guard lifecycle.close(reason) else { return }
         connectTimer?.cancel()
         readTimer?.cancel()
         writeTimer?.cancel()
@@ -156,12 +152,11 @@ extension TCPConnection {
         case .failed(let error): logger.debug("connection \(remoteAddress?.description ?? "?") failed: \(error)")
         default: logger.trace("connection \(remoteAddress?.description ?? "?") closed: \(reason)")
         }
-        switch delivery {
-        case .now:
+        if callbacks.isInsideOwnerCall {
+            // Holds the connection until then, so a close is reported to a released one too.
+            callbacks.runLater { self.notifyClose(reason) }
+        } else {
             notifyClose(reason)
-        case .deferred:
-            pendingCloseNotification = reason
-            scheduleDeferredPass()
         }
         keepAlive = nil
     }

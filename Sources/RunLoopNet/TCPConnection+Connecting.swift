@@ -29,10 +29,10 @@ extension TCPConnection {
             return connect(to: [address], timeout: timeout)
         }
         beginConnecting(timeout: timeout)
-        state = .resolving
+        lifecycle.startConnecting(resolving: true)
         resolutionGeneration += 1
         let generation = resolutionGeneration
-        let bound = LoopBound(self)
+        let bound = LoopBound(self, loop: loop)
         let loop = self.loop
         let modes = self.modes
         logger.trace("resolving \(host)")
@@ -49,10 +49,12 @@ extension TCPConnection {
     /// Starts connecting to the first of `addresses` that accepts. See
     /// ``connect(to:port:timeout:resolver:)``.
     public func connect(to addresses: [SocketAddress], timeout: Duration? = .seconds(30)) {
-        beginConnecting(timeout: timeout)
-        state = .connecting
-        candidates = addresses
-        tryNextAddress(delivery: .deferred)
+        callbacks.ownerCall {
+            beginConnecting(timeout: timeout)
+            lifecycle.startConnecting(resolving: false)
+            candidates = addresses
+            tryNextAddress()
+        }
     }
 
     private func beginConnecting(timeout: Duration?) {
@@ -68,17 +70,17 @@ extension TCPConnection {
         guard state == .resolving, generation == resolutionGeneration else { return }
         switch result {
         case .success(let addresses):
-            state = .connecting
+            lifecycle.resolved()
             candidates = addresses
-            tryNextAddress(delivery: .now)
+            tryNextAddress()
         case .failure(let error):
-            finish(.failed(error), delivery: .now)
+            finish(.failed(error))
         }
     }
 
     /// Starts a non-blocking connect to the next candidate; a synchronous failure moves on to the one
     /// after. With no candidate left the connection fails with the last error.
-    private func tryNextAddress(delivery: Delivery) {
+    private func tryNextAddress() {
         while state == .connecting, !candidates.isEmpty {
             let address = candidates.removeFirst()
             do throws(NetError) {
@@ -93,7 +95,7 @@ extension TCPConnection {
                     throw NetError.from(errno: code, operation: "connect", connecting: true)
                 }
                 try makeSources()
-                updateWriteInterest(delivery: delivery)
+                updateWriteInterest()
                 return
             } catch {
                 logger.trace("connect to \(address) failed: \(error)")
@@ -102,7 +104,7 @@ extension TCPConnection {
             }
         }
         guard state == .connecting else { return }
-        finish(.failed(lastConnectError ?? .connectionRefused), delivery: delivery)
+        finish(.failed(lastConnectError ?? .connectionRefused))
     }
 
     /// The write source fired during the handshake: SO_ERROR says how it went.
@@ -113,13 +115,13 @@ extension TCPConnection {
             logger.trace("connect to \(remoteAddress?.description ?? "?") failed: \(error)")
             lastConnectError = error
             releaseSocket()
-            return tryNextAddress(delivery: .now)
+            return tryNextAddress()
         }
         established()
     }
 
     private func established() {
-        state = .connected
+        lifecycle.established()
         connectTimer?.cancel()
         connectTimer = nil
         candidates.removeAll()
@@ -129,10 +131,10 @@ extension TCPConnection {
         readWaitStart = now
         readExtension = .zero
         lastWriteProgress = now
-        updateWriteInterest(delivery: .now)
-        updateReadInterest(delivery: .now)
+        updateWriteInterest()
+        updateReadInterest()
         guard state == .connected else { return }
-        flushOutput(delivery: .now)
+        flushOutput()
         guard state == .connected else { return }
         onConnect?(self)
         onConnect = nil
@@ -148,17 +150,17 @@ extension TCPConnection {
         do throws(NetError) {
             try makeSources()
         } catch {
-            return finish(.failed(error), delivery: .now)
+            return finish(.failed(error))
         }
-        updateReadInterest(delivery: .now)
+        updateReadInterest()
         guard isOpen else { return }
-        flushOutput(delivery: .now)
+        flushOutput()
         guard isOpen else { return }
         armReadTimer()
     }
 
     func connectTimerFired() {
         guard state == .resolving || state == .connecting else { return }
-        finish(.failed(.timedOut(.connect)), delivery: .now)
+        finish(.failed(.timedOut(.connect)))
     }
 }

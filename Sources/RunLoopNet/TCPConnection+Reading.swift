@@ -46,8 +46,10 @@ extension TCPConnection {
         checkThread()
         guard !isReadingPaused else { return }
         isReadingPaused = true
-        updateReadInterest(delivery: .deferred)
-        armReadTimer()
+        callbacks.ownerCall {
+            updateReadInterest()
+            armReadTimer()
+        }
     }
 
     /// Resumes reading after ``pauseReading()``; buffered input is delivered on the loop's next pass.
@@ -55,9 +57,11 @@ extension TCPConnection {
         checkThread()
         guard isReadingPaused else { return }
         isReadingPaused = false
-        restartReadWait()
-        updateReadInterest(delivery: .deferred)
-        if !input.isEmpty { scheduleDeferredPass() }
+        callbacks.ownerCall {
+            restartReadWait()
+            updateReadInterest()
+            if !input.isEmpty { scheduleDeferredPass() }
+        }
     }
 
     /// Whether reading is paused by ``pauseReading()``.
@@ -82,9 +86,10 @@ extension TCPConnection {
         checkThread()
         guard state != .closed, state != .closing, !isInputClosed else { return }
         readRequests.append(request)
-        if readRequests.count == 1 { restartReadWait() }
-        if state == .connected {
-            updateReadInterest(delivery: .deferred)
+        callbacks.ownerCall {
+            if readRequests.count == 1 { restartReadWait() }
+            guard state == .connected else { return }
+            updateReadInterest()
             if !isDelivering && !input.isEmpty { scheduleDeferredPass() }
         }
     }
@@ -130,12 +135,12 @@ extension TCPConnection {
             guard state == .connected else { return }
         }
         if failure != 0 {
-            return finish(.failed(.from(errno: failure, operation: "recv")), delivery: .now)
+            return finish(.failed(.from(errno: failure, operation: "recv")))
         }
         if endOfInput {
             handleEndOfInput()
         } else {
-            updateReadInterest(delivery: .now)
+            updateReadInterest()
         }
     }
 
@@ -163,7 +168,7 @@ extension TCPConnection {
                         onOverflow(self)
                         guard state == .connected else { return }
                     }
-                    return finish(.failed(.delimiterNotFound(limit: limit)), delivery: .now)
+                    return finish(.failed(.delimiterNotFound(limit: limit)))
                 }
             } else if let onData, !input.isEmpty {
                 var bytes = input.takeAll()
@@ -178,7 +183,7 @@ extension TCPConnection {
 
     private func finishDelivery() {
         guard state == .connected else { return }
-        updateReadInterest(delivery: .now)
+        updateReadInterest()
         armReadTimer()
     }
 
@@ -206,32 +211,27 @@ extension TCPConnection {
 
     /// The peer finished sending.
     private func handleEndOfInput() {
-        isInputClosed = true
+        let verdict = lifecycle.inputEnded(allowsHalfClosure: allowsHalfClosure, outputEmpty: output.isEmpty)
         readRequests.removeAll()
-        if isOutputClosed || (!allowsHalfClosure && output.isEmpty) {
-            return finish(.peerClosed, delivery: .now)
-        }
+        if verdict == .finish { return finish(.peerClosed) }
         // End of input stays readable for ever (level-triggered): stop watching it.
-        updateReadInterest(delivery: .now)
+        updateReadInterest()
         armReadTimer()
         guard state == .connected else { return }
-        if allowsHalfClosure {
-            onInputClosed?(self)
-        } else {
-            beginGracefulClose(.peerClosed, delivery: .now)
+        switch verdict {
+        case .keepWriting: onInputClosed?(self)
+        case .closeGracefully: beginGracefulClose(.peerClosed)
+        case .finish: break
         }
     }
 
     // MARK: read timeout
 
-    /// How long a timeout that fired with the peer's bytes waiting unread waits before judging again.
-    static var lateTimeoutGrace: Duration { .milliseconds(50) }
-
     /// A new wait starts: a request became first in line, the timeout changed, reading resumed.
     func restartReadWait() {
         readWaitStart = loop.now
         readExtension = .zero
-        tookLateGrace = false
+        readSilence.startOver()
         armReadTimer()
     }
 
@@ -259,14 +259,16 @@ extension TCPConnection {
     func readTimerFired() {
         guard let deadline = readDeadline else { return }
         let now = loop.now
-        if now < deadline { return armReadTimer() }
-        if !tookLateGrace, hasUnreadInput {
-            // Late, not silent: the bytes are read on this pass or the next; judge again after that.
-            // Asked before `shouldTimeoutRead`, whose answer may be a refusal (a server's 408). Once
-            // per wait, so a peer that drips bytes cannot keep a request alive this way.
-            tookLateGrace = true
-            readExtension += (now - deadline) + Self.lateTimeoutGrace
+        // Late, not silent: asked before `shouldTimeoutRead`, whose answer may be a refusal (a
+        // server's 408). Once per wait, so a peer that drips bytes cannot keep a request alive this way.
+        switch readSilence.judge(deadline, now: now, peerBytesWaiting: { hasUnreadInput }) {
+        case .fine:
             return armReadTimer()
+        case .extend(let until):
+            readExtension += until - deadline
+            return armReadTimer()
+        case .expired:
+            break
         }
         if let ask = shouldTimeoutRead, let more = ask(self, now - readWaitStart), more > .zero {
             guard state == .connected else { return }
@@ -274,6 +276,6 @@ extension TCPConnection {
             return armReadTimer()
         }
         guard state == .connected, readDeadline != nil else { return }
-        finish(.failed(.timedOut(.read)), delivery: .now)
+        finish(.failed(.timedOut(.read)))
     }
 }

@@ -21,7 +21,11 @@ extension TCPConnection {
     ///   ``shutdownOutput()`` or ``close(immediately:)``, or once closed.
     public func write(_ bytes: [UInt8]) throws(NetError) {
         checkThread()
-        guard state != .closed, state != .closing, !shutdownRequested else { throw .outputClosed }
+        try callbacks.ownerCall { () throws(NetError) in try queue(bytes) }
+    }
+
+    private func queue(_ bytes: [UInt8]) throws(NetError) {
+        guard state != .closed, state != .closing, !lifecycle.isShutdownAsked else { throw .outputClosed }
         guard !bytes.isEmpty else { return }
         guard output.count + bytes.count <= limits.writeLimit else { throw .writeBufferFull(limit: limits.writeLimit) }
         if output.isEmpty {
@@ -33,7 +37,7 @@ extension TCPConnection {
                 if sent < 0 {
                     let code = Int32(-sent)
                     if code != EAGAIN && code != EWOULDBLOCK {
-                        return finish(.failed(.from(errno: code, operation: "send")), delivery: .deferred)
+                        return finish(.failed(.from(errno: code, operation: "send")))
                     }
                     output.append(bytes)
                 } else {
@@ -45,9 +49,9 @@ extension TCPConnection {
         } else {
             output.append(bytes)
         }
-        updateWriteInterest(delivery: .deferred)
+        updateWriteInterest()
         armWriteTimer()
-        updateWritability(delivery: .deferred)
+        updateWritability()
     }
 
     /// Queues the bytes of any sequence (a string's `utf8`, a slice). See ``write(_:)``.
@@ -60,13 +64,13 @@ extension TCPConnection {
     /// has already finished too, the connection then closes with ``CloseReason/closed``. Idempotent.
     public func shutdownOutput() {
         checkThread()
-        guard state != .closed, state != .closing, !shutdownRequested else { return }
-        shutdownRequested = true
-        if state == .connected && output.isEmpty && readSource != nil { completeShutdown(delivery: .deferred) }
+        guard lifecycle.askShutdown() else { return }
+        guard state == .connected && output.isEmpty && readSource != nil else { return }
+        callbacks.ownerCall { outputDrained() }
     }
 
     /// Sends what the socket takes, then settles interest, timers, writability and pending closes.
-    func flushOutput(delivery: Delivery) {
+    func flushOutput() {
         guard isOpen, fd >= 0 else { return }
         if !output.isEmpty {
             let (sent, outcome) = output.flush(to: fd)
@@ -75,44 +79,25 @@ extension TCPConnection {
                 writeExtension = .zero
             }
             if case .failed(let code) = outcome {
-                return finish(.failed(.from(errno: code, operation: "send")), delivery: delivery)
+                return finish(.failed(.from(errno: code, operation: "send")))
             }
         }
-        updateWriteInterest(delivery: delivery)
+        updateWriteInterest()
         guard isOpen else { return }
         armWriteTimer()
         // Closing: nobody produces any more, so writability is not reported; the close moves on.
-        if state == .closing { return advanceGracefulClose(delivery: delivery) }
-        guard output.isEmpty else { return updateWritability(delivery: delivery) }
-        if shutdownRequested && !isOutputClosed { completeShutdown(delivery: delivery) }
+        if state == .closing { return outputDrained() }
+        guard output.isEmpty else { return updateWritability() }
+        outputDrained()
         guard isOpen else { return }
-        updateWritability(delivery: delivery)
-    }
-
-    /// The output queue is empty and a half-close was asked for: FIN goes out now.
-    func completeShutdown(delivery: Delivery) {
-        guard !isOutputClosed, fd >= 0 else { return }
-        isOutputClosed = true
-        if Glibc.shutdown(fd, Int32(SHUT_WR)) != 0 {
-            let code = errno
-            if code != ENOTCONN { return finish(.failed(.from(errno: code, operation: "shutdown")), delivery: delivery) }
-        }
-        if isInputClosed { finish(.closed, delivery: delivery) }
+        updateWritability()
     }
 
     /// Applies the water marks; reports a change now (from a callout) or on the next pass (from a
-    /// write the owner made).
-    func updateWritability(delivery: Delivery) {
-        if isWritable && output.count > limits.writeHighWaterMark {
-            isWritable = false
-        } else if !isWritable && output.count <= limits.writeLowWaterMark {
-            isWritable = true
-        }
-        guard isWritable != reportedWritable else { return }
-        switch delivery {
-        case .now: reportWritability()
-        case .deferred: scheduleDeferredPass()
-        }
+    /// call the owner made).
+    func updateWritability() {
+        guard writability.update(queuedBytes: output.count, limits: limits) else { return }
+        if callbacks.isInsideOwnerCall { scheduleDeferredPass() } else { reportWritability() }
     }
 
     /// Tells the owner about writability changes, one call per change, until it settles.
@@ -120,9 +105,8 @@ extension TCPConnection {
         guard !isReportingWritability else { return }
         isReportingWritability = true
         defer { isReportingWritability = false }
-        while isOpen, reportedWritable != isWritable {
-            reportedWritable = isWritable
-            onWritabilityChanged?(self, isWritable)
+        while isOpen, let writable = writability.nextReport() {
+            onWritabilityChanged?(self, writable)
         }
     }
 
@@ -151,6 +135,6 @@ extension TCPConnection {
             return armWriteTimer()
         }
         guard isOpen, writeDeadline != nil else { return }
-        finish(.failed(.timedOut(.write)), delivery: .now)
+        finish(.failed(.timedOut(.write)))
     }
 }

@@ -44,13 +44,6 @@ public final class TCPConnection {
         case closed
     }
 
-    /// How a close is reported: from inside the event that caused it, or on the loop's next pass when
-    /// the owner's own call caused it (so no callback runs inside a method the owner called).
-    enum Delivery {
-        case now
-        case deferred
-    }
-
     /// The loop the connection is scheduled on.
     public let loop: RunLoop
     /// The modes its sources and timers are in (``RunLoop/Mode/common`` by default).
@@ -63,21 +56,21 @@ public final class TCPConnection {
     public var logger: Logger
 
     /// Where the connection is in its life.
-    public internal(set) var state: State = .idle
+    public var state: State { lifecycle.state }
     /// Why it closed; `nil` until it has.
-    public internal(set) var closeReason: CloseReason?
+    public var closeReason: CloseReason? { lifecycle.closeReason }
     /// This side's address, once connected.
     public internal(set) var localAddress: SocketAddress?
     /// The peer's address, once connecting or accepted.
     public internal(set) var remoteAddress: SocketAddress?
     /// True once the peer finished sending (end of input) while the connection stays open for writing.
-    public internal(set) var isInputClosed = false
+    public var isInputClosed: Bool { lifecycle.isInputClosed }
     /// True once this side shut down its output: ``shutdownOutput()`` took effect, or a graceful
     /// ``close(immediately:)`` flushed its output and now waits for the peer's end of input.
-    public internal(set) var isOutputClosed = false
+    public var isOutputClosed: Bool { lifecycle.isOutputClosed }
     /// False while more than the high water mark of output waits; true again at or below the low
     /// water mark. See ``TCPBufferLimits``.
-    public internal(set) var isWritable = true
+    public var isWritable: Bool { writability.isWritable }
 
     /// Whether the peer's end of input leaves the connection open for writing (reported with
     /// ``onInputClosed``) instead of closing it with ``CloseReason/peerClosed``. Off by default.
@@ -134,6 +127,8 @@ public final class TCPConnection {
 
     // MARK: internal state (loop thread only)
 
+    /// Where it is in its life, with the state of both directions.
+    var lifecycle = TCPLifecycle.idle(shutdownAsked: false)
     var fd: Int32 = -1
     var readSource: RunLoopPortSource?
     var writeSource: RunLoopPortSource?
@@ -151,12 +146,12 @@ public final class TCPConnection {
     var readRequests: [ReadRequest] = []
     var isDelivering = false
     var isReadingPaused = false
-    var reportedWritable = true
+    var writability = WritabilitySignal()
     var isReportingWritability = false
-    var shutdownRequested = false
-    var closeAfterFlush: CloseReason?
+    /// No callback runs inside a method the owner called: what such a call causes is reported on the
+    /// loop's next pass (see ``scheduleDeferredPass()``).
+    lazy var callbacks = CallbackDeferral(loop: loop, modes: modes, label: "tcp callbacks")
     var deferredPassScheduled = false
-    var pendingCloseNotification: CloseReason?
 
     var candidates: [SocketAddress] = []
     var lastConnectError: NetError?
@@ -164,8 +159,8 @@ public final class TCPConnection {
 
     var readWaitStart = LoopInstant(nanoseconds: 0)
     var readExtension = Duration.zero
-    /// Whether this read wait already had its grace for bytes that were waiting unread.
-    var tookLateGrace = false
+    /// Late, not silent: one grace per read wait for bytes that were waiting unread.
+    var readSilence = SilenceDeadline(renewal: .perWait)
     var lastWriteProgress = LoopInstant(nanoseconds: 0)
     var writeExtension = Duration.zero
     var connectTimer: DeadlineTimer?
@@ -212,7 +207,7 @@ public final class TCPConnection {
         self.listener = listener
         self.remoteAddress = remote
         self.localAddress = SocketAddress.of(fd, peer: false)
-        self.state = .connected
+        self.lifecycle = .connected(TCPLifecycle.Sides())
         self.keepAlive = self
         let now = loop.now
         readWaitStart = now
@@ -260,22 +255,17 @@ public final class TCPConnection {
         return made
     }
 
-    /// Work that must not run inside the owner's call: a close notification, buffered input for a
-    /// newly set consumer, a writability change. One block per burst, on the loop's next pass.
+    /// Work that must not run inside the owner's call: buffered input for a newly set consumer, a
+    /// writability change. One pass per burst, which looks at what is due when it runs (nothing once
+    /// closed: the close is reported on its own).
     func scheduleDeferredPass() {
         guard !deferredPassScheduled else { return }
         deferredPassScheduled = true
-        let bound = LoopBound(self)
-        loop.perform(inModes: modes) { bound.value.runDeferredPass() }
+        callbacks.runLater { self.runDeferredPass() }
     }
 
     private func runDeferredPass() {
         deferredPassScheduled = false
-        if let reason = pendingCloseNotification {
-            pendingCloseNotification = nil
-            notifyClose(reason)
-            return
-        }
         guard isOpen else { return }
         reportWritability()
         guard state == .connected else { return }
@@ -303,13 +293,13 @@ public final class TCPConnection {
     /// A source left a mode without this connection asking: the loop's thread ended.
     private func sourceCancelled() {
         guard !isChangingInterest, state != .closed else { return }
-        finish(.failed(.loopTornDown), delivery: .now)
+        finish(.failed(.loopTornDown))
     }
 
     /// Adds or removes a source in every mode of the connection. False (and the connection failed) if
     /// the loop refused it.
     @discardableResult
-    func setWatching(_ source: RunLoopPortSource?, _ watching: Bool, delivery: Delivery) -> Bool {
+    func setWatching(_ source: RunLoopPortSource?, _ watching: Bool) -> Bool {
         guard let source else { return false }
         isChangingInterest = true
         defer { isChangingInterest = false }
@@ -320,37 +310,30 @@ public final class TCPConnection {
             return true
         } catch {
             isChangingInterest = false
-            finish(.failed(.system(errno: EBADF, operation: "watch socket (\(error))")), delivery: delivery)
+            finish(.failed(.system(errno: EBADF, operation: "watch socket (\(error))")))
             return false
         }
     }
 
-    /// Input is watched while open, reading, not paused and below the input limit — and while a
-    /// graceful close waits for the peer's end of input, whatever the owner had paused.
-    func updateReadInterest(delivery: Delivery) {
-        let wanted: Bool
-        switch state {
-        case .connected: wanted = fd >= 0 && !isInputClosed && !isReadingPaused && input.count < inputThreshold
-        case .closing: wanted = fd >= 0 && !isInputClosed
-        case .idle, .resolving, .connecting, .closed: wanted = false
-        }
+    /// Watches input, or stops, as the lifecycle says for the owner's pause and the buffer's fill.
+    func updateReadInterest() {
+        let wanted = fd >= 0 && lifecycle.watchesInput(ownerPaused: isReadingPaused, bufferFull: input.count >= inputThreshold)
         guard wanted != isReadWatched else { return }
-        if setWatching(readSource, wanted, delivery: delivery) { isReadWatched = wanted }
+        if setWatching(readSource, wanted) { isReadWatched = wanted }
     }
 
-    /// Output is watched only while the handshake is in progress or output waits: a level-triggered
-    /// writable socket would otherwise wake the loop on every pass.
-    func updateWriteInterest(delivery: Delivery) {
-        let wanted = fd >= 0 && (state == .connecting || (isOpen && !output.isEmpty))
+    /// Watches writability, or stops, as the lifecycle says for the output queue.
+    func updateWriteInterest() {
+        let wanted = fd >= 0 && lifecycle.watchesOutput(outputWaiting: !output.isEmpty)
         guard wanted != isWriteWatched else { return }
-        if setWatching(writeSource, wanted, delivery: delivery) { isWriteWatched = wanted }
+        if setWatching(writeSource, wanted) { isWriteWatched = wanted }
     }
 
     private func handleWritable() {
         if state == .connecting {
             handleConnectResult()
         } else {
-            flushOutput(delivery: .now)
+            flushOutput()
         }
     }
 }

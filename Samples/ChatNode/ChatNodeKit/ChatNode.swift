@@ -163,18 +163,25 @@ public final class ChatNode {
         guard !isStopping else { return }
         isStopping = true
         web?.close()
-        server.shutdown()
-        let deadline = loop.now + configuration.shutdownGrace
-        let timer = RunLoopTimer(after: .milliseconds(10), repeating: .milliseconds(10), label: "chat-node.stop") { [weak self] timer in
-            guard let self else { return timer.invalidate() }
-            guard self.server.sessions.isEmpty || self.loop.now >= deadline else { return }
-            timer.invalidate()
-            if !self.server.sessions.isEmpty { self.logger.warning("\(self.server.sessions.count) sessions still open after the grace period") }
-            self.store.database.close()
-            self.logger.info("chat node stopped")
-            done()
+        // Whichever comes first stops the node: the last session's end, or the grace period (a
+        // one-shot timer, invalid once it fired).
+        let grace = RunLoopTimer(after: configuration.shutdownGrace, label: "chat-node.stop") { [weak self] _ in
+            guard let self else { return }
+            self.logger.warning("\(self.server.sessions.count) sessions still open after the grace period")
+            self.stopped(done)
         }
-        loop.add(timer, forMode: .common)
+        loop.add(grace, forMode: .common)
+        server.shutdown { [weak self] in
+            guard grace.isValid else { return }
+            grace.invalidate()
+            self?.stopped(done)
+        }
+    }
+
+    private func stopped(_ done: () -> Void) {
+        store.database.close()
+        logger.info("chat node stopped")
+        done()
     }
 
     // MARK: Logins
@@ -259,9 +266,3 @@ public enum ChatNodeError: Error, Equatable, CustomStringConvertible {
     }
 }
 
-/// A value that may only be used on one loop's thread, carried through a `@Sendable` hop that ends on
-/// that thread (`RunLoop.perform`). The compiler cannot see that the hop returns to the same thread.
-final class LoopThreadOnly<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
-}

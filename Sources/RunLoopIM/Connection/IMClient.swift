@@ -64,9 +64,8 @@ public final class IMClient {
     private var keepAlive: IMClient?
     private var pendingWriteFailure: (UInt64, IMLinkFailure)?
     private var followed: NetworkReachability?
-    /// Inside one of the owner's own calls: callbacks wait for the loop's next pass.
-    private var ownerCallDepth = 0
-    private var deferredCallbacks: [IMClientAction] = []
+    /// Callbacks never run inside one of the owner's own calls: they wait for the loop's next pass.
+    private let callbacks: CallbackDeferral
 
     /// - Parameters:
     ///   - connector: makes the link for each attempt, e.g. ``TCPFrameLink/connector(host:port:connectTimeout:options:limits:)``.
@@ -80,6 +79,7 @@ public final class IMClient {
         self.modes = modes
         self.connector = connector
         self.logger = logger
+        callbacks = CallbackDeferral(loop: loop, modes: modes, label: "im.client callbacks")
         machine = IMClientMachine(configuration: configuration)
         timer = ProtocolTimer(loop: loop, modes: modes, label: "im.client \(configuration.user)") { [weak self] in
             guard let self else { return }
@@ -187,15 +187,7 @@ public final class IMClient {
     /// never inside the call (the rule RunLoopNet keeps too): `send` returns its id before
     /// ``onDelivery`` reports `.queued` for it, and a callback never re-enters the caller's code.
     private func ownerCall(_ decide: () -> [IMClientAction]) {
-        ownerCallDepth += 1
-        defer { ownerCallDepth -= 1 }
-        apply(decide())
-    }
-
-    private func flushDeferredCallbacks() {
-        let callbacks = deferredCallbacks
-        deferredCallbacks.removeAll()
-        for callback in callbacks { deliver(callback) }
+        callbacks.ownerCall { apply(decide()) }
     }
 
     private func apply(_ actions: [IMClientAction]) {
@@ -233,14 +225,7 @@ public final class IMClient {
             self.transport = nil
             if graceful { transport.close() } else { transport.abort() }
         case .stateChanged, .disconnected, .received, .deliveryChanged, .response, .requestLost, .notice, .rateLimited:
-            if ownerCallDepth == 0, deferredCallbacks.isEmpty { return deliver(action) }
-            if deferredCallbacks.isEmpty {
-                // Owner's thread by construction (checkThread in every public call).
-                try? loop.performFromLoopThread(inModes: modes, label: "im.client callbacks") { [weak self] in
-                    self?.flushDeferredCallbacks()
-                }
-            }
-            deferredCallbacks.append(action)
+            callbacks.run { [weak self] in self?.deliver(action) }
         }
     }
 

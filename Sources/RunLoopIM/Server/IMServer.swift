@@ -117,6 +117,8 @@ public final class IMServer {
     /// The PRESENCE "online" frame of each user announced online, encoded once for every snapshot.
     private var announcedOnline: [String: IMFrame] = [:]
     private var isPresenceAnnouncementScheduled = false
+    /// What ``shutdown(completion:)`` runs once no session is left.
+    private var shutdownCompletions: [() -> Void] = []
     /// Login admission state (IMServer+Logins).
     lazy var loginGate = LoginGate(limits: settings.logins, loop: loop, modes: listener.modes) { [weak self] event in
         self?.loginEventDue(event)
@@ -155,10 +157,26 @@ public final class IMServer {
     /// Users with at least one logged-in session.
     public var onlineUsers: [String] { byUser.keys.sorted() }
 
-    /// Stops accepting, tells every client the server is stopping and closes them gracefully.
-    public func shutdown() {
+    /// Stops accepting, tells every client the server is stopping (ERROR `shuttingDown`) and closes
+    /// them gracefully. Loop thread only.
+    /// - Parameter completion: runs on the loop's thread, in the server's modes, once the last session
+    ///   has ended (``sessions`` is empty): on a later pass of the loop, never inside this call.
+    public func shutdown(completion: (() -> Void)? = nil) {
         listener.close()
         for session in open.values { session.shutdown() }
+        if let completion { shutdownCompletions.append(completion) }
+        completeShutdownIfIdle()
+    }
+
+    /// Runs the shutdown's completions once no session is left.
+    private func completeShutdownIfIdle() {
+        guard open.isEmpty, !shutdownCompletions.isEmpty else { return }
+        let completions = shutdownCompletions
+        shutdownCompletions.removeAll()
+        // Loop thread by construction (every session callback and public call runs there).
+        try? loop.performFromLoopThread(inModes: modes, label: "im.server shutdown") {
+            for completion in completions { completion() }
+        }
     }
 
     /// Stops at once, the way a crash would look to clients: no ERROR frame, no flush, every connection
@@ -214,6 +232,7 @@ public final class IMServer {
             logger.debug("\(user) session ended: \(reason)")
         }
         onSessionEnd?(self, session, reason)
+        completeShutdownIfIdle()
     }
 
     /// A logged-in client's request: SEND, DELIVER_ACK and ABANDON here; the application's (rooms,

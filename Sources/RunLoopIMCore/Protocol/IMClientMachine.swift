@@ -71,8 +71,9 @@ public struct IMClientMachine: Sendable {
     var lastSent = LoopInstant(nanoseconds: 0)
     var lastReceived = LoopInstant(nanoseconds: 0)
     var answerDeadline: LoopInstant?
-    /// A silence deadline was moved for unread bytes since the last frame (or connect).
-    var tookLateGrace = false
+    /// Late, not silent: one grace for unread bytes between frames (or since connect), shared by the
+    /// login and answer deadlines.
+    var lateGrace = SilenceDeadline(renewal: .perWait)
     var loginDeadline: LoopInstant?
     var closeDeadline: LoopInstant?
     var pendingHeartbeat: PendingHeartbeat?
@@ -170,7 +171,7 @@ public struct IMClientMachine: Sendable {
     public mutating func frameReceived(_ frame: IMFrame, generation from: UInt64, now: LoopInstant) -> [IMClientAction] {
         guard currentGeneration == from, isTransportOpen else { return [] }
         lastReceived = now
-        tookLateGrace = false
+        lateGrace.startOver()
         do {
             try handle(frame, now: now)
         } catch {
@@ -197,12 +198,12 @@ public struct IMClientMachine: Sendable {
     ///   it moves ``lateAnswerGrace`` on instead of dropping the connection, so the bytes get read
     ///   (and any frame starts the wait over).
     public mutating func timerFired(now: LoopInstant, inputWaiting: Bool = false) -> [IMClientAction] {
-        if inputWaiting, !tookLateGrace, hasSilenceDeadlinePassed(now: now) {
-            // Once until the next frame: bytes that keep waiting without ever making a frame do not
-            // keep a silent connection alive.
-            tookLateGrace = true
-            if let deadline = loginDeadline, now >= deadline { loginDeadline = now + Self.lateAnswerGrace }
-            if let deadline = answerDeadline, now >= deadline { answerDeadline = now + Self.lateAnswerGrace }
+        // Once until the next frame: bytes that keep waiting without ever making a frame do not
+        // keep a silent connection alive.
+        if let silence = [loginDeadline, answerDeadline].compactMap({ $0 }).min(),
+           case .extend(let until) = lateGrace.judge(silence, now: now, peerBytesWaiting: { inputWaiting }) {
+            if let deadline = loginDeadline, now >= deadline { loginDeadline = until }
+            if let deadline = answerDeadline, now >= deadline { answerDeadline = until }
         }
         if let deadline = loginDeadline, now >= deadline {
             loginDeadline = nil
@@ -243,7 +244,7 @@ public struct IMClientMachine: Sendable {
 
     /// How long a login or answer deadline that passed with the peer's bytes unread waits for the
     /// loop to read them before it is judged again.
-    public static var lateAnswerGrace: Duration { .milliseconds(50) }
+    public static var lateAnswerGrace: Duration { SilenceDeadline.defaultGrace }
 
     /// The reachability of the server's network changed.
     public mutating func networkChanged(reachable: Bool, reason: String, now: LoopInstant) -> [IMClientAction] {
@@ -459,7 +460,7 @@ public struct IMClientMachine: Sendable {
         receiveLimit = configuration.maximumFrameBody
         loginDeadline = now + configuration.loginTimeout
         answerDeadline = nil
-        tookLateGrace = false
+        lateGrace.startOver()
         pendingHeartbeat = nil
         actions.append(.openTransport(generation: generation))
         report(.connecting(attempt: max(1, backoff.attempts)))

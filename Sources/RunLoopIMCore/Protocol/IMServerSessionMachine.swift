@@ -96,8 +96,8 @@ public struct IMServerSessionMachine: Sendable {
     var phase = Phase.awaitingLogin
     var lastReceived: LoopInstant
     package var loginDeadline: LoopInstant?
-    /// Set when a deadline passed with the peer's bytes unread: not judged again before this instant.
-    var lateGraceUntil: LoopInstant?
+    /// Late, not silent: one grace for unread bytes between frames, for the login or keepalive deadline.
+    var lateGrace = SilenceDeadline(renewal: .perWait)
     var announcedKeepalive = Duration.zero
     var nextSerial: UInt32 = 1
     var sendBudget: TokenBucket?
@@ -134,14 +134,16 @@ public struct IMServerSessionMachine: Sendable {
     }
 
     public var nextDeadline: LoopInstant? {
-        let deadline: LoopInstant?
+        silenceDeadline.map { lateGrace.due($0) }
+    }
+
+    /// The login or keepalive deadline, before any grace.
+    var silenceDeadline: LoopInstant? {
         switch phase {
-        case .awaitingLogin, .authenticating: deadline = loginDeadline
-        case .online(_, let limit): deadline = lastReceived + limit
+        case .awaitingLogin, .authenticating: return loginDeadline
+        case .online(_, let limit): return lastReceived + limit
         case .ended: return nil
         }
-        guard let deadline, let lateGraceUntil else { return deadline }
-        return max(deadline, lateGraceUntil)
     }
 
     /// A serial for a frame the server starts (DELIVER, server pings).
@@ -153,7 +155,7 @@ public struct IMServerSessionMachine: Sendable {
     public mutating func frameReceived(_ frame: IMFrame, now: LoopInstant) -> [IMServerSessionAction] {
         guard phase != .ended else { return [] }
         lastReceived = now
-        lateGraceUntil = nil
+        lateGrace.startOver()
         switch (frame.command, phase) {
         case (.heartbeat, _):
             actions.append(.write(IMFrame(command: .heartbeatAck, serial: frame.serial)))
@@ -247,12 +249,13 @@ public struct IMServerSessionMachine: Sendable {
     ///   again ``IMClientMachine/lateAnswerGrace`` later, after the bytes were read (any frame counts);
     ///   once until the next frame.
     public mutating func timerFired(now: LoopInstant, inputWaiting: Bool = false) -> [IMServerSessionAction] {
-        if let lateGraceUntil, now < lateGraceUntil { return takeActions() }
         // Once until the next frame: bytes that keep waiting without ever making a frame do not keep
         // a silent client online.
-        if inputWaiting, lateGraceUntil == nil, let deadline = nextDeadline, now >= deadline {
-            lateGraceUntil = now + IMClientMachine.lateAnswerGrace
-            return takeActions()
+        if let deadline = silenceDeadline {
+            switch lateGrace.judge(deadline, now: now, peerBytesWaiting: { inputWaiting }) {
+            case .fine, .extend: return takeActions()
+            case .expired: break
+            }
         }
         switch phase {
         case .awaitingLogin, .authenticating:
@@ -314,7 +317,7 @@ public struct IMServerSessionMachine: Sendable {
             return fail(tooLarge.statusCode, tooLarge.description, serial: header.serial)
         }
         lastReceived = now
-        lateGraceUntil = nil
+        lateGrace.startOver()
         refuseSend(header.serial, id: IMChatMessage.leadingID(in: bodyPrefix), code: .frameTooLarge)
         return takeActions()
     }

@@ -80,14 +80,9 @@ extension RunLoop {
         inModes modes: [Mode] = [.default], label: String? = nil, _ block: @escaping () -> Void
     ) throws(RunLoopError) {
         try checkOwnership()
-        let confined = ThreadConfinedBlock(body: block)
-        perform(inModes: modes, label: label) { confined.body() }
+        // Queued from this thread (checked above), run and released on it: nothing crosses threads.
+        let confined = LoopBound(block, loop: self)
+        perform(inModes: modes, label: label) { confined.value() }
     }
 }
 
-/// A block queued by the loop's own thread: it is created, run and released on that thread only (a
-/// torn-down loop drops its blocks on that thread too), which the ownership check at queueing time
-/// guarantees, so carrying it through the `@Sendable` queue shares nothing across threads.
-private struct ThreadConfinedBlock: @unchecked Sendable {
-    let body: () -> Void
-}

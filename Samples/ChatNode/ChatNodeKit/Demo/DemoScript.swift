@@ -11,14 +11,14 @@ final class DemoScript {
     private let started = DemoClock.now()
     private let databasePath = "/tmp/chat-node-demo-\(getpid()).db"
     private var nodeHost: HostedLoop?
-    private var node: LoopThreadOnly<ChatNode>?
+    private var node: LoopBound<ChatNode>?
     private var nodeRecorders: [ActivityRecorder] = []
     private var port: UInt16 = 0
     /// The page's port: any free one at the first start, the same one after the crash.
     private var webPort: UInt16 = 0
     private let linkHost = HostedLoop(name: "link")
-    private var link: LoopThreadOnly<FaultyLink>?
-    private var people: [(host: HostedLoop, person: LoopThreadOnly<DemoParticipant>)] = []
+    private var link: LoopBound<FaultyLink>?
+    private var people: [(host: HostedLoop, person: LoopBound<DemoParticipant>)] = []
     private var markers: [(at: LoopInstant, label: String)] = []
 
     init(_ options: ChatDemo.Options) {
@@ -30,12 +30,12 @@ final class DemoScript {
         section("A chat node and three clients, each on a run loop of its own thread")
         try startNode(port: 0)
         let port = self.port
-        link = LoopThreadOnly(try linkHost.sync { try FaultyLink(targetPort: port) })
+        link = try linkHost.sync { LoopBound(try FaultyLink(targetPort: port)) }
         let linkPort = try linkHost.sync { [link] in link!.value.port }
         for (name, target) in [("alice", port), ("bob", port), ("carol", linkPort)] {
             let host = HostedLoop(name: name)
             let narrate = narrator(name)
-            let person = LoopThreadOnly(try host.sync { DemoParticipant(name: name, port: target, narrate: narrate) })
+            let person = try host.sync { LoopBound(DemoParticipant(name: name, port: target, narrate: narrate)) }
             people.append((host, person))
         }
         note("carol reaches the node through a link that can go silent (a relay on its own loop)")
@@ -116,15 +116,15 @@ final class DemoScript {
         configuration.passwordHasher = PasswordHasher(rounds: 1 << 12)
         let narrate = narrator("node")
         let recorder = ActivityRecorder()
-        let started = LoopThreadOnly(try host.sync { () throws -> ChatNode in
+        let started = try host.sync { () throws -> LoopBound<ChatNode> in
             recorder.attach(to: RunLoop.current)
             var logger = Logger(label: "chat-node")
             logger.logLevel = .critical
             let node = try ChatNode(configuration: configuration, logger: logger)
             node.onEvent = narrate
             try node.start()
-            return node
-        })
+            return LoopBound(node)
+        }
         self.port = try host.sync { started.value.port }
         let page = try host.sync { started.value.pageURL }
         webPort = try host.sync { started.value.webPort ?? 0 }

@@ -5,7 +5,7 @@ import RunLoopKit
 ///
 /// ``sync(_:)`` runs a closure on that thread and waits for it; it is how the demo's script (on the
 /// main thread) reaches objects that live on the loop. Those objects never leave their thread: the
-/// closures only travel inside ``LoopThreadOnly`` boxes, and run where the objects live.
+/// closures only travel inside `LoopBound` boxes, and run where the objects live.
 final class HostedLoop: Sendable {
     /// The label of the script's blocks, which the timeline leaves out: they are the demo watching,
     /// not the chat working.
@@ -22,14 +22,14 @@ final class HostedLoop: Sendable {
     /// Runs `body` on the loop's thread and returns its result; the loop must be running.
     func sync<T>(_ body: @escaping () throws -> T) throws -> T {
         let result = ResultBox<T>()
-        let work = LoopThreadOnly(body)
+        let work = LoopBound(body, loop: thread.loop)
         thread.performAndWait(label: Self.probeLabel) { result.set(Result { try work.value() }) }
         return try result.take().get()
     }
 
     /// Runs `body` on the loop's thread without waiting.
     func async(_ body: @escaping () -> Void) {
-        let work = LoopThreadOnly(body)
+        let work = LoopBound(body, loop: loop)
         loop.perform(inModes: [.common], label: Self.probeLabel) { work.value() }
     }
 

@@ -1,0 +1,95 @@
+import RunLoopKit
+import RunLoopTesting
+import Testing
+
+/// "Callbacks never run inside the owner's call", on its own: what an owner's call causes waits for
+/// the loop's next pass in the deferral's modes, in order, and nothing overtakes what waits.
+@Suite struct CallbackDeferralTests {
+    @Test func outsideAnOwnersCallACallbackRunsAtOnce() async throws {
+        let log = try await onLoopThread { () -> [String] in
+            let deferral = CallbackDeferral(loop: .current, modes: [.default], label: "test")
+            var log: [String] = []
+            deferral.run { log.append("callback") }
+            log.append("after")
+            return log
+        }
+        #expect(log == ["callback", "after"])
+    }
+
+    @Test func insideAnOwnersCallCallbacksWaitForTheNextPassInOrder() async throws {
+        let log = try await onLoopThread { () -> [String] in
+            let loop = RunLoop.current
+            let deferral = CallbackDeferral(loop: loop, modes: [.default], label: "test")
+            var log: [String] = []
+            let returned = deferral.ownerCall { () -> Int in
+                #expect(deferral.isInsideOwnerCall)
+                deferral.run { log.append("first") }
+                deferral.ownerCall { deferral.run { log.append("nested") } }
+                #expect(deferral.isInsideOwnerCall, "still inside after a nested call")
+                deferral.run { log.append("second") }
+                return 7
+            }
+            #expect(returned == 7)
+            #expect(!deferral.isInsideOwnerCall)
+            log.append("call returned")
+            #expect(deferral.hasWaitingCallbacks)
+            _ = try loop.runUntil(timeout: .seconds(10)) { !deferral.hasWaitingCallbacks }
+            return log
+        }
+        #expect(log == ["call returned", "first", "nested", "second"])
+    }
+
+    @Test func nothingOvertakesWhatWaits() async throws {
+        let log = try await onLoopThread { () -> [String] in
+            let loop = RunLoop.current
+            let deferral = CallbackDeferral(loop: loop, modes: [.default], label: "test")
+            var log: [String] = []
+            deferral.ownerCall { deferral.run { log.append("from the call") } }
+            // From a callout (not an owner's call), while the first still waits.
+            deferral.run { log.append("from a callout") }
+            #expect(log.isEmpty)
+            _ = try loop.runUntil(timeout: .seconds(10)) { log.count == 2 }
+            return log
+        }
+        #expect(log == ["from the call", "from a callout"])
+    }
+
+    @Test func runLaterAlwaysWaitsAndAnOwnersCallInAFlushedCallbackWaitsForTheNextPass() async throws {
+        let log = try await onLoopThread { () -> [String] in
+            let loop = RunLoop.current
+            let deferral = CallbackDeferral(loop: loop, modes: [.default], label: "test")
+            var log: [String] = []
+            deferral.runLater {
+                log.append("later")
+                // The owner calls the object again from its callback: that call's callback waits.
+                deferral.ownerCall { deferral.run { log.append("caused by the callback") } }
+                log.append("callback returned")
+            }
+            #expect(log.isEmpty)
+            // Polls: a block queued by a block waits for the next iteration, which a poll starts.
+            for _ in 0..<3 where log.count < 3 { _ = try loop.run(.default, timeout: .zero) }
+            return log
+        }
+        #expect(log == ["later", "callback returned", "caused by the callback"])
+    }
+
+    @Test func waitingCallbacksRunOnlyInTheDeferralsModes() async throws {
+        let (inOtherMode, inItsMode) = try await onLoopThread { () -> (Bool, Bool) in
+            let loop = RunLoop.current
+            let other = RunLoop.Mode("other")
+            let deferral = CallbackDeferral(loop: loop, modes: [.default], label: "test")
+            var ran = false
+            deferral.runLater { ran = true }
+            // Keeps the other mode non-empty for the run.
+            let keep = RunLoopTimer(after: .seconds(3600), label: "keep") { _ in }
+            loop.add(keep, forMode: other)
+            defer { keep.invalidate() }
+            _ = try loop.run(other, timeout: .milliseconds(20))
+            let inOtherMode = ran
+            _ = try loop.runUntil(timeout: .seconds(10)) { ran }
+            return (inOtherMode, ran)
+        }
+        #expect(!inOtherMode)
+        #expect(inItsMode)
+    }
+}
