@@ -73,6 +73,29 @@ import Testing
         #expect(log == ["later", "callback returned", "caused by the callback"])
     }
 
+    /// A callback deferred from inside a flushed callback runs inside a block, and a block queued by a
+    /// block waits for the loop's next wake-up (§9.13, as in CFRunLoop): a chain of owner calls made
+    /// from callbacks would sit until some timer or socket woke the loop. The deferral wakes it.
+    @Test func aCallbackCausedByAFlushedCallbackDoesNotWaitForTheNextWakeUp() async throws {
+        let (log, waited) = try await onManualClockLoop { loop, clock -> ([String], Duration) in
+            let deferral = CallbackDeferral(loop: loop, modes: [.default], label: "test")
+            var log: [String] = []
+            // Keeps the mode alive and bounds the wait: without the wake-up, the loop sleeps to it.
+            let far = RunLoopTimer(after: .seconds(30), label: "far") { _ in }
+            loop.add(far, forMode: .default)
+            defer { far.invalidate() }
+            deferral.runLater {
+                log.append("first")
+                deferral.ownerCall { deferral.run { log.append("second") } }
+            }
+            let start = clock.now
+            _ = try loop.runUntil(timeout: .seconds(60)) { log.count == 2 }
+            return (log, clock.now - start)
+        }
+        #expect(log == ["first", "second"])
+        #expect(waited == .zero, "the second callback waited \(waited) for something to wake the loop")
+    }
+
     @Test func waitingCallbacksRunOnlyInTheDeferralsModes() async throws {
         let (inOtherMode, inItsMode) = try await onLoopThread { () -> (Bool, Bool) in
             let loop = RunLoop.current
@@ -91,5 +114,25 @@ import Testing
         }
         #expect(!inOtherMode)
         #expect(inItsMode)
+    }
+}
+
+/// `performFromLoopThread` from inside a block wakes the loop; `perform` keeps CFRunLoop's §9.13 wait.
+@Suite struct PerformFromLoopThreadWakeTests {
+    @Test func aBlockQueuedByABlockRunsWithoutWaitingForTheNextWakeUp() async throws {
+        let (ran, waited) = try await onManualClockLoop { loop, clock -> (Bool, Duration) in
+            var ran = false
+            let far = RunLoopTimer(after: .seconds(30), label: "far") { _ in }
+            loop.add(far, forMode: .default)
+            defer { far.invalidate() }
+            try loop.performFromLoopThread {
+                try? loop.performFromLoopThread { ran = true }
+            }
+            let start = clock.now
+            _ = try loop.runUntil(timeout: .seconds(60)) { ran }
+            return (ran, clock.now - start)
+        }
+        #expect(ran)
+        #expect(waited == .zero, "the inner block waited \(waited) for something to wake the loop")
     }
 }

@@ -43,11 +43,14 @@ public final class ChatClient {
 
     /// Requests sent and not answered yet, by serial: each is removed by its one answer or loss.
     private var pending: [UInt32: (Result<IMFrame, ChatRequestError>) -> Void] = [:]
+    /// Completions of requests refused inside the owner's call wait here for the loop's next pass.
+    private let callbacks: CallbackDeferral
 
     /// Takes `connection` over (see ``connection``); it may be started already. Loop thread.
     public init(connection: IMClient) {
         precondition(connection.loop.isCurrentThread, "ChatClient must be created on its connection's loop thread")
         self.connection = connection
+        callbacks = CallbackDeferral(loop: connection.loop, modes: connection.modes, label: "chat.client request refused")
         connection.onMessage = { [weak self] _, message in
             guard let self else { return }
             self.onMessage?(self, ChatMessage(message))
@@ -147,10 +150,7 @@ public final class ChatClient {
             pending[try connection.request(command, message: body)] = completion
         } catch {
             let failure = ChatRequestError(error)
-            // The owner's thread by construction: IMClient.request checked it.
-            try? connection.loop.performFromLoopThread(inModes: connection.modes, label: "chat.client request refused") {
-                completion(.failure(failure))
-            }
+            callbacks.runLater { completion(.failure(failure)) }
         }
     }
 

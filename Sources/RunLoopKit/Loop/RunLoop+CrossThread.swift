@@ -49,8 +49,10 @@ extension RunLoop {
     /// iteration; a pending block keeps its mode alive. Safe from any thread.
     ///
     /// Unlike CFRunLoopPerformBlock, a block queued from another thread also wakes the loop, so it never
-    /// sits until something else happens. From the loop's own thread no wake-up is needed (the loop
-    /// checks blocks before it sleeps), and none is made.
+    /// sits until something else happens. From the loop's own thread no wake-up is made: a block queued
+    /// from a timer, source or observer callout runs before the loop sleeps, but one queued from inside
+    /// a block waits for the loop's next wake-up, as in CFRunLoop (docs/BEHAVIOUR.md §9.13).
+    /// ``performFromLoopThread(inModes:label:_:)`` does not wait then.
     /// - Parameters:
     ///   - modes: the modes the block may run in.
     ///   - label: a name for traces and stall reports.
@@ -69,7 +71,9 @@ extension RunLoop {
     /// Queues `block` exactly like ``perform(inModes:label:_:)``, for a caller on the loop's own thread:
     /// the block is not `@Sendable`, so it may capture and mutate state that lives on this thread (a
     /// local `var`, a loop-confined object) — it runs on this same thread, later, at a block point of an
-    /// iteration in one of `modes`.
+    /// iteration in one of `modes`. One difference from `perform`: queued from inside a block, it does
+    /// not wait for the loop's next wake-up (§9.13) but wakes the loop, so deferred work never sits
+    /// until some timer or socket happens to wake it.
     ///
     /// Use it to defer work from a callout ("after this event is handled"); from any other thread use
     /// ``perform(inModes:label:_:)``, whose `@Sendable` requirement is what keeps such state from
@@ -83,6 +87,10 @@ extension RunLoop {
         // Queued from this thread (checked above), run and released on it: nothing crosses threads.
         let confined = LoopBound(block, loop: self)
         perform(inModes: modes, label: label) { confined.value() }
+        // From inside a block, the new block would wait for the loop's next wake-up (§9.13): deferred
+        // work (a callback after the owner's call, a presence announcement) must not sit until some
+        // timer or socket happens to wake the loop.
+        if isRunningBlocks { wakeUp() }
     }
 }
 

@@ -294,6 +294,9 @@ extension RunLoop {
             return runnable
         }
         let clock = clockStorage
+        let wasRunningBlocks = isRunningBlocks
+        isRunningBlocks = true
+        defer { isRunningBlocks = wasRunningBlocks }
         for block in runnable {
             callOut(.block, item: nil, label: block.label, mode: store.mode, clock: clock, block.body)
         }
