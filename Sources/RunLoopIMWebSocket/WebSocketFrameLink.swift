@@ -58,8 +58,9 @@ public final class WebSocketFrameLink: IMFrameLink {
     private var isReporting = true
     private var pingTimer: RunLoopTimer?
     private var awaitingPong = false
-    /// The verdict on the current ping was put off once already (the peer's bytes were waiting unread).
-    private var postponedVerdict = false
+    /// Late, not silent: a pong missing at the next ping while the peer's bytes wait unread is judged
+    /// one ping later, once per ping (its grace is the ping interval, set when pinging starts).
+    private var pongSilence = SilenceDeadline(renewal: .perWait)
 
     /// - Parameters:
     ///   - maxBodyLength: the largest IM frame body accepted, binary or re-encoded from JSON, but for
@@ -262,25 +263,26 @@ public final class WebSocketFrameLink: IMFrameLink {
             self?.pingDue()
         }
         pingTimer = timer
+        pongSilence = SilenceDeadline(grace: interval, renewal: .perWait)
         for mode in modes { loop.add(timer, forMode: mode) }
     }
 
     private func pingDue() {
         guard connection.state == .open else { return stopPinging() }
         if awaitingPong {
-            // The peer's bytes waiting unread mean this loop was late, not the peer silent (a stalled
-            // loop fires timers before it reads): judge at the next ping, after they were read.
-            // Once per ping: unread bytes that never bring the pong do not keep the peer.
-            if !postponedVerdict, hasUnreadInput {
-                postponedVerdict = true
-                return
+            // The pong was due by this tick; a stalled loop fires timers before it reads, so unread
+            // bytes put the verdict off to the next tick, once per ping.
+            let now = loop.now
+            switch pongSilence.judge(now, now: now, peerBytesWaiting: { self.hasUnreadInput }) {
+            case .fine, .extend: return
+            case .expired:
+                // A whole interval without the pong: the peer (or the path to it) is gone.
+                stopPinging()
+                return connection.abort()
             }
-            // A whole interval without the pong: the peer (or the path to it) is gone.
-            stopPinging()
-            return connection.abort()
         }
         awaitingPong = true
-        postponedVerdict = false
+        pongSilence.startOver()
         try? connection.ping()
     }
 
