@@ -1,7 +1,6 @@
 import RunLoopChat
 import RunLoopIMTesting
 import RunLoopKit
-import RunLoopNet
 import RunLoopTesting
 import Testing
 @testable import RunLoopIM

@@ -1,6 +1,5 @@
 import RunLoopIMTesting
 import RunLoopKit
-import RunLoopNet
 import RunLoopTesting
 import Testing
 @testable import RunLoopIM

@@ -1,8 +1,8 @@
 import RunLoopChat
 import RunLoopIM
 import RunLoopIMCore
-import RunLoopKit
 import RunLoopIMTesting
+import RunLoopKit
 import RunLoopTesting
 import Testing
 
