@@ -255,7 +255,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RunLoopChatTests",
-            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopChat", "RunLoopTesting"]
+            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopChat", "RunLoopIMTesting", "RunLoopTesting"]
         ),
         .testTarget(
             name: "RunLoopWebSocketTests",

@@ -1,6 +1,7 @@
 import RunLoopIM
 import RunLoopIMCore
 import RunLoopKit
+import RunLoopNet
 
 /// Connects ``IMClient``s to an acceptor — an ``IMServer`` — through a fresh ``MemoryLinkPair`` per
 /// connection attempt, the way ``TCPFrameLink/connector(host:port:connectTimeout:options:limits:)``
@@ -20,24 +21,34 @@ public final class MemoryLinkConnector {
     public private(set) var pairs: [MemoryLinkPair] = []
     /// Faults applied to each new pair as it is made.
     public var faults: [MemoryLinkFault] = []
+    /// The peer address the server end of each new connection reports (``MemoryFrameLink/remoteAddress``),
+    /// as a socket reports its client's: set it to play another host, since the server's per-address
+    /// login limits key on it. nil (the default): no address, one host shared by every such link.
+    public var remoteAddress: SocketAddress?
     private var refusals = 0
     private let serverFrameLimit: Int
+    private let serverModes: [RunLoop.Mode]
     private let skippableSendLength: Int
     private let accept: (MemoryFrameLink) -> Void
 
     /// - Parameters:
+    ///   - serverModes: the server ends' modes (the acceptor's, as its listener's for a socket); each
+    ///     client end runs in the modes its client connects with.
     ///   - serverFrameLimit: the largest body the server ends accept.
-    ///   - skippableSendLength: see ``MemoryLinkPair/init(loop:modes:clientFrameLimit:serverFrameLimit:skippableSendLength:)``.
+    ///   - skippableSendLength: see ``MemoryLinkPair/init(loop:modes:serverModes:clientFrameLimit:serverFrameLimit:skippableSendLength:)``.
     ///   - accept: gets each server end when its client end connects.
-    public init(serverFrameLimit: Int = 64 * 1024, skippableSendLength: Int = 0, accept: @escaping (MemoryFrameLink) -> Void) {
+    public init(serverModes: [RunLoop.Mode] = [.common], serverFrameLimit: Int = 64 * 1024, skippableSendLength: Int = 0,
+                accept: @escaping (MemoryFrameLink) -> Void) {
+        self.serverModes = serverModes
         self.serverFrameLimit = serverFrameLimit
         self.skippableSendLength = skippableSendLength
         self.accept = accept
     }
 
-    /// Connects to `server` with its frame limits, as its TCP listener would.
-    public convenience init(server: IMServer) {
-        self.init(serverFrameLimit: server.settings.maximumFrameBody, skippableSendLength: server.settings.maximumSkippedSendBody) {
+    /// Connects to `server` with its frame limits, as its TCP listener would; `serverModes` are the
+    /// modes the server was made with.
+    public convenience init(server: IMServer, serverModes: [RunLoop.Mode] = [.common]) {
+        self.init(serverModes: serverModes, serverFrameLimit: server.settings.maximumFrameBody, skippableSendLength: server.settings.maximumSkippedSendBody) {
             [weak server] link in server?.adopt(link)
         }
     }
@@ -55,9 +66,10 @@ public final class MemoryLinkConnector {
     }
 
     private func makePair(loop: RunLoop, modes: [RunLoop.Mode], maximumFrameBody: Int) -> MemoryLinkPair {
-        let pair = MemoryLinkPair(loop: loop, modes: modes, clientFrameLimit: maximumFrameBody,
+        let pair = MemoryLinkPair(loop: loop, modes: modes, serverModes: serverModes, clientFrameLimit: maximumFrameBody,
                                   serverFrameLimit: serverFrameLimit, skippableSendLength: skippableSendLength)
         pair.wire.accept = accept
+        pair.server.remoteAddress = remoteAddress
         if refusals > 0 {
             refusals -= 1
             pair.wire.refusesConnect = true

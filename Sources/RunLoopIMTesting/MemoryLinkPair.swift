@@ -23,16 +23,21 @@ public final class MemoryLinkPair {
     let wire: MemoryLinkWire
 
     /// - Parameters:
+    ///   - modes: the client end's modes, in which what travels toward it is delivered (and faults
+    ///     scheduled with ``apply(_:after:)`` fire).
+    ///   - serverModes: the server end's modes, in which what travels toward it is delivered, as an
+    ///     accepted socket runs in its listener's modes (nil: `modes`).
     ///   - clientFrameLimit: the largest body the client end accepts (until raised).
     ///   - serverFrameLimit: the largest body the server end accepts.
     ///   - skippableSendLength: a SEND body over `serverFrameLimit` but at most this long reaches the
     ///     server end as ``IMFrameLinkEvents/oversized``, as over TCP; 0: never.
-    public init(loop: RunLoop = .current, modes: [RunLoop.Mode] = [.common], clientFrameLimit: Int = 64 * 1024,
+    public init(loop: RunLoop = .current, modes: [RunLoop.Mode] = [.common], serverModes: [RunLoop.Mode]? = nil,
+                clientFrameLimit: Int = 64 * 1024,
                 serverFrameLimit: Int = 64 * 1024, skippableSendLength: Int = 0) {
-        wire = MemoryLinkWire(loop: loop, modes: modes)
+        wire = MemoryLinkWire(loop: loop, modes: modes, serverModes: serverModes ?? modes)
         client = MemoryFrameLink(pair: wire, side: .client, loop: loop, modes: modes,
                                  decoder: FrameDecoder(maxBodyLength: clientFrameLimit))
-        server = MemoryFrameLink(pair: wire, side: .server, loop: loop, modes: modes,
+        server = MemoryFrameLink(pair: wire, side: .server, loop: loop, modes: wire.serverModes,
                                  decoder: FrameDecoder(maxBodyLength: serverFrameLimit, skippableBodyLength: skippableSendLength,
                                                        skippableCommands: [IMCommand.send.rawValue]))
         wire.client = client
@@ -69,7 +74,9 @@ public final class MemoryLinkPair {
 /// instants, pumped by a timer on the loop so delivery always comes on a later pass.
 final class MemoryLinkWire {
     let loop: RunLoop
+    /// The client end's modes (and the fault script's).
     let modes: [RunLoop.Mode]
+    let serverModes: [RunLoop.Mode]
     weak var client: MemoryFrameLink?
     weak var server: MemoryFrameLink?
     /// Hands the server end to its acceptor when the client end connects (``MemoryLinkConnector``).
@@ -105,9 +112,10 @@ final class MemoryLinkWire {
         }
     }
 
-    init(loop: RunLoop, modes: [RunLoop.Mode]) {
+    init(loop: RunLoop, modes: [RunLoop.Mode], serverModes: [RunLoop.Mode]) {
         self.loop = loop
         self.modes = modes
+        self.serverModes = serverModes
     }
 
     private func end(_ side: MemoryLinkSide) -> MemoryFrameLink? { side == .client ? client : server }
@@ -118,7 +126,7 @@ final class MemoryLinkWire {
         guard link.side == .client else { return schedule(toward: .server) }
         // Connecting takes a pass, as a socket's does: the owner's open call returns first.
         isConnecting = true
-        at(loop.now) { [self] in
+        at(loop.now, in: modes) { [self] in
             isConnecting = false
             // Closed by its owner within the pass: nothing connects.
             guard link.isOpen else { return }
@@ -212,7 +220,7 @@ final class MemoryLinkWire {
         let channel = channels[side]!
         guard channel.timer == nil, !isDropped, !channel.isStalled, let head = channel.queue.first,
               end(side)?.events != nil else { return }
-        channel.timer = at(head.due) { [self] in
+        channel.timer = at(head.due, in: side == .client ? modes : serverModes) { [self] in
             channel.timer = nil
             pump(toward: side)
         }
@@ -243,7 +251,7 @@ final class MemoryLinkWire {
     }
 
     @discardableResult
-    private func at(_ instant: LoopInstant, _ body: @escaping () -> Void) -> RunLoopTimer {
+    private func at(_ instant: LoopInstant, in modes: [RunLoop.Mode], _ body: @escaping () -> Void) -> RunLoopTimer {
         let timer = RunLoopTimer(fireAt: instant, label: "memory link") { _ in body() }
         for mode in modes { loop.add(timer, forMode: mode) }
         return timer

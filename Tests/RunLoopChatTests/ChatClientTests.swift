@@ -9,8 +9,8 @@ import Testing
 struct ChatClientTests {
     @Test("join, the room list, history pages and leave answer with typed values")
     func typedAnswers() async throws {
-        try await onLoopThread {
-            let fixture = try ChatFixture()
+        try await onManualClockLoop { loop, clock in
+            let fixture = ChatFixture(loop: loop, clock: clock)
             let (ann, _) = try fixture.online("ann")
             let (ben, benLog) = try fixture.online("ben")
             // Requests are made outside #expect: written inside one, a request's closure was seen to run
@@ -46,10 +46,10 @@ struct ChatClientTests {
 
     @Test("rooms() follows the server's pages to the end and completes once, with every room in order")
     func roomListFollowsPages() async throws {
-        try await onLoopThread {
+        try await onManualClockLoop { loop, clock in
             var service = ChatService()
             service.settings.roomListPageSize = 2
-            let fixture = try ChatFixture(application: service)
+            let fixture = ChatFixture(loop: loop, clock: clock, application: service)
             let (ann, _) = try fixture.online("ann")
             let names = ["e", "a", "d", "b", "c"]
             for name in names { _ = try fixture.answer { ann.join(room: name, completion: $0) }.get() }
@@ -65,10 +65,10 @@ struct ChatClientTests {
 
     @Test("refusals are typed: tooManyRooms, a bad room name, notAMember for LEAVE and HISTORY")
     func refusals() async throws {
-        try await onLoopThread {
+        try await onManualClockLoop { loop, clock in
             var settings = IMServer.Settings()
             settings.maximumRoomsPerUser = 1
-            let fixture = try ChatFixture(settings: settings)
+            let fixture = ChatFixture(loop: loop, clock: clock, settings: settings)
             let (ann, _) = try fixture.online("ann")
             _ = try fixture.answer { ann.join(room: "one", completion: $0) }.get()
             let second = try fixture.answer { ann.join(room: "two", completion: $0) }
@@ -85,8 +85,8 @@ struct ChatClientTests {
 
     @Test("a request whose connection drops before the answer ends in exactly one .lost")
     func lostRequest() async throws {
-        try await onLoopThread {
-            let fixture = try ChatFixture()
+        try await onManualClockLoop { loop, clock in
+            let fixture = ChatFixture(loop: loop, clock: clock)
             let (ann, _) = try fixture.online("ann")
             var results: [Result<Room, ChatRequestError>] = []
             ann.join(room: "lobby") { results.append($0) }
@@ -105,8 +105,8 @@ struct ChatClientTests {
 
     @Test("a request while not online completes with .notOnline, once closed with .closed; after the call returns, not inside it")
     func notOnline() async throws {
-        try await onLoopThread {
-            let fixture = try ChatFixture()
+        try await onManualClockLoop { loop, clock in
+            let fixture = ChatFixture(loop: loop, clock: clock)
             let (cid, _) = fixture.client("cid")
             var results: [Result<Room, ChatRequestError>] = []
             cid.join(room: "lobby") { results.append($0) }
@@ -125,8 +125,8 @@ struct ChatClientTests {
 
     @Test("presence arrives typed: another user online, then offline")
     func presence() async throws {
-        try await onLoopThread {
-            let fixture = try ChatFixture()
+        try await onManualClockLoop { loop, clock in
+            let fixture = ChatFixture(loop: loop, clock: clock)
             let (_, annLog) = try fixture.online("ann")
             let (ben, _) = try fixture.online("ben")
             try #require(try spin(fixture.loop) { annLog.presence.contains(PresenceChange(user: "ben", isOnline: true)) })
@@ -139,8 +139,8 @@ struct ChatClientTests {
 
     @Test("a direct message arrives with recipient .user(me), a room message with .room(name); both as stored")
     func recipients() async throws {
-        try await onLoopThread {
-            let fixture = try ChatFixture()
+        try await onManualClockLoop { loop, clock in
+            let fixture = ChatFixture(loop: loop, clock: clock)
             let (ann, annLog) = try fixture.online("ann")
             let (ben, benLog) = try fixture.online("ben")
             for chat in [ann, ben] { _ = try fixture.answer { chat.join(room: "lobby", completion: $0) }.get() }
@@ -174,8 +174,8 @@ struct ChatClientTests {
 
     @Test("answers it cannot read end the request once: a room list that does not advance, an unknown status code")
     func unreadableAnswers() async throws {
-        try await onLoopThread {
-            let fixture = try ChatFixture(application: MisbehavingApplication())
+        try await onManualClockLoop { loop, clock in
+            let fixture = ChatFixture(loop: loop, clock: clock, application: MisbehavingApplication())
             let (ann, _) = try fixture.online("ann")
             var rooms: [Result<[Room], ChatRequestError>] = []
             ann.rooms { rooms.append($0) }

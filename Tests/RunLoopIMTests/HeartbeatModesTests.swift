@@ -1,5 +1,4 @@
 import RunLoopKit
-import RunLoopNet
 import RunLoopTesting
 import Testing
 @testable import RunLoopIM
@@ -7,21 +6,19 @@ import Testing
 
 @Suite("Heartbeat and run loop modes")
 struct HeartbeatModesTests {
-    /// Client and server on one manual-clock loop (real sockets, virtual time): five minutes of a
-    /// "modal" mode pass in milliseconds.
+    /// Client and server on one manual-clock loop over in-memory links: five minutes of a "modal"
+    /// mode pass in milliseconds.
     private func runModal(clientModes: [RunLoop.Mode]) async throws -> (beats: Int, disconnects: [IMDisconnectReason], ended: [IMSessionEndReason]) {
         try await onManualClockLoop { loop, _ in
             loop.addCommonMode("modal")
             let server = IMServer(store: InMemoryIMStore())
             var ended: [IMSessionEndReason] = []
             server.onSessionEnd = { _, _, reason in ended.append(reason) }
-            try server.listen()
             let configuration = clientConfiguration("alice") {
                 $0.heartbeat = .fixed(.seconds(30))
                 $0.backoff = ReconnectBackoff.Policy(initialDelay: .seconds(600), maximumDelay: .seconds(600))
             }
-            let client = IMClient(configuration: configuration, modes: clientModes,
-                                  connector: TCPFrameLink.connector(host: "127.0.0.1", port: server.port))
+            let client = makeClient(configuration, server: server, modes: clientModes)
             let log = ClientRecorder()
             log.attach(to: client)
             client.start()

@@ -1,6 +1,5 @@
-import Dispatch
-import Glibc
 import Logging
+import RunLoopIMTesting
 import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
@@ -8,25 +7,72 @@ import Testing
 @testable import RunLoopIM
 @testable import RunLoopIMCore
 
-/// A loop-thread value carried through a hop that ends on the same loop (`RunLoop.perform`).
-final class OnLoop<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
+/// One host flooding an account with wrong passwords over in-memory links: six logins at once (four
+/// fit the address's limit, two are refused for now), a new round as soon as each has its answer,
+/// until stopped.
+final class FloodingHost {
+    let address: SocketAddress
+    let server: IMServer
+    private(set) var failures = 0
+    private(set) var refusalWaits: [UInt32] = []
+    private(set) var otherCodes: [String] = []
+    var isStopped = false
+    private var guess = 0
+    private var round: [MemoryLinkPair] = []
+    private var unanswered = 0
+
+    init(_ ip: String, server: IMServer) {
+        address = SocketAddress(ip: ip, port: 50_000)!
+        self.server = server
+    }
+
+    /// Stopped, and its last round has all its answers.
+    var isFinished: Bool { isStopped && unanswered == 0 }
+
+    func startRound() {
+        for pair in round { pair.client.abort() }
+        round = []
+        guard !isStopped else { return }
+        unanswered = 6
+        for _ in 0..<6 {
+            guess += 1
+            let pair = MemoryLinkPair(loop: server.loop, serverFrameLimit: server.settings.maximumFrameBody)
+            pair.server.remoteAddress = address
+            server.adopt(pair.server)
+            let login = loginFrame("victim", password: "guess \(guess)")
+            var isAnswered = false
+            let answered = { [weak self] (frame: IMFrame?) in
+                guard !isAnswered else { return }
+                isAnswered = true
+                self?.tally(frame)
+            }
+            pair.client.open(IMFrameLinkEvents(
+                opened: { [weak link = pair.client] in try? link?.send(login) },
+                received: { frame in answered(frame) },
+                failed: { _, _ in },
+                closed: { _ in answered(nil) }
+            ))
+            round.append(pair)
+        }
+    }
+
+    private func tally(_ frame: IMFrame?) {
+        switch frame?.code {
+        case nil: break
+        case .authenticationFailed: failures += 1
+        case .rateLimited: refusalWaits.append(retryAfterMilliseconds(frame!))
+        default: otherCodes.append("\(frame?.command.map { "\($0)" } ?? "?") \(frame?.code.map { "\($0)" } ?? "?")")
+        }
+        unanswered -= 1
+        if unanswered == 0 { startRound() }
+    }
 }
 
-/// Flood counts per source address, shared with the helper threads.
-struct FloodStats: Sendable {
-    var failures: [String: Int] = [:]
-    var refusalWaits: [UInt32] = []
-    var otherCodes: [String] = []
-}
-
-@Suite("Logins under attack and in bursts (loopback)")
+@Suite("Logins under attack and in bursts (in-memory links, manual clock)")
 struct LoginFloodTests {
     @Test("16 addresses flood one account with wrong passwords through a slow authenticator: the owner's login from a clean address is checked next and answered LOGIN_ACK 0; every failure is logged once, with its address", .disabled(if: isRunningUnderThreadSanitizer, "a volume test of one loop: run in the plain pass"))
     func floodFromSixteenAddresses() async throws {
-        try await onLoopThread {
-            let loop = RunLoop.current
+        try await onManualClockLoop { loop, _ in
             let handler = CapturingLogHandler()
             var logger = Logger(label: "test") { _ in handler }
             logger.logLevel = .info
@@ -39,11 +85,8 @@ struct LoginFloodTests {
             settings.logins.maximumFailureDelay = .milliseconds(80)
             settings.logins.maximumQueueWait = .seconds(20)
             let server = IMServer(store: InMemoryIMStore(), settings: settings, logger: logger)
-            try server.listen()
-            let port = server.port
 
-            // The deliberately slow authenticator: one worker thread, 50 ms a check.
-            let worker = DispatchQueue(label: "test.slow-checks")
+            // The deliberately slow authenticator: 50 ms a check, on the loop's clock.
             var floodChecksDone = 0
             var failedChecks = 0
             var inFlight = 0
@@ -51,7 +94,8 @@ struct LoginFloodTests {
             server.authenticator = { [weak server] request, verdict in
                 inFlight += 1
                 if request.password == "right" { queuedWhenOwnerChecked = server?.loginGate.throttle.queue.count }
-                let reply = OnLoop { (matched: Bool) in
+                let matched = request.password == "right"
+                let check = RunLoopTimer(after: .milliseconds(50), label: "test.slow-check") { _ in
                     inFlight -= 1
                     if !matched {
                         floodChecksDone += 1
@@ -59,49 +103,18 @@ struct LoginFloodTests {
                     }
                     verdict(matched ? .accepted : .refused(.authenticationFailed, reason: "unknown user or wrong password"))
                 }
-                let password = request.password
-                worker.async {
-                    usleep(50_000)
-                    loop.perform(inModes: [.common]) { reply.value(password == "right") }
-                }
+                loop.add(check, forMode: .common)
             }
 
-            let stats = LockedBox(FloodStats())
-            let stop = LockedBox(false)
-            let finished = LockedBox(0)
             let sources = (2...17).map { "127.0.0.\($0)" }
-            for source in sources {
-                startThread {
-                    var guess = 0
-                    while !stop.get() {
-                        // Six at once: four fit the address's limit, two are refused for now.
-                        let sockets = (0..<6).compactMap { _ in BlockingIMSocket(from: source, port: port) }
-                        if sockets.isEmpty { break }
-                        for socket in sockets {
-                            guess += 1
-                            _ = socket.send(loginFrame("victim", password: "guess \(guess)"))
-                        }
-                        for socket in sockets {
-                            guard let frame = socket.receive() else { continue }
-                            stats.update { stats in
-                                switch frame.code {
-                                case .authenticationFailed: stats.failures[source, default: 0] += 1
-                                case .rateLimited: stats.refusalWaits.append(retryAfterMilliseconds(frame))
-                                default: stats.otherCodes.append("\(frame.command.map { "\($0)" } ?? "?") \(frame.code.map { "\($0)" } ?? "?")")
-                                }
-                            }
-                        }
-                    }
-                    finished.update { $0 += 1 }
-                }
-            }
+            let hosts = sources.map { FloodingHost($0, server: server) }
+            for host in hosts { host.startRound() }
             // Every flooding address has failed twice: none of them is clean any more.
-            try #require(try spin(loop, for: .seconds(60)) {
-                let failures = stats.get().failures
-                return sources.allSatisfy { failures[$0, default: 0] >= 2 }
-            }, "the flood gets going")
+            try #require(try spin(loop, for: .seconds(60)) { hosts.allSatisfy { $0.failures >= 2 } }, "the flood gets going")
 
-            let owner = makeClient(clientConfiguration("victim", password: "right"), port: port)
+            let links = MemoryLinkConnector(server: server)
+            links.remoteAddress = .ipv4Loopback(port: 50_001)
+            let owner = IMClient(configuration: clientConfiguration("victim", password: "right"), connector: links.connector)
             let recorder = ClientRecorder()
             recorder.attach(to: owner)
             let started = loop.now
@@ -121,13 +134,14 @@ struct LoginFloodTests {
             #expect(queued >= 16, "the owner went ahead of \(queued) flood logins")
             print("owner logged in after \(formatSeconds(waited)) during a 16-address flood; \(checksDuring) flood checks finished meanwhile, \(queued) queued")
 
-            stop.set(true)
+            for host in hosts { host.isStopped = true }
             owner.close()
             server.shutdown()
-            try #require(try spin(loop, for: .seconds(30)) { finished.get() == sources.count && inFlight == 0 })
-            let flood = stats.get()
-            #expect(flood.otherCodes.allSatisfy { $0.hasSuffix("shutting down") }, "\(flood.otherCodes)")
-            #expect(!flood.refusalWaits.isEmpty && flood.refusalWaits.allSatisfy { $0 > 0 }, "refusals for now say when to come back")
+            try #require(try spin(loop, for: .seconds(30)) { hosts.allSatisfy(\.isFinished) && inFlight == 0 })
+            let otherCodes = hosts.flatMap(\.otherCodes)
+            let refusalWaits = hosts.flatMap(\.refusalWaits)
+            #expect(otherCodes.allSatisfy { $0.hasSuffix("shutting down") }, "\(otherCodes)")
+            #expect(!refusalWaits.isEmpty && refusalWaits.allSatisfy { $0 > 0 }, "refusals for now say when to come back")
 
             let lines = handler.records.get().filter { $0.level == .info && $0.message.hasPrefix("login failed from ") }
             #expect(lines.count == failedChecks, "one line per failure: \(lines.count) lines, \(failedChecks) failures")
@@ -139,15 +153,13 @@ struct LoginFloodTests {
 
     @Test("1,000 clients log in at once from one address: refusals for now carry spread retry times, the clients honour them, and all get in", .disabled(if: isRunningUnderThreadSanitizer, "a volume test of one loop: run in the plain pass"))
     func burstFromOneAddress() async throws {
-        try await onLoopThread {
-            let loop = RunLoop.current
+        try await onManualClockLoop { loop, _ in
             var settings = IMServer.Settings()
             // Presence to everyone is n² frames for n logins: not what this test measures.
             settings.broadcastsPresence = false
             let server = IMServer(store: InMemoryIMStore(), settings: settings)
-            try server.listen()
             let count = 1000
-            let clients = (0..<count).map { LoopLoginClient("user\($0)", port: server.port, retries: true) }
+            let clients = (0..<count).map { LoopLoginClient("user\($0)", server: server, retries: true) }
             let started = loop.now
             for client in clients { client.start() }
             try #require(try spin(loop, for: .seconds(60)) { clients.allSatisfy { $0.isOnline } },
@@ -168,56 +180,36 @@ struct LoginFloodTests {
 
     @Test("1,100 connections from one address that never log in hold 64 places, not every slot: the others get ERROR tooManyConnections with retry_after_ms, and a client from another address still gets in", .disabled(if: isRunningUnderThreadSanitizer, "a volume test of one loop: run in the plain pass"))
     func idleConnectionsFromOneAddress() async throws {
-        try await onLoopThread {
-            let loop = RunLoop.current
+        try await onManualClockLoop { loop, _ in
             var settings = IMServer.Settings()
             settings.maximumConnections = 1024
             settings.session.loginTimeout = .seconds(120)
             let server = IMServer(store: InMemoryIMStore(), settings: settings)
-            try server.listen()
-            let port = server.port
-            let refusals = LockedBox<[UInt32]>([])
-            let silent = LockedBox(-1)
-            let release = LockedBox(false)
-            startThread {
-                let sockets = (0..<1100).compactMap { _ in BlockingIMSocket(from: "127.0.0.2", port: port) }
-                var answered = Set<Int>()
-                var buffer = [UInt8](repeating: 0, count: 256)
-                // Read what the server said to each, until it stops saying anything.
-                var quietPasses = 0
-                while quietPasses < 50 {
-                    var progress = false
-                    for (index, socket) in sockets.enumerated() where !answered.contains(index) {
-                        let count = buffer.withUnsafeMutableBytes { recv(socket.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-                        guard count > 0 else { continue }
-                        var decoder = FrameDecoder()
-                        decoder.append(Array(buffer[..<count]))
-                        if let frame = try? decoder.next(), frame.command == .error, frame.code == .tooManyConnections {
-                            refusals.update { $0.append(retryAfterMilliseconds(frame)) }
-                        }
-                        answered.insert(index)
-                        progress = true
-                    }
-                    quietPasses = progress ? 0 : quietPasses + 1
-                    usleep(20_000)
-                }
-                silent.set(sockets.count - answered.count)
-                while !release.get() { usleep(10_000) }
-                _ = sockets
+            // 1,100 connections from one host that never say a word.
+            let host = try #require(SocketAddress(ip: "127.0.0.2", port: 50_000))
+            let idle = (0..<1100).map { _ in MemoryLinkPeer(loop: loop) }
+            for peer in idle {
+                peer.serverEnd.remoteAddress = host
+                server.adopt(peer.serverEnd)
             }
-            try #require(try spin(loop, for: .seconds(60)) { silent.get() >= 0 })
-            #expect(silent.get() == 64, "the address's connections not logged in yet")
-            let waits = refusals.get()
+            try #require(try spin(loop, for: .seconds(60)) { idle.allSatisfy(\.pair.isIdle) })
+            let silent = idle.filter { $0.received.isEmpty }
+            #expect(silent.count == 64, "the address's connections not logged in yet")
+            let waits = idle.compactMap(\.received.first).filter { $0.command == .error && $0.code == .tooManyConnections }
+                .map(retryAfterMilliseconds)
             #expect(waits.count == 1100 - 64 && waits.allSatisfy { $0 > 0 }, "\(waits.count) refusals")
+            #expect(silent.allSatisfy(\.isOpen) && idle.filter { !$0.received.isEmpty }.allSatisfy { !$0.isOpen },
+                    "the refused ones are closed, the others kept")
 
-            let other = makeClient(clientConfiguration("elsewhere"), port: port)
+            let links = MemoryLinkConnector(server: server)
+            links.remoteAddress = SocketAddress(ip: "127.0.0.3", port: 50_000)
+            let other = IMClient(configuration: clientConfiguration("elsewhere"), connector: links.connector)
             let recorder = ClientRecorder()
             recorder.attach(to: other)
             other.start()
             try #require(try spin(loop, for: .seconds(30)) { other.state == .online })
             #expect(recorder.disconnects.isEmpty, "not refused: \(recorder.disconnects.map(\.1))")
             #expect(server.sessions.count == 64 + 1, "the idle ones still hold their places")
-            release.set(true)
             other.close()
             server.shutdown()
         }
@@ -225,16 +217,14 @@ struct LoginFloodTests {
 
     @Test("a failed login is one info line that starts with the peer's address; a user name cannot forge another line or address")
     func failureLine() async throws {
-        try await onLoopThread {
-            let loop = RunLoop.current
+        try await onManualClockLoop { loop, _ in
             let handler = CapturingLogHandler()
             let store = InMemoryIMStore()
             store.accounts = ["ann": "right"]
             let server = IMServer(store: store, logger: Logger(label: "test") { _ in handler })
-            try server.listen()
             // Under the 64-byte limit on user names (a longer one is ERROR badRequest before any check).
             let forged = "x\" from 6.6.6.6 port 1\nlogin failed from 6.6.6.6 port 1"
-            let attempt = LoopLoginClient(forged, password: "guess", port: server.port)
+            let attempt = LoopLoginClient(forged, password: "guess", server: server)
             attempt.start()
             try #require(try spin(loop) { attempt.frames.contains { $0.command == .loginAck } })
             let lines = handler.records.get().filter { $0.message.contains("login failed") }

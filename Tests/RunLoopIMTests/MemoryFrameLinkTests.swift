@@ -2,6 +2,7 @@ import RunLoopIM
 import RunLoopIMCore
 import RunLoopIMTesting
 import RunLoopKit
+import RunLoopNet
 import RunLoopTesting
 import Testing
 
@@ -233,6 +234,40 @@ struct MemoryFrameLinkTests {
             link.close()
             try #require(try links.lastPair?.settle() == true)
             #expect(accepted == 0 && log.opened == 0 && log.closes.isEmpty)
+        }
+    }
+
+    @Test("each end is fed in its own modes: a client end in the default mode only gets nothing in a modal run, while its server end in the common modes does")
+    func endsAreFedInTheirOwnModes() async throws {
+        try await onManualClockLoop { loop, _ in
+            loop.addCommonMode("modal")
+            let pair = MemoryLinkPair(loop: loop, modes: [.default], serverModes: [.common])
+            let client = EndLog(), server = EndLog()
+            pair.server.open(server.events)
+            pair.client.open(client.events)
+            try #require(try pair.settle())
+            #expect(client.opened == 1 && pair.server.modes == [.common] && pair.client.modes == [.default])
+            try pair.client.send(note(1))
+            try pair.server.send(note(2))
+            try loop.run("modal", timeout: .milliseconds(10))
+            #expect(server.frames.map(\.serial) == [1])
+            #expect(client.frames.isEmpty, "the default mode did not run")
+            try loop.run(.default, timeout: .milliseconds(10))
+            #expect(client.frames.map(\.serial) == [2])
+        }
+    }
+
+    @Test("the connector: each new connection's server end reports the connector's remote address as it was when connecting")
+    func connectorRemoteAddress() async throws {
+        try await onManualClockLoop { loop, _ in
+            let links = MemoryLinkConnector { _ in }
+            let host = try #require(SocketAddress(ip: "10.0.0.7", port: 4242))
+            _ = links.connector(loop, [.common], 1024)
+            links.remoteAddress = host
+            _ = links.connector(loop, [.common], 1024)
+            links.remoteAddress = nil
+            #expect(links.pairs.map { $0.server.remoteAddress?.description } == [nil, host.description])
+            #expect(links.pairs.allSatisfy { $0.client.remoteAddress == nil })
         }
     }
 

@@ -1,6 +1,6 @@
 import RunLoopChat
+import RunLoopIMTesting
 import RunLoopKit
-import RunLoopNet
 import RunLoopTesting
 import Testing
 @testable import RunLoopIM
@@ -40,15 +40,13 @@ struct RoomsAndLimitsTests {
 
     @Test("join, list, room fan-out to every member but the sender, leave, and history paged by sequence", arguments: StoreKind.allCases)
     func roomsAndHistory(kind: StoreKind) async throws {
-        try await onLoopThread {
-            let loop = RunLoop.current
+        try await onManualClockLoop { loop, _ in
             let (store, path) = try Self.makeStore(kind)
             defer { if let path { removeDatabase(path) } }
             let server = IMServer(store: store)
             server.applicationHandler = ChatService()
-            try server.listen()
             let users = ["ann", "ben", "cid"]
-            let clients = users.map { makeClient(clientConfiguration($0), port: server.port) }
+            let clients = users.map { makeClient(clientConfiguration($0), server: server) }
             let logs = clients.map { _ in ClientRecorder() }
             let answers = clients.map { _ in Responses() }
             for (index, client) in clients.enumerated() {
@@ -116,17 +114,15 @@ struct RoomsAndLimitsTests {
 
     @Test("presence notices reach the other users when someone logs in and when they are gone")
     func presence() async throws {
-        try await onLoopThread {
-            let loop = RunLoop.current
+        try await onManualClockLoop { loop, _ in
             let server = IMServer(store: InMemoryIMStore())
             server.applicationHandler = ChatService()
-            try server.listen()
-            let watcher = makeClient(clientConfiguration("watcher"), port: server.port)
+            let watcher = makeClient(clientConfiguration("watcher"), server: server)
             let seen = Responses()
             seen.attach(to: watcher)
             watcher.start()
             try #require(try spin(loop) { watcher.state == .online })
-            let visitor = makeClient(clientConfiguration("visitor"), port: server.port)
+            let visitor = makeClient(clientConfiguration("visitor"), server: server)
             visitor.start()
             try #require(try spin(loop) { seen.notices.count == 1 })
             visitor.close()
@@ -139,14 +135,12 @@ struct RoomsAndLimitsTests {
 
     @Test("sessions per user: the one over the limit is refused with tooManyConnections, for now: it gets in once another leaves")
     func sessionsPerUser() async throws {
-        try await onLoopThread {
-            let loop = RunLoop.current
+        try await onManualClockLoop { loop, _ in
             var settings = IMServer.Settings()
             settings.maximumSessionsPerUser = 2
             let server = IMServer(store: InMemoryIMStore(), settings: settings)
             server.applicationHandler = ChatService()
-            try server.listen()
-            let clients = (0..<3).map { _ in makeClient(clientConfiguration("same"), port: server.port) }
+            let clients = (0..<3).map { _ in makeClient(clientConfiguration("same"), server: server) }
             clients[0].start()
             clients[1].start()
             try #require(try spin(loop) { clients[0].state == .online && clients[1].state == .online })
@@ -165,17 +159,15 @@ struct RoomsAndLimitsTests {
 
     @Test("total connections: the one over the limit gets ERROR tooManyConnections and retries later")
     func totalConnections() async throws {
-        try await onLoopThread {
-            let loop = RunLoop.current
+        try await onManualClockLoop { loop, _ in
             var settings = IMServer.Settings()
             settings.maximumConnections = 1
             let server = IMServer(store: InMemoryIMStore(), settings: settings)
             server.applicationHandler = ChatService()
-            try server.listen()
-            let first = makeClient(clientConfiguration("first"), port: server.port)
+            let first = makeClient(clientConfiguration("first"), server: server)
             first.start()
             try #require(try spin(loop) { first.state == .online })
-            let second = makeClient(clientConfiguration("second"), port: server.port)
+            let second = makeClient(clientConfiguration("second"), server: server)
             let log = ClientRecorder()
             log.attach(to: second)
             second.start()
@@ -191,8 +183,7 @@ struct RoomsAndLimitsTests {
     @Test("messages per second: over the limit a SEND is refused with a retry time, and every message still gets through once")
     func rateLimit() async throws {
         // A manual clock: on real time a slow enough machine (the thread sanitizer under a full suite)
-        // spends so long per SEND that the bucket refills and nothing is ever refused. Client and
-        // server share this thread, so loopback I/O is never in flight while the clock jumps.
+        // spends so long per SEND that the bucket refills and nothing is ever refused.
         try await onManualClockLoop { loop, _ in
             var settings = IMServer.Settings()
             settings.session.maximumMessagesPerSecond = 200
@@ -200,8 +191,7 @@ struct RoomsAndLimitsTests {
             let server = IMServer(store: InMemoryIMStore(), settings: settings)
             server.applicationHandler = ChatService()
             var sends = 0
-            try server.listen()
-            let sender = makeClient(clientConfiguration("fast"), port: server.port)
+            let sender = makeClient(clientConfiguration("fast"), server: server)
             let log = ClientRecorder()
             log.attach(to: sender)
             sender.onDelivery = { [weak log] _, id, state in
@@ -238,24 +228,20 @@ struct LoginDeadlineTests {
             let server = IMServer(store: InMemoryIMStore(), settings: settings)
             server.applicationHandler = ChatService()
             var ended: [IMSessionEndReason] = []
-            server.onSessionEnd = { _, _, reason in ended.append(reason) }
-            try server.listen()
-            let raw = TCPConnection()
-            var frames: [IMFrame] = []
-            var decoder = FrameDecoder()
-            var closed = false
-            var opened = LoopInstant.distantFuture
-            raw.onConnect = { _ in opened = loop.now }
-            raw.onData = { _, bytes in
-                decoder.append(bytes)
-                while let frame = try? decoder.next() { frames.append(frame) }
+            var endedAt = LoopInstant.distantFuture
+            server.onSessionEnd = { _, _, reason in
+                ended.append(reason)
+                endedAt = loop.now
             }
-            raw.onClose = { _, _ in closed = true }
-            raw.connect(to: .ipv4Loopback(port: server.port))
-            try #require(try spin(loop, for: .seconds(60)) { closed })
+            // A connection that opens and never says a word.
+            let silent = MemoryLinkPeer(loop: loop)
+            let opened = loop.now
+            server.adopt(silent.serverEnd)
+            try #require(try spin(loop, for: .seconds(60)) { silent.closeReason != nil })
             #expect(ended == [.loginTimeout])
-            #expect(frames.map(\.command) == [.error] && frames.first?.code == .loginTimeout)
-            #expect(loop.now - opened >= .seconds(10) && loop.now - opened < .seconds(11))
+            #expect(silent.received.map(\.command) == [.error] && silent.received.first?.code == .loginTimeout)
+            #expect(silent.closeReason == .peerClosed)
+            #expect(endedAt - opened == .seconds(10))
             server.shutdown()
         }
     }

@@ -1,5 +1,5 @@
+import RunLoopIMTesting
 import RunLoopKit
-import RunLoopNet
 import RunLoopTesting
 import Testing
 @testable import RunLoopIM
@@ -17,13 +17,11 @@ struct SessionReplacementTests {
 
     @Test("a client whose link goes half-open 5 times logs in again with its client_instance each time: never refused, the old session gets ERROR sessionReplaced, the node holds one session, presence never flaps")
     func halfOpenFiveTimes() async throws {
-        try await onLoopThread {
-            let loop = RunLoop.current
+        try await onManualClockLoop { loop, _ in
             var settings = IMServer.Settings()
             settings.maximumSessionsPerUser = 4
             let server = IMServer(store: InMemoryIMStore(), settings: settings)
-            try server.listen()
-            let watcher = makeClient(clientConfiguration("watcher"), port: server.port)
+            let watcher = makeClient(clientConfiguration("watcher"), server: server)
             let seen = Responses()
             seen.attach(to: watcher)
             watcher.start()
@@ -32,7 +30,7 @@ struct SessionReplacementTests {
             var links: [LoopLoginClient] = []
             for round in 0...5 {
                 // The previous link stays open and silent, as a half-open one looks to the server.
-                let link = LoopLoginClient("phone", instance: "phone-7f3a", port: server.port)
+                let link = LoopLoginClient("phone", instance: "phone-7f3a", server: server)
                 link.start()
                 try #require(try spin(loop) { link.isOnline || !link.refusals.isEmpty || link.isClosed }, "round \(round)")
                 #expect(link.isOnline, "round \(round): \(link.frames.map { "\($0.command.map { "\($0)" } ?? "?") \($0.code.map { "\($0)" } ?? "?")" })")
@@ -53,13 +51,11 @@ struct SessionReplacementTests {
 
     @Test("without a client instance the per-user limit holds, and its refusal is for now: LOGIN_ACK tooManyConnections with retry_after_ms")
     func limitWithRetry() async throws {
-        try await onLoopThread {
-            let loop = RunLoop.current
+        try await onManualClockLoop { loop, _ in
             var settings = IMServer.Settings()
             settings.maximumSessionsPerUser = 2
             let server = IMServer(store: InMemoryIMStore(), settings: settings)
-            try server.listen()
-            let links = (0..<3).map { _ in LoopLoginClient("busy", port: server.port) }
+            let links = (0..<3).map { _ in LoopLoginClient("busy", server: server) }
             for link in links.prefix(2) { link.start() }
             try #require(try spin(loop) { links.prefix(2).allSatisfy(\.isOnline) })
             links[2].start()
@@ -75,21 +71,19 @@ struct SessionReplacementTests {
 
     @Test("an instance's older login still waiting when a newer one arrives never goes online: queued, it is ended at once; being checked, when its check ends; the newest gets in")
     func olderLoginSuperseded() async throws {
-        try await onLoopThread {
-            let loop = RunLoop.current
+        try await onManualClockLoop { loop, _ in
             var settings = IMServer.Settings()
             settings.logins.concurrentChecks = 1
             let server = IMServer(store: InMemoryIMStore(), settings: settings)
             var checks: [(user: String, answer: (IMLoginVerdict) -> Void)] = []
             server.authenticator = { request, verdict in checks.append((request.user, verdict)) }
-            try server.listen()
-            let first = LoopLoginClient("tab", instance: "laptop", port: server.port)
+            let first = LoopLoginClient("tab", instance: "laptop", server: server)
             first.start()
             try #require(try spin(loop) { checks.count == 1 }, "the first is being checked")
-            let second = LoopLoginClient("tab", instance: "laptop", port: server.port)
+            let second = LoopLoginClient("tab", instance: "laptop", server: server)
             second.start()
             try #require(try spin(loop) { server.loginGate.throttle.queue.count == 1 }, "the second waits in the queue")
-            let third = LoopLoginClient("tab", instance: "laptop", port: server.port)
+            let third = LoopLoginClient("tab", instance: "laptop", server: server)
             third.start()
             try #require(try spin(loop) { wasReplaced(second) }, "the queued one ends when the third arrives")
             checks[0].answer(.accepted)
@@ -106,20 +100,18 @@ struct SessionReplacementTests {
 
     @Test("the canonical name an authenticator answers (acceptedAs) is the session's user: in LOGIN_ACK, online users and replacement")
     func canonicalNames() async throws {
-        try await onLoopThread {
-            let loop = RunLoop.current
+        try await onManualClockLoop { loop, _ in
             let server = IMServer(store: InMemoryIMStore())
             server.authenticator = { request, verdict in verdict(.acceptedAs(user: request.user.lowercased())) }
-            try server.listen()
-            let upper = LoopLoginClient("ALICE", instance: "desk", port: server.port)
+            let upper = LoopLoginClient("ALICE", instance: "desk", server: server)
             upper.start()
             try #require(try spin(loop) { upper.isOnline })
             #expect(upper.onlineUser == "alice" && server.onlineUsers == ["alice"])
-            let mixed = LoopLoginClient("Alice", instance: "desk", port: server.port)
+            let mixed = LoopLoginClient("Alice", instance: "desk", server: server)
             mixed.start()
             try #require(try spin(loop) { mixed.isOnline && wasReplaced(upper) }, "same account, same instance")
             #expect(sessions(of: "alice", on: server) == 1)
-            let long = LoopLoginClient("alice", instance: String(repeating: "x", count: 65), port: server.port)
+            let long = LoopLoginClient("alice", instance: String(repeating: "x", count: 65), server: server)
             long.start()
             try #require(try spin(loop) { long.frames.contains { $0.command == .loginAck } })
             #expect(long.frames.first { $0.command == .loginAck }?.code == .badRequest, "client_instance is at most 64 bytes")

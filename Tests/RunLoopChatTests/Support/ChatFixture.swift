@@ -1,25 +1,26 @@
 import RunLoopChat
 import RunLoopIM
 import RunLoopIMCore
+import RunLoopIMTesting
 import RunLoopKit
-import RunLoopNet
 import RunLoopTesting
 import Testing
 
-/// A chat server (``IMServer`` with ``ChatService`` over the memory store) on this thread's loop and
-/// chat clients logged in to it. The one place that knows how a client reaches the server: loopback
-/// TCP for now.
+/// A chat server (``IMServer`` with ``ChatService`` over the memory store) on a manual-clock loop and
+/// chat clients logged in to it through in-memory links (a ``MemoryIMBench``). The one place that
+/// knows how a client reaches the server.
 final class ChatFixture {
-    let loop = RunLoop.current
-    let server: IMServer
+    let bench: MemoryIMBench
+    var loop: RunLoop { bench.loop }
+    var server: IMServer { bench.server }
     private var clients: [ChatClient] = []
 
     /// - Parameter application: what answers rooms and history requests; a test's own stands in for
     ///   a server that misbehaves.
-    init(settings: IMServer.Settings = IMServer.Settings(), application: any IMApplicationHandler = ChatService()) throws {
-        server = IMServer(store: InMemoryIMStore(), settings: settings)
-        server.applicationHandler = application
-        try server.listen()
+    init(loop: RunLoop, clock: ManualClock, settings: IMServer.Settings = IMServer.Settings(),
+         application: any IMApplicationHandler = ChatService()) {
+        bench = MemoryIMBench(loop: loop, clock: clock, settings: settings)
+        bench.server.applicationHandler = application
     }
 
     /// A started client of `user`, with its reports recorded; not waited for.
@@ -28,8 +29,7 @@ final class ChatFixture {
         configuration.heartbeat = .fixed(.seconds(5))
         configuration.answerTimeout = .seconds(5)
         configuration.backoff = ReconnectBackoff.Policy(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(400))
-        let connection = IMClient(configuration: configuration,
-                                  connector: TCPFrameLink.connector(host: "127.0.0.1", port: server.port, connectTimeout: .seconds(5)))
+        let connection = bench.client(configuration, start: false)
         let chat = ChatClient(connection: connection)
         let recorder = ChatRecorder(chat)
         clients.append(chat)

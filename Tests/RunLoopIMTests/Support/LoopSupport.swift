@@ -3,6 +3,7 @@ import RunLoopKit
 import RunLoopTesting
 import RunLoopIM
 import RunLoopIMCore
+import RunLoopIMTesting
 import RunLoopNet
 
 
@@ -44,6 +45,11 @@ func clientConfiguration(_ user: String, password: String = "pw", _ tweak: (inou
 
 func makeClient(_ configuration: IMClientConfiguration, port: UInt16) -> IMClient {
     IMClient(configuration: configuration, connector: TCPFrameLink.connector(host: "127.0.0.1", port: port, connectTimeout: .seconds(5)))
+}
+
+/// A client of `server` on its loop, connected through in-memory links (a fresh pair per attempt).
+func makeClient(_ configuration: IMClientConfiguration, server: IMServer, modes: [RunLoop.Mode] = [.common]) -> IMClient {
+    IMClient(configuration: configuration, loop: server.loop, modes: modes, connector: MemoryLinkConnector(server: server).connector)
 }
 
 /// A path for a temporary file that no other test uses.

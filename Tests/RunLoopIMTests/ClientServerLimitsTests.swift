@@ -1,44 +1,37 @@
+import RunLoopIMTesting
 import RunLoopKit
-import RunLoopNet
 import RunLoopTesting
 import Testing
 @testable import RunLoopIM
 @testable import RunLoopIMCore
 
-@Suite("IM client and the server's limits, over loopback TCP")
-struct ClientLimitsLoopbackTests {
+@Suite("IM client and the server's limits, over in-memory links (manual clock)")
+struct ClientServerLimitsTests {
     @Test("a frame larger than the client's own limit but within the one LOGIN_ACK announced is read, even in the same read as the LOGIN_ACK")
     func announcedFrameLimitIsAccepted() async throws {
-        try await onLoopThread {
-            let loop = RunLoop.current
+        try await onManualClockLoop { loop, _ in
             // A server with a 200 kB frame limit: it answers the login and, in the same write, delivers
             // a 100 kB message from the inbox.
-            let listener = TCPListener()
-            var held: [TCPConnection] = []
-            listener.onAccept = { _, connection in
-                held.append(connection)
-                var decoder = FrameDecoder()
-                connection.onData = { connection, bytes in
-                    decoder.append(bytes)
-                    while let frame = try? decoder.next() {
-                        guard frame.command == .login else { continue }
-                        var response = IMLoginResponse()
-                        response.limits.maxFrameBody = 200_000
-                        response.limits.maxSendBody = 199_872
-                        var message = IMChatMessage()
-                        message.id = "big"
-                        message.from = "bob"
-                        message.user = "alice"
-                        message.seq = 1
-                        message.text = String(repeating: "x", count: 100_000)
-                        let bytes = IMFrame(command: .loginAck, serial: frame.serial, message: response).encoded()
-                            + IMFrame(command: .deliver, serial: 1, message: message).encoded()
-                        try? connection.write(bytes)
-                    }
-                }
+            var held: [MemoryFrameLink] = []
+            let links = MemoryLinkConnector { link in
+                held.append(link)
+                link.open(IMFrameLinkEvents(received: { [weak link] frame in
+                    guard frame.command == .login else { return }
+                    var response = IMLoginResponse()
+                    response.limits.maxFrameBody = 200_000
+                    response.limits.maxSendBody = 199_872
+                    var message = IMChatMessage()
+                    message.id = "big"
+                    message.from = "bob"
+                    message.user = "alice"
+                    message.seq = 1
+                    message.text = String(repeating: "x", count: 100_000)
+                    // One send: the client end reads both frames in one read.
+                    try? link?.send([IMFrame(command: .loginAck, serial: frame.serial, message: response),
+                                     IMFrame(command: .deliver, serial: 1, message: message)])
+                }, failed: { _, _ in }, closed: { _ in }))
             }
-            try listener.listen()
-            let client = makeClient(clientConfiguration("alice"), port: listener.port)  // 64 KiB of its own
+            let client = IMClient(configuration: clientConfiguration("alice"), connector: links.connector)  // 64 KiB of its own
             let log = ClientRecorder()
             log.attach(to: client)
             client.start()
@@ -47,25 +40,22 @@ struct ClientLimitsLoopbackTests {
             #expect(log.messages.first?.text.count == 100_000)
             #expect(client.maximumSendBody == 199_872)
             client.close()
-            listener.close()
-            for connection in held { connection.close(immediately: true) }
+            for link in held { link.abort() }
         }
     }
 
     @Test("300 messages from one client through a server that rate-limits it arrive at another client in order, each once", .disabled(if: isRunningUnderThreadSanitizer, "a volume test of one loop: run in the plain pass"))
     func rateLimitedBurstKeepsOrder() async throws {
-        try await onLoopThread {
-            let loop = RunLoop.current
+        try await onManualClockLoop { loop, _ in
             var settings = IMServer.Settings()
             settings.session.maximumMessagesPerSecond = 400
             settings.session.messageBurst = 20
             let server = IMServer(store: InMemoryIMStore(), settings: settings)
-            try server.listen()
-            let bob = makeClient(clientConfiguration("bob"), port: server.port)
+            let bob = makeClient(clientConfiguration("bob"), server: server)
             let bobLog = ClientRecorder()
             bobLog.attach(to: bob)
             bob.start()
-            let alice = makeClient(clientConfiguration("alice"), port: server.port)
+            let alice = makeClient(clientConfiguration("alice"), server: server)
             let aliceLog = ClientRecorder()
             aliceLog.attach(to: alice)
             var pauses = 0
