@@ -90,4 +90,27 @@ import Testing
         host.stop()
         #expect(loop.isTornDown)
     }
+
+    @Test("stop ends a nested run that starts after stop was called (the race a block and stop can run)")
+    func stopEndsANestedRunStartedAfterIt() {
+        let host = RunLoopThread(name: "host")
+        let loop = host.loop
+        let aboutToNest = Latch()
+        loop.perform(inModes: [.common]) {
+            loop.add(RunLoopTimer(after: .seconds(3_600)) { _ in }, forMode: "Nested")
+            aboutToNest.open()
+            // Lets stop() land before the nested run begins.
+            usleep(50_000)
+            _ = try? loop.run("Nested", timeout: .seconds(3_600))
+        }
+        aboutToNest.wait()
+        let stopped = Latch()
+        // On a thread of its own, so a stop that never returns fails this test instead of hanging it.
+        JoinableThread.detach {
+            host.stop()
+            stopped.open()
+        }
+        #expect(stopped.wait(timeout: .seconds(10)), "stop() did not return: the late nested run kept the thread")
+        #expect(loop.isTornDown)
+    }
 }

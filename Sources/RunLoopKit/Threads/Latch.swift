@@ -26,7 +26,12 @@ public final class Latch: @unchecked Sendable {
         pthread_mutex_init(mutex, nil)
         condition = .allocate(capacity: 1)
         condition.initialize(to: pthread_cond_t())
-        pthread_cond_init(condition, nil)
+        // Timed waits measure on the monotonic clock: a wall-clock step must not stretch or cut them.
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
     }
 
     deinit {
@@ -44,6 +49,22 @@ public final class Latch: @unchecked Sendable {
         isOpen = true
         pthread_cond_broadcast(condition)
         pthread_mutex_unlock(mutex)
+    }
+
+    /// Blocks until the latch is open or `timeout` has passed; whether it is open.
+    public func wait(timeout: Duration) -> Bool {
+        var deadline = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &deadline)
+        let (seconds, attoseconds) = timeout.components
+        let nanoseconds = Int(deadline.tv_nsec) + Int(attoseconds / 1_000_000_000)
+        deadline.tv_sec += Int(seconds) + nanoseconds / 1_000_000_000
+        deadline.tv_nsec = nanoseconds % 1_000_000_000
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while !isOpen {
+            if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT { return isOpen }
+        }
+        return true
     }
 
     /// Blocks until the latch is open; returns at once if it already is.

@@ -20,11 +20,15 @@ public final class RunLoopThread: Sendable {
     private let thread: JoinableThread
     /// Set by the first ``stop()``: a thread is joined once.
     private let stopped = Mutex(false)
+    /// Opens when the loop's outermost run has returned.
+    private let ended: Latch
 
     /// Starts the thread and returns once its loop is running.
     /// - Parameter name: for people; no effect on the thread.
     public init(name: String) {
         let handover = Handover()
+        let ended = Latch()
+        self.ended = ended
         thread = JoinableThread {
             let loop = RunLoop.current
             loop.add(RunLoopSource(label: "RunLoopThread.keepAlive") { _ in }, forMode: .common)
@@ -33,6 +37,7 @@ public final class RunLoopThread: Sendable {
             loop.perform(inModes: [.common]) { handover.hand(loop) }
             // Throws only for misuse of the loop from this thread, which nothing here can commit.
             try? loop.run()
+            ended.open()
         }
         self.name = name
         loop = handover.take()
@@ -68,7 +73,11 @@ public final class RunLoopThread: Sendable {
         }
         guard first else { return }
         // Directly, not through perform: a nested run in a mode of its own would never see the block.
+        // stopAll() ends only the runs going on when it is called; a nested run that a block was about
+        // to start (racing this call) would begin after it and keep the thread forever. So it is
+        // asked again until the outermost run has returned.
         loop.stopAll()
+        while !ended.wait(timeout: .milliseconds(10)) { loop.stopAll() }
         thread.join()
     }
 }
