@@ -8,6 +8,7 @@ import RunLoopIMCore
 import RunLoopIMSQLite
 import RunLoopKit
 import RunLoopNet
+import RunLoopWebSocket
 
 /// The demo chat node: an ``IMServer`` with accounts (scrypt), rooms, history and offline delivery in
 /// one SQLite file, and limits on everything a client can overuse.

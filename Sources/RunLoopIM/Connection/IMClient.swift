@@ -58,7 +58,7 @@ public final class IMClient {
 
     private(set) var machine: IMClientMachine
     private let connector: IMConnector
-    private var transport: IMFrameLink?
+    private var transport: (any IMFrameLink)?
     private var transportGeneration: UInt64 = 0
     private var timer: ProtocolTimer!
     private var keepAlive: IMClient?

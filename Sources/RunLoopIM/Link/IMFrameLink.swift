@@ -94,4 +94,4 @@ extension IMFrameLink {
 /// Makes a fresh link for each of an ``IMClient``'s connection attempts, on the client's loop and
 /// modes, accepting frame bodies up to `maximumFrameBody` (``IMClientConfiguration/maximumFrameBody``)
 /// until the client raises it.
-public typealias IMConnector = (_ loop: RunLoop, _ modes: [RunLoop.Mode], _ maximumFrameBody: Int) -> IMFrameLink
+public typealias IMConnector = (_ loop: RunLoop, _ modes: [RunLoop.Mode], _ maximumFrameBody: Int) -> any IMFrameLink
