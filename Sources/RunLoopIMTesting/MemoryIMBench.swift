@@ -1,6 +1,6 @@
-import RunLoopIM
-import RunLoopIMCore
-import RunLoopKit
+public import RunLoopIM
+public import RunLoopIMCore
+public import RunLoopKit
 import RunLoopTesting
 
 /// A whole IM setup in memory on a ``ManualClock``: an ``IMServer`` with an in-memory store and

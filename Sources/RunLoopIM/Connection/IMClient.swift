@@ -1,8 +1,8 @@
-import Logging
-import RunLoopIMCore
-import RunLoopKit
-import RunLoopNet
-import SwiftProtobuf
+public import Logging
+public import RunLoopIMCore
+public import RunLoopKit
+public import RunLoopNet
+public import SwiftProtobuf
 
 /// An IM client connection on a ``RunLoop``: login, heartbeat, ping-pong, reconnect with backoff,
 /// acknowledged delivery with resend, give-up and de-duplication — as sources on the loop.

@@ -1,6 +1,6 @@
-import RunLoopIMCore
-import RunLoopKit
-import RunLoopNet
+public import RunLoopIMCore
+public import RunLoopKit
+public import RunLoopNet
 
 /// What a link tells the connection above it. Every callback runs on the link's loop thread, never
 /// inside a call the owner made on the link.

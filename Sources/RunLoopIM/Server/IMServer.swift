@@ -1,7 +1,7 @@
-import Logging
-import RunLoopIMCore
-import RunLoopKit
-import RunLoopNet
+public import Logging
+public import RunLoopIMCore
+public import RunLoopKit
+public import RunLoopNet
 import SwiftProtobuf
 #if canImport(Glibc)
 import Glibc

@@ -1,7 +1,7 @@
 import Logging
 import RunLoopIMCore
 import RunLoopKit
-import RunLoopNet
+public import RunLoopNet
 
 /// One client's connection on an ``IMServer``: its ``IMFrameLink`` (TCP,
 /// or WebSocket through `RunLoopIMWebSocket`), the session's ``IMServerSessionMachine`` and its timer.

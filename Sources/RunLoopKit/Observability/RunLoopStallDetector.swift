@@ -1,5 +1,5 @@
-import CoreMetrics
-import Logging
+public import CoreMetrics
+public import Logging
 
 /// Reports loop iterations whose work took longer than a threshold, and records loop health metrics.
 ///
