@@ -1,6 +1,16 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
+/// The compiler settings every Swift target of the package builds with (issue 19): existentials
+/// spelled `any`, members visible only through the modules a file imports, and imports internal
+/// unless a file says `public import` because its public API shows the module's types.
+/// Test targets get them by adding `swiftSettings: swiftSettings` like the others.
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
 let package = Package(
     name: "RunLoopKit",
     platforms: [.macOS(.v15)],
@@ -51,17 +61,20 @@ let package = Package(
                 "CRunLoopSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
-            ]
+            ],
+            swiftSettings: swiftSettings
         ),
         .target(
             name: "RunLoopTesting",
-            dependencies: ["RunLoopKit", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["RunLoopKit", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
         ),
         .target(
             // The IM stack's in-memory link pair with a fault script: a target of its own in the
             // RunLoopTesting product, so tests of the loop alone do not build the IM stack.
             name: "RunLoopIMTesting",
-            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopIMCore", "RunLoopIM", "RunLoopTesting"]
+            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopIMCore", "RunLoopIM", "RunLoopTesting"],
+            swiftSettings: swiftSettings
         ),
         .target(
             name: "RunLoopNet",
@@ -69,7 +82,8 @@ let package = Package(
                 "RunLoopKit",
                 "CRunLoopSupport",
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            swiftSettings: swiftSettings
         ),
         .target(
             // The IM protocol without a transport: wire format, messages and the pure machines.
@@ -77,7 +91,8 @@ let package = Package(
             dependencies: [
                 "RunLoopKit",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-            ]
+            ],
+            swiftSettings: swiftSettings
         ),
         .target(
             name: "RunLoopIM",
@@ -88,7 +103,8 @@ let package = Package(
                 "CRunLoopSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-            ]
+            ],
+            swiftSettings: swiftSettings
         ),
         .target(
             name: "RunLoopIMSQLite",
@@ -96,7 +112,8 @@ let package = Package(
                 "RunLoopIM", "RunLoopIMCore",
                 "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            swiftSettings: swiftSettings
         ),
         .target(
             name: "RunLoopWebSocket",
@@ -105,7 +122,8 @@ let package = Package(
                 "RunLoopNet",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
-            ]
+            ],
+            swiftSettings: swiftSettings
         ),
         .target(
             // The IM protocol over WebSocket, both sides: its own target so neither RunLoopIM nor
@@ -117,7 +135,8 @@ let package = Package(
                 "RunLoopIM", "RunLoopIMCore",
                 "RunLoopWebSocket",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-            ]
+            ],
+            swiftSettings: swiftSettings
         ),
         .target(
             // The chat application protocol on RunLoopIM: typed client, server-side rooms and
@@ -130,7 +149,8 @@ let package = Package(
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
-            ]
+            ],
+            swiftSettings: swiftSettings
         ),
 
         // Samples
@@ -141,7 +161,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Samples/LoopDemo",
-            exclude: ["README.md"]
+            exclude: ["README.md"],
+            swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "LoopRecorder",
@@ -150,7 +171,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Samples/LoopRecorder",
-            exclude: ["README.md"]
+            exclude: ["README.md"],
+            swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "EchoServer",
@@ -161,7 +183,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Samples/EchoServer",
-            exclude: ["README.md"]
+            exclude: ["README.md"],
+            swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "IMRelay",
@@ -174,7 +197,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Samples/IMRelay",
-            exclude: ["README.md"]
+            exclude: ["README.md"],
+            swiftSettings: swiftSettings
         ),
         .target(
             name: "ChatNodeKit",
@@ -188,29 +212,35 @@ let package = Package(
                 "RunLoopChat",
                 .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Samples/ChatNode/ChatNodeKit"
+            path: "Samples/ChatNode/ChatNodeKit",
+            swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "ChatNodeCLI",
             dependencies: [
                 "ChatNodeKit",
                 "RunLoopChat",
+                "RunLoopIMCore",
+                "RunLoopIMSQLite",
                 "RunLoopKit",
                 "RunLoopNet",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Samples/ChatNode/CLI"
+            path: "Samples/ChatNode/CLI",
+            swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "WebSocketEcho",
             dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopWebSocket"],
-            path: "Samples/WebSocketEcho"
+            path: "Samples/WebSocketEcho",
+            swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "WebSocketAutobahnClient",
             dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopWebSocket"],
-            path: "Samples/WebSocketAutobahnClient"
+            path: "Samples/WebSocketAutobahnClient",
+            swiftSettings: swiftSettings
         ),
 
         // Tests

@@ -1,6 +1,6 @@
-import Logging
-import RunLoopIM
-import RunLoopIMCore
+public import Logging
+public import RunLoopIM
+public import RunLoopIMCore
 
 /// An ``IMServerStore`` in one SQLite file (WAL mode): messages, each user's undelivered inbox,
 /// abandoned ids, room members and the users seen. Every rule of the protocol's delivery guarantee is

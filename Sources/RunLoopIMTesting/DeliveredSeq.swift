@@ -1,4 +1,4 @@
-import RunLoopIMCore
+public import RunLoopIMCore
 
 /// The `seq` of a DELIVER read straight off its body's wire format. Decoding a whole 60 KB message
 /// with SwiftProtobuf takes ~55 ms in a debug build (its UTF-8 checks are unoptimized there), so tests

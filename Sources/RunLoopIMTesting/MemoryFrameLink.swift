@@ -1,7 +1,7 @@
-import RunLoopIM
-import RunLoopIMCore
-import RunLoopKit
-import RunLoopNet
+public import RunLoopIM
+public import RunLoopIMCore
+public import RunLoopKit
+public import RunLoopNet
 
 /// One end of an in-memory link pair (``MemoryLinkPair``): an ``IMFrameLink`` with no socket, for
 /// tests of ``IMClient`` and ``IMServer`` on a ``ManualClock`` — the counterpart of SwiftNIO's

@@ -1,6 +1,6 @@
-import RunLoopIM
-import RunLoopIMCore
-import RunLoopKit
+public import RunLoopIM
+public import RunLoopIMCore
+public import RunLoopKit
 import RunLoopTesting
 
 /// A whole IM setup in memory on a ``ManualClock``: an ``IMServer`` with an in-memory store and
@@ -30,7 +30,7 @@ public final class MemoryIMBench {
     /// - Parameters:
     ///   - store: the server's store (default: an ``InMemoryIMStore`` that accepts any password).
     public init(loop: RunLoop = .current, clock: ManualClock, settings: IMServer.Settings = IMServer.Settings(),
-                store: IMServerStore = InMemoryIMStore()) {
+                store: any IMServerStore = InMemoryIMStore()) {
         self.loop = loop
         self.clock = clock
         server = IMServer(store: store, settings: settings, loop: loop)

@@ -1,4 +1,4 @@
-import RunLoopIM
+public import RunLoopIM
 import RunLoopIMCore
 import RunLoopKit
 import RunLoopNet

@@ -1,6 +1,6 @@
 import RunLoopIM
 import RunLoopIMCore
-import RunLoopKit
+public import RunLoopKit
 import RunLoopTesting
 
 /// Two linked ``MemoryFrameLink`` ends on one loop, and their fault script.

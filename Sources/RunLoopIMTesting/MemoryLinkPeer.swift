@@ -1,6 +1,6 @@
 import RunLoopIM
-import RunLoopIMCore
-import RunLoopKit
+public import RunLoopIMCore
+public import RunLoopKit
 
 /// A test playing the client by hand over a ``MemoryLinkPair``: it sends frames through the client
 /// end and records what the server end sent back. Each call runs the loop until the pair is idle,

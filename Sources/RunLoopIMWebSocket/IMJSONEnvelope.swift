@@ -1,6 +1,6 @@
 import Foundation
 import RunLoopIM
-import RunLoopIMCore
+public import RunLoopIMCore
 import SwiftProtobuf
 
 /// The IM protocol's frames as JSON text, for browsers (docs/PROTOCOL.md §13): one WebSocket text

@@ -1,8 +1,8 @@
-import RunLoopIM
-import RunLoopIMCore
-import RunLoopKit
-import RunLoopNet
-import RunLoopWebSocket
+public import RunLoopIM
+public import RunLoopIMCore
+public import RunLoopKit
+public import RunLoopNet
+public import RunLoopWebSocket
 
 /// An ``IMFrameLink`` on a ``WebSocketConnection``, either side: an ``IMClient`` connects through it
 /// (``connector(host:port:target:connectTimeout:configuration:)``), and an ``IMServer`` runs a session

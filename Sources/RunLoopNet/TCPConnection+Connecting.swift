@@ -1,6 +1,7 @@
 import RunLoopKit
 #if canImport(Glibc)
 import Glibc
+import Logging
 #endif
 
 extension TCPConnection {

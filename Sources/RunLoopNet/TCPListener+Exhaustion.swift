@@ -1,6 +1,7 @@
 import RunLoopKit
 #if canImport(Glibc)
 import Glibc
+import Logging
 #endif
 
 /// Running out of descriptors without leaving clients in the dark: the connection limit fitted to the

@@ -1,5 +1,5 @@
-import Logging
-import RunLoopKit
+public import Logging
+public import RunLoopKit
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -11,10 +11,14 @@ enum WorkerThread {
 
     /// Runs `body` on a new detached thread; false if the thread could not be created.
     static func start(_ body: @escaping @Sendable () -> Void) -> Bool {
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        defer { pthread_attr_destroy(&attributes) }
-        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        // Allocated rather than `pthread_attr_t()`: the importer gives that zero initializer to
+        // CLibevent (whose shim reads glibc's headers first), and MemberImportVisibility would then
+        // want libevent imported here.
+        let attributes = UnsafeMutablePointer<pthread_attr_t>.allocate(capacity: 1)
+        defer { attributes.deallocate() }
+        pthread_attr_init(attributes)
+        defer { pthread_attr_destroy(attributes) }
+        pthread_attr_setdetachstate(attributes, Int32(PTHREAD_CREATE_DETACHED))
         // The new thread inherits the creator's mask: block everything around creation so no signal can
         // land on the worker before it starts.
         var all = sigset_t()
@@ -24,7 +28,7 @@ enum WorkerThread {
         defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
         var thread = pthread_t()
         let context = Unmanaged.passRetained(Box(body)).toOpaque()
-        let status = pthread_create(&thread, &attributes, { context in
+        let status = pthread_create(&thread, attributes, { context in
             Unmanaged<Box>.fromOpaque(context!).takeRetainedValue().body()
             return nil
         }, context)

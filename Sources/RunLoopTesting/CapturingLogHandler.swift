@@ -1,4 +1,4 @@
-import Logging
+public import Logging
 
 /// A swift-log handler that keeps every record (level, message, metadata) for a test to check, from
 /// any thread: `Logger(label: "test") { _ in handler }`, then read ``records``. Copies share the

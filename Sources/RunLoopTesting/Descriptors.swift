@@ -1,4 +1,4 @@
-import Glibc
+public import Glibc
 
 /// A connected, non-blocking UNIX socket pair for port-source tests; both ends close on deinit.
 public final class SocketPair: @unchecked Sendable {

@@ -1,5 +1,5 @@
 import Glibc
-import RunLoopKit
+public import RunLoopKit
 
 /// Runs `body` on a new thread (so it gets a fresh `RunLoop.current`) and returns its result to the
 /// async test once that thread has ended — and so once its loop has been torn down.

@@ -1,4 +1,4 @@
-import RunLoopKit
+public import RunLoopKit
 
 extension RunLoop {
     /// Runs `mode` until `condition` holds or `timeout` passes, without the test sleeping: on a

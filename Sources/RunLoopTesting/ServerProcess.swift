@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import Glibc
 
 /// A server program started by a test and killed by pid. The program must print `listening on

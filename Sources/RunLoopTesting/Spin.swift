@@ -1,4 +1,4 @@
-import RunLoopKit
+public import RunLoopKit
 
 /// Runs `loop` in `mode` in short slices until `done()` holds or `limit` (on the loop's clock) has
 /// passed, and returns whether `done()` became true. For tests that drive real sockets and wait for

@@ -1,5 +1,5 @@
 #if canImport(Testing)
-import Testing
+public import Testing
 
 /// Records a Swift Testing issue at the caller when `check` failed; returns whether it passed.
 @discardableResult

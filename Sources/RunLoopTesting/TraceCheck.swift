@@ -1,4 +1,4 @@
-import RunLoopKit
+public import RunLoopKit
 
 /// The verdict of comparing a recorded trace with an expectation, with a readable explanation.
 ///

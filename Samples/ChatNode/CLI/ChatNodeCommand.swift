@@ -3,6 +3,8 @@ import ChatNodeKit
 import Glibc
 import Logging
 import RunLoopChat
+import RunLoopIMCore
+import RunLoopIMSQLite
 import RunLoopKit
 import RunLoopNet
 

@@ -1,13 +1,14 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Logging
-import RunLoopChat
-import RunLoopIM
-import RunLoopIMCore
-import RunLoopIMSQLite
-import RunLoopKit
-import RunLoopNet
+public import Logging
+public import RunLoopChat
+public import RunLoopIM
+public import RunLoopIMCore
+public import RunLoopIMSQLite
+public import RunLoopKit
+public import RunLoopNet
+import RunLoopWebSocket
 
 /// The demo chat node: an ``IMServer`` with accounts (scrypt), rooms, history and offline delivery in
 /// one SQLite file, and limits on everything a client can overuse.

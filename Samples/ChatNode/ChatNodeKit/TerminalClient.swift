@@ -1,9 +1,9 @@
 import Glibc
-import Logging
+public import Logging
 import RunLoopChat
-import RunLoopIM
-import RunLoopIMCore
-import RunLoopKit
+public import RunLoopIM
+public import RunLoopIMCore
+public import RunLoopKit
 import RunLoopNet
 
 /// The logic of `chat-node client`: a `ChatClient` driven by lines of text, reporting everything as

@@ -1,4 +1,5 @@
 import RunLoopChat
+import RunLoopIMCore
 
 /// A conversation the terminal client can show or page: a room, or the direct messages with a user.
 public enum TerminalConversation: Hashable, Sendable, CustomStringConvertible {

@@ -1,5 +1,5 @@
-import Glibc
-import RunLoopKit
+public import Glibc
+public import RunLoopKit
 
 /// Standard input and output for ``TerminalClient``: lines in, lines out.
 ///

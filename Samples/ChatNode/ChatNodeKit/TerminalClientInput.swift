@@ -1,6 +1,6 @@
-import Glibc
+public import Glibc
 import Logging
-import RunLoopKit
+public import RunLoopKit
 
 /// Splits a byte stream into lines: `\n` ends a line, a `\r` before it is dropped, and invalid UTF-8 is
 /// repaired rather than refused (a typo in a script must not end the session).

@@ -1,5 +1,5 @@
-import RunLoopIM
-import RunLoopIMCore
+public import RunLoopIM
+public import RunLoopIMCore
 import RunLoopKit
 import SwiftProtobuf
 

@@ -1,5 +1,5 @@
 import RunLoopIM
-import RunLoopIMCore
+public import RunLoopIMCore
 
 /// Why a ``ChatClient`` request ended without its answer.
 public enum ChatRequestError: Error, Equatable, Sendable, CustomStringConvertible {

@@ -1,5 +1,5 @@
 import RunLoopIM
-import RunLoopIMCore
+public import RunLoopIMCore
 
 /// Who a message is for: one user (a direct message) or every member of a room. The client's own
 /// type, shared with ``IMClient/send(_:to:id:)``.

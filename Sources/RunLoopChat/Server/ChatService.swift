@@ -1,5 +1,5 @@
-import RunLoopIM
-import RunLoopIMCore
+public import RunLoopIM
+public import RunLoopIMCore
 import SwiftProtobuf
 
 /// The chat application on an ``IMServer``: rooms (JOIN, LEAVE, LIST_ROOMS) and conversation history

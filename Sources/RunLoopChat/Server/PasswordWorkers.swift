@@ -1,5 +1,5 @@
 import Dispatch
-import RunLoopKit
+package import RunLoopKit
 
 /// A fixed number of threads for password hashes: scrypt is slow on purpose and must not run on the
 /// loop's thread, nor on as many threads as a flood asks for. Jobs beyond the workers wait, in order.

@@ -1,8 +1,8 @@
-import Logging
-import RunLoopIMCore
-import RunLoopKit
-import RunLoopNet
-import SwiftProtobuf
+public import Logging
+public import RunLoopIMCore
+public import RunLoopKit
+public import RunLoopNet
+public import SwiftProtobuf
 
 /// An IM client connection on a ``RunLoop``: login, heartbeat, ping-pong, reconnect with backoff,
 /// acknowledged delivery with resend, give-up and de-duplication — as sources on the loop.
@@ -58,7 +58,7 @@ public final class IMClient {
 
     private(set) var machine: IMClientMachine
     private let connector: IMConnector
-    private var transport: IMFrameLink?
+    private var transport: (any IMFrameLink)?
     private var transportGeneration: UInt64 = 0
     private var timer: ProtocolTimer!
     private var keepAlive: IMClient?

@@ -1,6 +1,6 @@
-import RunLoopIMCore
-import RunLoopKit
-import RunLoopNet
+public import RunLoopIMCore
+public import RunLoopKit
+public import RunLoopNet
 
 /// What a link tells the connection above it. Every callback runs on the link's loop thread, never
 /// inside a call the owner made on the link.
@@ -94,4 +94,4 @@ extension IMFrameLink {
 /// Makes a fresh link for each of an ``IMClient``'s connection attempts, on the client's loop and
 /// modes, accepting frame bodies up to `maximumFrameBody` (``IMClientConfiguration/maximumFrameBody``)
 /// until the client raises it.
-public typealias IMConnector = (_ loop: RunLoop, _ modes: [RunLoop.Mode], _ maximumFrameBody: Int) -> IMFrameLink
+public typealias IMConnector = (_ loop: RunLoop, _ modes: [RunLoop.Mode], _ maximumFrameBody: Int) -> any IMFrameLink

@@ -1,4 +1,4 @@
-import RunLoopIMCore
+public import RunLoopIMCore
 
 /// The read half of a link over a byte stream: bytes in any split become the link's events — whole
 /// frames by their length prefix, oversized SENDs skipped where the decoder may, a broken stream

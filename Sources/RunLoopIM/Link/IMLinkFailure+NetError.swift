@@ -1,5 +1,5 @@
-import RunLoopIMCore
-import RunLoopNet
+public import RunLoopIMCore
+public import RunLoopNet
 
 extension IMLinkFailure {
     /// A socket's failure in the IM layer's words (for links on ``TCPConnection``).

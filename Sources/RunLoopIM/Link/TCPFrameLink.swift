@@ -1,6 +1,6 @@
-import RunLoopIMCore
-import RunLoopKit
-import RunLoopNet
+public import RunLoopIMCore
+public import RunLoopKit
+public import RunLoopNet
 
 /// An ``IMFrameLink`` on a TCP connection, either side: frames reassembled from the byte stream by
 /// their length prefix, written as their bytes.

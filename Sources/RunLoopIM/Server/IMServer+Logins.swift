@@ -13,7 +13,7 @@ extension IMServer {
 
     /// Counts a new connection as not logged in yet, or refuses it (ERROR `tooManyConnections` with
     /// `retry_after_ms`, then close) when its address already has too many such connections.
-    func admitConnection(_ link: IMFrameLink) -> Bool {
+    func admitConnection(_ link: any IMFrameLink) -> Bool {
         let address = LoginAddress(link.remoteAddress)
         if let wait = loginGate.throttle.connectionOpened(from: address, now: loop.now) {
             let text = "too many connections logging in from \(address)"

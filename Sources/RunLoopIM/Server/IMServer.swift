@@ -1,7 +1,7 @@
-import Logging
-import RunLoopIMCore
-import RunLoopKit
-import RunLoopNet
+public import Logging
+public import RunLoopIMCore
+public import RunLoopKit
+public import RunLoopNet
 import SwiftProtobuf
 #if canImport(Glibc)
 import Glibc
@@ -86,7 +86,7 @@ public final class IMServer {
 
     public let loop: RunLoop
     public let settings: Settings
-    public let store: IMServerStore
+    public let store: any IMServerStore
     public var logger: Logger
     /// A user came online (first session) or went offline (last session ended). Reported once per
     /// change that is still true at the end of the loop pass it happened in.
@@ -125,7 +125,7 @@ public final class IMServer {
     }
 
     /// Must be called on the loop's thread.
-    public init(store: IMServerStore, settings: Settings = Settings(), loop: RunLoop = .current,
+    public init(store: any IMServerStore, settings: Settings = Settings(), loop: RunLoop = .current,
                 modes: [RunLoop.Mode] = [.common], logger: Logger = Logger(label: "RunLoopIM.server")) {
         self.loop = loop
         self.modes = modes
@@ -198,7 +198,7 @@ public final class IMServer {
     /// same login, limits, delivery and reports. The link must be connected already (accepted) and not
     /// yet opened with events: the session opens it. Beyond ``Settings/maximumConnections`` sessions in all, the link
     /// gets ERROR `tooManyConnections` and is closed. Must be called on the loop's thread.
-    public func adopt(_ link: IMFrameLink) {
+    public func adopt(_ link: any IMFrameLink) {
         if let limit = settings.maximumConnections, open.count >= limit {
             try? link.send(Self.serverFull)
             return link.close(for: .protocolError(.tooManyConnections, "server full"))

@@ -1,7 +1,7 @@
 import Logging
 import RunLoopIMCore
 import RunLoopKit
-import RunLoopNet
+public import RunLoopNet
 
 /// One client's connection on an ``IMServer``: its ``IMFrameLink`` (TCP,
 /// or WebSocket through `RunLoopIMWebSocket`), the session's ``IMServerSessionMachine`` and its timer.
@@ -14,7 +14,7 @@ public final class IMServerSession {
     /// How long the client may stay silent (1.5 × its keepalive), once logged in.
     public var silenceLimit: Duration? { machine.silenceLimit }
     /// The connection underneath: frames in and out, in the client's encoding.
-    public let link: IMFrameLink
+    public let link: any IMFrameLink
 
     weak var server: IMServer?
     private(set) var machine: IMServerSessionMachine
@@ -23,7 +23,7 @@ public final class IMServerSession {
     private(set) var window: DeliveryWindow
     private(set) var isEnded = false
 
-    init(link: IMFrameLink, server: IMServer) {
+    init(link: any IMFrameLink, server: IMServer) {
         self.link = link
         self.server = server
         remoteAddress = link.remoteAddress

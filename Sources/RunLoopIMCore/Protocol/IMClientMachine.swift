@@ -1,4 +1,4 @@
-import RunLoopKit
+public import RunLoopKit
 
 /// What the client connection must do, as decided by ``IMClientMachine``.
 public enum IMClientAction: Equatable, Sendable {

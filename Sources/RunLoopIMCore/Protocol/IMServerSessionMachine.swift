@@ -1,4 +1,4 @@
-import RunLoopKit
+public import RunLoopKit
 
 /// Why the server ended one client's session. Reported once per session.
 public enum IMSessionEndReason: Equatable, Sendable, CustomStringConvertible {

@@ -1,4 +1,4 @@
-import SwiftProtobuf
+public import SwiftProtobuf
 
 extension IMCommand {
     /// The Protocol Buffers message a frame of this command carries (docs/PROTOCOL.md §3), or `nil`

@@ -1,4 +1,4 @@
-import SwiftProtobuf
+public import SwiftProtobuf
 
 /// One frame: a ``FrameHeader`` and its body (the serialized Protocol Buffers message, or nothing).
 public struct IMFrame: Sendable, Equatable, CustomStringConvertible {

@@ -2,6 +2,7 @@ import CLibevent
 import CRunLoopSupport
 #if canImport(Glibc)
 import Glibc
+import Synchronization
 #endif
 
 /// One mode's wait set: a libevent `event_base` on epoll watching the loop's wake-up eventfd, the mode's

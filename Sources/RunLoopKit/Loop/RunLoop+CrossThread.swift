@@ -1,3 +1,4 @@
+import Synchronization
 extension RunLoop {
     /// Ends the innermost running activation, which returns ``RunResult/stopped`` (unless it handled a
     /// source with `returnAfterSourceHandled` or timed out in the same iteration). Ignored when the loop

@@ -1,3 +1,4 @@
+import Logging
 extension RunLoop {
     /// Adds `observer` to `mode` (or every common mode, with ``Mode/common``). Safe from any thread.
     ///

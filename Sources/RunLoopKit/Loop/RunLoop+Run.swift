@@ -1,3 +1,5 @@
+import Logging
+import Synchronization
 extension RunLoop {
     /// Runs one activation of `mode` on the calling thread: CFRunLoopRunInMode.
     ///

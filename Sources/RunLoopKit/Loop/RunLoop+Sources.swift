@@ -1,3 +1,5 @@
+import Logging
+import Synchronization
 extension RunLoop {
     /// Adds a custom source to `mode` (or every common mode, with ``Mode/common``). Safe from any thread.
     ///

@@ -1,5 +1,5 @@
-import CoreMetrics
-import Logging
+public import CoreMetrics
+public import Logging
 
 /// Reports loop iterations whose work took longer than a threshold, and records loop health metrics.
 ///
@@ -46,7 +46,7 @@ public final class RunLoopStallDetector: @unchecked Sendable {
     public let threshold: Duration
     private let logger: Logger?
     private let onStall: ((Stall) -> Void)?
-    private let metricsFactory: MetricsFactory
+    private let metricsFactory: any MetricsFactory
     private let lock = Lock()
     private var attachedLoop: RunLoop?
     private var observers: [RunLoopObserver] = []
@@ -80,7 +80,7 @@ public final class RunLoopStallDetector: @unchecked Sendable {
     public init(
         threshold: Duration,
         logger: Logger? = Logger(label: "RunLoopKit.stall"),
-        metricsFactory: MetricsFactory = MetricsSystem.factory,
+        metricsFactory: any MetricsFactory = MetricsSystem.factory,
         onStall: ((Stall) -> Void)? = nil
     ) {
         self.threshold = threshold

@@ -1,5 +1,5 @@
 import Glibc
-import Testing
+public import Testing
 
 /// Network namespaces for fault tests: real links that tests can take down, without touching the
 /// host's network. Needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN) and iproute2's `ip`; gate every test

@@ -1,4 +1,4 @@
-import RunLoopNet
+public import RunLoopNet
 
 /// How a WebSocket connection ended, delivered once to ``WebSocketConnection/onClose``.
 public struct WebSocketCloseInfo: Sendable, Equatable, CustomStringConvertible {

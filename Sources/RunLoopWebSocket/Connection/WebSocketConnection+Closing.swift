@@ -1,3 +1,4 @@
+import Logging
 import RunLoopKit
 import RunLoopNet
 

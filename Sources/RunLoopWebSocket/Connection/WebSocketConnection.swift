@@ -1,6 +1,6 @@
-import Logging
-import RunLoopKit
-import RunLoopNet
+public import Logging
+public import RunLoopKit
+public import RunLoopNet
 
 /// A WebSocket connection on a ``TCPConnection``, scheduled on that connection's ``RunLoop``: the
 /// framing (``WebSocketFrameParser``), reassembly and UTF-8 checks (``WebSocketMessageAssembler``)

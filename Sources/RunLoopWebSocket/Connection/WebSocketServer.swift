@@ -1,6 +1,6 @@
-import Logging
-import RunLoopKit
-import RunLoopNet
+public import Logging
+public import RunLoopKit
+public import RunLoopNet
 
 /// A WebSocket server: a ``TCPListener`` whose accepted connections go through the opening handshake
 /// and are handed to ``onConnection`` open. Refused upgrades get an HTTP error answer and are closed;

@@ -1,4 +1,4 @@
-import RunLoopNet
+public import RunLoopNet
 
 /// Why a WebSocket connection failed. Protocol violations carry the close code sent to the peer
 /// (``closeCode``); the others describe the handshake, the transport or a misuse of the API.

@@ -1,8 +1,10 @@
+import Foundation
 import Glibc
 import Logging
 import RunLoopChat
 import RunLoopIM
 import RunLoopIMCore
+import RunLoopIMSQLite
 import RunLoopKit
 
 /// The demo's script, run on the calling (main) thread; every actor lives on its own ``HostedLoop``.

@@ -41,7 +41,7 @@ final class HostedLoop: Sendable {
 
 /// Hands a result from the loop's thread to the waiting one; performAndWait orders the two accesses.
 private final class ResultBox<T>: @unchecked Sendable {
-    private var value: Result<T, Error>?
-    func set(_ result: Result<T, Error>) { value = result }
-    func take() -> Result<T, Error> { value! }
+    private var value: Result<T, any Error>?
+    func set(_ result: Result<T, any Error>) { value = result }
+    func take() -> Result<T, any Error> { value! }
 }

@@ -1,4 +1,4 @@
-import RunLoopWebSocket
+public import RunLoopWebSocket
 
 /// One file of the browser page, served from the binary (``WebAssets``).
 public struct WebAsset: Equatable, Sendable {

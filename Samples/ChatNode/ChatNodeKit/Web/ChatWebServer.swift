@@ -1,10 +1,10 @@
-import Logging
-import RunLoopIM
+public import Logging
+public import RunLoopIM
 import RunLoopIMCore
 import RunLoopIMWebSocket
-import RunLoopKit
-import RunLoopNet
-import RunLoopWebSocket
+public import RunLoopKit
+public import RunLoopNet
+public import RunLoopWebSocket
 
 /// The chat node's HTTP listener: a ``WebSocketServer`` that also serves the browser page
 /// (``ChatWebRoute``) and hands each upgraded `/ws` connection to the node's ``IMServer``

@@ -1,4 +1,4 @@
-import RunLoopWebSocket
+public import RunLoopWebSocket
 
 /// Which pages may open the node's WebSocket: its own page, and clients that are not pages.
 ///
