@@ -195,6 +195,7 @@ let package = Package(
             dependencies: [
                 "ChatNodeKit",
                 "RunLoopChat",
+                "RunLoopIM",
                 "RunLoopKit",
                 "RunLoopNet",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -242,7 +243,7 @@ let package = Package(
             name: "ChatNodeTests",
             dependencies: [
                 "ChatNodeKit", "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopWebSocket",
-                "RunLoopIMWebSocket", "RunLoopChat", "RunLoopTesting",
+                "RunLoopIMWebSocket", "RunLoopChat", "RunLoopTesting", "RunLoopIMTesting",
             ]
         ),
         .testTarget(
