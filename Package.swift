@@ -220,6 +220,7 @@ let package = Package(
             dependencies: [
                 "ChatNodeKit",
                 "RunLoopChat",
+                "RunLoopIM",
                 "RunLoopIMCore",
                 "RunLoopIMSQLite",
                 "RunLoopKit",
@@ -272,7 +273,7 @@ let package = Package(
             name: "ChatNodeTests",
             dependencies: [
                 "ChatNodeKit", "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopWebSocket",
-                "RunLoopIMWebSocket", "RunLoopChat", "RunLoopTesting",
+                "RunLoopIMWebSocket", "RunLoopChat", "RunLoopTesting", "RunLoopIMTesting",
             ]
         ),
         .testTarget(

@@ -1,7 +1,7 @@
 public import RunLoopIM
 import RunLoopIMCore
-import RunLoopKit
-import RunLoopNet
+public import RunLoopKit
+public import RunLoopNet
 
 /// Connects ``IMClient``s to an acceptor — an ``IMServer`` — through a fresh ``MemoryLinkPair`` per
 /// connection attempt, the way ``TCPFrameLink/connector(host:port:connectTimeout:options:limits:)``

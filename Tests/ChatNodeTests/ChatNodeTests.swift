@@ -28,11 +28,17 @@ func nodeConfiguration(_ path: String, port: UInt16 = 0, httpPort: UInt16? = nil
     return configuration
 }
 
-func client(_ user: String, password: String = "pw", port: UInt16, heartbeat: Duration = .seconds(5)) -> IMClient {
+/// A test client's settings: a 5 s heartbeat, quick reconnects.
+func clientConfiguration(_ user: String, password: String = "pw", heartbeat: Duration = .seconds(5)) -> IMClientConfiguration {
     var configuration = IMClientConfiguration(user: user, password: password)
     configuration.heartbeat = .fixed(heartbeat)
     configuration.backoff = ReconnectBackoff.Policy(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(300))
-    return IMClient(configuration: configuration, connector: TCPFrameLink.connector(host: "127.0.0.1", port: port))
+    return configuration
+}
+
+func client(_ user: String, password: String = "pw", port: UInt16, heartbeat: Duration = .seconds(5)) -> IMClient {
+    IMClient(configuration: clientConfiguration(user, password: password, heartbeat: heartbeat),
+             connector: TCPFrameLink.connector(host: "127.0.0.1", port: port))
 }
 
 @Suite("Chat node")

@@ -87,7 +87,8 @@ struct TerminalClientNamespaceTests {
             configuration.port = node.port
             configuration.backoff = ReconnectBackoff.Policy(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(300))
             configuration.drainTimeout = .seconds(5)
-            let alice = TerminalClient(configuration: configuration) { seen.lines.append($0) }
+            let connector = TCPFrameLink.connector(host: configuration.host, port: configuration.port)
+            let alice = TerminalClient(configuration: configuration, connector: connector) { seen.lines.append($0) }
             type("/join lobby", "hello from localhost", into: alice)
             alice.start()
             alice.endOfInput()

@@ -26,13 +26,22 @@ final class Transcript {
     var dump: String { lines.joined(separator: "\n") }
 }
 
-func terminal(_ user: String, port: UInt16, drain: Duration = .seconds(5), into transcript: Transcript) -> TerminalClient {
+/// A test terminal's settings: password "pw", a 5 s heartbeat, quick reconnects.
+func terminalConfiguration(_ user: String, drain: Duration = .seconds(5)) -> TerminalClient.Configuration {
     var configuration = TerminalClient.Configuration(user: user, password: "pw")
-    configuration.port = port
     configuration.heartbeat = .seconds(5)
     configuration.backoff = ReconnectBackoff.Policy(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(300))
     configuration.drainTimeout = drain
-    return TerminalClient(configuration: configuration) { transcript.lines.append($0) }
+    return configuration
+}
+
+/// A terminal client of the node listening on `port` over TCP, not started.
+func terminal(_ user: String, port: UInt16, drain: Duration = .seconds(5), into transcript: Transcript) -> TerminalClient {
+    var configuration = terminalConfiguration(user, drain: drain)
+    configuration.port = port
+    return TerminalClient(configuration: configuration, connector: TCPFrameLink.connector(host: configuration.host, port: port)) {
+        transcript.lines.append($0)
+    }
 }
 
 /// Feeds lines as a script would: all at once, before anything is connected.
@@ -124,233 +133,195 @@ struct TerminalClientParsingTests {
     }
 }
 
-@Suite("Terminal client")
+@Suite("Terminal client (memory node, manual clock)")
 struct TerminalClientTests {
     @Test("a wrong password: the script's end waits for the verdict; closed: login refused; status 1")
     func refusedLogin() async throws {
-        try await onLoopThread {
-            let loop = RunLoop.current
-            let path = temporaryDatabase()
-            defer { removeDatabase(path) }
-            let node = try ChatNode(configuration: nodeConfiguration(path))
-            try node.start()
-            let owner = client("alice", password: "right", port: node.port)
-            owner.start()
-            try #require(try spin(loop) { owner.state == .online })
+        try await onManualClockLoop { loop, clock in
+            let node = MemoryChatNode(loop: loop, clock: clock, accounts: ["alice": "right"])
             let seen = Transcript()
-            let impostor = terminal("alice", port: node.port, into: seen)  // password "pw"
+            let impostor = node.terminal("alice", into: seen)  // password "pw"
             impostor.start()
             impostor.endOfInput()
-            try #require(try spin(loop) { impostor.exitStatus != nil })
-            #expect(seen.lines == ["* connecting to 127.0.0.1:\(node.port) as alice",
+            try #require(try node.runUntil { impostor.exitStatus != nil })
+            #expect(seen.lines == ["* connecting to 127.0.0.1:\(impostor.configuration.port) as alice",
                                    "* closed: login refused (authentication failed): unknown user or wrong password"])
             #expect(impostor.exitStatus == 1)
-            owner.close()
-            node.stop()
         }
     }
 
     @Test("a sender's control characters are shown, not obeyed")
     func hostileText() async throws {
-        try await onLoopThread {
-            let loop = RunLoop.current
-            let path = temporaryDatabase()
-            defer { removeDatabase(path) }
-            let node = try ChatNode(configuration: nodeConfiguration(path))
-            try node.start()
+        try await onManualClockLoop { loop, clock in
+            let node = MemoryChatNode(loop: loop, clock: clock)
             let bobSees = Transcript()
-            let bob = terminal("bob", port: node.port, into: bobSees)
+            let bob = node.terminal("bob", into: bobSees)
             bob.start()
-            try #require(try spin(loop) { bobSees.contains("* connected") })
-            let mallory = client("mallory", port: node.port)
+            try #require(try node.runUntil { bobSees.contains("* connected") })
+            let mallory = node.client("mallory")
             mallory.start()
             try mallory.send("\u{1B}[2Jgotcha\nsecond line", to: .user("bob"))
-            try #require(try spin(loop) { bobSees.contains("second line") }, "\(bobSees.dump)")
+            try #require(try node.runUntil { bobSees.contains("second line") }, "\(bobSees.dump)")
             #expect(bobSees.contains("[@mallory] mallory: \\e[2Jgotcha"))
             #expect(!bobSees.lines.contains { $0.unicodeScalars.contains { $0.value < 0x20 } })
             mallory.close()
             bob.quit()
-            try #require(try spin(loop) { bob.exitStatus != nil })
-            node.stop()
+            try #require(try node.runUntil { bob.exitStatus != nil })
         }
     }
 
     @Test("two clients: a script's lines run in order; join, room messages both ways, a direct message, presence, /rooms")
     func conversation() async throws {
-        try await onLoopThread {
-            let loop = RunLoop.current
-            let path = temporaryDatabase()
-            defer { removeDatabase(path) }
-            let node = try ChatNode(configuration: nodeConfiguration(path))
-            try node.start()
+        try await onManualClockLoop { loop, clock in
+            let node = MemoryChatNode(loop: loop, clock: clock)
             let aliceSees = Transcript()
             let bobSees = Transcript()
-            let alice = terminal("alice", port: node.port, into: aliceSees)
-            let bob = terminal("bob", port: node.port, into: bobSees)
+            let alice = node.terminal("alice", into: aliceSees)
+            let bob = node.terminal("bob", into: bobSees)
             // Given before the client is even connected: /join must hold "hello?" until it is answered.
             type("/join lobby", "hello?", into: alice)
             alice.start()
-            try #require(try spin(loop) { aliceSees.contains("→ m1 stored") }, "\(aliceSees.dump)")
+            try #require(try node.runUntil { aliceSees.contains("→ m1 stored") }, "\(aliceSees.dump)")
             #expect(!aliceSees.contains("!"), "\(aliceSees.dump)")
             #expect(alice.currentRoom == "lobby" && alice.prompt == "alice@lobby> ")
 
             bob.start()
             type("/join lobby", into: bob)
-            try #require(try spin(loop) { bobSees.contains("* joined lobby (2 members)") }, "\(bobSees.dump)")
-            try #require(try spin(loop) { aliceSees.contains("* bob is online") }, "\(aliceSees.dump)")
+            try #require(try node.runUntil { bobSees.contains("* joined lobby (2 members)") }, "\(bobSees.dump)")
+            try #require(try node.runUntil { aliceSees.contains("* bob is online") }, "\(aliceSees.dump)")
 
             type("hello bob", into: alice)
-            try #require(try spin(loop) { bobSees.contains("[lobby] alice: hello bob") }, "\(bobSees.dump)")
+            try #require(try node.runUntil { bobSees.contains("[lobby] alice: hello bob") }, "\(bobSees.dump)")
             type("hi alice", into: bob)
-            try #require(try spin(loop) { aliceSees.contains("[lobby] bob: hi alice") }, "\(aliceSees.dump)")
+            try #require(try node.runUntil { aliceSees.contains("[lobby] bob: hi alice") }, "\(aliceSees.dump)")
             type("/msg alice psst", into: bob)
-            try #require(try spin(loop) { aliceSees.contains("[@bob] bob: psst") }, "\(aliceSees.dump)")
+            try #require(try node.runUntil { aliceSees.contains("[@bob] bob: psst") }, "\(aliceSees.dump)")
             #expect(!bobSees.contains("[lobby] alice: hello?"), "sent before bob joined: not his")
 
             // Own states, each message in order: queued (with its text), sent, delivered.
-            try #require(try spin(loop) { aliceSees.contains("→ m2 stored") })
+            try #require(try node.runUntil { aliceSees.contains("→ m2 stored") })
             let m2 = aliceSees.lines(startingWith: "→ m2 ")
             #expect(m2.count == 3 && m2[0] == "→ m2 queued [lobby]: hello bob" && m2[1] == "→ m2 sent"
                     && m2[2].hasPrefix("→ m2 stored (seq "), "\(m2)")
-            try #require(try spin(loop) { bobSees.contains("→ m2 stored") })
+            try #require(try node.runUntil { bobSees.contains("→ m2 stored") })
             #expect(bobSees.lines(startingWith: "→ m2 ").first == "→ m2 queued [@alice]: psst")
 
             type("/rooms", into: bob)
-            try #require(try spin(loop) { bobSees.contains("  lobby — 2 members, joined") }, "\(bobSees.dump)")
+            try #require(try node.runUntil { bobSees.contains("  lobby — 2 members, joined") }, "\(bobSees.dump)")
             type("/status", into: alice)
-            try #require(try spin(loop) { aliceSees.contains("* no messages pending") })
-            #expect(aliceSees.contains("* connected — alice at 127.0.0.1:\(node.port), room lobby"), "\(aliceSees.dump)")
+            try #require(try node.runUntil { aliceSees.contains("* no messages pending") })
+            #expect(aliceSees.contains("* connected — alice at 127.0.0.1:\(alice.configuration.port), room lobby"), "\(aliceSees.dump)")
 
             type("/quit", into: alice)
-            try #require(try spin(loop) { alice.exitStatus != nil })
+            try #require(try node.runUntil { alice.exitStatus != nil })
             #expect(alice.exitStatus == 0)
             #expect(aliceSees.lines.last == "* closed: closed by the user")
-            try #require(try spin(loop) { bobSees.contains("* alice is offline") })
+            try #require(try node.runUntil { bobSees.contains("* alice is offline") })
             bob.endOfInput()
-            try #require(try spin(loop) { bob.exitStatus == 0 })
-            node.stop()
+            try #require(try node.runUntil { bob.exitStatus == 0 })
         }
     }
 
     @Test("/rooms lists every room when the node sends the list in several pages (250 rooms, 100 a page)")
     func roomsArePaged() async throws {
-        try await onLoopThread {
-            let loop = RunLoop.current
-            let path = temporaryDatabase()
-            defer { removeDatabase(path) }
-            let node = try ChatNode(configuration: nodeConfiguration(path))
-            try node.start()
+        try await onManualClockLoop { loop, clock in
+            let node = MemoryChatNode(loop: loop, clock: clock)
             let names = (0..<250).map { String(format: "room-%03d", $0) }
             for name in names { _ = node.store.join(room: name, user: "someone", maximumRooms: nil) }
             let sees = Transcript()
-            let ann = terminal("ann", port: node.port, into: sees)
+            let ann = node.terminal("ann", into: sees)
             type("/rooms", into: ann)
             ann.start()
-            try #require(try spin(loop) { sees.contains("  room-249 — 1 member") }, "\(sees.dump)")
+            try #require(try node.runUntil { sees.contains("  room-249 — 1 member") }, "\(sees.dump)")
             #expect(sees.lines(startingWith: "  room-").count == 250 && sees.count("rooms:") == 1, "\(sees.dump)")
             ann.endOfInput()
-            try #require(try spin(loop) { ann.exitStatus != nil })
-            node.stop()
+            try #require(try node.runUntil { ann.exitStatus != nil })
         }
     }
 
     @Test("history pages newest first; /more goes on with before_seq until the start; direct history too")
     func historyPaging() async throws {
-        try await onLoopThread {
-            let loop = RunLoop.current
-            let path = temporaryDatabase()
-            defer { removeDatabase(path) }
-            let node = try ChatNode(configuration: nodeConfiguration(path))
-            try node.start()
+        try await onManualClockLoop { loop, clock in
+            let node = MemoryChatNode(loop: loop, clock: clock)
             let bobSees = Transcript()
-            let bob = terminal("bob", port: node.port, into: bobSees)
+            let bob = node.terminal("bob", into: bobSees)
             bob.start()
-            try #require(try spin(loop) { bobSees.contains("* connected") })
+            try #require(try node.runUntil { bobSees.contains("* connected") })
             let aliceSees = Transcript()
-            let alice = terminal("alice", port: node.port, into: aliceSees)
+            let alice = node.terminal("alice", into: aliceSees)
             type("/join lobby", "one", "two", "three", "four", "five", "/msg bob direct", into: alice)
             alice.start()
-            try #require(try spin(loop) { aliceSees.contains("→ m6 stored") }, "\(aliceSees.dump)")
+            try #require(try node.runUntil { aliceSees.contains("→ m6 stored") }, "\(aliceSees.dump)")
 
             type("/history 2", into: alice)
-            try #require(try spin(loop) { aliceSees.contains("(more: /more)") }, "\(aliceSees.dump)")
+            try #require(try node.runUntil { aliceSees.contains("(more: /more)") }, "\(aliceSees.dump)")
             type("/more", into: alice)
-            try #require(try spin(loop) { aliceSees.count("(more: /more)") == 2 }, "\(aliceSees.dump)")
+            try #require(try node.runUntil { aliceSees.count("(more: /more)") == 2 }, "\(aliceSees.dump)")
             type("/more", into: alice)
-            try #require(try spin(loop) { aliceSees.contains("(start of the conversation)") }, "\(aliceSees.dump)")
+            try #require(try node.runUntil { aliceSees.contains("(start of the conversation)") }, "\(aliceSees.dump)")
             let start = try #require(aliceSees.index(of: "[lobby] history, newest first:"))
             let entries = aliceSees.lines[start...].filter { $0.hasPrefix("  #") }.map { $0.split(separator: " ").last.map(String.init) ?? "" }
             #expect(entries == ["five", "four", "three", "two", "one"], "\(aliceSees.dump)")
             #expect(aliceSees.count("[lobby] older history, newest first:") == 2)
             type("/more", into: alice)
-            try #require(try spin(loop) { aliceSees.contains("! /more: no older messages in [lobby]") })
+            try #require(try node.runUntil { aliceSees.contains("! /more: no older messages in [lobby]") })
 
             type("/history @alice", into: bob)
-            try #require(try spin(loop) { bobSees.contains("[@alice] history, newest first:") }, "\(bobSees.dump)")
-            try #require(try spin(loop) { bobSees.contains("  (start of the conversation)") })
+            try #require(try node.runUntil { bobSees.contains("[@alice] history, newest first:") }, "\(bobSees.dump)")
+            try #require(try node.runUntil { bobSees.contains("  (start of the conversation)") })
             #expect(bobSees.lines.contains { $0.hasPrefix("  #") && $0.hasSuffix(" alice: direct") }, "\(bobSees.dump)")
             type("/history #lobby", into: bob)
-            try #require(try spin(loop) { bobSees.contains("! /history [lobby]: refused (not a member)") }, "\(bobSees.dump)")
+            try #require(try node.runUntil { bobSees.contains("! /history [lobby]: refused (not a member)") }, "\(bobSees.dump)")
 
             alice.endOfInput()
             bob.endOfInput()
-            try #require(try spin(loop) { alice.exitStatus != nil && bob.exitStatus != nil })
+            try #require(try node.runUntil { alice.exitStatus != nil && bob.exitStatus != nil })
             #expect(alice.exitStatus == 1, "the failed /more counts")
             #expect(bob.exitStatus == 1, "the refused /history counts")
-            node.stop()
         }
     }
 
     @Test("a message to an unknown user fails as refused; text without a room is an error; the exit status is 1")
     func failures() async throws {
-        try await onLoopThread {
-            let loop = RunLoop.current
-            let path = temporaryDatabase()
-            defer { removeDatabase(path) }
-            let node = try ChatNode(configuration: nodeConfiguration(path))
-            try node.start()
+        try await onManualClockLoop { loop, clock in
+            let node = MemoryChatNode(loop: loop, clock: clock)
             let seen = Transcript()
-            let alice = terminal("alice", port: node.port, into: seen)
+            let alice = node.terminal("alice", into: seen)
             type("hello?", "/msg ghost boo", "/nonsense", into: alice)
             alice.start()
             alice.endOfInput()
-            try #require(try spin(loop) { alice.exitStatus != nil }, "\(seen.dump)")
+            try #require(try node.runUntil { alice.exitStatus != nil }, "\(seen.dump)")
             #expect(seen.contains("! no current room: /join ROOM first (or /msg USER TEXT)"))
             #expect(seen.contains("→ m1 failed: refused by the server (unknown recipient)"), "\(seen.dump)")
             #expect(seen.contains("! unknown command /nonsense (try /help)"))
             #expect(alice.exitStatus == 1 && alice.failureCount == 3)
-            node.stop()
         }
     }
 
-    @Test("the node stops and comes back on the same port: disconnected, reconnecting …, connected; a message sent meanwhile is delivered")
+    @Test("the node stops and comes back: disconnected, reconnecting …, connected; a message sent meanwhile is delivered")
     func reconnect() async throws {
-        try await onLoopThread {
-            let loop = RunLoop.current
-            let path = temporaryDatabase()
-            defer { removeDatabase(path) }
-            let node = try ChatNode(configuration: nodeConfiguration(path))
-            try node.start()
-            let port = node.port
+        try await onManualClockLoop { loop, clock in
+            let node = MemoryChatNode(loop: loop, clock: clock)
             let seen = Transcript()
-            let alice = terminal("alice", port: port, into: seen)
+            let alice = node.terminal("alice", into: seen)
             type("/join lobby", into: alice)
             alice.start()
-            try #require(try spin(loop) { seen.contains("* joined lobby") })
+            try #require(try node.runUntil { seen.contains("* joined lobby") })
             var stopped = false
             node.stop { stopped = true }
-            try #require(try spin(loop) { stopped })
-            try #require(try spin(loop) { seen.contains("* reconnecting in ") })
+            try #require(try node.runUntil { stopped })
+            try #require(try node.runUntil { seen.contains("* reconnecting in ") })
             #expect(seen.contains("* disconnected: server error (server shutting down)"), "\(seen.dump)")
             type("while you were away", "/history", into: alice)
-            try #require(try spin(loop) { seen.contains("→ m1 queued [lobby]: while you were away") })
+            try #require(try node.runUntil { seen.contains("→ m1 queued [lobby]: while you were away") })
             #expect(!seen.contains("→ m1 sent"), "nowhere to send it yet")
+            // Down long enough for several refused attempts.
+            try #require(try node.runUntil { seen.count("* reconnecting in ") >= 3 }, "\(seen.dump)")
 
-            let next = try ChatNode(configuration: nodeConfiguration(path, port: port))
-            try next.start()
-            try #require(try spin(loop) { seen.contains("→ m1 stored") }, "\(seen.dump)")
+            node.restart()
+            try #require(try node.runUntil { seen.contains("→ m1 stored") }, "\(seen.dump)")
             // The held /history ran once the connection was back, after the message went out.
-            try #require(try spin(loop) { seen.contains("  (start of the conversation)") }, "\(seen.dump)")
+            try #require(try node.runUntil { seen.contains("  (start of the conversation)") }, "\(seen.dump)")
             let down = try #require(seen.index(of: "* disconnected:"))
             let back = try #require(seen.index(of: "* connected", from: down))
             let retrying = seen.lines[down..<back].filter { $0.hasPrefix("* reconnecting in ") }
@@ -358,39 +329,37 @@ struct TerminalClientTests {
             #expect(try #require(seen.index(of: "→ m1 sent")) > back)
             #expect(seen.contains("  #") && seen.contains("alice: while you were away"))
             alice.endOfInput()
-            try #require(try spin(loop) { alice.exitStatus != nil })
+            try #require(try node.runUntil { alice.exitStatus != nil })
             #expect(alice.exitStatus == 0, "\(seen.dump)")
-            next.stop()
         }
     }
 
-    @Test("end of input while the node is down: waits at most the drain time, then the message fails and the status is 1")
+    @Test("end of input while the node is down: waits the drain time, then the message fails and the status is 1")
     func drainTimeout() async throws {
-        try await onLoopThread {
-            let loop = RunLoop.current
-            let path = temporaryDatabase()
-            defer { removeDatabase(path) }
-            let node = try ChatNode(configuration: nodeConfiguration(path))
-            try node.start()
+        try await onManualClockLoop { loop, clock in
+            let node = MemoryChatNode(loop: loop, clock: clock)
             let seen = Transcript()
-            let alice = terminal("alice", port: node.port, drain: .milliseconds(300), into: seen)
+            let alice = node.terminal("alice", drain: .milliseconds(300), into: seen)
             type("/join lobby", into: alice)
             alice.start()
-            try #require(try spin(loop) { seen.contains("* joined lobby") })
+            try #require(try node.runUntil { seen.contains("* joined lobby") })
             var stopped = false
             node.stop { stopped = true }
-            try #require(try spin(loop) { stopped })
+            try #require(try node.runUntil { stopped })
             type("into the void", into: alice)
             let ended = loop.now
             alice.endOfInput()
-            try #require(try spin(loop) { alice.exitStatus != nil })
-            #expect(loop.now - ended < .seconds(2))
+            try #require(try node.runUntil { alice.exitStatus != nil })
+            #expect(loop.now - ended == .milliseconds(300), "the drain time from the end of input, then a close with no node to wait for")
             #expect(seen.contains("! gave up waiting after 0.3 s: 1 message not settled"), "\(seen.dump)")
             #expect(seen.contains("→ m1 failed: client closed before sending"), "\(seen.dump)")
             #expect(alice.exitStatus == 1)
         }
     }
+}
 
+@Suite("Terminal client: the process")
+struct TerminalClientProcessTests {
     @Test("`chat-node client` as a process: lines from a pipe, end of input, exit 0, the delivered lines on stdout")
     func process() async throws {
         let binary = ChatNodeBinary.path

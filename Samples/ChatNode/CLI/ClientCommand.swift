@@ -2,6 +2,7 @@ import ArgumentParser
 import ChatNodeKit
 import Glibc
 import Logging
+import RunLoopIM
 import RunLoopKit
 
 /// `chat-node client`: wires standard input, standard output and signals to a ``TerminalClient``.
@@ -70,7 +71,9 @@ struct Client: ParsableCommand {
         settings.isInteractive = console.isInteractive
 
         let loop = RunLoop.current
-        let terminal = TerminalClient(configuration: settings, loop: loop) { line in console.show(line) }
+        let terminal = TerminalClient(configuration: settings, connector: TCPFrameLink.connector(host: host, port: port), loop: loop) { line in
+            console.show(line)
+        }
         console.prompt = { terminal.prompt }
         var status: Int32 = 1
         terminal.onFinish = { finished in

@@ -48,7 +48,9 @@ public final class TerminalClient {
         /// The account; the node creates it at the first login if it allows registration.
         public var user: String
         public var password: String
-        /// The node's address: an IPv4 or IPv6 literal, or a host name.
+        /// The node's address: an IPv4 or IPv6 literal, or a host name. It names the node in the output
+        /// and is the route ``followsReachability`` watches; the links themselves come from the
+        /// connector given to ``TerminalClient/init(configuration:connector:loop:logger:output:)``.
         public var host = "127.0.0.1"
         public var port: UInt16 = 7100
         /// How often an idle client proves it is alive (announced to the node as its keepalive).
@@ -156,13 +158,16 @@ public final class TerminalClient {
     /// When the reconnect announced last is due.
     private var nextAttempt: LoopInstant?
     /// Work that must not run inside an ``IMClient`` callback (sending, requesting, closing): IMClient
-    /// does not promise to be re-entrant, so reactions to its callbacks run on the loop's next pass.
-    private var followUp: RunLoopSource!
+    /// does not promise to be re-entrant, so running input waits for the loop's next pass.
+    private let deferral: CallbackDeferral
 
     /// Makes the client; ``start()`` connects. Must be called on `loop`'s thread.
-    /// - Parameter output: receives each line to show (see the type's documentation for the format).
-    public init(configuration: Configuration, loop: RunLoop = .current, logger: Logger = Logger(label: "chat-node.client"),
-                output: @escaping (String) -> Void) {
+    /// - Parameters:
+    ///   - connector: makes the link for each connection attempt: `TCPFrameLink.connector(host:port:)`
+    ///     for a real node (with the configuration's host and port), an in-memory one in tests.
+    ///   - output: receives each line to show (see the type's documentation for the format).
+    public init(configuration: Configuration, connector: @escaping IMConnector, loop: RunLoop = .current,
+                logger: Logger = Logger(label: "chat-node.client"), output: @escaping (String) -> Void) {
         precondition(loop.isCurrentThread, "TerminalClient must be created on its run loop's thread")
         self.configuration = configuration
         self.loop = loop
@@ -172,11 +177,9 @@ public final class TerminalClient {
         settings.clientName = "chat-node client"
         settings.heartbeat = .fixed(configuration.heartbeat)
         settings.backoff = configuration.backoff
-        client = IMClient(configuration: settings, loop: loop,
-                          connector: TCPFrameLink.connector(host: configuration.host, port: configuration.port), logger: logger)
+        client = IMClient(configuration: settings, loop: loop, connector: connector, logger: logger)
         chat = ChatClient(connection: client)
-        followUp = RunLoopSource(label: "chat-node client input") { [weak self] _ in self?.pump() }
-        loop.add(followUp, forMode: .common)
+        deferral = CallbackDeferral(loop: loop, modes: [.common], label: "chat-node client input")
         chat.onStateChange = { [weak self] _, state in self?.stateChanged(state) }
         client.onDisconnect = { [weak self] _, reason in
             // The closed line that follows says the same for these; a refusal for now is retried,
@@ -193,7 +196,6 @@ public final class TerminalClient {
     }
 
     deinit {
-        followUp.invalidate()
         drainTimer?.invalidate()
     }
 
@@ -257,8 +259,8 @@ public final class TerminalClient {
     // MARK: Running input
 
     private func schedulePump() {
-        guard phase == .running else { return }
-        followUp.signal()
+        guard phase == .running, !deferral.hasWaitingCallbacks else { return }
+        deferral.runLater { [weak self] in self?.pump() }
     }
 
     /// Runs queued lines until one has to wait; then, once input has ended and nothing is left, closes.
@@ -423,7 +425,6 @@ public final class TerminalClient {
         phase = .finished
         drainTimer?.invalidate()
         drainTimer = nil
-        followUp.invalidate()
         reachability?.invalidate()
         reachability = nil
         exitStatus = status

@@ -1,0 +1,82 @@
+import ChatNodeKit
+import RunLoopChat
+import RunLoopIM
+import RunLoopIMTesting
+import RunLoopKit
+import RunLoopTesting
+
+/// The node a terminal client talks to, in memory: an ``IMServer`` running ``ChatService`` on a loop
+/// with a ``ManualClock``, reached through ``MemoryLinkConnector`` links — the terminal client's
+/// behaviour with no socket, no port and no real time. The chat-node process, its database and its
+/// listeners are proven by the tests that run them for real.
+///
+/// The store outlives ``stop(_:)`` and ``restart()``, as the node's database does. While stopped,
+/// every connection attempt is refused, as by a port nobody listens on.
+///
+/// Loop thread only.
+final class MemoryChatNode {
+    /// Everyone the tests log in as, with the password ``terminalConfiguration(_:drain:)`` uses: known
+    /// accounts, so a message to anyone else is refused as to an unknown recipient.
+    static let accounts = ["alice": "pw", "bob": "pw", "carol": "pw", "ann": "pw", "mallory": "pw"]
+
+    let loop: RunLoop
+    let clock: ManualClock
+    let store: InMemoryIMStore
+    let settings: IMServer.Settings
+    /// The server while the node runs.
+    private(set) var server: IMServer?
+    /// Makes each connection's pair; its pairs carry the fault script.
+    private(set) lazy var links = MemoryLinkConnector(serverFrameLimit: settings.maximumFrameBody,
+                                                      skippableSendLength: settings.maximumSkippedSendBody) { [weak self] link in
+        self?.server?.adopt(link)
+    }
+
+    init(loop: RunLoop, clock: ManualClock, accounts: [String: String] = MemoryChatNode.accounts,
+         settings: IMServer.Settings = IMServer.Settings()) {
+        self.loop = loop
+        self.clock = clock
+        store = InMemoryIMStore(accounts: accounts)
+        self.settings = settings
+        restart()
+    }
+
+    /// The connector to give a client: a new memory link per attempt, refused while the node is stopped.
+    var connector: IMConnector {
+        { [self] loop, modes, maximumFrameBody in
+            if server == nil { links.refuseNextConnect() }
+            return links.connector(loop, modes, maximumFrameBody)
+        }
+    }
+
+    /// Starts a new server on the same store (the first one starts with the node).
+    func restart() {
+        let server = IMServer(store: store, settings: settings, loop: loop)
+        server.applicationHandler = ChatService()
+        self.server = server
+    }
+
+    /// Shuts the server down as the node's stop does (clients are told it is shutting down); `done`
+    /// runs once the last session ended.
+    func stop(_ done: @escaping () -> Void = {}) {
+        guard let server else { return done() }
+        self.server = nil
+        server.shutdown(completion: done)
+    }
+
+    /// A protocol client of this node, not started.
+    func client(_ user: String) -> IMClient {
+        IMClient(configuration: clientConfiguration(user), loop: loop, connector: connector)
+    }
+
+    /// A terminal client of this node, not started. It follows no routing table: there is no route to memory.
+    func terminal(_ user: String, drain: Duration = .seconds(5), into transcript: Transcript) -> TerminalClient {
+        var configuration = terminalConfiguration(user, drain: drain)
+        configuration.followsReachability = false
+        return TerminalClient(configuration: configuration, connector: connector, loop: loop) { transcript.lines.append($0) }
+    }
+
+    /// Runs the loop until `condition` holds or `timeout` of the manual clock passed; whether it held.
+    func runUntil(timeout: Duration = .seconds(60), _ condition: @escaping () -> Bool) throws -> Bool {
+        try loop.runUntil(timeout: timeout, condition)
+    }
+}
