@@ -21,8 +21,8 @@ struct EchoServer: ParsableCommand {
     @Option(help: "Port to listen on; 0 lets the system choose (the chosen port is printed).")
     var port: UInt16 = 7007
 
-    @Option(help: "Most clients served at once; the next ones are told \"busy\" and closed.")
-    var maxConnections = 1024
+    @Option(name: .customLong("max-connections"), help: "Most clients served at once; the next ones are told \"busy\" and closed.")
+    var maximumConnections = 1024
 
     @Option(help: "Close a client silent for this many seconds (0: never).")
     var idleSeconds: Double = 300
@@ -47,7 +47,7 @@ struct EchoServer: ParsableCommand {
 
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown log level \(logLevel)") }
-        guard maxConnections > 0 else { throw ValidationError("--max-connections must be positive") }
+        guard maximumConnections > 0 else { throw ValidationError("--max-connections must be positive") }
         let durations = [
             ("--idle-seconds", idleSeconds), ("--write-timeout-seconds", writeTimeoutSeconds),
             ("--linger-seconds", lingerSeconds), ("--user-timeout-seconds", userTimeoutSeconds),
@@ -81,7 +81,7 @@ struct EchoServer: ParsableCommand {
         let timeouts = Server.Timeouts(
             idle: Self.duration(idleSeconds), write: Self.duration(writeTimeoutSeconds),
             linger: Self.duration(lingerSeconds), grace: Self.duration(graceSeconds) ?? .zero)
-        let server = Server(logger: logger, maxConnections: maxConnections, options: options, timeouts: timeouts)
+        let server = Server(logger: logger, maximumConnections: maximumConnections, options: options, timeouts: timeouts)
         try server.run(host: host, port: port)
     }
 }
@@ -110,11 +110,11 @@ private final class Server {
     /// How the connections closed, by reason, for the summary at the end.
     var closes: [String: Int] = [:]
 
-    init(logger: Logger, maxConnections: Int, options: TCPOptions, timeouts: Timeouts) {
+    init(logger: Logger, maximumConnections: Int, options: TCPOptions, timeouts: Timeouts) {
         self.logger = logger
         self.timeouts = timeouts
         listener = TCPListener(loop: loop, connectionOptions: options, logger: logger)
-        listener.maxConnections = maxConnections
+        listener.maximumConnections = maximumConnections
         listener.refusalMessage = Array("busy\n".utf8)
     }
 

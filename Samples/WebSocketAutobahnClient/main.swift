@@ -24,7 +24,7 @@ while let argument = arguments.popFirst() {
 }
 
 let loop = RunLoop.current
-let configuration = WebSocketConfiguration(maxFrameSize: 32 << 20, maxMessageSize: 32 << 20)
+let configuration = WebSocketConfiguration(maximumFrameSize: 32 << 20, maximumMessageSize: 32 << 20)
 let limits = TCPBufferLimits(writeLimit: 64 << 20)
 
 /// Runs one connection to `target` until it closes; `onMessage` sees every message.

@@ -25,7 +25,7 @@ while let argument = arguments.popFirst() {
 }
 
 // Autobahn's largest messages are 16 MiB; the write limit must hold a whole echoed message.
-let configuration = WebSocketConfiguration(maxFrameSize: 32 << 20, maxMessageSize: 32 << 20)
+let configuration = WebSocketConfiguration(maximumFrameSize: 32 << 20, maximumMessageSize: 32 << 20)
 let limits = TCPBufferLimits(writeLimit: 64 << 20)
 let server = WebSocketServer(configuration: configuration, connectionLimits: limits)
 server.onConnection = { _, connection in

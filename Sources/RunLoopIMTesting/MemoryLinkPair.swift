@@ -36,9 +36,9 @@ public final class MemoryLinkPair {
                 serverFrameLimit: Int = 64 * 1024, skippableSendLength: Int = 0) {
         wire = MemoryLinkWire(loop: loop, modes: modes, serverModes: serverModes ?? modes)
         client = MemoryFrameLink(pair: wire, side: .client, loop: loop, modes: modes,
-                                 decoder: FrameDecoder(maxBodyLength: clientFrameLimit))
+                                 decoder: FrameDecoder(maximumBodyLength: clientFrameLimit))
         server = MemoryFrameLink(pair: wire, side: .server, loop: loop, modes: wire.serverModes,
-                                 decoder: FrameDecoder(maxBodyLength: serverFrameLimit, skippableBodyLength: skippableSendLength,
+                                 decoder: FrameDecoder(maximumBodyLength: serverFrameLimit, skippableBodyLength: skippableSendLength,
                                                        skippableCommands: [IMCommand.send.rawValue]))
         wire.client = client
         wire.server = server

@@ -21,10 +21,10 @@ public import RunLoopWebSocket
 /// bytes wait unread then (this loop was late, not the peer silent), which puts the verdict off by
 /// one more interval.
 ///
-/// Sizes: a frame body over `maxBodyLength` (the server's frame limit) is `frameTooLarge` — ERROR,
+/// Sizes: a frame body over `maximumBodyLength` (the server's frame limit) is `frameTooLarge` — ERROR,
 /// then close 1009 — in either encoding (for JSON, measured as the binary body it re-encodes to),
 /// except a SEND whose bytes are all in the message: WebSocket has already bounded and read the whole
-/// message (``WebSocketConfiguration/maxMessageSize``, 1 MiB by default), so it goes up to the session
+/// message (``WebSocketConfiguration/maximumMessageSize``, 1 MiB by default), so it goes up to the session
 /// as a frame, and the server answers SEND_ACK `frameTooLarge` with the message's id and keeps the
 /// session — one refused paste, not a dropped connection. The server, not the link, holds SENDs to
 /// their limit.
@@ -52,7 +52,7 @@ public final class WebSocketFrameLink: IMFrameLink {
     public private(set) var encoding: Encoding?
     /// Time between the server's WebSocket pings; `nil`: none (a client's link).
     public let pingInterval: Duration?
-    private var maxBodyLength: Int
+    private var maximumBodyLength: Int
     /// Where a client's link connects when opened; `nil` for a server's, open from the start.
     private let endpoint: (host: String, port: UInt16, target: String, timeout: Duration)?
     private var isReporting = true
@@ -63,12 +63,12 @@ public final class WebSocketFrameLink: IMFrameLink {
     private var pongSilence = SilenceDeadline(renewal: .perWait)
 
     /// - Parameters:
-    ///   - maxBodyLength: the largest IM frame body accepted, binary or re-encoded from JSON, but for
+    ///   - maximumBodyLength: the largest IM frame body accepted, binary or re-encoded from JSON, but for
     ///     SEND (see "Sizes"); the JSON text itself is also bounded by the connection's message limit.
     ///   - pingInterval: how often to ping; `nil` for never.
-    public init(connection: WebSocketConnection, maxBodyLength: Int, pingInterval: Duration? = .seconds(20)) {
+    public init(connection: WebSocketConnection, maximumBodyLength: Int, pingInterval: Duration? = .seconds(20)) {
         self.connection = connection
-        self.maxBodyLength = maxBodyLength
+        self.maximumBodyLength = maximumBodyLength
         self.pingInterval = pingInterval
         endpoint = nil
     }
@@ -81,7 +81,7 @@ public final class WebSocketFrameLink: IMFrameLink {
                 configuration: WebSocketConfiguration = WebSocketConfiguration(),
                 options: TCPOptions = TCPOptions(), limits: TCPBufferLimits = TCPBufferLimits()) {
         connection = WebSocketConnection(loop: loop, modes: modes, configuration: configuration, options: options, limits: limits)
-        maxBodyLength = maximumFrameBody
+        maximumBodyLength = maximumFrameBody
         pingInterval = nil
         encoding = .binary
         endpoint = (host, port, target, connectTimeout)
@@ -133,13 +133,13 @@ public final class WebSocketFrameLink: IMFrameLink {
         let decoded: Result<IMFrame, IMEnvelopeError>
         switch message {
         case .binary(let bytes):
-            decoded = encoding == .json ? .failure(mixed("binary")) : Self.frame(fromBinary: bytes, maxBodyLength: maxBodyLength)
+            decoded = encoding == .json ? .failure(mixed("binary")) : Self.frame(fromBinary: bytes, maximumBodyLength: maximumBodyLength)
             encoding = encoding ?? .binary
         case .text where endpoint != nil:
             // A client's link asked for binary frames; text means the peer is not speaking to it.
             return connection.close(code: .unsupportedData, reason: "binary IM frames expected")
         case .text(let text):
-            decoded = encoding == .binary ? .failure(mixed("text")) : Self.frame(fromJSON: text, maxBodyLength: maxBodyLength)
+            decoded = encoding == .binary ? .failure(mixed("text")) : Self.frame(fromJSON: text, maximumBodyLength: maximumBodyLength)
             encoding = encoding ?? .json
         }
         switch decoded {
@@ -172,7 +172,7 @@ public final class WebSocketFrameLink: IMFrameLink {
     }
 
     public func raiseInboundLimit(to bodyLength: Int) {
-        maxBodyLength = max(maxBodyLength, bodyLength)
+        maximumBodyLength = max(maximumBodyLength, bodyLength)
     }
 
     private func mixed(_ kind: String) -> IMEnvelopeError {
@@ -182,13 +182,13 @@ public final class WebSocketFrameLink: IMFrameLink {
     /// A binary message must hold exactly one whole frame: WebSocket already delimits messages, so a
     /// part of a frame or two frames in one message is a client bug, not a stream to reassemble.
     ///
-    /// A SEND whose body is over `maxBodyLength` but wholly in the message is a frame all the same
+    /// A SEND whose body is over `maximumBodyLength` but wholly in the message is a frame all the same
     /// (see "Sizes" above); a SEND that announces more than the message holds, and any other command
     /// over the limit, is `frameTooLarge`.
-    public static func frame(fromBinary bytes: [UInt8], maxBodyLength: Int) -> Result<IMFrame, IMEnvelopeError> {
+    public static func frame(fromBinary bytes: [UInt8], maximumBodyLength: Int) -> Result<IMFrame, IMEnvelopeError> {
         let isSend = bytes.count >= FrameHeader.size && (UInt16(bytes[6]) << 8 | UInt16(bytes[7])) == IMCommand.send.rawValue
         let wholeBody = min(bytes.count - FrameHeader.size, Int(UInt32.max))
-        var decoder = FrameDecoder(maxBodyLength: isSend ? max(maxBodyLength, wholeBody) : maxBodyLength)
+        var decoder = FrameDecoder(maximumBodyLength: isSend ? max(maximumBodyLength, wholeBody) : maximumBodyLength)
         decoder.append(bytes)
         do {
             guard let frame = try decoder.next(), decoder.bufferedByteCount == 0 else {
@@ -204,16 +204,16 @@ public final class WebSocketFrameLink: IMFrameLink {
     /// limit is what every client can receive (a TCP client's decoder refuses larger DELIVERs), so a
     /// body that passed as JSON only because JSON spells it longer would be stored and then poison
     /// every recipient. A SEND over it is the exception (see "Sizes" above): the session refuses it.
-    public static func frame(fromJSON text: String, maxBodyLength: Int) -> Result<IMFrame, IMEnvelopeError> {
+    public static func frame(fromJSON text: String, maximumBodyLength: Int) -> Result<IMFrame, IMEnvelopeError> {
         let frame: IMFrame
         do {
             frame = try IMJSONEnvelope.decode(text)
         } catch {
             return .failure(error)
         }
-        guard frame.body.count <= maxBodyLength || frame.command == .send else {
+        guard frame.body.count <= maximumBodyLength || frame.command == .send else {
             return .failure(IMEnvelopeError(
-                .frameTooLarge, "a \(frame.body.count)-byte body, over the limit of \(maxBodyLength)", serial: frame.serial))
+                .frameTooLarge, "a \(frame.body.count)-byte body, over the limit of \(maximumBodyLength)", serial: frame.serial))
         }
         return .success(frame)
     }
@@ -297,6 +297,6 @@ extension IMServer {
     /// `onConnection`, or an HTTP server's upgrade — through a ``WebSocketFrameLink``.
     /// Loop thread only.
     public func adopt(_ connection: WebSocketConnection, pingInterval: Duration? = .seconds(20)) {
-        adopt(WebSocketFrameLink(connection: connection, maxBodyLength: settings.maximumFrameBody, pingInterval: pingInterval))
+        adopt(WebSocketFrameLink(connection: connection, maximumBodyLength: settings.maximumFrameBody, pingInterval: pingInterval))
     }
 }

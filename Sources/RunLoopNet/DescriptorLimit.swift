@@ -7,7 +7,7 @@ import Glibc
 /// every connection is a descriptor, and so is everything else the process has open.
 ///
 /// A daemon usually calls ``raiseSoftLimitToHard()`` once at startup (the stock soft limit of 1024 is
-/// far below what the hard limit allows); a ``TCPListener`` then fits its ``TCPListener/maxConnections``
+/// far below what the hard limit allows); a ``TCPListener`` then fits its ``TCPListener/maximumConnections``
 /// to whatever limit is in force when it starts listening. Safe from any thread.
 public enum DescriptorLimit {
     /// The soft limit (what is enforced) and the hard limit (how far the soft one may be raised).

@@ -33,7 +33,7 @@ public enum NetError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Output was shut down (``TCPConnection/shutdownOutput()``, ``TCPConnection/close(immediately:)``)
     /// or the connection is closed: no more writes.
     case outputClosed
-    /// `read(upTo:maxLength:)` saw `limit` bytes without the delimiter.
+    /// `read(upTo:maximumLength:)` saw `limit` bytes without the delimiter.
     case delimiterNotFound(limit: Int)
     /// The loop's thread ended while the connection or listener was open.
     case loopTornDown

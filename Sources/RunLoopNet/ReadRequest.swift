@@ -2,7 +2,7 @@
 struct ReadRequest {
     enum Kind {
         case exactly(Int)
-        case delimiter([UInt8], maxLength: Int)
+        case delimiter([UInt8], maximumLength: Int)
     }
 
     let kind: Kind
@@ -17,7 +17,7 @@ struct ReadRequest {
     var need: Int {
         switch kind {
         case .exactly(let count): return count
-        case .delimiter(let delimiter, let maxLength): return maxLength + delimiter.count
+        case .delimiter(let delimiter, let maximumLength): return maximumLength + delimiter.count
         }
     }
 }

@@ -20,22 +20,22 @@ extension TCPConnection {
     /// Reads up to and including the first `delimiter`, then calls `completion` with those bytes
     /// (delimiter included) on the loop's thread.
     ///
-    /// If `maxLength` bytes arrive without the delimiter, the connection closes with
+    /// If `maximumLength` bytes arrive without the delimiter, the connection closes with
     /// ``NetError/delimiterNotFound(limit:)``: a peer cannot make it buffer without bound. Otherwise as
     /// ``read(exactly:timeout:_:)``.
-    /// - Parameter onOverflow: runs instead, when `maxLength` is passed, with the request already
+    /// - Parameter onOverflow: runs instead, when `maximumLength` is passed, with the request already
     ///   withdrawn — to answer before closing (an HTTP server's 431). It should close the
     ///   connection; if it is still open when the handler returns, it closes with
     ///   ``NetError/delimiterNotFound(limit:)`` as without a handler.
     public func read(
         upTo delimiter: [UInt8],
-        maxLength: Int = 64 * 1024,
+        maximumLength: Int = 64 * 1024,
         timeout: Duration? = nil,
         onOverflow: ((TCPConnection) -> Void)? = nil,
         _ completion: @escaping (TCPConnection, [UInt8]) -> Void
     ) {
         precondition(!delimiter.isEmpty, "read(upTo:) needs a delimiter")
-        enqueue(ReadRequest(kind: .delimiter(delimiter, maxLength: max(1, maxLength)), timeout: timeout,
+        enqueue(ReadRequest(kind: .delimiter(delimiter, maximumLength: max(1, maximumLength)), timeout: timeout,
                             completion: completion, onOverflow: onOverflow))
     }
 
@@ -197,12 +197,12 @@ extension TCPConnection {
         switch request.kind {
         case .exactly(let count):
             return input.count >= count ? .complete(input.take(count)) : .incomplete
-        case .delimiter(let delimiter, let maxLength):
+        case .delimiter(let delimiter, let maximumLength):
             if let end = input.end(of: delimiter, from: request.scanned) {
-                if end - delimiter.count > maxLength { return .overflow(maxLength) }
+                if end - delimiter.count > maximumLength { return .overflow(maximumLength) }
                 return .complete(input.take(end))
             }
-            if input.count > maxLength + delimiter.count - 1 { return .overflow(maxLength) }
+            if input.count > maximumLength + delimiter.count - 1 { return .overflow(maximumLength) }
             // The delimiter may straddle the next arrival: rescan its possible start.
             request.scanned = max(0, input.count - delimiter.count + 1)
             return .incomplete

@@ -79,7 +79,7 @@ public final class TCPConnection {
     /// Runs once when the handshake completes (not for accepted connections, which are already open).
     public var onConnect: ((TCPConnection) -> Void)?
     /// Receives input as it arrives, whenever no read request (``read(exactly:timeout:_:)``,
-    /// ``read(upTo:maxLength:timeout:_:)``) is pending. Setting it delivers what is already buffered
+    /// ``read(upTo:maximumLength:timeout:_:)``) is pending. Setting it delivers what is already buffered
     /// on the loop's next pass.
     public var onData: ((TCPConnection, [UInt8]) -> Void)? {
         didSet { if onData != nil, !input.isEmpty { scheduleDeferredPass() } }

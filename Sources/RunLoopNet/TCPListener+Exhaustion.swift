@@ -21,20 +21,20 @@ extension TCPListener {
     }
 
     /// Measures how many connections the descriptor limit leaves room for, and says so if that is
-    /// fewer than ``maxConnections``.
+    /// fewer than ``maximumConnections``.
     func measureDescriptorBudget() {
         let usage = descriptorUsage()
         descriptorBudget = max(1, usage.limit - usage.open - Self.descriptorHeadroom)
         fitLimitToDescriptors()
     }
 
-    /// Warns when ``maxConnections`` cannot be honoured under the descriptor limit.
+    /// Warns when ``maximumConnections`` cannot be honoured under the descriptor limit.
     func fitLimitToDescriptors() {
-        guard let maxConnections, let descriptorBudget, descriptorBudget < maxConnections else { return }
+        guard let maximumConnections, let descriptorBudget, descriptorBudget < maximumConnections else { return }
         let usage = descriptorUsage()
         logger.warning(
             """
-            listener on \(localAddress?.description ?? "?"): maxConnections \(maxConnections) exceeds what the \
+            listener on \(localAddress?.description ?? "?"): maximumConnections \(maximumConnections) exceeds what the \
             descriptor limit allows (RLIMIT_NOFILE \(usage.limit), \(usage.open) open); at most \(descriptorBudget) \
             connections are accepted, the next ones are refused. Raise the limit (ulimit -n, or \
             DescriptorLimit.raiseSoftLimitToHard()) to serve more.

@@ -8,7 +8,7 @@ import Glibc
 /// (``RunLoop/Mode/common`` by default). Each readiness accepts every pending connection (until the
 /// kernel says there are no more) and hands each one, already open, to ``onAccept``.
 ///
-/// - Connection limit: with ``maxConnections`` set, a connection beyond the limit is accepted and
+/// - Connection limit: with ``maximumConnections`` set, a connection beyond the limit is accepted and
 ///   closed at once — after ``refusalMessage`` if one is set, so the client learns why — and
 ///   ``onRefused`` reports ``NetError/listenerFull(limit:)``. The limit is fitted to the process's
 ///   descriptor limit when listening starts (see ``connectionLimit``).
@@ -40,7 +40,7 @@ public final class TCPListener {
     public var logger: Logger
     /// At most this many accepted connections open at once; `nil` (the default): no limit. While
     /// listening, the limit in force is ``connectionLimit``.
-    public var maxConnections: Int? {
+    public var maximumConnections: Int? {
         didSet { if isListening { fitLimitToDescriptors() } }
     }
     /// Sent (best effort, without blocking) to a client refused for the connection limit, before
@@ -55,7 +55,7 @@ public final class TCPListener {
     /// Receives each accepted connection, open and on this loop. Set the connection's callbacks here:
     /// its input starts flowing once this returns. Connections arriving while it is `nil` are closed.
     public var onAccept: ((TCPListener, TCPConnection) -> Void)?
-    /// Told about each connection refused because of ``maxConnections``, with the client's address.
+    /// Told about each connection refused because of ``maximumConnections``, with the client's address.
     public var onRefused: ((TCPListener, SocketAddress?, NetError) -> Void)?
 
     /// The bound address (with the port the system chose for port 0), while listening.
@@ -68,12 +68,12 @@ public final class TCPListener {
     public var connections: [TCPConnection] { Array(open.values) }
     /// Accept calls that failed for lack of descriptors or memory, since listening began.
     public internal(set) var acceptFailures = 0
-    /// The connection limit in force: ``maxConnections``, lowered if needed to what the descriptor
+    /// The connection limit in force: ``maximumConnections``, lowered if needed to what the descriptor
     /// limit (RLIMIT_NOFILE) left when listening started — the descriptors already open and a small
-    /// reserve are subtracted; a warning says so when it lowers it. `nil` without ``maxConnections``.
+    /// reserve are subtracted; a warning says so when it lowers it. `nil` without ``maximumConnections``.
     public var connectionLimit: Int? {
-        guard let maxConnections else { return nil }
-        return min(maxConnections, descriptorBudget ?? .max)
+        guard let maximumConnections else { return nil }
+        return min(maximumConnections, descriptorBudget ?? .max)
     }
 
     var fd: Int32 = -1

@@ -117,7 +117,7 @@ final class WebSocketPeer {
         messages.compactMap { message in
             switch message {
             case .text(let text): return try? IMJSONEnvelope.decode(text)
-            case .binary(let bytes): return try? WebSocketFrameLink.frame(fromBinary: bytes, maxBodyLength: 1 << 16).get()
+            case .binary(let bytes): return try? WebSocketFrameLink.frame(fromBinary: bytes, maximumBodyLength: 1 << 16).get()
             }
         }
     }
@@ -290,7 +290,7 @@ final class LingeringWebSocketPeer {
         tcp.onConnect = { tcp in
             try? tcp.write(WebSocketHandshake.request(host: "127.0.0.1", port: port, target: ChatWebRoute.webSocketPath, key: key))
         }
-        tcp.read(upTo: [13, 10, 13, 10], maxLength: 4096, timeout: .seconds(30)) { [weak self] tcp, _ in
+        tcp.read(upTo: [13, 10, 13, 10], maximumLength: 4096, timeout: .seconds(30)) { [weak self] tcp, _ in
             self?.upgraded = true
             tcp.onData = { _, _ in }
         }

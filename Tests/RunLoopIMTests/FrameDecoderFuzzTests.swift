@@ -45,7 +45,7 @@ struct FrameDecoderFuzzTests {
             #expect(first.frames == expected.frames && first.error == expected.error && first.buffered == expected.tail,
                     "case \(index) limit \(limit): \(first.frames.count) frames, \(String(describing: first.error)); expected \(expected.frames.count), \(String(describing: expected.error))")
             #expect(second.frames == first.frames && second.error == first.error, "case \(index): chunking changed the result")
-            #expect(first.maxBufferedOverBound <= 0, "case \(index): buffer \(first.maxBufferedOverBound) B over its bound")
+            #expect(first.maximumBufferedOverBound <= 0, "case \(index): buffer \(first.maximumBufferedOverBound) B over its bound")
             outcomes[Self.outcome(first.error), default: 0] += 1
             outcomes["frames", default: 0] += first.frames.count
             for frame in first.frames { FuzzFrames.decodeAny(frame, into: &outcomes) }
@@ -71,12 +71,12 @@ struct FrameDecoderFuzzTests {
         var error: IMFrameError?
         var buffered = 0
         /// The largest `bufferedByteCount - (header + limit + last read)` seen: must stay ≤ 0.
-        var maxBufferedOverBound = Int.min
+        var maximumBufferedOverBound = Int.min
     }
 
     /// Feeds `stream` in reads of 1...300 bytes (sometimes all at once), draining frames after each.
     static func decode(_ stream: [UInt8], limit: Int, random: inout FuzzRandom) -> Run {
-        var decoder = FrameDecoder(maxBodyLength: limit)
+        var decoder = FrameDecoder(maximumBodyLength: limit)
         var run = Run()
         var index = 0
         let whole = random.int(0...7) == 0
@@ -84,7 +84,7 @@ struct FrameDecoderFuzzTests {
             let chunk = whole ? stream.count : min(stream.count - index, random.int(1...300))
             decoder.append(stream[index..<(index + chunk)])
             index += chunk
-            run.maxBufferedOverBound = max(run.maxBufferedOverBound, decoder.bufferedByteCount - (FrameHeader.size + limit + chunk))
+            run.maximumBufferedOverBound = max(run.maximumBufferedOverBound, decoder.bufferedByteCount - (FrameHeader.size + limit + chunk))
             do {
                 while let frame = try decoder.next() { run.frames.append(frame) }
             } catch {
@@ -325,9 +325,9 @@ struct FuzzRandom {
 
     mutating func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8(truncatingIfNeeded: next()) } }
 
-    /// Up to `maxLength` characters, some of them multi-byte (the text fields carry any language).
-    mutating func text(_ maxLength: Int) -> String {
+    /// Up to `maximumLength` characters, some of them multi-byte (the text fields carry any language).
+    mutating func text(_ maximumLength: Int) -> String {
         let alphabet: [Character] = ["a", "z", "0", " ", "-", "é", "ß", "中", "😀", "\u{0}"]
-        return String((0..<int(0...maxLength)).map { _ in alphabet[int(0...(alphabet.count - 1))] })
+        return String((0..<int(0...maximumLength)).map { _ in alphabet[int(0...(alphabet.count - 1))] })
     }
 }

@@ -42,13 +42,13 @@ struct FrameDecoderTests {
 
     @Test("an oversized length fails before its body arrives, and stays failed")
     func oversizedFrame() throws {
-        var decoder = FrameDecoder(maxBodyLength: 100)
+        var decoder = FrameDecoder(maximumBodyLength: 100)
         decoder.append(IMFrame(rawCommand: 7, serial: 1, body: [UInt8](repeating: 0, count: 101)).encoded().prefix(16))
         #expect(throws: IMFrameError.frameTooLarge(length: 101, limit: 100)) { try decoder.next() }
         decoder.append([1, 2, 3])
         #expect(throws: IMFrameError.frameTooLarge(length: 101, limit: 100)) { try decoder.next() }
         #expect(decoder.bufferedByteCount == 0)
-        var exact = FrameDecoder(maxBodyLength: 100)
+        var exact = FrameDecoder(maximumBodyLength: 100)
         exact.append(IMFrame(rawCommand: 7, serial: 1, body: [UInt8](repeating: 0, count: 100)).encoded())
         #expect(try exact.next()?.body.count == 100)
     }

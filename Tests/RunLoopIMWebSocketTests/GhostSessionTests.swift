@@ -19,7 +19,7 @@ final class LingeringPeer {
         tcp.allowsHalfClosure = true
         let key = WebSocketHandshake.randomKey()
         tcp.onConnect = { tcp in try? tcp.write(WebSocketHandshake.request(host: "127.0.0.1", port: port, target: "/ws", key: key)) }
-        tcp.read(upTo: [13, 10, 13, 10], maxLength: 4096, timeout: .seconds(30)) { [weak self] tcp, _ in
+        tcp.read(upTo: [13, 10, 13, 10], maximumLength: 4096, timeout: .seconds(30)) { [weak self] tcp, _ in
             self?.upgraded = true
             // What the server says next is not the point; reading it keeps its output flowing.
             tcp.onData = { _, _ in }

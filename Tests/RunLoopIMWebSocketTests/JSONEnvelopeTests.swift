@@ -67,14 +67,14 @@ struct JSONEnvelopeTests {
     @Test("a binary message holds exactly one frame; its faults keep their IM codes")
     func binaryMessages() throws {
         let heartbeat = IMFrame(command: .heartbeat, serial: 1).encoded()
-        let decoded = try WebSocketFrameLink.frame(fromBinary: heartbeat, maxBodyLength: 64).get()
+        let decoded = try WebSocketFrameLink.frame(fromBinary: heartbeat, maximumBodyLength: 64).get()
         #expect(decoded == IMFrame(command: .heartbeat, serial: 1))
         for bytes in [Array(heartbeat.prefix(10)), heartbeat + heartbeat, [UInt8]()] {
-            #expect(throws: IMEnvelopeError.self) { try WebSocketFrameLink.frame(fromBinary: bytes, maxBodyLength: 64).get() }
+            #expect(throws: IMEnvelopeError.self) { try WebSocketFrameLink.frame(fromBinary: bytes, maximumBodyLength: 64).get() }
         }
         let big = IMFrame(command: .history, serial: 1, body: Array(repeating: 0, count: 65)).encoded()
         #expect(throws: IMEnvelopeError(.frameTooLarge, "frame body of 65 B exceeds the limit of 64 B")) {
-            try WebSocketFrameLink.frame(fromBinary: big, maxBodyLength: 64).get()
+            try WebSocketFrameLink.frame(fromBinary: big, maximumBodyLength: 64).get()
         }
     }
 
@@ -86,23 +86,23 @@ struct JSONEnvelopeTests {
         message.text = String(repeating: "x", count: 100)
         let send = IMFrame(command: .send, serial: 5, message: message)
         #expect(send.body.count > 64)
-        #expect(try WebSocketFrameLink.frame(fromBinary: send.encoded(), maxBodyLength: 64).get() == send)
-        #expect(try WebSocketFrameLink.frame(fromJSON: IMJSONEnvelope.encode(send), maxBodyLength: 64).get() == send)
+        #expect(try WebSocketFrameLink.frame(fromBinary: send.encoded(), maximumBodyLength: 64).get() == send)
+        #expect(try WebSocketFrameLink.frame(fromJSON: IMJSONEnvelope.encode(send), maximumBodyLength: 64).get() == send)
 
         var truncated = send.encoded()
         truncated.removeLast()
         #expect(throws: IMEnvelopeError(.frameTooLarge, "frame body of \(send.body.count) B exceeds the limit of \(send.body.count - 1) B")) {
-            try WebSocketFrameLink.frame(fromBinary: truncated, maxBodyLength: 64).get()
+            try WebSocketFrameLink.frame(fromBinary: truncated, maximumBodyLength: 64).get()
         }
-        #expect(throws: IMEnvelopeError.self) { try WebSocketFrameLink.frame(fromBinary: send.encoded() + [0], maxBodyLength: 64).get() }
+        #expect(throws: IMEnvelopeError.self) { try WebSocketFrameLink.frame(fromBinary: send.encoded() + [0], maximumBodyLength: 64).get() }
         let join = IMFrame(command: .join, serial: 6, body: send.body)
         #expect(throws: IMEnvelopeError(.frameTooLarge, "frame body of \(send.body.count) B exceeds the limit of 64 B")) {
-            try WebSocketFrameLink.frame(fromBinary: join.encoded(), maxBodyLength: 64).get()
+            try WebSocketFrameLink.frame(fromBinary: join.encoded(), maximumBodyLength: 64).get()
         }
         var room = IMRoomRequest()
         room.room = String(repeating: "r", count: 100)
         let joinJSON = IMJSONEnvelope.encode(IMFrame(command: .join, serial: 7, message: room))
-        guard case .failure(let error) = WebSocketFrameLink.frame(fromJSON: joinJSON, maxBodyLength: 64) else {
+        guard case .failure(let error) = WebSocketFrameLink.frame(fromJSON: joinJSON, maximumBodyLength: 64) else {
             Issue.record("an oversized JOIN passed")
             return
         }

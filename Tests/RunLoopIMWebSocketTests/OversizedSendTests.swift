@@ -44,7 +44,7 @@ struct OversizedSendTests {
         let web = WebSocketServer(configuration: configuration)
         let accepted = AcceptedLinks()
         web.onConnection = { _, connection in
-            let link = WebSocketFrameLink(connection: connection, maxBodyLength: bodyLimit, pingInterval: nil)
+            let link = WebSocketFrameLink(connection: connection, maximumBodyLength: bodyLimit, pingInterval: nil)
             let report = LinkReports()
             link.open(report.events)
             accepted.links.append(link)
@@ -71,7 +71,7 @@ struct OversizedSendTests {
         // The worst a browser's JSON.stringify makes of a character: a control character as \u0001.
         let escaped = #"{"command":"SEND","serial":3,"body":{"id":"paste-2","user":"tom","text":""#
             + String(repeating: #"\u0001"#, count: 70_000) + #""}}"#
-        #expect(escaped.utf8.count > 420_000 && escaped.utf8.count < configuration.maxMessageSize)
+        #expect(escaped.utf8.count > 420_000 && escaped.utf8.count < configuration.maximumMessageSize)
         try json.send(text: escaped)
         try join.send(text: #"{"command":"JOIN","serial":4,"body":{"room":"\#(String(repeating: "r", count: 70_000))"}}"#)
 

@@ -19,7 +19,7 @@ final class DeafPeer {
     init(port: UInt16) {
         let key = WebSocketHandshake.randomKey()
         tcp.onConnect = { tcp in try? tcp.write(WebSocketHandshake.request(host: "127.0.0.1", port: port, target: "/ws", key: key)) }
-        tcp.read(upTo: [13, 10, 13, 10], maxLength: 4096, timeout: .seconds(5)) { [weak self] _, _ in self?.upgraded = true }
+        tcp.read(upTo: [13, 10, 13, 10], maximumLength: 4096, timeout: .seconds(5)) { [weak self] _, _ in self?.upgraded = true }
         tcp.connect(to: "127.0.0.1", port: port)
     }
 }

@@ -12,7 +12,7 @@ import Testing
     @Test func slowReaderDrivesWritabilityDownAndBackUp() async throws {
         struct Outcome: Sendable {
             var transitions: [Bool] = []
-            var maxQueued = 0
+            var maximumQueued = 0
             var received = 0
             var inOrder = true
             var clientReason: CloseReason?
@@ -34,7 +34,7 @@ import Testing
                     while connection.isWritable && produced < total {
                         try? connection.write(Array(stream[produced..<(produced + chunk)]))
                         produced += chunk
-                        outcome.maxQueued = max(outcome.maxQueued, connection.bufferedOutputBytes)
+                        outcome.maximumQueued = max(outcome.maximumQueued, connection.bufferedOutputBytes)
                     }
                     if produced >= total { connection.close() }
                 }
@@ -69,7 +69,7 @@ import Testing
         #expect(outcome.inOrder)
         #expect(outcome.transitions.first == false)
         #expect(outcome.transitions.contains(true))
-        #expect(outcome.maxQueued <= Self.marks.writeHighWaterMark + chunk, "the producer stops at the high water mark")
+        #expect(outcome.maximumQueued <= Self.marks.writeHighWaterMark + chunk, "the producer stops at the high water mark")
         #expect(outcome.serverReason == .closed)
         #expect(outcome.clientReason == .peerClosed)
     }

@@ -5,7 +5,7 @@ import Testing
 @Suite struct BufferTests {
     @Test func delimiterSearchResumesWhereItStoppedAndFindsAStraddlingDelimiter() {
         var input = InputBuffer()
-        var request = ReadRequest(kind: .delimiter(Array("\r\n".utf8), maxLength: 64), timeout: nil) { _, _ in }
+        var request = ReadRequest(kind: .delimiter(Array("\r\n".utf8), maximumLength: 64), timeout: nil) { _, _ in }
         func append(_ text: String) { Array(text.utf8).withUnsafeBytes { input.append($0) } }
         append("abc\r")
         #expect(input.end(of: Array("\r\n".utf8), from: request.scanned) == nil)

@@ -234,7 +234,7 @@ import Testing
                     nextLine(connection)
                 } else {
                     // A handler that leaves the connection open: it closes as without one.
-                    connection.read(upTo: bytes("\r\n"), maxLength: 8, onOverflow: { _ in overflowCalls += 1 }) { _, _ in }
+                    connection.read(upTo: bytes("\r\n"), maximumLength: 8, onOverflow: { _ in overflowCalls += 1 }) { _, _ in }
                     connection.onClose = { _, why in overflow = why }
                 }
             }

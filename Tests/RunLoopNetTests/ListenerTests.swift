@@ -41,7 +41,7 @@ import Testing
             var outcome = Outcome()
             let listener = try echoListener()
             defer { listener.close() }
-            listener.maxConnections = 2
+            listener.maximumConnections = 2
             listener.refusalMessage = bytes("busy\n")
             listener.onRefused = { _, _, error in outcome.refusals.append(error) }
 
@@ -189,7 +189,7 @@ import Testing
         #expect(logged.last?.contains("works again") == true)
     }
 
-    /// maxConnections above what RLIMIT_NOFILE allows is lowered to fit, with one warning; the clients
+    /// maximumConnections above what RLIMIT_NOFILE allows is lowered to fit, with one warning; the clients
     /// past it are refused (and reported once, to onRefused, not also to the log).
     @Test func theConnectionLimitIsFittedToTheDescriptorLimit() async throws {
         let handler = CapturingLogHandler()
@@ -199,7 +199,7 @@ import Testing
             var refusals: [NetError] = []
             let listener = TCPListener(logger: capturingLogger(handler, level: .info))
             defer { listener.close() }
-            listener.maxConnections = 1024
+            listener.maximumConnections = 1024
             listener.refusalMessage = bytes("busy\n")
             // Room for two connections once the open descriptors and the headroom are counted.
             listener.descriptorUsage = { (100 + TCPListener.descriptorHeadroom + 2, 100) }

@@ -20,7 +20,7 @@ import Testing
             defer { listener.close() }
             listener.onAccept = { _, connection in
                 func next(_ connection: TCPConnection) {
-                    connection.read(upTo: bytes("\n"), maxLength: 32) { connection, line in
+                    connection.read(upTo: bytes("\n"), maximumLength: 32) { connection, line in
                         try? connection.write(line)
                         next(connection)
                     }

@@ -106,7 +106,7 @@ import Testing
         try await onLoopThread {
             let loop = RunLoop.current
             let server = try echoServer()
-            server.listener.maxConnections = 1
+            server.listener.maximumConnections = 1
             var echoes = 0
             let holder = WebSocketConnection()
             holder.onOpen = { client in try? client.send(text: "hold") }
@@ -150,7 +150,7 @@ import Testing
     }
 
     @Test func messageOverTheLimitClosesWith1009() async throws {
-        let configuration = WebSocketConfiguration(maxFrameSize: 1000, maxMessageSize: 1500)
+        let configuration = WebSocketConfiguration(maximumFrameSize: 1000, maximumMessageSize: 1500)
         // Each fragment within the frame limit; together over the message limit.
         let outcome = try await Self.run(configuration: configuration, awaitingServerError: true) { peer in
             peer.send(WebSocketFrame(fin: false, opcode: .binary, payload: Array(repeating: 0, count: 1000)))

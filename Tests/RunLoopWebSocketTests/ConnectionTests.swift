@@ -97,7 +97,7 @@ import Testing
             let loop = RunLoop.current
             // A hand-written server: answers the upgrade, then parses what the client sends as a server must.
             let listener = TCPListener()
-            var parser = WebSocketFrameParser(sender: .client, maxFrameSize: 1024)
+            var parser = WebSocketFrameParser(sender: .client, maximumFrameSize: 1024)
             var frames: [WebSocketFrame] = []
             var error: WebSocketError?
             listener.onAccept = { _, tcp in

@@ -22,7 +22,7 @@ import Testing
     @Test func roundTripsMaskedAndUnmaskedFramesOfAllLengthForms() throws {
         for sender in [WebSocketFrameParser.Sender.client, .server] {
             let wire = Self.frames.flatMap { $0.encoded(maskingKey: sender == .client ? WebSocketMask.randomKey() : nil) }
-            var parser = WebSocketFrameParser(sender: sender, maxFrameSize: 1 << 20)
+            var parser = WebSocketFrameParser(sender: sender, maximumFrameSize: 1 << 20)
             parser.append(wire)
             #expect(try Self.parseAll(&parser) == Self.frames)
             #expect(parser.bufferedCount == 0)
@@ -40,7 +40,7 @@ import Testing
         let wire = frames.flatMap { $0.encoded(maskingKey: [0x12, 0x34, 0x56, 0x78]) }
         let expected = frames
         for split in 0...wire.count {
-            var parser = WebSocketFrameParser(sender: .client, maxFrameSize: 1024)
+            var parser = WebSocketFrameParser(sender: .client, maximumFrameSize: 1024)
             var out: [WebSocketFrame] = []
             parser.append(wire[..<split])
             out += try Self.parseAll(&parser)
@@ -49,7 +49,7 @@ import Testing
             #expect(out == expected, "split at \(split)")
         }
         // Byte by byte.
-        var parser = WebSocketFrameParser(sender: .client, maxFrameSize: 1024)
+        var parser = WebSocketFrameParser(sender: .client, maximumFrameSize: 1024)
         var out: [WebSocketFrame] = []
         for byte in wire {
             parser.append([byte])
@@ -66,7 +66,7 @@ import Testing
         #expect(hello.encoded() == [0x81, 0x05, 0x48, 0x65, 0x6C, 0x6C, 0x6F])
         let masked: [UInt8] = [0x81, 0x85, 0x37, 0xFA, 0x21, 0x3D, 0x7F, 0x9F, 0x4D, 0x51, 0x58]
         #expect(hello.encoded(maskingKey: [0x37, 0xFA, 0x21, 0x3D]) == masked)
-        var parser = WebSocketFrameParser(sender: .client, maxFrameSize: 1024)
+        var parser = WebSocketFrameParser(sender: .client, maximumFrameSize: 1024)
         parser.append(masked)
         #expect(try parser.nextFrame() == hello)
 
@@ -95,7 +95,7 @@ import Testing
     }
 
     static func violation(_ bytes: [UInt8], sender: WebSocketFrameParser.Sender = .client, limit: Int = 1024) -> WebSocketError? {
-        var parser = WebSocketFrameParser(sender: sender, maxFrameSize: limit)
+        var parser = WebSocketFrameParser(sender: sender, maximumFrameSize: limit)
         parser.append(bytes)
         do {
             _ = try parser.nextFrame()

@@ -3,7 +3,7 @@ import Testing
 
 @Suite struct MessageAssemblerTests {
     @Test func reassemblesFragmentsWithControlFramesBetween() throws {
-        var assembler = WebSocketMessageAssembler(maxMessageSize: 100)
+        var assembler = WebSocketMessageAssembler(maximumMessageSize: 100)
         #expect(try assembler.receive(WebSocketFrame(fin: false, opcode: .text, payload: Array("he".utf8))) == nil)
         #expect(try assembler.receive(WebSocketFrame(opcode: .ping, payload: [1])) == .ping([1]))
         #expect(try assembler.receive(WebSocketFrame(fin: false, opcode: .continuation, payload: Array("ll".utf8))) == nil)
@@ -12,11 +12,11 @@ import Testing
     }
 
     @Test func continuationRulesAreEnforced() {
-        var assembler = WebSocketMessageAssembler(maxMessageSize: 100)
+        var assembler = WebSocketMessageAssembler(maximumMessageSize: 100)
         #expect(throws: WebSocketError.protocolViolation("continuation outside a message")) {
             try assembler.receive(WebSocketFrame(opcode: .continuation, payload: [1]))
         }
-        var other = WebSocketMessageAssembler(maxMessageSize: 100)
+        var other = WebSocketMessageAssembler(maximumMessageSize: 100)
         _ = try? other.receive(WebSocketFrame(fin: false, opcode: .binary, payload: [1]))
         #expect(throws: WebSocketError.protocolViolation("new message inside a fragmented one")) {
             try other.receive(WebSocketFrame(opcode: .text, payload: [1]))
@@ -25,7 +25,7 @@ import Testing
 
     @Test func utf8IsCheckedAcrossFragmentsAndFailsFast() throws {
         // "€" (E2 82 AC) split over three fragments is fine.
-        var assembler = WebSocketMessageAssembler(maxMessageSize: 100)
+        var assembler = WebSocketMessageAssembler(maximumMessageSize: 100)
         _ = try assembler.receive(WebSocketFrame(fin: false, opcode: .text, payload: [0xE2]))
         _ = try assembler.receive(WebSocketFrame(fin: false, opcode: .continuation, payload: [0x82]))
         #expect(try assembler.receive(WebSocketFrame(opcode: .continuation, payload: [0xAC])) == .message(.text("€")))
@@ -34,7 +34,7 @@ import Testing
             try assembler.receive(WebSocketFrame(fin: false, opcode: .text, payload: [0x41, 0xC0]))
         }
         // A message ending mid code point.
-        var truncated = WebSocketMessageAssembler(maxMessageSize: 100)
+        var truncated = WebSocketMessageAssembler(maximumMessageSize: 100)
         _ = try truncated.receive(WebSocketFrame(fin: false, opcode: .text, payload: [0x41]))
         #expect(throws: WebSocketError.invalidUTF8) {
             try truncated.receive(WebSocketFrame(opcode: .continuation, payload: [0xE2, 0x82]))
@@ -42,7 +42,7 @@ import Testing
     }
 
     @Test func messagesOverTheLimitAreRefused() throws {
-        var assembler = WebSocketMessageAssembler(maxMessageSize: 10)
+        var assembler = WebSocketMessageAssembler(maximumMessageSize: 10)
         _ = try assembler.receive(WebSocketFrame(fin: false, opcode: .binary, payload: Array(repeating: 0, count: 6)))
         #expect(throws: WebSocketError.messageTooLarge(limit: 10)) {
             try assembler.receive(WebSocketFrame(opcode: .continuation, payload: Array(repeating: 0, count: 5)))
@@ -50,7 +50,7 @@ import Testing
     }
 
     @Test func closePayloadsAreChecked() throws {
-        var assembler = WebSocketMessageAssembler(maxMessageSize: 10)
+        var assembler = WebSocketMessageAssembler(maximumMessageSize: 10)
         #expect(try assembler.receive(WebSocketFrame(opcode: .close)) == .close(code: nil, reason: ""))
         #expect(try assembler.receive(WebSocketFrame(opcode: .close, payload: [0x03, 0xE9] + Array("bye".utf8)))
             == .close(code: .goingAway, reason: "bye"))

@@ -14,7 +14,7 @@ final class RawPeer {
     var frames: [WebSocketFrame] = []
     var parseError: WebSocketError?
     private var headDone = false
-    private var parser = WebSocketFrameParser(sender: .server, maxFrameSize: 1 << 20)
+    private var parser = WebSocketFrameParser(sender: .server, maximumFrameSize: 1 << 20)
 
     init(port: UInt16, request: [UInt8]) {
         tcp.onConnect = { tcp in try? tcp.write(request) }

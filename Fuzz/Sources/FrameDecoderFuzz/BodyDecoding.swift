@@ -5,7 +5,7 @@ import SwiftProtobuf
 /// module does not know is tried as every message type, so the fuzzer reaches every generated decoder.
 func decodeBody(_ frame: IMFrame) {
     switch frame.command {
-    case .heartbeat, .heartbeatAck, .logout, .logoutAck: break  // empty bodies; nobody reads them
+    case .heartbeat, .heartbeatAck, .logout, .logoutAck, .listRooms: break  // empty bodies; nobody reads them
     case .login: roundTrip(frame, IMLoginRequest.self)
     case .loginAck: roundTrip(frame, IMLoginResponse.self)
     case .send, .deliver: roundTrip(frame, IMChatMessage.self)
@@ -14,6 +14,12 @@ func decodeBody(_ frame: IMFrame) {
     case .abandon: roundTrip(frame, IMAbandonRequest.self)
     case .abandonAck: roundTrip(frame, IMAbandonResponse.self)
     case .error: roundTrip(frame, IMErrorNotice.self)
+    case .join, .leave: roundTrip(frame, IMRoomRequest.self)
+    case .joinAck, .leaveAck: roundTrip(frame, IMRoomInfo.self)
+    case .roomList: roundTrip(frame, IMRoomList.self)
+    case .history: roundTrip(frame, IMHistoryRequest.self)
+    case .historyPage: roundTrip(frame, IMHistoryPage.self)
+    case .presence: roundTrip(frame, IMPresenceNotice.self)
     case nil:
         roundTrip(frame, IMLoginRequest.self)
         roundTrip(frame, IMLoginResponse.self)
@@ -23,6 +29,12 @@ func decodeBody(_ frame: IMFrame) {
         roundTrip(frame, IMAbandonRequest.self)
         roundTrip(frame, IMAbandonResponse.self)
         roundTrip(frame, IMErrorNotice.self)
+        roundTrip(frame, IMRoomRequest.self)
+        roundTrip(frame, IMRoomInfo.self)
+        roundTrip(frame, IMRoomList.self)
+        roundTrip(frame, IMHistoryRequest.self)
+        roundTrip(frame, IMHistoryPage.self)
+        roundTrip(frame, IMPresenceNotice.self)
     }
 }
 

@@ -4,7 +4,7 @@
 // driver, which then calls `LLVMFuzzerTestOneInput` once per input.
 //
 // One input = a settings prefix and a byte stream:
-//   byte 0       which `maxBodyLength` the decoder gets (small limits reach the size check quickly)
+//   byte 0       which `maximumBodyLength` the decoder gets (small limits reach the size check quickly)
 //   byte 1       seed of the read sizes the stream is cut into (1 byte up to the whole stream)
 //   bytes 2...   what a peer sent
 // Every property that must hold is checked with `fuzzCheck`, which traps: libFuzzer reports a trap as
@@ -61,7 +61,7 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 /// Feeds `stream` to a fresh decoder in reads whose sizes `seed` picks (0: all at once), taking every
 /// frame after each read, until the end or the first error.
 func decodeAll(_ stream: [UInt8], limit: Int, seed: UInt64) -> (frames: [IMFrame], error: IMFrameError?, buffered: Int) {
-    var decoder = FrameDecoder(maxBodyLength: limit)
+    var decoder = FrameDecoder(maximumBodyLength: limit)
     var random = SplitMix(seed: seed)
     var frames: [IMFrame] = []
     var index = 0

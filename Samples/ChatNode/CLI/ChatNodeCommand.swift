@@ -58,20 +58,20 @@ struct Serve: ParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Create an account at the first login of an unknown name.")
     var registration = true
 
-    @Option(help: "Most connections at once.")
-    var maxConnections = 1024
+    @Option(name: .customLong("max-connections"), help: "Most connections at once.")
+    var maximumConnections = 1024
 
-    @Option(help: "Most sessions per user.")
-    var maxSessionsPerUser = 4
+    @Option(name: .customLong("max-sessions-per-user"), help: "Most sessions per user.")
+    var maximumSessionsPerUser = 4
 
     @Option(help: "Messages per second one connection may send on average.")
     var messagesPerSecond = 50.0
 
-    @Option(help: "Rooms one user may be a member of (JOIN beyond it: tooManyRooms); 0 for no limit.")
-    var maxRoomsPerUser = 100
+    @Option(name: .customLong("max-rooms-per-user"), help: "Rooms one user may be a member of (JOIN beyond it: tooManyRooms); 0 for no limit.")
+    var maximumRoomsPerUser = 100
 
-    @Option(help: "Largest frame body accepted, in bytes.")
-    var maxFrameBytes = 64 * 1024
+    @Option(name: .customLong("max-frame-bytes"), help: "Largest frame body accepted, in bytes.")
+    var maximumFrameBytes = 64 * 1024
 
     @Option(help: "Seconds a client has to log in after connecting.")
     var loginSeconds = 10
@@ -82,7 +82,7 @@ struct Serve: ParsableCommand {
     @OptionGroup var log: LogOptions
 
     func validate() throws {
-        guard maxConnections > 0, maxSessionsPerUser > 0, messagesPerSecond > 0, maxFrameBytes > 0, loginSeconds > 0 else {
+        guard maximumConnections > 0, maximumSessionsPerUser > 0, messagesPerSecond > 0, maximumFrameBytes > 0, loginSeconds > 0 else {
             throw ValidationError("limits must be positive")
         }
         guard (4...20).contains(scryptCost) else { throw ValidationError("--scrypt-cost must be 4...20") }
@@ -100,11 +100,11 @@ struct Serve: ParsableCommand {
         configuration.port = port
         configuration.httpPort = noHttp ? nil : httpPort
         configuration.registersOnFirstLogin = registration
-        configuration.maximumConnections = maxConnections
-        configuration.maximumSessionsPerUser = maxSessionsPerUser
+        configuration.maximumConnections = maximumConnections
+        configuration.maximumSessionsPerUser = maximumSessionsPerUser
         configuration.session.maximumMessagesPerSecond = messagesPerSecond
-        configuration.maximumFrameBody = maxFrameBytes
-        configuration.maximumRoomsPerUser = maxRoomsPerUser > 0 ? maxRoomsPerUser : nil
+        configuration.maximumFrameBody = maximumFrameBytes
+        configuration.maximumRoomsPerUser = maximumRoomsPerUser > 0 ? maximumRoomsPerUser : nil
         configuration.session.loginTimeout = .seconds(loginSeconds)
         configuration.passwordHasher = PasswordHasher(rounds: 1 << scryptCost)
         let node = try ChatNode(configuration: configuration, loop: loop)

@@ -90,7 +90,7 @@ public final class ChatNode {
         server.applicationHandler = ChatService()
         if configuration.httpPort != nil {
             let web = ChatWebServer(server: server, loop: loop, pingInterval: configuration.webSocketPingInterval, logger: logger)
-            web.webSocket.listener.maxConnections = configuration.maximumConnections
+            web.webSocket.listener.maximumConnections = configuration.maximumConnections
             self.web = web
         } else {
             web = nil

@@ -36,7 +36,7 @@ public final class IMFrameStreamReader {
             }
             switch event {
             case .frame(let frame)?: events.received(frame)
-            case .oversized(let header, let prefix)?: events.oversized(header, prefix, decoder.maxBodyLength)
+            case .oversized(let header, let prefix)?: events.oversized(header, prefix, decoder.maximumBodyLength)
             case nil: return events.readEnded()
             }
         }

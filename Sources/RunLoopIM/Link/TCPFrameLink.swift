@@ -7,7 +7,7 @@ public import RunLoopNet
 ///
 /// A client's link connects when opened (``init(host:port:connectTimeout:maximumFrameBody:loop:modes:options:limits:)``,
 /// or ``connector(host:port:connectTimeout:options:limits:)`` for ``IMClient``); a server's wraps a
-/// connection its listener accepted (``init(connection:maxBodyLength:skippableSendLength:)``).
+/// connection its listener accepted (``init(connection:maximumBodyLength:skippableSendLength:)``).
 ///
 /// Loop thread only, like its connection.
 public final class TCPFrameLink: IMFrameLink {
@@ -29,18 +29,18 @@ public final class TCPFrameLink: IMFrameLink {
                 limits: TCPBufferLimits = TCPBufferLimits()) {
         endpoint = (host, port, connectTimeout)
         connection = TCPConnection(loop: loop, modes: modes, options: options, limits: limits)
-        reader = IMFrameStreamReader(FrameDecoder(maxBodyLength: maximumFrameBody))
+        reader = IMFrameStreamReader(FrameDecoder(maximumBodyLength: maximumFrameBody))
     }
 
     /// A link on a connection that is open already (accepted).
     /// - Parameters:
-    ///   - maxBodyLength: the largest frame body accepted from the peer.
-    ///   - skippableSendLength: a SEND body over `maxBodyLength` but at most this long is read past and
+    ///   - maximumBodyLength: the largest frame body accepted from the peer.
+    ///   - skippableSendLength: a SEND body over `maximumBodyLength` but at most this long is read past and
     ///     reported (``IMFrameLinkEvents/oversized``) instead of failing the stream; 0: never.
-    public init(connection: TCPConnection, maxBodyLength: Int, skippableSendLength: Int = 0) {
+    public init(connection: TCPConnection, maximumBodyLength: Int, skippableSendLength: Int = 0) {
         endpoint = nil
         self.connection = connection
-        reader = IMFrameStreamReader(FrameDecoder(maxBodyLength: maxBodyLength, skippableBodyLength: skippableSendLength,
+        reader = IMFrameStreamReader(FrameDecoder(maximumBodyLength: maximumBodyLength, skippableBodyLength: skippableSendLength,
                                                   skippableCommands: [IMCommand.send.rawValue]))
     }
 

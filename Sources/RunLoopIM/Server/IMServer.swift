@@ -133,7 +133,7 @@ public final class IMServer {
         self.store = store
         self.logger = logger
         listener = TCPListener(loop: loop, modes: modes, logger: logger)
-        listener.maxConnections = settings.maximumConnections
+        listener.maximumConnections = settings.maximumConnections
         listener.refusalMessage = Self.serverFull.encoded()
         listener.onAccept = { [weak self] _, connection in self?.accept(connection) }
     }
@@ -189,7 +189,7 @@ public final class IMServer {
     // MARK: Session callbacks
 
     private func accept(_ connection: TCPConnection) {
-        adopt(TCPFrameLink(connection: connection, maxBodyLength: settings.maximumFrameBody,
+        adopt(TCPFrameLink(connection: connection, maximumBodyLength: settings.maximumFrameBody,
                            skippableSendLength: settings.maximumSkippedSendBody))
     }
 

@@ -3,7 +3,7 @@
 /// A pure value: feed it bytes with ``append(_:)``, take frames with ``next()``. It checks each header
 /// as soon as its 16 bytes are in — an oversized length or an unknown version fails before a byte of
 /// the body is buffered — so a hostile peer can make it hold at most one header plus one body within
-/// ``maxBodyLength``. After an error the stream is unusable (there is no way to find the next frame
+/// ``maximumBodyLength``. After an error the stream is unusable (there is no way to find the next frame
 /// boundary): close the connection.
 public struct FrameDecoder: Sendable {
     /// What ``nextEvent()`` found.
@@ -20,8 +20,8 @@ public struct FrameDecoder: Sendable {
     public static let keptPrefixLength = 256
 
     /// The largest body accepted, in bytes.
-    public private(set) var maxBodyLength: Int
-    /// Bodies over ``maxBodyLength`` but at most this long, of ``skippableCommands``, are skipped
+    public private(set) var maximumBodyLength: Int
+    /// Bodies over ``maximumBodyLength`` but at most this long, of ``skippableCommands``, are skipped
     /// instead of failing the stream.
     public let skippableBodyLength: Int
     public let skippableCommands: Set<UInt16>
@@ -49,16 +49,16 @@ public struct FrameDecoder: Sendable {
     }
 
     /// - Parameters:
-    ///   - maxBodyLength: the largest body accepted (default 64 KiB); at most `UInt32.max`.
+    ///   - maximumBodyLength: the largest body accepted (default 64 KiB); at most `UInt32.max`.
     ///   - skippableBodyLength: a body of one of `skippableCommands` up to this long is skipped and
     ///     reported (``Event/oversized(_:bodyPrefix:)``) rather than failing the stream; its bytes are
     ///     never buffered. 0 (the default): every oversized body fails the stream.
-    public init(maxBodyLength: Int = 64 * 1024, skippableBodyLength: Int = 0, skippableCommands: Set<UInt16> = []) {
+    public init(maximumBodyLength: Int = 64 * 1024, skippableBodyLength: Int = 0, skippableCommands: Set<UInt16> = []) {
         // The header's length field is 32 bits: a larger limit means nothing, and would overflow the
         // buffer arithmetic below (found by the fuzzing work: Int.max / 4 trapped).
-        precondition((0...Int(UInt32.max)).contains(maxBodyLength), "maxBodyLength must be 0...UInt32.max")
+        precondition((0...Int(UInt32.max)).contains(maximumBodyLength), "maximumBodyLength must be 0...UInt32.max")
         precondition((0...Int(UInt32.max)).contains(skippableBodyLength), "skippableBodyLength must be 0...UInt32.max")
-        self.maxBodyLength = maxBodyLength
+        self.maximumBodyLength = maximumBodyLength
         self.skippableBodyLength = skippableBodyLength
         self.skippableCommands = skippableCommands
     }
@@ -66,8 +66,8 @@ public struct FrameDecoder: Sendable {
     /// Accepts bodies up to `limit` from now on, also for bytes already buffered (a client raises
     /// its limit to the one the server announced at login, in the middle of a read). Never lowers it.
     public mutating func raiseMaxBodyLength(to limit: Int) {
-        precondition(limit <= Int(UInt32.max), "maxBodyLength must be 0...UInt32.max")
-        maxBodyLength = max(maxBodyLength, limit)
+        precondition(limit <= Int(UInt32.max), "maximumBodyLength must be 0...UInt32.max")
+        maximumBodyLength = max(maximumBodyLength, limit)
     }
 
     /// Bytes received and not yet returned as frames.
@@ -99,7 +99,7 @@ public struct FrameDecoder: Sendable {
         case .frame(let frame)?: return frame
         case .oversized(let header, _)?:
             failedSerial = header.serial
-            return try fail(.frameTooLarge(length: header.bodyLength, limit: maxBodyLength))
+            return try fail(.frameTooLarge(length: header.bodyLength, limit: maximumBodyLength))
         case nil: return nil
         }
     }
@@ -124,10 +124,10 @@ public struct FrameDecoder: Sendable {
             failedSerial = header.serial
             return try fail(.unsupportedVersion(header.version))
         }
-        if Int(header.bodyLength) > maxBodyLength {
+        if Int(header.bodyLength) > maximumBodyLength {
             guard Int(header.bodyLength) <= skippableBodyLength, skippableCommands.contains(header.command) else {
                 failedSerial = header.serial
-                return try fail(.frameTooLarge(length: header.bodyLength, limit: maxBodyLength))
+                return try fail(.frameTooLarge(length: header.bodyLength, limit: maximumBodyLength))
             }
             start += FrameHeader.size
             skipping = Skip(header: header, remaining: Int(header.bodyLength))
@@ -152,7 +152,7 @@ public struct FrameDecoder: Sendable {
     /// what is unread while each byte is moved O(1) times on average.
     private mutating func compactIfWorthIt() {
         if start == buffer.count {
-            buffer.removeAll(keepingCapacity: buffer.capacity <= 4 * (FrameHeader.size + maxBodyLength))
+            buffer.removeAll(keepingCapacity: buffer.capacity <= 4 * (FrameHeader.size + maximumBodyLength))
             start = 0
         } else if start > 4096, start * 2 > buffer.count {
             buffer.removeSubrange(0..<start)

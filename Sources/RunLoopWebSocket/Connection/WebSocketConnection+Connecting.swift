@@ -22,7 +22,7 @@ extension WebSocketConnection {
             } catch {
                 return failTransport(error)
             }
-            tcp.read(upTo: [13, 10, 13, 10], maxLength: configuration.maxHandshakeSize,
+            tcp.read(upTo: [13, 10, 13, 10], maximumLength: configuration.maximumHandshakeSize,
                      timeout: configuration.handshakeTimeout) { [self] tcp, head in
                 handshakeAnswered(head, key: key)
             }

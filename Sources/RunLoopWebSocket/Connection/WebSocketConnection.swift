@@ -103,8 +103,8 @@ public final class WebSocketConnection {
         self.logger = logger
         state = role == .client ? .connecting : .open
         // A server parses client frames and the other way round.
-        parser = WebSocketFrameParser(sender: role == .server ? .client : .server, maxFrameSize: configuration.maxFrameSize)
-        assembler = WebSocketMessageAssembler(maxMessageSize: configuration.maxMessageSize)
+        parser = WebSocketFrameParser(sender: role == .server ? .client : .server, maximumFrameSize: configuration.maximumFrameSize)
+        assembler = WebSocketMessageAssembler(maximumMessageSize: configuration.maximumMessageSize)
         tcp.onClose = { [self] _, reason in transportClosed(reason) }
         tcp.onWritabilityChanged = { [self] _, writable in onWritabilityChanged?(self, writable) }
     }

@@ -6,7 +6,7 @@ public import RunLoopNet
 /// and are handed to ``onConnection`` open. Refused upgrades get an HTTP error answer and are closed;
 /// nothing else is affected: 400, 405, 426 (with `Sec-WebSocket-Version: 13`) from the checks, 408 when
 /// the head does not arrive within ``WebSocketConfiguration/handshakeTimeout``, 431 when it is over
-/// ``WebSocketConfiguration/maxHandshakeSize``, and 503 (``TCPListener/refusalMessage``) for a client
+/// ``WebSocketConfiguration/maximumHandshakeSize``, and 503 (``TCPListener/refusalMessage``) for a client
 /// over the listener's connection limit.
 ///
 /// Threads: loop thread only; every callback runs on the loop's thread.
@@ -75,11 +75,11 @@ public final class WebSocketServer {
                 status: 408, reason: "the request head did not arrive within \(configuration.handshakeTimeout)"))
             return nil
         }
-        tcp.read(upTo: [13, 10, 13, 10], maxLength: configuration.maxHandshakeSize,
+        tcp.read(upTo: [13, 10, 13, 10], maximumLength: configuration.maximumHandshakeSize,
                  timeout: configuration.handshakeTimeout,
                  onOverflow: { [weak self] tcp in
                      self?.refuse(tcp, WebSocketHandshakeRefusal(
-                         status: 431, reason: "request head over \(configuration.maxHandshakeSize) bytes"))
+                         status: 431, reason: "request head over \(configuration.maximumHandshakeSize) bytes"))
                  }) { [weak self] tcp, head in
             tcp.shouldTimeoutRead = nil
             guard let self else { return tcp.close(immediately: true) }

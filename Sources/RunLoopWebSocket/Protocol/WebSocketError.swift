@@ -7,9 +7,9 @@ public enum WebSocketError: Error, Equatable, Sendable, CustomStringConvertible 
     case protocolViolation(String)
     /// A text message or close reason was not valid UTF-8 (closes with 1007).
     case invalidUTF8
-    /// A frame announced more payload than ``WebSocketConfiguration/maxFrameSize`` (closes with 1009).
+    /// A frame announced more payload than ``WebSocketConfiguration/maximumFrameSize`` (closes with 1009).
     case frameTooLarge(limit: Int)
-    /// A message grew past ``WebSocketConfiguration/maxMessageSize`` (closes with 1009).
+    /// A message grew past ``WebSocketConfiguration/maximumMessageSize`` (closes with 1009).
     case messageTooLarge(limit: Int)
     /// The opening handshake failed; the text says what was wrong (client: the server's answer;
     /// server: the refusal sent).

@@ -4,7 +4,7 @@
 /// The header is checked as soon as it is complete, before any payload is buffered: reserved bits
 /// (no extension is negotiated), reserved opcodes, fragmented or oversized (> 125 bytes) control
 /// frames, the mask bit the role demands, and the frame size limit. A peer therefore cannot make it
-/// buffer more than ``maxFrameSize`` plus a header.
+/// buffer more than ``maximumFrameSize`` plus a header.
 public struct WebSocketFrameParser: Sendable {
     /// Which side's frames are parsed: a server reads masked client frames, a client unmasked ones.
     public enum Sender: Sendable {
@@ -14,15 +14,15 @@ public struct WebSocketFrameParser: Sendable {
 
     public let sender: Sender
     /// The largest payload accepted in one frame.
-    public let maxFrameSize: Int
+    public let maximumFrameSize: Int
 
     private var buffer: [UInt8] = []
     /// Where the next unparsed byte is; consumed bytes are dropped in bulk, not one frame at a time.
     private var start = 0
 
-    public init(sender: Sender, maxFrameSize: Int) {
+    public init(sender: Sender, maximumFrameSize: Int) {
         self.sender = sender
-        self.maxFrameSize = max(125, maxFrameSize)
+        self.maximumFrameSize = max(125, maximumFrameSize)
     }
 
     /// Bytes received and not yet part of a returned frame.
@@ -68,7 +68,7 @@ public struct WebSocketFrameParser: Sendable {
             guard length > 0xFFFF else { throw .protocolViolation("a \(length)-byte length in the 64-bit form") }
         }
         if opcode.isControl && length > 125 { throw .protocolViolation("control frame payload of \(length) bytes") }
-        guard length <= UInt64(maxFrameSize) else { throw .frameTooLarge(limit: maxFrameSize) }
+        guard length <= UInt64(maximumFrameSize) else { throw .frameTooLarge(limit: maximumFrameSize) }
         let payloadStart = headerLength + (masked ? 4 : 0)
         let total = payloadStart + Int(length)
         guard available >= total else {

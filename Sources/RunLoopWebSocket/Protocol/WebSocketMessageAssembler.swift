@@ -20,14 +20,14 @@ public enum WebSocketEvent: Sendable, Equatable {
 /// bad byte fails at once), the message size limit, and the close frame's payload. Control frames may
 /// come between fragments. A pure value, like the parser.
 public struct WebSocketMessageAssembler: Sendable {
-    public let maxMessageSize: Int
+    public let maximumMessageSize: Int
     /// The opcode of the message being reassembled, `nil` between messages.
     private var messageOpcode: WebSocketOpcode?
     private var fragments: [UInt8] = []
     private var utf8 = UTF8Validator()
 
-    public init(maxMessageSize: Int) {
-        self.maxMessageSize = maxMessageSize
+    public init(maximumMessageSize: Int) {
+        self.maximumMessageSize = maximumMessageSize
     }
 
     /// The event `frame` completes, or `nil` for a fragment that does not end its message.
@@ -45,8 +45,8 @@ public struct WebSocketMessageAssembler: Sendable {
         case .continuation:
             guard messageOpcode != nil else { throw .protocolViolation("continuation outside a message") }
         }
-        guard fragments.count + frame.payload.count <= maxMessageSize else {
-            throw .messageTooLarge(limit: maxMessageSize)
+        guard fragments.count + frame.payload.count <= maximumMessageSize else {
+            throw .messageTooLarge(limit: maximumMessageSize)
         }
         if messageOpcode == .text {
             guard utf8.validate(frame.payload) else { throw .invalidUTF8 }

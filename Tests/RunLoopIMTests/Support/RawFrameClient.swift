@@ -14,8 +14,8 @@ final class RawFrameClient {
     /// Called for each frame instead of keeping it in ``frames`` (for streams of 100 MB).
     var onFrame: ((IMFrame) -> Void)?
 
-    init(maxBodyLength: Int = 64 * 1024) {
-        decoder = FrameDecoder(maxBodyLength: maxBodyLength)
+    init(maximumBodyLength: Int = 64 * 1024) {
+        decoder = FrameDecoder(maximumBodyLength: maximumBodyLength)
     }
 
     func connect(port: UInt16) {
