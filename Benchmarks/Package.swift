@@ -14,7 +14,7 @@ let package = Package(
         .package(name: "RunLoopKit", path: ".."),
         .package(url: "https://github.com/ordo-one/package-benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
-        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0")
     ],
     targets: [
         // Shared C helpers: the same semaphore, thread and socket primitives for every system.
@@ -35,7 +35,7 @@ let package = Package(
             dependencies: [
                 .product(name: "RunLoopKit", package: "RunLoopKit"),
                 .product(name: "RunLoopNet", package: "RunLoopKit"),
-                "BenchSupport",
+                "BenchSupport"
             ],
             path: "Sources/RunLoopKitProfile"
         ),
@@ -48,7 +48,7 @@ let package = Package(
                 .product(name: "RunLoopNet", package: "RunLoopKit"),
                 .product(name: "RunLoopIM", package: "RunLoopKit"),
                 .product(name: "RunLoopIMCore", package: "RunLoopKit"),
-                "BenchSupport",
+                "BenchSupport"
             ],
             path: "Sources/IMIdleProfile"
         ),
@@ -62,7 +62,7 @@ let package = Package(
                 .product(name: "RunLoopNet", package: "RunLoopKit"),
                 .product(name: "RunLoopIM", package: "RunLoopKit"),
                 .product(name: "RunLoopIMCore", package: "RunLoopKit"),
-                "BenchSupport",
+                "BenchSupport"
             ],
             path: "Sources/FanoutBench"
         ),
@@ -74,7 +74,7 @@ let package = Package(
                 .product(name: "RunLoopTesting", package: "RunLoopKit"),
                 .product(name: "RunLoopNet", package: "RunLoopKit"),
                 .product(name: "RunLoopWebSocket", package: "RunLoopKit"),
-                "BenchCommon",
+                "BenchCommon"
             ],
             path: "Benchmarks/RunLoopKitBench",
             plugins: benchmarkPlugin
@@ -86,7 +86,7 @@ let package = Package(
                 .product(name: "Benchmark", package: "package-benchmark"),
                 .product(name: "RunLoopIMCore", package: "RunLoopKit"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-                "BenchCommon",
+                "BenchCommon"
             ],
             path: "Benchmarks/IMFrameBench",
             plugins: benchmarkPlugin
@@ -96,7 +96,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Benchmark", package: "package-benchmark"),
                 "LibeventBaseline",
-                "BenchCommon",
+                "BenchCommon"
             ],
             path: "Benchmarks/LibeventBench",
             plugins: benchmarkPlugin
@@ -105,7 +105,7 @@ let package = Package(
             name: "FoundationBench",
             dependencies: [
                 .product(name: "Benchmark", package: "package-benchmark"),
-                "BenchCommon",
+                "BenchCommon"
             ],
             path: "Benchmarks/FoundationBench",
             plugins: benchmarkPlugin
@@ -118,11 +118,11 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
-                "BenchCommon",
+                "BenchCommon"
             ],
             path: "Benchmarks/NIOBench",
             plugins: benchmarkPlugin
-        ),
+        )
     ],
     swiftLanguageModes: [.v6]
 )

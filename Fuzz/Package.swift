@@ -10,7 +10,7 @@ let package = Package(
         // Named explicitly: SwiftPM otherwise names a path dependency after its folder, which is
         // whatever the checkout or worktree happens to be called.
         .package(name: "RunLoopKit", path: ".."),
-        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0")
     ],
     targets: [
         .target(name: "CFuzzerDriver"),
@@ -19,9 +19,9 @@ let package = Package(
             dependencies: [
                 "CFuzzerDriver",
                 .product(name: "RunLoopIMCore", package: "RunLoopKit"),
-                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf")
             ]
-        ),
+        )
     ],
     swiftLanguageModes: [.v6]
 )

@@ -51,7 +51,7 @@ struct EchoServer: ParsableCommand {
         let durations = [
             ("--idle-seconds", idleSeconds), ("--write-timeout-seconds", writeTimeoutSeconds),
             ("--linger-seconds", lingerSeconds), ("--user-timeout-seconds", userTimeoutSeconds),
-            ("--grace-seconds", graceSeconds), ("--keepalive-seconds", Double(keepaliveSeconds)),
+            ("--grace-seconds", graceSeconds), ("--keepalive-seconds", Double(keepaliveSeconds))
         ]
         for (name, value) in durations where !(value >= 0 && value < 1e9) {
             throw ValidationError("\(name) must be a number of seconds, 0 or more")

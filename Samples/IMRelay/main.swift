@@ -56,12 +56,14 @@ struct IMRelay: ParsableCommand {
         let loop = RunLoop.current
         var accounts: [String: String]?
         if !users.isEmpty {
-            accounts = Dictionary(users.map { entry in
-                let parts = entry.split(separator: ":", maxSplits: 1).map(String.init)
-                return (parts[0], parts.count > 1 ? parts[1] : "")
-            }, uniquingKeysWith: { _, last in last })
+            accounts = Dictionary(
+                users.map { entry in
+                    let parts = entry.split(separator: ":", maxSplits: 1).map(String.init)
+                    return (parts[0], parts.count > 1 ? parts[1] : "")
+                }, uniquingKeysWith: { _, last in last })
         }
-        let store: any IMServerStore = try database.map { try SQLiteIMStore(path: $0, accounts: accounts, logger: logger) }
+        let store: any IMServerStore =
+            try database.map { try SQLiteIMStore(path: $0, accounts: accounts, logger: logger) }
             ?? InMemoryIMStore(accounts: accounts)
         var settings = IMServer.Settings()
         settings.session.loginTimeout = .seconds(loginSeconds)

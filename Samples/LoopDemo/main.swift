@@ -71,9 +71,10 @@ private final class Demo {
         installProducer()
         installModalRuns()
         if seconds > 0 {
-            loop.add(RunLoopTimer(after: .milliseconds(Int64(seconds * 1000)), label: "time limit") { [unowned self] _ in
-                quit(because: "time limit reached")
-            }, forMode: .common)
+            loop.add(
+                RunLoopTimer(after: .milliseconds(Int64(seconds * 1000)), label: "time limit") { [unowned self] _ in
+                    quit(because: "time limit reached")
+                }, forMode: .common)
         }
         try loop.run()
         for case let item as RunLoopSourceBase in items { item.invalidate() }
@@ -81,7 +82,8 @@ private final class Demo {
         for case let item as RunLoopObserver in items { item.invalidate() }
         let waiting = linesSent - linesReceived
         let unread = waiting > 0 ? " (\(waiting) still in the socket: the reader runs in the default mode only)" : ""
-        return "\(stopReason ?? "nothing left to run"); \(heartbeats) heartbeats, \(linesReceived)/\(linesSent) lines received\(unread), stopped cleanly"
+        return
+            "\(stopReason ?? "nothing left to run"); \(heartbeats) heartbeats, \(linesReceived)/\(linesSent) lines received\(unread), stopped cleanly"
     }
 
     /// `stop()` would end only the innermost activation — the modal run, if the signal lands during

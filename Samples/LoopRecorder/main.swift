@@ -30,9 +30,10 @@ struct LoopRecorder: ParsableCommand {
 
         let workload = try BusyWorkload(loop: loop)
         // stopAll: the end may come while the workload's modal run is in progress.
-        loop.add(RunLoopTimer(after: .milliseconds(Int64(seconds * 1000)), label: "end of recording") { _ in
-            loop.stopAll()
-        }, forMode: .common)
+        loop.add(
+            RunLoopTimer(after: .milliseconds(Int64(seconds * 1000)), label: "end of recording") { _ in
+                loop.stopAll()
+            }, forMode: .common)
         print("loop-record: recording \(seconds) s of a busy loop…")
         try loop.run()
         detector.detach()
@@ -42,11 +43,13 @@ struct LoopRecorder: ParsableCommand {
         try write(recorder.chromeTraceJSON(), to: output + ".json")
         try write(recorder.timeline(), to: output + ".txt")
         let iterations = recorder.iterations
-        print("loop-record: \(recorder.events.count) events in \(iterations.count) iterations, "
-            + "\(iterations.filter(\.slept).count) of them slept")
+        print(
+            "loop-record: \(recorder.events.count) events in \(iterations.count) iterations, "
+                + "\(iterations.filter(\.slept).count) of them slept")
         let shown = min(stalls.count, 5)
         let which = shown < stalls.count ? " (the first \(shown))" : ""
-        print("loop-record: \(stalls.count) \(stalls.count == 1 ? "stall" : "stalls") over \(stallMilliseconds) ms\(stalls.isEmpty ? "" : which + ":")")
+        print(
+            "loop-record: \(stalls.count) \(stalls.count == 1 ? "stall" : "stalls") over \(stallMilliseconds) ms\(stalls.isEmpty ? "" : which + ":")")
         for stall in stalls.prefix(shown) { print("  \(stall)") }
         print("loop-record: wrote \(output).json (open in ui.perfetto.dev) and \(output).txt")
     }

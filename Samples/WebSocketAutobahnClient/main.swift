@@ -6,6 +6,7 @@
 import RunLoopKit
 import RunLoopNet
 import RunLoopWebSocket
+
 #if canImport(Glibc)
 import Glibc
 #endif

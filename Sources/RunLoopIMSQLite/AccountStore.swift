@@ -27,10 +27,12 @@ public final class AccountStore {
     /// the first in byte order.
     public func account(named user: String) throws(SQLiteError) -> Account? {
         var account: Account?
-        try database.query("""
+        try database.query(
+            """
             SELECT name, password_hash FROM accounts WHERE name = ?1 COLLATE NOCASE
             ORDER BY name = ?1 DESC, name = lower(?1) DESC, name LIMIT 1
-            """, [.text(user)]) { row in
+            """, [.text(user)]
+        ) { row in
             if let name = row.text(0), let hash = row.text(1) { account = Account(name: name, passwordHash: hash) }
         }
         return account
@@ -47,7 +49,8 @@ public final class AccountStore {
     public func create(user: String, passwordHash: String) throws(SQLiteError) -> Bool {
         let name = user.lowercased()
         // One statement: the check and the insert cannot be split by another writer.
-        try database.query("""
+        try database.query(
+            """
             INSERT INTO accounts(name, password_hash) SELECT ?1, ?2
             WHERE NOT EXISTS (SELECT 1 FROM accounts WHERE name = ?1 COLLATE NOCASE)
             """, [.text(name), .text(passwordHash)])
@@ -66,9 +69,11 @@ public final class AccountStore {
     /// User names: 1 to 32 ASCII letters, digits, `_`, `-` or `.` — safe in logs and terminals, and
     /// case-folded the same way by Swift and SQLite.
     public static func isValidName(_ name: String) -> Bool {
-        (1...32).contains(name.utf8.count) && name.utf8.allSatisfy { byte in
-            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
-                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
-        }
+        (1...32).contains(name.utf8.count)
+            && name.utf8.allSatisfy { byte in
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+                    || byte == UInt8(ascii: ".")
+            }
     }
 }

@@ -24,13 +24,16 @@ public final class SQLiteIMStore: IMServerStore {
     public var logger: Logger
 
     /// Opens or creates the store at `path` (":memory:" for a throwaway one).
-    public init(path: String, accounts: [String: String]? = nil, durability: SQLiteDatabase.Durability = .processCrash,
-                logger: Logger = Logger(label: "RunLoopIM.sqlite")) throws(SQLiteError) {
+    public init(
+        path: String, accounts: [String: String]? = nil, durability: SQLiteDatabase.Durability = .processCrash,
+        logger: Logger = Logger(label: "RunLoopIM.sqlite")
+    ) throws(SQLiteError) {
         database = try SQLiteDatabase(path: path, durability: durability)
         self.accounts = accounts
         self.logger = logger
         requiresKnownRecipients = accounts != nil
-        try database.execute("""
+        try database.execute(
+            """
             CREATE TABLE IF NOT EXISTS messages(
                 seq INTEGER PRIMARY KEY AUTOINCREMENT,
                 sender TEXT NOT NULL, client_id TEXT NOT NULL,
@@ -101,7 +104,8 @@ public final class SQLiteIMStore: IMServerStore {
                 sql = "SELECT \(columns) FROM messages WHERE to_room = ? AND seq < ? ORDER BY seq DESC LIMIT ?"
                 parameters = [.text(room), .integer(before), .integer(Int64(limit) + 1)]
             case .user(let other)?:
-                sql = "SELECT \(columns) FROM messages WHERE seq < ? AND "
+                sql =
+                    "SELECT \(columns) FROM messages WHERE seq < ? AND "
                     + "((sender = ? AND to_user = ?) OR (sender = ? AND to_user = ?)) ORDER BY seq DESC LIMIT ?"
                 parameters = [.integer(before), .text(user), .text(other), .text(other), .text(user), .integer(Int64(limit) + 1)]
             case nil:
@@ -125,7 +129,8 @@ public final class SQLiteIMStore: IMServerStore {
             var info = IMRoomInfo()
             try database.transaction { () throws(SQLiteError) in
                 try database.query(sql, [.text(room), .text(user)])
-                try database.query("SELECT count(*), coalesce(max(user = ?), 0) FROM room_members WHERE room = ?", [.text(user), .text(room)]) { row in
+                try database.query("SELECT count(*), coalesce(max(user = ?), 0) FROM room_members WHERE room = ?", [.text(user), .text(room)]) {
+                    row in
                     info = IMRoomInfo(name: room, members: Int(row.integer(0)), joined: row.integer(1) != 0)
                 }
             }
@@ -157,7 +162,9 @@ public final class SQLiteIMStore: IMServerStore {
                     return .stored(earlier, recipients: try recipients(of: earlier, from: sender), isNew: false)
                 }
                 var abandoned = false
-                try database.query("SELECT 1 FROM abandoned WHERE sender = ? AND client_id = ?", [.text(sender), .text(message.id)]) { _ in abandoned = true }
+                try database.query("SELECT 1 FROM abandoned WHERE sender = ? AND client_id = ?", [.text(sender), .text(message.id)]) { _ in
+                    abandoned = true
+                }
                 if abandoned { return .refused(.badRequest) }
                 switch target {
                 case .user(let name):
@@ -215,10 +222,12 @@ public final class SQLiteIMStore: IMServerStore {
     public func undelivered(for user: String, after seq: UInt64, limit: Int) -> [IMChatMessage] {
         var messages: [IMChatMessage] = []
         do {
-            try database.query("""
+            try database.query(
+                """
                 SELECT m.seq, m.sender, m.client_id, m.to_user, m.to_room, m.text, m.sent_at_ms
                 FROM inbox i JOIN messages m ON m.seq = i.seq WHERE i.user = ? AND i.seq > ? ORDER BY i.seq LIMIT ?
-                """, [.text(user), .integer(Int64(clamping: seq)), .integer(Int64(clamping: limit))]) { row in messages.append(Self.message(from: row)) }
+                """, [.text(user), .integer(Int64(clamping: seq)), .integer(Int64(clamping: limit))]
+            ) { row in messages.append(Self.message(from: row)) }
         } catch {
             logger.error("inbox of \(user) not read: \(error)")
         }
@@ -250,9 +259,11 @@ public final class SQLiteIMStore: IMServerStore {
 
     private func find(sender: String, id: String) throws(SQLiteError) -> IMChatMessage? {
         var found: IMChatMessage?
-        try database.query("""
+        try database.query(
+            """
             SELECT seq, sender, client_id, to_user, to_room, text, sent_at_ms FROM messages WHERE sender = ? AND client_id = ?
-            """, [.text(sender), .text(id)]) { row in found = Self.message(from: row) }
+            """, [.text(sender), .text(id)]
+        ) { row in found = Self.message(from: row) }
         return found
     }
 

@@ -29,8 +29,10 @@ public final class MemoryIMBench {
 
     /// - Parameters:
     ///   - store: the server's store (default: an ``InMemoryIMStore`` that accepts any password).
-    public init(loop: RunLoop = .current, clock: ManualClock, settings: IMServer.Settings = IMServer.Settings(),
-                store: any IMServerStore = InMemoryIMStore()) {
+    public init(
+        loop: RunLoop = .current, clock: ManualClock, settings: IMServer.Settings = IMServer.Settings(),
+        store: any IMServerStore = InMemoryIMStore()
+    ) {
         self.loop = loop
         self.clock = clock
         server = IMServer(store: store, settings: settings, loop: loop)

@@ -37,8 +37,10 @@ public final class MemoryLinkConnector {
     ///   - serverFrameLimit: the largest body the server ends accept.
     ///   - skippableSendLength: see ``MemoryLinkPair/init(loop:modes:serverModes:clientFrameLimit:serverFrameLimit:skippableSendLength:)``.
     ///   - accept: gets each server end when its client end connects.
-    public init(serverModes: [RunLoop.Mode] = [.common], serverFrameLimit: Int = 64 * 1024, skippableSendLength: Int = 0,
-                accept: @escaping (MemoryFrameLink) -> Void) {
+    public init(
+        serverModes: [RunLoop.Mode] = [.common], serverFrameLimit: Int = 64 * 1024, skippableSendLength: Int = 0,
+        accept: @escaping (MemoryFrameLink) -> Void
+    ) {
         self.serverModes = serverModes
         self.serverFrameLimit = serverFrameLimit
         self.skippableSendLength = skippableSendLength
@@ -48,7 +50,9 @@ public final class MemoryLinkConnector {
     /// Connects to `server` with its frame limits, as its TCP listener would; `serverModes` are the
     /// modes the server was made with.
     public convenience init(server: IMServer, serverModes: [RunLoop.Mode] = [.common]) {
-        self.init(serverModes: serverModes, serverFrameLimit: server.settings.maximumFrameBody, skippableSendLength: server.settings.maximumSkippedSendBody) {
+        self.init(
+            serverModes: serverModes, serverFrameLimit: server.settings.maximumFrameBody, skippableSendLength: server.settings.maximumSkippedSendBody
+        ) {
             [weak server] link in server?.adopt(link)
         }
     }
@@ -66,8 +70,9 @@ public final class MemoryLinkConnector {
     }
 
     private func makePair(loop: RunLoop, modes: [RunLoop.Mode], maximumFrameBody: Int) -> MemoryLinkPair {
-        let pair = MemoryLinkPair(loop: loop, modes: modes, serverModes: serverModes, clientFrameLimit: maximumFrameBody,
-                                  serverFrameLimit: serverFrameLimit, skippableSendLength: skippableSendLength)
+        let pair = MemoryLinkPair(
+            loop: loop, modes: modes, serverModes: serverModes, clientFrameLimit: maximumFrameBody,
+            serverFrameLimit: serverFrameLimit, skippableSendLength: skippableSendLength)
         pair.wire.accept = accept
         pair.server.remoteAddress = remoteAddress
         if refusals > 0 {

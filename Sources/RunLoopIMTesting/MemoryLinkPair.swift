@@ -31,15 +31,20 @@ public final class MemoryLinkPair {
     ///   - serverFrameLimit: the largest body the server end accepts.
     ///   - skippableSendLength: a SEND body over `serverFrameLimit` but at most this long reaches the
     ///     server end as ``IMFrameLinkEvents/oversized``, as over TCP; 0: never.
-    public init(loop: RunLoop = .current, modes: [RunLoop.Mode] = [.common], serverModes: [RunLoop.Mode]? = nil,
-                clientFrameLimit: Int = 64 * 1024,
-                serverFrameLimit: Int = 64 * 1024, skippableSendLength: Int = 0) {
+    public init(
+        loop: RunLoop = .current, modes: [RunLoop.Mode] = [.common], serverModes: [RunLoop.Mode]? = nil,
+        clientFrameLimit: Int = 64 * 1024,
+        serverFrameLimit: Int = 64 * 1024, skippableSendLength: Int = 0
+    ) {
         wire = MemoryLinkWire(loop: loop, modes: modes, serverModes: serverModes ?? modes)
-        client = MemoryFrameLink(pair: wire, side: .client, loop: loop, modes: modes,
-                                 decoder: FrameDecoder(maximumBodyLength: clientFrameLimit))
-        server = MemoryFrameLink(pair: wire, side: .server, loop: loop, modes: wire.serverModes,
-                                 decoder: FrameDecoder(maximumBodyLength: serverFrameLimit, skippableBodyLength: skippableSendLength,
-                                                       skippableCommands: [IMCommand.send.rawValue]))
+        client = MemoryFrameLink(
+            pair: wire, side: .client, loop: loop, modes: modes,
+            decoder: FrameDecoder(maximumBodyLength: clientFrameLimit))
+        server = MemoryFrameLink(
+            pair: wire, side: .server, loop: loop, modes: wire.serverModes,
+            decoder: FrameDecoder(
+                maximumBodyLength: serverFrameLimit, skippableBodyLength: skippableSendLength,
+                skippableCommands: [IMCommand.send.rawValue]))
         wire.client = client
         wire.server = server
     }
@@ -167,10 +172,12 @@ final class MemoryLinkWire {
     /// Nothing is on its way that the loop will deliver: no connect pending, and toward each end
     /// nothing, or nothing it can take yet (stalled, dropped, or an end never opened).
     var isIdle: Bool {
-        !isConnecting && (isDropped || [MemoryLinkSide.client, .server].allSatisfy { side in
-            let channel = channels[side]!
-            return channel.queue.isEmpty || channel.isStalled || end(side)?.events == nil
-        })
+        !isConnecting
+            && (isDropped
+                || [MemoryLinkSide.client, .server].allSatisfy { side in
+                    let channel = channels[side]!
+                    return channel.queue.isEmpty || channel.isStalled || end(side)?.events == nil
+                })
     }
     private var isConnecting = false
 
@@ -219,7 +226,8 @@ final class MemoryLinkWire {
     private func schedule(toward side: MemoryLinkSide) {
         let channel = channels[side]!
         guard channel.timer == nil, !isDropped, !channel.isStalled, let head = channel.queue.first,
-              end(side)?.events != nil else { return }
+            end(side)?.events != nil
+        else { return }
         channel.timer = at(head.due, in: side == .client ? modes : serverModes) { [self] in
             channel.timer = nil
             pump(toward: side)

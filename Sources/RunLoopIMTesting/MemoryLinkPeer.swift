@@ -33,11 +33,12 @@ public final class MemoryLinkPeer {
     public init(loop: RunLoop = .current, modes: [RunLoop.Mode] = [.common], serverFrameLimit: Int = 64 * 1024) {
         pair = MemoryLinkPair(loop: loop, modes: modes, serverFrameLimit: serverFrameLimit)
         pair.client.raiseInboundLimit(to: Int(UInt32.max))
-        pair.client.open(IMFrameLinkEvents(
-            received: { [weak self] frame in self?.received.append(frame) },
-            failed: { [weak self] error, _ in self?.closeReason = .failed(.other("\(error)")) },
-            closed: { [weak self] reason in self?.closeReason = reason }
-        ))
+        pair.client.open(
+            IMFrameLinkEvents(
+                received: { [weak self] frame in self?.received.append(frame) },
+                failed: { [weak self] error, _ in self?.closeReason = .failed(.other("\(error)")) },
+                closed: { [weak self] reason in self?.closeReason = reason }
+            ))
     }
 
     /// The server's end: hand it to ``IMServer/adopt(_:)``.

@@ -28,7 +28,8 @@ public enum IMJSONEnvelope {
         let name = frame.command.map { "\"\($0)\"" } ?? String(frame.header.command)
         var body = "{}"
         if let type = frame.command?.bodyType, let message = try? type.init(serializedBytes: frame.body),
-           let json = try? message.jsonString() {
+            let json = try? message.jsonString()
+        {
             body = json
         }
         return "{\"command\":\(name),\"serial\":\(frame.serial),\"code\":\(frame.header.code),\"body\":\(body)}"
@@ -80,7 +81,8 @@ public enum IMJSONEnvelope {
         // Foundation bridges JSON true/false and 1.5 to NSNumber as well (and `is Bool` holds for 0 and
         // 1): the number's own type tells integers ("i", "q") from booleans ("c") and fractions ("d").
         guard let boxed = value as? NSNumber, ["i", "q", "l", "s"].contains(String(cString: boxed.objCType)),
-              let number = value as? UInt32 else {
+            let number = value as? UInt32
+        else {
             throw IMEnvelopeError(.badRequest, "\"\(key)\" must be an integer 0...4294967295", serial: serial)
         }
         return number

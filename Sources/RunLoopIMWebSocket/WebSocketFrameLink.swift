@@ -76,10 +76,12 @@ public final class WebSocketFrameLink: IMFrameLink {
     /// A client's link: connects to `host`:`port` and upgrades at `target` when opened, then speaks
     /// binary frames.
     /// - Parameter target: the upgrade's request target (the chat node serves `/ws`).
-    public init(host: String, port: UInt16, target: String = "/ws", connectTimeout: Duration = .seconds(10),
-                maximumFrameBody: Int = 64 * 1024, loop: RunLoop = .current, modes: [RunLoop.Mode] = [.common],
-                configuration: WebSocketConfiguration = WebSocketConfiguration(),
-                options: TCPOptions = TCPOptions(), limits: TCPBufferLimits = TCPBufferLimits()) {
+    public init(
+        host: String, port: UInt16, target: String = "/ws", connectTimeout: Duration = .seconds(10),
+        maximumFrameBody: Int = 64 * 1024, loop: RunLoop = .current, modes: [RunLoop.Mode] = [.common],
+        configuration: WebSocketConfiguration = WebSocketConfiguration(),
+        options: TCPOptions = TCPOptions(), limits: TCPBufferLimits = TCPBufferLimits()
+    ) {
         connection = WebSocketConnection(loop: loop, modes: modes, configuration: configuration, options: options, limits: limits)
         maximumBodyLength = maximumFrameBody
         pingInterval = nil
@@ -88,11 +90,14 @@ public final class WebSocketFrameLink: IMFrameLink {
     }
 
     /// A connector for ``IMClient``: a new WebSocket link to `host`:`port` `target` per attempt.
-    public static func connector(host: String, port: UInt16, target: String = "/ws", connectTimeout: Duration = .seconds(10),
-                                 configuration: WebSocketConfiguration = WebSocketConfiguration()) -> IMConnector {
+    public static func connector(
+        host: String, port: UInt16, target: String = "/ws", connectTimeout: Duration = .seconds(10),
+        configuration: WebSocketConfiguration = WebSocketConfiguration()
+    ) -> IMConnector {
         { loop, modes, maximumFrameBody in
-            WebSocketFrameLink(host: host, port: port, target: target, connectTimeout: connectTimeout,
-                               maximumFrameBody: maximumFrameBody, loop: loop, modes: modes, configuration: configuration)
+            WebSocketFrameLink(
+                host: host, port: port, target: target, connectTimeout: connectTimeout,
+                maximumFrameBody: maximumFrameBody, loop: loop, modes: modes, configuration: configuration)
         }
     }
 
@@ -212,8 +217,9 @@ public final class WebSocketFrameLink: IMFrameLink {
             return .failure(error)
         }
         guard frame.body.count <= maximumBodyLength || frame.command == .send else {
-            return .failure(IMEnvelopeError(
-                .frameTooLarge, "a \(frame.body.count)-byte body, over the limit of \(maximumBodyLength)", serial: frame.serial))
+            return .failure(
+                IMEnvelopeError(
+                    .frameTooLarge, "a \(frame.body.count)-byte body, over the limit of \(maximumBodyLength)", serial: frame.serial))
         }
         return .success(frame)
     }

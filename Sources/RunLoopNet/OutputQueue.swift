@@ -20,7 +20,8 @@ struct OutputQueue {
         guard !bytes.isEmpty else { return }
         count += bytes.count
         if head < chunks.count, bytes.count < Self.coalesceLimit,
-           chunks[chunks.count - 1].count + bytes.count <= Self.coalesceLimit {
+            chunks[chunks.count - 1].count + bytes.count <= Self.coalesceLimit
+        {
             chunks[chunks.count - 1].append(contentsOf: bytes)
         } else {
             chunks.append(bytes)

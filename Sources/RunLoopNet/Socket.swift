@@ -1,4 +1,5 @@
 import CRunLoopSupport
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -123,12 +123,14 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
         switch Int32(pointer.pointee.sa_family) {
         case AF_INET:
             let address = UnsafeRawPointer(pointer).loadUnaligned(as: sockaddr_in.self)
-            self.init(family: .ipv4, port: UInt16(bigEndian: address.sin_port),
-                      bytes: withUnsafeBytes(of: address.sin_addr) { Array($0) }, scopeID: 0)
+            self.init(
+                family: .ipv4, port: UInt16(bigEndian: address.sin_port),
+                bytes: withUnsafeBytes(of: address.sin_addr) { Array($0) }, scopeID: 0)
         case AF_INET6:
             let address = UnsafeRawPointer(pointer).loadUnaligned(as: sockaddr_in6.self)
-            self.init(family: .ipv6, port: UInt16(bigEndian: address.sin6_port),
-                      bytes: withUnsafeBytes(of: address.sin6_addr) { Array($0) }, scopeID: address.sin6_scope_id)
+            self.init(
+                family: .ipv6, port: UInt16(bigEndian: address.sin6_port),
+                bytes: withUnsafeBytes(of: address.sin6_addr) { Array($0) }, scopeID: address.sin6_scope_id)
         default:
             return nil
         }

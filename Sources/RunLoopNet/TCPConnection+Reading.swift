@@ -1,4 +1,5 @@
 import RunLoopKit
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -35,8 +36,10 @@ extension TCPConnection {
         _ completion: @escaping (TCPConnection, [UInt8]) -> Void
     ) {
         precondition(!delimiter.isEmpty, "read(upTo:) needs a delimiter")
-        enqueue(ReadRequest(kind: .delimiter(delimiter, maximumLength: max(1, maximumLength)), timeout: timeout,
-                            completion: completion, onOverflow: onOverflow))
+        enqueue(
+            ReadRequest(
+                kind: .delimiter(delimiter, maximumLength: max(1, maximumLength)), timeout: timeout,
+                completion: completion, onOverflow: onOverflow))
     }
 
     /// Stops taking input from the socket and delivering buffered input, until ``resumeReading()``.

@@ -1,4 +1,5 @@
 import RunLoopKit
+
 #if canImport(Glibc)
 import Glibc
 #endif

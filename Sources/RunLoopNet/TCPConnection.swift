@@ -1,5 +1,6 @@
 public import Logging
 public import RunLoopKit
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -196,8 +197,10 @@ public final class TCPConnection {
     }
 
     /// An accepted socket: already open; input starts flowing after the listener's `onAccept` returns.
-    init(accepted fd: Int32, remote: SocketAddress?, listener: TCPListener, options: TCPOptions,
-         limits: TCPBufferLimits, logger: Logger) {
+    init(
+        accepted fd: Int32, remote: SocketAddress?, listener: TCPListener, options: TCPOptions,
+        limits: TCPBufferLimits, logger: Logger
+    ) {
         self.loop = listener.loop
         self.modes = listener.modes
         self.options = options

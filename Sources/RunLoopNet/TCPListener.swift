@@ -1,5 +1,6 @@
 public import Logging
 public import RunLoopKit
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -228,7 +229,7 @@ public final class TCPListener {
                 case EAGAIN, EWOULDBLOCK:
                     return
                 case EINTR, ECONNABORTED, EPROTO, EPERM, ENETDOWN, ENOPROTOOPT, EHOSTDOWN, ENONET,
-                     EHOSTUNREACH, EOPNOTSUPP, ENETUNREACH:
+                    EHOSTUNREACH, EOPNOTSUPP, ENETUNREACH:
                     // The client went away before we accepted it; the next one may be fine.
                     continue
                 case EMFILE, ENFILE:
@@ -285,9 +286,11 @@ public final class TCPListener {
     func pauseAccepting(errno code: Int32) {
         noteExhaustion(NetError.system(errno: code, operation: "accept"), outcome: "accepting paused for \(acceptRetryDelay)")
         guard setWatching(false) else { return }
-        let timer = retryTimer ?? DeadlineTimer(loop: loop, modes: modes, label: "accept retry") { [weak self] in
-            self?.resumeAccepting()
-        }
+        let timer =
+            retryTimer
+            ?? DeadlineTimer(loop: loop, modes: modes, label: "accept retry") { [weak self] in
+                self?.resumeAccepting()
+            }
         retryTimer = timer
         timer.arm(at: loop.now + acceptRetryDelay)
     }

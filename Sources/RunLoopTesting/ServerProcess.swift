@@ -46,7 +46,8 @@ public final class ServerProcess: @unchecked Sendable {
             line += String(decoding: byte, as: UTF8.self)
         }
         guard line.hasPrefix("listening on "), let text = line.split(separator: ":").last,
-              let bound = UInt16(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            let bound = UInt16(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        else {
             process.terminate()
             throw Failure.noPort(line)
         }

@@ -40,7 +40,8 @@ extension ActivityRecorder {
             passed: position == wanted.count,
             description: position == wanted.count
                 ? "subsequence found"
-                : "missing \(wanted[position...].joined(separator: " ")) after \(wanted[..<position].joined(separator: " ")) in \(tokens.joined(separator: " "))")
+                : "missing \(wanted[position...].joined(separator: " ")) after \(wanted[..<position].joined(separator: " ")) in \(tokens.joined(separator: " "))"
+        )
     }
 
     /// `token` was recorded exactly `count` times.

@@ -48,8 +48,9 @@ struct BrowserEnvironment: Sendable {
 struct BrowserTests {
     @Test(
         "two Chromium pages and a terminal client chat in a room through a real node that is killed and restarted; the pages reconnect, resend, and show what arrived while away, once each",
-        .enabled(if: BrowserEnvironment.shared.problem == nil,
-                 "needs Playwright (bash Scripts/setup.sh --tests, or RUNLOOPKIT_PYTHON) and Chromium at /usr/bin/chromium"),
+        .enabled(
+            if: BrowserEnvironment.shared.problem == nil,
+            "needs Playwright (bash Scripts/setup.sh --tests, or RUNLOOPKIT_PYTHON) and Chromium at /usr/bin/chromium"),
         .timeLimit(.minutes(2))
     )
     func browserChat() async throws {

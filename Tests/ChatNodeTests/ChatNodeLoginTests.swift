@@ -6,6 +6,7 @@ import RunLoopIMSQLite
 import RunLoopKit
 import RunLoopTesting
 import Testing
+
 @testable import ChatNodeKit
 
 @Suite("Chat node logins")
@@ -17,7 +18,9 @@ struct ChatNodeLoginTests {
         return request
     }
 
-    @Test("two first logins of a new name at once with the same password both get in, checked against the hash that won; a third racing with another password is refused")
+    @Test(
+        "two first logins of a new name at once with the same password both get in, checked against the hash that won; a third racing with another password is refused"
+    )
     func firstLoginRace() async throws {
         try await onLoopThread {
             let loop = RunLoop.current
@@ -43,7 +46,9 @@ struct ChatNodeLoginTests {
         }
     }
 
-    @Test("user names ignore case: Alice registers alice, ALICE logs in as alice with its password only, an older database's Bob logs in as Bob in any case, account add refuses a case variant")
+    @Test(
+        "user names ignore case: Alice registers alice, ALICE logs in as alice with its password only, an older database's Bob logs in as Bob in any case, account add refuses a case variant"
+    )
     func caseInsensitiveNames() async throws {
         try await onLoopThread {
             let loop = RunLoop.current

@@ -9,7 +9,6 @@ import RunLoopNet
 import RunLoopTesting
 import Testing
 
-
 func temporaryDatabase() -> String {
     "/tmp/chat-node-test-\(getpid())-\(UInt64.random(in: 0...UInt64.max)).db"
 }
@@ -37,8 +36,9 @@ func clientConfiguration(_ user: String, password: String = "pw", heartbeat: Dur
 }
 
 func client(_ user: String, password: String = "pw", port: UInt16, heartbeat: Duration = .seconds(5)) -> IMClient {
-    IMClient(configuration: clientConfiguration(user, password: password, heartbeat: heartbeat),
-             connector: TCPFrameLink.connector(host: "127.0.0.1", port: port))
+    IMClient(
+        configuration: clientConfiguration(user, password: password, heartbeat: heartbeat),
+        connector: TCPFrameLink.connector(host: "127.0.0.1", port: port))
 }
 
 @Suite("Chat node")
@@ -84,7 +84,9 @@ struct ChatNodeTests {
         }
     }
 
-    @Test("logins in progress are bounded per address: over the bound a login is refused for now (rateLimited) and retried, not closed for good; a finished check frees its place")
+    @Test(
+        "logins in progress are bounded per address: over the bound a login is refused for now (rateLimited) and retried, not closed for good; a finished check frees its place"
+    )
     func pendingLoginBound() async throws {
         try await onLoopThread {
             let loop = RunLoop.current
@@ -209,9 +211,13 @@ struct ServeProcessTests {
         }
         let path = temporaryDatabase()
         defer { removeDatabase(path) }
-        let node = try ServerProcess(executable: ChatNodeBinary.path, ["serve", "--host", "127.0.0.1", "--port", "0", "--database", path,
-                                                   "--scrypt-cost", "4", "--log-level", "error", "--no-http"],
-                                     softDescriptorLimit: 256)
+        let node = try ServerProcess(
+            executable: ChatNodeBinary.path,
+            [
+                "serve", "--host", "127.0.0.1", "--port", "0", "--database", path,
+                "--scrypt-cost", "4", "--log-level", "error", "--no-http"
+            ],
+            softDescriptorLimit: 256)
         defer { node.kill() }
         // "Max open files            <soft>               <hard>               files"
         let limits = try String(contentsOfFile: "/proc/\(node.process.processIdentifier)/limits", encoding: .utf8)

@@ -19,8 +19,10 @@ private final class SmallLimitNode {
     }
 
     private func serve(_ link: MemoryFrameLink) {
-        link.open(IMFrameLinkEvents(received: { [weak self, unowned link] frame in self?.answer(frame, on: link) },
-                                    failed: { _, _ in }, closed: { _ in }))
+        link.open(
+            IMFrameLinkEvents(
+                received: { [weak self, unowned link] frame in self?.answer(frame, on: link) },
+                failed: { _, _ in }, closed: { _ in }))
     }
 
     private func answer(_ frame: IMFrame, on link: MemoryFrameLink) {
@@ -36,8 +38,10 @@ private final class SmallLimitNode {
             hostile.user = "alice"
             hostile.seq = 1
             hostile.text = "before\u{0}after\u{7}"
-            reply = [IMFrame(command: .loginAck, serial: frame.serial, message: response),
-                     IMFrame(command: .deliver, serial: 1, message: hostile)]
+            reply = [
+                IMFrame(command: .loginAck, serial: frame.serial, message: response),
+                IMFrame(command: .deliver, serial: 1, message: hostile)
+            ]
         case .send:
             guard let message = try? frame.decode(IMChatMessage.self) else { return }
             sends.append(message)
@@ -71,7 +75,9 @@ struct TerminalClientLimitsTests {
         #expect(TerminalClient.visible("plain text") == "plain text")
     }
 
-    @Test("over the node's limit: a message queued before login fails as too large, a typed one is refused with the limit, one the node refuses is never resent; NUL shown escaped")
+    @Test(
+        "over the node's limit: a message queued before login fails as too large, a typed one is refused with the limit, one the node refuses is never resent; NUL shown escaped"
+    )
     func tooLarge() async throws {
         try await onManualClockLoop { loop, _ in
             let node = SmallLimitNode(maxSendBody: 1_000)
@@ -89,8 +95,9 @@ struct TerminalClientLimitsTests {
 
             type("/msg bob \(big)", into: alice)
             try #require(try loop.runUntil(timeout: .seconds(60)) { seen.contains("! m2 not sent") }, "\(seen.dump)")
-            #expect(seen.lines.contains { $0.hasPrefix("! m2 not sent: message too large (") && $0.hasSuffix("the limit is 1000 bytes)") },
-                    "\(seen.dump)")
+            #expect(
+                seen.lines.contains { $0.hasPrefix("! m2 not sent: message too large (") && $0.hasSuffix("the limit is 1000 bytes)") },
+                "\(seen.dump)")
 
             type("/msg bob fits, but the node says no", into: alice)
             try #require(try loop.runUntil(timeout: .seconds(60)) { seen.contains("→ m3 failed") }, "\(seen.dump)")
@@ -125,7 +132,9 @@ struct TerminalClientLimitsTests {
         }
     }
 
-    @Test("rate limited: one line per pause, nothing shown twice, every message stored and received in order", .disabled(if: isRunningUnderThreadSanitizer, "a volume test of one loop: run in the plain pass"))
+    @Test(
+        "rate limited: one line per pause, nothing shown twice, every message stored and received in order",
+        .disabled(if: isRunningUnderThreadSanitizer, "a volume test of one loop: run in the plain pass"))
     func rateLimited() async throws {
         try await onManualClockLoop { loop, clock in
             var settings = IMServer.Settings()

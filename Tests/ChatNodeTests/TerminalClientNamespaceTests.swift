@@ -65,9 +65,11 @@ private final class LoopbackNamespace: Sendable {
     }
 }
 
-@Suite("Terminal client in a network namespace",
-       .enabled(if: LoopbackNamespace.unavailableReason == nil,
-                Comment(rawValue: "needs root and iproute2: \(LoopbackNamespace.unavailableReason ?? "")")))
+@Suite(
+    "Terminal client in a network namespace",
+    .enabled(
+        if: LoopbackNamespace.unavailableReason == nil,
+        Comment(rawValue: "needs root and iproute2: \(LoopbackNamespace.unavailableReason ?? "")")))
 struct TerminalClientNamespaceTests {
     @Test("`--host localhost` with loopback only and no default route: connects, delivers, never 'offline — network down'")
     func localhostWithoutDefaultRoute() async throws {

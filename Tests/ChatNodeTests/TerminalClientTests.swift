@@ -116,15 +116,19 @@ struct TerminalClientParsingTests {
             let regular = open(file, O_RDONLY)
             let null = open("/dev/null", O_RDONLY)
             defer { close(regular); close(null) }
-            for (name, descriptor, expected) in [("pipe", pipeEnds[0], ["/join lobby", "hello", "last"]),
-                                                 ("file", regular, ["/join lobby", "hello", "last"]), ("null", null, [])] {
+            for (name, descriptor, expected) in [
+                ("pipe", pipeEnds[0], ["/join lobby", "hello", "last"]),
+                ("file", regular, ["/join lobby", "hello", "last"]), ("null", null, [])
+            ] {
                 var splitter = LineSplitter()
                 var lines: [String] = []
                 var ended = 0
-                let input = try TerminalInput(fileDescriptor: descriptor, loop: loop, onBytes: { lines += splitter.append($0) }, onEnd: {
-                    if let last = splitter.finish() { lines.append(last) }
-                    ended += 1
-                })
+                let input = try TerminalInput(
+                    fileDescriptor: descriptor, loop: loop, onBytes: { lines += splitter.append($0) },
+                    onEnd: {
+                        if let last = splitter.finish() { lines.append(last) }
+                        ended += 1
+                    })
                 try #require(try spin(loop, for: .seconds(5)) { ended == 1 }, "\(name)")
                 #expect(lines == expected, "\(name)")
                 #expect(!input.isValid)
@@ -144,8 +148,11 @@ struct TerminalClientTests {
             impostor.start()
             impostor.endOfInput()
             try #require(try node.runUntil { impostor.exitStatus != nil })
-            #expect(seen.lines == ["* connecting to 127.0.0.1:\(impostor.configuration.port) as alice",
-                                   "* closed: login refused (authentication failed): unknown user or wrong password"])
+            #expect(
+                seen.lines == [
+                    "* connecting to 127.0.0.1:\(impostor.configuration.port) as alice",
+                    "* closed: login refused (authentication failed): unknown user or wrong password"
+                ])
             #expect(impostor.exitStatus == 1)
         }
     }
@@ -201,7 +208,8 @@ struct TerminalClientTests {
             // Own states, each message in order: queued (with its text), sent, delivered.
             try #require(try node.runUntil { aliceSees.contains("→ m2 stored") })
             let m2 = aliceSees.lines(startingWith: "→ m2 ")
-            #expect(m2.count == 3 && m2[0] == "→ m2 queued [lobby]: hello bob" && m2[1] == "→ m2 sent"
+            #expect(
+                m2.count == 3 && m2[0] == "→ m2 queued [lobby]: hello bob" && m2[1] == "→ m2 sent"
                     && m2[2].hasPrefix("→ m2 stored (seq "), "\(m2)")
             try #require(try node.runUntil { bobSees.contains("→ m2 stored") })
             #expect(bobSees.lines(startingWith: "→ m2 ").first == "→ m2 queued [@alice]: psst")

@@ -18,11 +18,15 @@ private typealias RunLoop = RunLoopKit.RunLoop
 struct WebRouteTests {
     static func head(_ lines: String...) -> [UInt8] { Array((lines.joined(separator: "\r\n") + "\r\n\r\n").utf8) }
 
-    @Test("GET / and the page's files are served; /ws goes to the WebSocket handshake; other paths 404, other methods 405, bad heads 400, other HTTP versions 505")
+    @Test(
+        "GET / and the page's files are served; /ws goes to the WebSocket handshake; other paths 404, other methods 405, bad heads 400, other HTTP versions 505"
+    )
     func routes() {
         guard case .asset(let index) = ChatWebRoute.route(Self.head("GET / HTTP/1.1", "Host: x")) else { Issue.record("no page"); return }
         #expect(index.name == "index.html" && index.contentType == "text/html; charset=utf-8")
-        guard case .asset(let script) = ChatWebRoute.route(Self.head("GET /app.js?v=1 HTTP/1.1", "Host: x")) else { Issue.record("no script"); return }
+        guard case .asset(let script) = ChatWebRoute.route(Self.head("GET /app.js?v=1 HTTP/1.1", "Host: x")) else {
+            Issue.record("no script"); return
+        }
         #expect(script.contentType.hasPrefix("text/javascript") && script.body == WebAssets.files["app.js"])
         #expect(ChatWebRoute.route(Self.head("GET /ws?session=1 HTTP/1.1", "Host: x")) == .webSocket)
         func status(_ head: [UInt8]) -> Int? {
@@ -41,8 +45,11 @@ struct WebRouteTests {
     @Test("the WebSocket is for the node's own page and for clients that are not pages: another site's Origin gets 403")
     func originPolicy() throws {
         func request(_ fields: [String]) throws -> WebSocketUpgradeRequest {
-            let head = (["GET /ws HTTP/1.1", "Upgrade: websocket", "Connection: Upgrade",
-                         "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 13"] + fields + ["", ""])
+            let head =
+                ([
+                    "GET /ws HTTP/1.1", "Upgrade: websocket", "Connection: Upgrade",
+                    "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 13"
+                ] + fields + ["", ""])
                 .joined(separator: "\r\n")
             return try WebSocketHandshake.validateRequest(Array(head.utf8)).get()
         }
@@ -133,7 +140,9 @@ final class WebBadInputObservations {
 
 @Suite("Chat node: bad input on the HTTP and WebSocket side")
 struct WebBadInputTests {
-    @Test("unknown path, non-GET, bad upgrade, bad JSON, unknown command, a binary message that is no IM frame, an oversized one: each gets its status or ERROR and close code; logged-in clients are unaffected")
+    @Test(
+        "unknown path, non-GET, bad upgrade, bad JSON, unknown command, a binary message that is no IM frame, an oversized one: each gets its status or ERROR and close code; logged-in clients are unaffected"
+    )
     func badInput() async throws {
         try await onLoopThread { try Self.badInputOnLoop() }
     }
@@ -150,8 +159,9 @@ struct WebBadInputTests {
         node.web?.onRefused = { seen.refusedStatuses.append($0.status) }
 
         // Bystanders: one over WebSocket, one over TCP, logged in throughout.
-        let browserLike = IMClient(configuration: IMClientConfiguration(user: "wendy", password: "pw"),
-                                   connector: WebSocketFrameLink.connector(host: "127.0.0.1", port: webPort))
+        let browserLike = IMClient(
+            configuration: IMClientConfiguration(user: "wendy", password: "pw"),
+            connector: WebSocketFrameLink.connector(host: "127.0.0.1", port: webPort))
         // A long heartbeat: under the thread sanitizer with the whole suite running, this loop can be
         // starved for seconds, and a bystander dropped by the keepalive rule would prove nothing about
         // bad input.
@@ -179,8 +189,10 @@ struct WebBadInputTests {
         let page = RawHTTP(port: port, request: "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         let missing = RawHTTP(port: port, request: "GET /missing HTTP/1.1\r\nHost: x\r\n\r\n")
         let post = RawHTTP(port: port, request: "POST /ws HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
-        let oldVersion = RawHTTP(port: port, request: "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                                 + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 8\r\n\r\n")
+        let oldVersion = RawHTTP(
+            port: port,
+            request: "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 8\r\n\r\n")
         let notUpgrade = RawHTTP(port: port, request: "GET /ws HTTP/1.1\r\nHost: x\r\n\r\n")
         try #require(try spin(loop) { [page, missing, post, oldVersion, notUpgrade].allSatisfy(\.isClosed) })
         #expect(page.text.hasPrefix("HTTP/1.1 200 OK\r\n") && page.text.hasSuffix(WebAssets.files["index.html"] ?? "?"))
@@ -261,7 +273,8 @@ struct WebJSONClientTests {
         try #require(try spin(loop) { answer(2) != nil })
         #expect(answer(2)?.command == .sendAck && answer(2)?.code == .ok)
         #expect(browser.messages.allSatisfy { if case .text = $0 { return true } else { return false } }, "answered in JSON")
-        let ack = try #require(browser.messages.compactMap { if case .text(let text) = $0, text.contains("SEND_ACK") { return text } else { return nil } }.first)
+        let ack = try #require(
+            browser.messages.compactMap { if case .text(let text) = $0, text.contains("SEND_ACK") { return text } else { return nil } }.first)
         #expect(ack.contains(#""seq":""#), "64-bit integers are strings in the canonical mapping: \(ack)")
 
         _ = try tom.send("hi jo", to: .user("jo"))
@@ -303,7 +316,8 @@ final class LingeringWebSocketPeer {
         request.user = user
         request.password = password
         let frame = IMFrame(command: .login, serial: 1, message: request)
-        let login = json
+        let login =
+            json
             ? WebSocketFrame(opcode: .text, payload: Array(IMJSONEnvelope.encode(frame).utf8))
             : WebSocketFrame(opcode: .binary, payload: frame.encoded())
         let close = WebSocketFrame(opcode: .close, payload: WebSocketMessageAssembler.closePayload(code: .normalClosure, reason: ""))
@@ -325,7 +339,9 @@ final class PresenceList {
 
 @Suite("Chat node: WebSocket logins whose connection goes away")
 struct WebGhostLoginTests {
-    @Test("five WebSocket LOGINs, each followed at once by a close frame while scrypt runs (the peer keeping TCP open), leave no session and no one online for the node or a bystander's presence list; the real user then logs in")
+    @Test(
+        "five WebSocket LOGINs, each followed at once by a close frame while scrypt runs (the peer keeping TCP open), leave no session and no one online for the node or a bystander's presence list; the real user then logs in"
+    )
     func ghostLogins() async throws {
         try await onLoopThread { try Self.ghostLoginsOnLoop() }
     }
@@ -365,8 +381,9 @@ struct WebGhostLoginTests {
         #expect(node.server.onlineUsers == ["tom"], "ghosts: \(node.server.onlineUsers)")
         #expect(!seen.online.contains("ann"), "tom's presence list shows a user with no connection")
 
-        let ann = IMClient(configuration: IMClientConfiguration(user: "ann", password: "pw"),
-                           connector: WebSocketFrameLink.connector(host: "127.0.0.1", port: webPort))
+        let ann = IMClient(
+            configuration: IMClientConfiguration(user: "ann", password: "pw"),
+            connector: WebSocketFrameLink.connector(host: "127.0.0.1", port: webPort))
         ann.start()
         try #require(try spin(loop) { ann.state == .online }, "the real user was refused: \(ann.state)")
         try #require(try spin(loop) { seen.online.contains("ann") })
@@ -379,7 +396,9 @@ struct WebGhostLoginTests {
 
 @Suite("Chat node: an oversized paste over WebSocket")
 struct WebOversizedSendTests {
-    @Test("a 70,000-character paste over WebSocket — JSON escaped at 6 bytes a character, or binary — gets SEND_ACK frameTooLarge with its id, and the session stays up: it answers a HEARTBEAT and takes the next SEND; the recipient gets only that one")
+    @Test(
+        "a 70,000-character paste over WebSocket — JSON escaped at 6 bytes a character, or binary — gets SEND_ACK frameTooLarge with its id, and the session stays up: it answers a HEARTBEAT and takes the next SEND; the recipient gets only that one"
+    )
     func pasteIsRefusedNotFatal() async throws {
         try await onLoopThread { try Self.pasteOnLoop() }
     }
@@ -410,15 +429,17 @@ struct WebOversizedSendTests {
         try binary.connection.send(binary: IMFrame(command: .login, serial: 1, message: login).encoded())
         try #require(try spin(loop) { answer(json, 1)?.code == .ok && answer(binary, 1)?.code == .ok })
 
-        try json.connection.send(text: #"{"command":"SEND","serial":2,"body":{"id":"paste-1","user":"tom","text":""#
-            + String(repeating: #"\u0001"#, count: 70_000) + #""}}"#)
+        try json.connection.send(
+            text: #"{"command":"SEND","serial":2,"body":{"id":"paste-1","user":"tom","text":""#
+                + String(repeating: #"\u0001"#, count: 70_000) + #""}}"#)
         var paste = IMChatMessage()
         paste.id = "paste-2"
         paste.user = "tom"
         paste.text = String(repeating: "x", count: 70_000)
         try binary.connection.send(binary: IMFrame(command: .send, serial: 2, message: paste).encoded())
-        try #require(try spin(loop) { answer(json, 2) != nil && answer(binary, 2) != nil },
-                     "\(json.closeInfo.map { "\($0)" } ?? "open"), \(binary.closeInfo.map { "\($0)" } ?? "open")")
+        try #require(
+            try spin(loop) { answer(json, 2) != nil && answer(binary, 2) != nil },
+            "\(json.closeInfo.map { "\($0)" } ?? "open"), \(binary.closeInfo.map { "\($0)" } ?? "open")")
         for (peer, id) in [(json, "paste-1"), (binary, "paste-2")] {
             let ack = try #require(answer(peer, 2))
             #expect(ack.command == .sendAck && ack.code == .frameTooLarge, "\(ack)")

@@ -28,9 +28,11 @@ import Testing
         switch client.receive(into: &buffer, limit: limit) {
         case .bytes(let count):
             let offset = ending.received
-            let matches = offset + count <= sent.count && buffer.withUnsafeBytes { received in
-                sent.withUnsafeBytes { memcmp(received.baseAddress!, $0.baseAddress! + offset, count) == 0 }
-            }
+            let matches =
+                offset + count <= sent.count
+                && buffer.withUnsafeBytes { received in
+                    sent.withUnsafeBytes { memcmp(received.baseAddress!, $0.baseAddress! + offset, count) == 0 }
+                }
             if !matches { ending.inOrder = false }
             ending.received += count
         case .wouldBlock: break
@@ -54,7 +56,8 @@ import Testing
     /// The number of bytes the server says it echoed to the client on `port`, from its debug log.
     static func echoedBytes(in log: [String], clientPort: UInt16) -> Int? {
         guard let line = log.first(where: { $0.contains("127.0.0.1:\(clientPort) closed") }),
-              let start = line.range(of: "(echoed ")?.upperBound else { return nil }
+            let start = line.range(of: "(echoed ")?.upperBound
+        else { return nil }
         return Int(line[start...].prefix { $0.isNumber })
     }
 
@@ -93,7 +96,8 @@ import Testing
             // Still sending what is left, still reading slowly (64 KiB every 2 ms), to the end.
             let drainStart = monotonicMilliseconds()
             while !report.ending.endOfStream && report.ending.failure == nil
-                    && monotonicMilliseconds() < drainStart + 30_000 {
+                && monotonicMilliseconds() < drainStart + 30_000
+            {
                 Self.sendSome(client, &report.ending, stream, sent: &sent, chunk: 64 * 1024)
                 Self.readSome(client, &report.ending, stream, limit: 64 * 1024, buffer: &buffer)
                 usleep(2000)
@@ -105,7 +109,8 @@ import Testing
         let log = server.logLines(containing: " closed: ")
         let echoed = Self.echoedBytes(in: log, clientPort: report.port)
         let unreadAtTerm = report.ending.received - report.receivedBeforeTerm
-        print("""
+        print(
+            """
             slow reader: sent \(report.sentBeforeTerm) B before SIGTERM, had received \(report.receivedBeforeTerm) B; \
             then received \(unreadAtTerm) B more in \(report.drainMilliseconds) ms; \(report.ending); \
             server echoed \(echoed.map(String.init) ?? "?") B; server log: \(log)
@@ -181,7 +186,7 @@ import Testing
     /// slots for ever, so everyone else got `busy`. The write timeout reclaims them.
     @Test func clientsThatNeverReadAreReclaimedAndTheServerServesAgain() async throws {
         let server = try EchoServerProcess([
-            "--max-connections", "2", "--idle-seconds", "3", "--write-timeout-seconds", "0.3", "--log-level", "debug",
+            "--max-connections", "2", "--idle-seconds", "3", "--write-timeout-seconds", "0.3", "--log-level", "debug"
         ])
         let port = server.port
         let (busy, reclaimedAfter, servedAfterwards, hostilePorts) = try await onLoopThread {
@@ -200,9 +205,12 @@ import Testing
             var stalledSince = [Int?](repeating: nil, count: 2)
             let start = monotonicMilliseconds()
             while stalledSince.contains(where: { $0 == nil || monotonicMilliseconds() - $0! < 100 }),
-                  monotonicMilliseconds() < start + 5000 {
+                monotonicMilliseconds() < start + 5000
+            {
                 for (index, client) in [sender, halfCloser].enumerated() {
-                    if client.send(ArraySlice(junk)) > 0 { stalledSince[index] = nil } else if stalledSince[index] == nil {
+                    if client.send(ArraySlice(junk)) > 0 {
+                        stalledSince[index] = nil
+                    } else if stalledSince[index] == nil {
                         stalledSince[index] = monotonicMilliseconds()
                     }
                 }

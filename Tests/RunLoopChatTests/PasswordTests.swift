@@ -15,8 +15,10 @@ struct PasswordHasherTests {
         #expect(!first.contains("correct"))
         #expect(PasswordHasher.verify("correct horse", against: first))
         #expect(!PasswordHasher.verify("correct horsf", against: first))
-        for broken in ["", "scrypt$", "sha256$N=2,r=8,p=1$00$00", "scrypt$N=3,r=8,p=1$00$00", "scrypt$N=1024,r=8,p=1$zz$00",
-                       "scrypt$N=1099511627776,r=8,p=1$00$00"] {
+        for broken in [
+            "", "scrypt$", "sha256$N=2,r=8,p=1$00$00", "scrypt$N=3,r=8,p=1$00$00", "scrypt$N=1024,r=8,p=1$zz$00",
+            "scrypt$N=1099511627776,r=8,p=1$00$00"
+        ] {
             #expect(!PasswordHasher.verify("x", against: broken), "\(broken)")
         }
     }
@@ -33,14 +35,17 @@ struct PasswordWorkersTests {
             let peak = LockedBox(0)
             var done = 0
             for _ in 0..<8 {
-                workers.run({
-                    var now = 0
-                    running.update { $0 += 1; now = $0 }
-                    peak.update { $0 = max($0, now) }
-                    usleep(20_000)
-                    running.update { $0 -= 1 }
-                    return true
-                }, then: { _ in done += 1 })
+                workers.run(
+                    {
+                        var now = 0
+                        running.update {
+                            $0 += 1; now = $0
+                        }
+                        peak.update { $0 = max($0, now) }
+                        usleep(20_000)
+                        running.update { $0 -= 1 }
+                        return true
+                    }, then: { _ in done += 1 })
             }
             try #require(try spin(loop) { done == 8 })
             #expect(peak.get() == 2 && workers.peakBusy == 2)

@@ -1,5 +1,6 @@
 import RunLoopKit
 import Testing
+
 @testable import RunLoopIM
 @testable import RunLoopIMCore
 
@@ -42,8 +43,9 @@ struct AdaptiveHeartbeatTests {
 
     @Test("in the client: a heartbeat that dies after a long quiet spell teaches the schedule; a new network resets it")
     func inTheClient() {
-        let settings = AdaptiveHeartbeat.Settings(initial: .seconds(60), minimum: .seconds(30), maximum: .seconds(300),
-                                                  step: .seconds(30), successesBeforeGrowing: 2, settleMargin: .seconds(10))
+        let settings = AdaptiveHeartbeat.Settings(
+            initial: .seconds(60), minimum: .seconds(30), maximum: .seconds(300),
+            step: .seconds(30), successesBeforeGrowing: 2, settleMargin: .seconds(10))
         var harness = ClientHarness { $0.heartbeat = .adaptive(settings) }
         harness.goOnline()
         // A NAT that forgets mappings idle for more than 100 s: beats after ≤ 100 s are answered.

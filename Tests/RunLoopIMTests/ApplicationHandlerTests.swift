@@ -1,8 +1,9 @@
+import RunLoopIMCore
+import RunLoopIMTesting
 import RunLoopKit
 import RunLoopTesting
-import RunLoopIMTesting
-import RunLoopIMCore
 import Testing
+
 @testable import RunLoopIM
 
 /// The server's hook for the application's requests (JOIN, LEAVE, LIST_ROOMS, HISTORY).

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import RunLoopIM
 @testable import RunLoopIMCore
 @testable import RunLoopIMSQLite

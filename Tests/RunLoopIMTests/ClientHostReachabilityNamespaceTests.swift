@@ -29,8 +29,9 @@ struct ClientHostReachabilityNamespaceTests {
             let server = IMServer(store: InMemoryIMStore())
             try server.listen(host: "127.0.0.1", port: 0)
             let reachability = try NetworkReachability(host: "localhost")
-            let client = IMClient(configuration: clientConfiguration("alice"),
-                                  connector: TCPFrameLink.connector(host: "localhost", port: server.port, connectTimeout: .seconds(5)))
+            let client = IMClient(
+                configuration: clientConfiguration("alice"),
+                connector: TCPFrameLink.connector(host: "localhost", port: server.port, connectTimeout: .seconds(5)))
             let log = ClientRecorder()
             log.attach(to: client)
             client.follow(reachability)

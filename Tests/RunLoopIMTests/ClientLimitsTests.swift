@@ -1,6 +1,7 @@
 import RunLoopKit
 import RunLoopNet
 import Testing
+
 @testable import RunLoopIM
 @testable import RunLoopIMCore
 
@@ -105,7 +106,10 @@ struct ClientSizeLimitTests {
         #expect(IMSendFailure.tooLarge(bytes: bigSize, limit: 1_000).description.contains("limit is 1000 bytes"))
         var machine = harness.machine
         let now = harness.now
-        #expect(throws: IMClientError.messageTooLarge(bytes: IMClientMachine.bodySize(of: message("z", String(repeating: "c", count: 1_500))), limit: 1_000)) {
+        #expect(
+            throws: IMClientError.messageTooLarge(
+                bytes: IMClientMachine.bodySize(of: message("z", String(repeating: "c", count: 1_500))), limit: 1_000)
+        ) {
             try machine.send(text: String(repeating: "c", count: 1_500), to: .user("bob"), id: "z", now: now)
         }
     }
@@ -124,7 +128,9 @@ struct ClientSizeLimitTests {
 
     @Test("SEND_ACK frameTooLarge settles the message as too large; no resend timer, reconnect or give-up ever sends it again")
     func refusedAsTooLarge() throws {
-        var harness = ClientHarness { $0.ackTimeout = .seconds(5); $0.answerTimeout = .seconds(60) }
+        var harness = ClientHarness {
+            $0.ackTimeout = .seconds(5); $0.answerTimeout = .seconds(60)
+        }
         harness.goOnline()
         let id = try harness.send("hello")
         let other = try harness.send("no id in the answer")
@@ -165,7 +171,9 @@ struct ClientSizeLimitTests {
             harness.receive(IMFrame(command: .abandonAck, serial: abandon.serial, message: response))
         }
         #expect(harness.deliveries(of: stored).last == .stored(seq: 12))
-        #expect(harness.deliveries(of: lost).last == .failed(.tooLarge(bytes: IMClientMachine.bodySize(of: message(lost, "went out before too")), limit: 65_408)))
+        #expect(
+            harness.deliveries(of: lost).last
+                == .failed(.tooLarge(bytes: IMClientMachine.bodySize(of: message(lost, "went out before too")), limit: 65_408)))
         #expect(harness.sends(of: stored).count == 2 && harness.sends(of: lost).count == 2)
     }
 
@@ -225,7 +233,9 @@ struct ClientRateLimitTests {
 
     @Test("the pause outlasts a reconnect: nothing is sent before it ends, then everything in order")
     func pauseAcrossReconnect() throws {
-        var harness = ClientHarness { $0.backoff = ReconnectBackoff.Policy(initialDelay: .milliseconds(100), maximumDelay: .milliseconds(100), jitter: 0) }
+        var harness = ClientHarness {
+            $0.backoff = ReconnectBackoff.Policy(initialDelay: .milliseconds(100), maximumDelay: .milliseconds(100), jitter: 0)
+        }
         harness.goOnline()
         let ids = try (1...3).map { try harness.send("m\($0)") }
         harness.answerSend(of: ids[0], code: .rateLimited, retryAfterMs: 2_000)
@@ -261,7 +271,9 @@ struct ClientBackoffTests {
         #expect(harness.machine.state == .reconnecting(in: .seconds(1), attempt: 1))
     }
 
-    @Test("LOGIN_ACK tooManyConnections is for now: retried no sooner than retry_after_ms, a little later at random", arguments: [IMStatusCode.tooManyConnections, .rateLimited])
+    @Test(
+        "LOGIN_ACK tooManyConnections is for now: retried no sooner than retry_after_ms, a little later at random",
+        arguments: [IMStatusCode.tooManyConnections, .rateLimited])
     func loginRefusalHonoursRetryAfter(code: IMStatusCode) {
         var waits: [Duration] = []
         for seed in UInt64(1)...8 {
@@ -285,7 +297,9 @@ struct ClientBackoffTests {
         #expect(Set(waits).count > 4, "spread, not all at the same instant: \(waits)")
     }
 
-    @Test("ERROR tooManyConnections or shuttingDown with retry_after_ms: the next attempt waits at least that", arguments: [IMStatusCode.tooManyConnections, .shuttingDown])
+    @Test(
+        "ERROR tooManyConnections or shuttingDown with retry_after_ms: the next attempt waits at least that",
+        arguments: [IMStatusCode.tooManyConnections, .shuttingDown])
     func errorHonoursRetryAfter(code: IMStatusCode) {
         var harness = ClientHarness()
         harness.goOnline()
@@ -303,7 +317,9 @@ struct ClientBackoffTests {
         #expect(next <= .seconds(1))
     }
 
-    @Test("ERROR tooSlow and sessionReplaced: the connection is dropped and reconnected with backoff", arguments: [IMStatusCode.tooSlow, .sessionReplaced])
+    @Test(
+        "ERROR tooSlow and sessionReplaced: the connection is dropped and reconnected with backoff",
+        arguments: [IMStatusCode.tooSlow, .sessionReplaced])
     func serverErrorsReconnect(code: IMStatusCode) {
         var harness = ClientHarness()
         harness.goOnline()

@@ -1,6 +1,7 @@
 import RunLoopKit
 import RunLoopNet
 import Testing
+
 @testable import RunLoopIM
 @testable import RunLoopIMCore
 
@@ -300,7 +301,9 @@ struct ClientMachineTests {
         second.seq = 99
         response.results = [first, second]
         harness.receive(IMFrame(command: .abandonAck, serial: abandon.serial, message: response))
-        #expect(harness.deliveries(of: lost) == [.queued, .sent(attempt: 1), .sent(attempt: 2), .sent(attempt: 3), .failed(.notAcknowledged(attempts: 3))])
+        #expect(
+            harness.deliveries(of: lost) == [.queued, .sent(attempt: 1), .sent(attempt: 2), .sent(attempt: 3), .failed(.notAcknowledged(attempts: 3))]
+        )
         #expect(harness.deliveries(of: stored).last == .stored(seq: 99))
         var lateAck = IMSendAck()
         lateAck.id = stored
@@ -356,8 +359,9 @@ struct ClientMachineTests {
         #expect(harness.opens == 1)
     }
 
-    @Test("a login refused for now (rate limited, too many connections, shutting down, internal error) is tried again after a backoff; the next one can succeed",
-          arguments: [IMStatusCode.rateLimited, .tooManyConnections, .shuttingDown, .internalError])
+    @Test(
+        "a login refused for now (rate limited, too many connections, shutting down, internal error) is tried again after a backoff; the next one can succeed",
+        arguments: [IMStatusCode.rateLimited, .tooManyConnections, .shuttingDown, .internalError])
     func temporarilyRefusedLogin(code: IMStatusCode) {
         var harness = ClientHarness()
         harness.record(harness.machine.start(now: harness.now))
@@ -378,7 +382,9 @@ struct ClientMachineTests {
 
     @Test("a server that accepts and never answers the login: login timeout, then backoff")
     func silentLogin() {
-        var harness = ClientHarness { $0.loginTimeout = .seconds(3); $0.answerTimeout = .seconds(10) }
+        var harness = ClientHarness {
+            $0.loginTimeout = .seconds(3); $0.answerTimeout = .seconds(10)
+        }
         harness.record(harness.machine.start(now: harness.now))
         harness.record(harness.machine.transportOpened(generation: 1, now: harness.now))
         harness.fireNext()
@@ -450,8 +456,10 @@ struct ClientAckTests {
             message.id = "m\(seq % 4)"  // m1 comes twice
             message.from = "bob"
             message.seq = UInt64(seq)
-            harness.record(harness.machine.frameReceived(IMFrame(command: .deliver, serial: UInt32(seq), message: message),
-                                                         generation: harness.generation, now: harness.now))
+            harness.record(
+                harness.machine.frameReceived(
+                    IMFrame(command: .deliver, serial: UInt32(seq), message: message),
+                    generation: harness.generation, now: harness.now))
         }
         #expect(harness.written(.deliverAck).isEmpty, "not before the read is done")
         harness.record(harness.machine.endOfInput(generation: harness.generation, now: harness.now))

@@ -1,9 +1,10 @@
-@testable import RunLoopIM
-@testable import RunLoopIMCore
 import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
 import Testing
+
+@testable import RunLoopIM
+@testable import RunLoopIMCore
 
 /// An ``IMClient`` following a ``NetworkReachability`` while its real link goes down and comes back
 /// (network namespaces, root only; skipped with the reason otherwise).
@@ -56,8 +57,10 @@ struct ClientNetworkNamespaceTests {
         var finalState: IMConnectionState = .idle
     }
 
-    func expectTheLinkIsTheReason(_ reason: IMDisconnectReason?, peer: String, device: String,
-                                  sourceLocation: SourceLocation = #_sourceLocation) {
+    func expectTheLinkIsTheReason(
+        _ reason: IMDisconnectReason?, peer: String, device: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         guard case .networkUnreachable(let why)? = reason else {
             Issue.record("dropped for another reason: \(String(describing: reason))", sourceLocation: sourceLocation)
             return
@@ -133,7 +136,9 @@ struct ClientNetworkNamespaceTests {
             }
             return (outcome, pair.serverAddress, pair.clientDevice)
         }
-        print("client link down → disconnect after \(String(describing: outcome.detection)); link up → online after \(String(describing: outcome.reconnect))")
+        print(
+            "client link down → disconnect after \(String(describing: outcome.detection)); link up → online after \(String(describing: outcome.reconnect))"
+        )
 
         // 1, 2
         try #require(outcome.cameOnline, "alice never came online")
@@ -146,8 +151,9 @@ struct ClientNetworkNamespaceTests {
         if case .networkUnreachable(let why)? = outcome.disconnects.first {
             #expect(outcome.stateAfterDrop == .waitingForNetwork(why))
         }
-        #expect(!outcome.statesWhileDown.isEmpty && outcome.statesWhileDown.allSatisfy { $0.isWaitingForNetwork },
-                "only waiting for the network while down: \(outcome.statesWhileDown)")
+        #expect(
+            !outcome.statesWhileDown.isEmpty && outcome.statesWhileDown.allSatisfy { $0.isWaitingForNetwork },
+            "only waiting for the network while down: \(outcome.statesWhileDown)")
         #expect(outcome.attemptsWhileDown == 0, "connection attempts while down")
         #expect(outcome.acceptsWhileDown == 0, "connections the server accepted while down")
         #expect(outcome.reconnectAttemptsWhileDown == 0, "backoff attempts spent while down")
@@ -157,8 +163,9 @@ struct ClientNetworkNamespaceTests {
 
         // 5: one attempt, straight to online (a "no carrier" moment on the way up may repeat the wait).
         #expect(outcome.reconnect.map { $0 < .seconds(1) } == true, "online after \(String(describing: outcome.reconnect))")
-        #expect(outcome.statesAfterUp.filter { !$0.isWaitingForNetwork } == [.connecting(attempt: 1), .loggingIn, .online],
-                "\(outcome.statesAfterUp)")
+        #expect(
+            outcome.statesAfterUp.filter { !$0.isWaitingForNetwork } == [.connecting(attempt: 1), .loggingIn, .online],
+            "\(outcome.statesAfterUp)")
         #expect(outcome.attemptsAfterUp == 1)
         #expect(outcome.finalState == .online)
         #expect(outcome.secondDeliveries == [.queued, .sent(attempt: 1), .stored(seq: 2)])
@@ -176,8 +183,9 @@ struct ClientNetworkNamespaceTests {
                 // Two attempts, 100 ms cap: a client counting the outage against its budget would have
                 // given up (closed) within the first few hundred milliseconds of the window below.
                 let configuration = Self.aliceConfiguration {
-                    $0.backoff = ReconnectBackoff.Policy(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(100),
-                                                         maximumAttempts: 2)
+                    $0.backoff = ReconnectBackoff.Policy(
+                        initialDelay: .milliseconds(50), maximumDelay: .milliseconds(100),
+                        maximumAttempts: 2)
                 }
                 let fixture = try ClientNamespaceFixture(pair: pair, configuration: configuration, withPeer: false)
                 defer { try? fixture.close() }
@@ -214,20 +222,24 @@ struct ClientNetworkNamespaceTests {
             }
             return (outcome, pair.serverAddress, pair.clientDevice)
         }
-        print("long outage: disconnect after \(String(describing: outcome.detection)); online after \(String(describing: outcome.reconnect)) of link up")
+        print(
+            "long outage: disconnect after \(String(describing: outcome.detection)); online after \(String(describing: outcome.reconnect)) of link up"
+        )
 
         try #require(outcome.cameOnline, "alice never came online")
         #expect(outcome.disconnects.count == 1, "\(outcome.disconnects)")
         expectTheLinkIsTheReason(outcome.disconnects.first, peer: peer, device: device)
         #expect(outcome.stateAfterDrop.isWaitingForNetwork, "\(outcome.stateAfterDrop)")
-        #expect(!outcome.statesWhileDown.isEmpty && outcome.statesWhileDown.allSatisfy { $0.isWaitingForNetwork },
-                "stays waiting for the network, never gives up: \(outcome.statesWhileDown)")
+        #expect(
+            !outcome.statesWhileDown.isEmpty && outcome.statesWhileDown.allSatisfy { $0.isWaitingForNetwork },
+            "stays waiting for the network, never gives up: \(outcome.statesWhileDown)")
         #expect(outcome.attemptsWhileDown == 0)
         #expect(outcome.acceptsWhileDown == 0)
         #expect(outcome.reconnectAttemptsWhileDown == 0)
         #expect(outcome.reconnect.map { $0 < .seconds(1) } == true, "online after \(String(describing: outcome.reconnect))")
-        #expect(outcome.statesAfterUp.filter { !$0.isWaitingForNetwork } == [.connecting(attempt: 1), .loggingIn, .online],
-                "\(outcome.statesAfterUp)")
+        #expect(
+            outcome.statesAfterUp.filter { !$0.isWaitingForNetwork } == [.connecting(attempt: 1), .loggingIn, .online],
+            "\(outcome.statesAfterUp)")
         #expect(outcome.attemptsAfterUp == 1)
         #expect(outcome.finalState == .online)
     }
@@ -272,8 +284,9 @@ struct ClientNetworkNamespaceTests {
         #expect(outcome.secondWhileDown == [.queued])
         #expect(outcome.cameOnline)
         #expect(outcome.reconnect.map { $0 < .seconds(1) } == true, "online after \(String(describing: outcome.reconnect))")
-        #expect(outcome.statesAfterUp.filter { !$0.isWaitingForNetwork } == [.connecting(attempt: 1), .loggingIn, .online],
-                "\(outcome.statesAfterUp)")
+        #expect(
+            outcome.statesAfterUp.filter { !$0.isWaitingForNetwork } == [.connecting(attempt: 1), .loggingIn, .online],
+            "\(outcome.statesAfterUp)")
         #expect(outcome.attemptsAfterUp == 1)
         #expect(outcome.secondDeliveries == [.queued, .sent(attempt: 1), .stored(seq: 1)])
         #expect(outcome.disconnects.isEmpty, "a connection that never opened is no disconnect: \(outcome.disconnects)")
@@ -322,20 +335,24 @@ struct ClientNetworkNamespaceTests {
             }
             return (outcome, pair.clientDevice)
         }
-        print("carrier lost → disconnect after \(String(describing: outcome.detection)); carrier back → attempt after \(String(describing: outcome.attemptAfterUp)), online after \(String(describing: outcome.reconnect))")
+        print(
+            "carrier lost → disconnect after \(String(describing: outcome.detection)); carrier back → attempt after \(String(describing: outcome.attemptAfterUp)), online after \(String(describing: outcome.reconnect))"
+        )
 
         try #require(outcome.cameOnline, "alice never came online")
         #expect(outcome.disconnects == [.networkUnreachable("link \(device) has no carrier")], "\(outcome.disconnects)")
         #expect(outcome.detection.map { $0 < .seconds(1) } == true, "detected after \(String(describing: outcome.detection))")
         #expect(outcome.stateAfterDrop == .waitingForNetwork("link \(device) has no carrier"))
-        #expect(!outcome.statesWhileDown.isEmpty && outcome.statesWhileDown.allSatisfy { $0.isWaitingForNetwork },
-                "\(outcome.statesWhileDown)")
+        #expect(
+            !outcome.statesWhileDown.isEmpty && outcome.statesWhileDown.allSatisfy { $0.isWaitingForNetwork },
+            "\(outcome.statesWhileDown)")
         #expect(outcome.attemptsWhileDown == 0)
         #expect(outcome.attemptAfterUp.map { $0 < .seconds(1) } == true, "tried again after \(String(describing: outcome.attemptAfterUp))")
         // Plus at most one ARP retransmission (see above).
         #expect(outcome.reconnect.map { $0 < .seconds(2) } == true, "online after \(String(describing: outcome.reconnect))")
-        #expect(outcome.statesAfterUp.filter { !$0.isWaitingForNetwork } == [.connecting(attempt: 1), .loggingIn, .online],
-                "\(outcome.statesAfterUp)")
+        #expect(
+            outcome.statesAfterUp.filter { !$0.isWaitingForNetwork } == [.connecting(attempt: 1), .loggingIn, .online],
+            "\(outcome.statesAfterUp)")
         #expect(outcome.attemptsAfterUp == 1)
         #expect(outcome.finalState == .online)
     }

@@ -1,9 +1,10 @@
 import RunLoopChat
+import RunLoopIMTesting
 import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
-import RunLoopIMTesting
 import Testing
+
 @testable import RunLoopIM
 @testable import RunLoopIMCore
 @testable import RunLoopIMSQLite
@@ -20,8 +21,10 @@ struct FlowControlTests {
         return message
     }
 
-    @Test("a 36 MB offline backlog (600 × 60 KB) goes out a window at a time, in seq order, once each, and all of it over one login", .disabled(if: isRunningUnderThreadSanitizer, "a volume test of one loop: run in the plain pass"),
-          arguments: RoomsAndLimitsTests.StoreKind.allCases)
+    @Test(
+        "a 36 MB offline backlog (600 × 60 KB) goes out a window at a time, in seq order, once each, and all of it over one login",
+        .disabled(if: isRunningUnderThreadSanitizer, "a volume test of one loop: run in the plain pass"),
+        arguments: RoomsAndLimitsTests.StoreKind.allCases)
     func backlogIsWindowed(kind: RoomsAndLimitsTests.StoreKind) async throws {
         try await onLoopThread {
             let (store, path) = try RoomsAndLimitsTests.makeStore(kind)

@@ -1,5 +1,6 @@
-import Testing
 import SwiftProtobuf
+import Testing
+
 @testable import RunLoopIM
 @testable import RunLoopIMCore
 
@@ -42,8 +43,10 @@ struct FrameDecoderFuzzTests {
             let expected = ReferenceParse(stream, limit: limit)
             let first = Self.decode(stream, limit: limit, random: &random)
             let second = Self.decode(stream, limit: limit, random: &random)
-            #expect(first.frames == expected.frames && first.error == expected.error && first.buffered == expected.tail,
-                    "case \(index) limit \(limit): \(first.frames.count) frames, \(String(describing: first.error)); expected \(expected.frames.count), \(String(describing: expected.error))")
+            #expect(
+                first.frames == expected.frames && first.error == expected.error && first.buffered == expected.tail,
+                "case \(index) limit \(limit): \(first.frames.count) frames, \(String(describing: first.error)); expected \(expected.frames.count), \(String(describing: expected.error))"
+            )
             #expect(second.frames == first.frames && second.error == first.error, "case \(index): chunking changed the result")
             #expect(first.maximumBufferedOverBound <= 0, "case \(index): buffer \(first.maximumBufferedOverBound) B over its bound")
             outcomes[Self.outcome(first.error), default: 0] += 1
@@ -280,7 +283,7 @@ enum FuzzFrames {
             roundTrip(frame, IMDeliverAck.self),
             roundTrip(frame, IMAbandonRequest.self),
             roundTrip(frame, IMAbandonResponse.self),
-            roundTrip(frame, IMErrorNotice.self),
+            roundTrip(frame, IMErrorNotice.self)
         ]
         guard !frame.body.isEmpty else { return }
         for decoded in results { outcomes[decoded ? "decoded" : "undecodable", default: 0] += 1 }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import RunLoopIM
 @testable import RunLoopIMCore
 
@@ -22,7 +23,7 @@ struct FrameDecoderTests {
         let frames = [
             IMFrame(command: .heartbeat, serial: 1),
             IMFrame(command: .send, serial: 2, message: message),
-            IMFrame(command: .sendAck, serial: 2, code: .rateLimited),
+            IMFrame(command: .sendAck, serial: 2, code: .rateLimited)
         ]
         let stream = frames.flatMap { $0.encoded() }
         for chunk in [1, 2, 3, 7, 15, 16, 17, 100, stream.count] {

@@ -1,6 +1,7 @@
 import RunLoopKit
 import RunLoopTesting
 import Testing
+
 @testable import RunLoopIM
 @testable import RunLoopIMCore
 

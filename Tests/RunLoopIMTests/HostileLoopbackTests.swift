@@ -1,9 +1,10 @@
 import Glibc
+import RunLoopIMTesting
 import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
-import RunLoopIMTesting
 import Testing
+
 @testable import RunLoopIM
 @testable import RunLoopIMCore
 
@@ -19,7 +20,9 @@ struct HostileLoopbackTests {
         return message
     }
 
-    @Test("a 102 MB offline backlog (1,700 × 60 KB) arrives in full over one login; the server never queues more than one window of it", .disabled(if: isRunningUnderThreadSanitizer, "a volume test of one loop: run in the plain pass"))
+    @Test(
+        "a 102 MB offline backlog (1,700 × 60 KB) arrives in full over one login; the server never queues more than one window of it",
+        .disabled(if: isRunningUnderThreadSanitizer, "a volume test of one loop: run in the plain pass"))
     func hundredMegabyteBacklog() async throws {
         try await onLoopThread {
             let loop = RunLoop.current
@@ -55,14 +58,17 @@ struct HostileLoopbackTests {
             #expect(seqs.count == 1700 && bytes > 100_000_000, "all \(seqs.count) arrived, \(bytes) B")
             #expect(seqs == seqs.sorted() && Set(seqs).count == seqs.count)
             #expect(!bob.isClosed, "the session was never reset for its backlog")
-            #expect(mostQueued <= server.settings.deliveryWindowBytes + 64 * 1024,
-                    "at most one window queued on the server: \(mostQueued) B")
+            #expect(
+                mostQueued <= server.settings.deliveryWindowBytes + 64 * 1024,
+                "at most one window queued on the server: \(mostQueued) B")
             try #require(try spin(loop) { store.undelivered(for: "bob").isEmpty })
             server.shutdown()
         }
     }
 
-    @Test("a SEND at the size limit is stored and its DELIVER fits every client's limit; one byte more is refused with SEND_ACK frameTooLarge and the session goes on")
+    @Test(
+        "a SEND at the size limit is stored and its DELIVER fits every client's limit; one byte more is refused with SEND_ACK frameTooLarge and the session goes on"
+    )
     func sendAtTheLimit() async throws {
         try await onLoopThread {
             let loop = RunLoop.current
@@ -89,8 +95,9 @@ struct HostileLoopbackTests {
             alice.send(IMFrame(command: .send, serial: 7, message: message))
             try #require(try spin(loop) { !bob.frames(.deliver).isEmpty || bob.isClosed })
             #expect(alice.frames(.sendAck).first?.header.code == 0)
-            #expect(bob.frames(.deliver).first.map { $0.body.count <= 65_536 } == true && !bob.isClosed,
-                    "the DELIVER fits a client that enforces the limit")
+            #expect(
+                bob.frames(.deliver).first.map { $0.body.count <= 65_536 } == true && !bob.isClosed,
+                "the DELIVER fits a client that enforces the limit")
 
             message.id = "over-limit"
             message.text += "a"
@@ -155,7 +162,9 @@ struct HostileLoopbackTests {
         }
     }
 
-    @Test("2,000 logged-in clients resetting their connections at once: the node stays up and ends every session", .disabled(if: isRunningUnderThreadSanitizer, "a volume test of one loop: run in the plain pass"))
+    @Test(
+        "2,000 logged-in clients resetting their connections at once: the node stays up and ends every session",
+        .disabled(if: isRunningUnderThreadSanitizer, "a volume test of one loop: run in the plain pass"))
     func twoThousandDropAtOnce() async throws {
         _ = DescriptorLimit.raiseSoftLimitToHard()
         try await onLoopThread {

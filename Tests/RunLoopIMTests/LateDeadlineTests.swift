@@ -1,5 +1,6 @@
 import RunLoopKit
 import Testing
+
 @testable import RunLoopIM
 @testable import RunLoopIMCore
 
@@ -53,7 +54,9 @@ struct LateDeadlineTests {
         harness.now = harness.now + .seconds(4)  // stalled past the 3 s login timeout
         harness.record(harness.machine.timerFired(now: harness.now, inputWaiting: true))
         #expect(harness.machine.state == .loggingIn)
-        harness.record(harness.machine.frameReceived(IMFrame(command: .loginAck, serial: login.serial, message: IMLoginResponse()), generation: harness.generation, now: harness.now))
+        harness.record(
+            harness.machine.frameReceived(
+                IMFrame(command: .loginAck, serial: login.serial, message: IMLoginResponse()), generation: harness.generation, now: harness.now))
         #expect(harness.machine.state == .online)
     }
 

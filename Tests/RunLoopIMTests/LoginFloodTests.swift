@@ -4,6 +4,7 @@ import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
 import Testing
+
 @testable import RunLoopIM
 @testable import RunLoopIMCore
 
@@ -46,12 +47,13 @@ final class FloodingHost {
                 isAnswered = true
                 self?.tally(frame)
             }
-            pair.client.open(IMFrameLinkEvents(
-                opened: { [weak link = pair.client] in try? link?.send(login) },
-                received: { frame in answered(frame) },
-                failed: { _, _ in },
-                closed: { _ in answered(nil) }
-            ))
+            pair.client.open(
+                IMFrameLinkEvents(
+                    opened: { [weak link = pair.client] in try? link?.send(login) },
+                    received: { frame in answered(frame) },
+                    failed: { _, _ in },
+                    closed: { _ in answered(nil) }
+                ))
             round.append(pair)
         }
     }
@@ -70,7 +72,9 @@ final class FloodingHost {
 
 @Suite("Logins under attack and in bursts (in-memory links, manual clock)")
 struct LoginFloodTests {
-    @Test("16 addresses flood one account with wrong passwords through a slow authenticator: the owner's login from a clean address is checked next and answered LOGIN_ACK 0; every failure is logged once, with its address", .disabled(if: isRunningUnderThreadSanitizer, "a volume test of one loop: run in the plain pass"))
+    @Test(
+        "16 addresses flood one account with wrong passwords through a slow authenticator: the owner's login from a clean address is checked next and answered LOGIN_ACK 0; every failure is logged once, with its address",
+        .disabled(if: isRunningUnderThreadSanitizer, "a volume test of one loop: run in the plain pass"))
     func floodFromSixteenAddresses() async throws {
         try await onManualClockLoop { loop, _ in
             let handler = CapturingLogHandler()
@@ -120,10 +124,11 @@ struct LoginFloodTests {
             let started = loop.now
             let checksBefore = floodChecksDone
             owner.start()
-            try #require(try spin(loop, for: .seconds(30)) {
-                if case .closed = owner.state { return true }
-                return owner.state == .online
-            })
+            try #require(
+                try spin(loop, for: .seconds(30)) {
+                    if case .closed = owner.state { return true }
+                    return owner.state == .online
+                })
             let waited = loop.now - started
             let checksDuring = floodChecksDone - checksBefore
             #expect(owner.state == .online && recorder.disconnects.isEmpty, "never refused: \(recorder.disconnects.map(\.1))")
@@ -132,7 +137,9 @@ struct LoginFloodTests {
             #expect(checksDuring <= 2, "flood checks finished while the owner waited: \(checksDuring)")
             let queued = try #require(queuedWhenOwnerChecked)
             #expect(queued >= 16, "the owner went ahead of \(queued) flood logins")
-            print("owner logged in after \(formatSeconds(waited)) during a 16-address flood; \(checksDuring) flood checks finished meanwhile, \(queued) queued")
+            print(
+                "owner logged in after \(formatSeconds(waited)) during a 16-address flood; \(checksDuring) flood checks finished meanwhile, \(queued) queued"
+            )
 
             for host in hosts { host.isStopped = true }
             owner.close()
@@ -151,7 +158,9 @@ struct LoginFloodTests {
         }
     }
 
-    @Test("1,000 clients log in at once from one address: refusals for now carry spread retry times, the clients honour them, and all get in", .disabled(if: isRunningUnderThreadSanitizer, "a volume test of one loop: run in the plain pass"))
+    @Test(
+        "1,000 clients log in at once from one address: refusals for now carry spread retry times, the clients honour them, and all get in",
+        .disabled(if: isRunningUnderThreadSanitizer, "a volume test of one loop: run in the plain pass"))
     func burstFromOneAddress() async throws {
         try await onManualClockLoop { loop, _ in
             var settings = IMServer.Settings()
@@ -162,8 +171,9 @@ struct LoginFloodTests {
             let clients = (0..<count).map { LoopLoginClient("user\($0)", server: server, retries: true) }
             let started = loop.now
             for client in clients { client.start() }
-            try #require(try spin(loop, for: .seconds(60)) { clients.allSatisfy { $0.isOnline } },
-                         "\(clients.filter { $0.isOnline }.count) of \(count) in")
+            try #require(
+                try spin(loop, for: .seconds(60)) { clients.allSatisfy { $0.isOnline } },
+                "\(clients.filter { $0.isOnline }.count) of \(count) in")
             let elapsed = loop.now - started
             #expect(server.onlineUsers.count == count)
             let refusals = clients.flatMap(\.refusals)
@@ -172,13 +182,17 @@ struct LoginFloodTests {
             let waits = refusals.map(\.retryAfterMs)
             #expect(Set(waits).count > waits.count / 4, "spread out: \(Set(waits).count) distinct of \(waits.count)")
             let attempts = clients.map { $0.refusals.count + 1 }
-            print("\(count) logins from one address: all in after \(formatSeconds(elapsed)); \(refusals.count) refusals for now, retry times \(waits.min() ?? 0)–\(waits.max() ?? 0) ms, at most \(attempts.max() ?? 0) attempts per client")
+            print(
+                "\(count) logins from one address: all in after \(formatSeconds(elapsed)); \(refusals.count) refusals for now, retry times \(waits.min() ?? 0)–\(waits.max() ?? 0) ms, at most \(attempts.max() ?? 0) attempts per client"
+            )
             for client in clients { client.close() }
             server.shutdown()
         }
     }
 
-    @Test("1,100 connections from one address that never log in hold 64 places, not every slot: the others get ERROR tooManyConnections with retry_after_ms, and a client from another address still gets in", .disabled(if: isRunningUnderThreadSanitizer, "a volume test of one loop: run in the plain pass"))
+    @Test(
+        "1,100 connections from one address that never log in hold 64 places, not every slot: the others get ERROR tooManyConnections with retry_after_ms, and a client from another address still gets in",
+        .disabled(if: isRunningUnderThreadSanitizer, "a volume test of one loop: run in the plain pass"))
     func idleConnectionsFromOneAddress() async throws {
         try await onManualClockLoop { loop, _ in
             var settings = IMServer.Settings()
@@ -198,8 +212,9 @@ struct LoginFloodTests {
             let waits = idle.compactMap(\.received.first).filter { $0.command == .error && $0.code == .tooManyConnections }
                 .map(retryAfterMilliseconds)
             #expect(waits.count == 1100 - 64 && waits.allSatisfy { $0 > 0 }, "\(waits.count) refusals")
-            #expect(silent.allSatisfy(\.isOpen) && idle.filter { !$0.received.isEmpty }.allSatisfy { !$0.isOpen },
-                    "the refused ones are closed, the others kept")
+            #expect(
+                silent.allSatisfy(\.isOpen) && idle.filter { !$0.received.isEmpty }.allSatisfy { !$0.isOpen },
+                "the refused ones are closed, the others kept")
 
             let links = MemoryLinkConnector(server: server)
             links.remoteAddress = SocketAddress(ip: "127.0.0.3", port: 50_000)

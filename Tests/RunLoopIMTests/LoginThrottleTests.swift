@@ -1,6 +1,7 @@
 import RunLoopKit
 import RunLoopNet
 import Testing
+
 @testable import RunLoopIM
 @testable import RunLoopIMCore
 
@@ -86,19 +87,21 @@ struct LoginThrottleTests {
 
     @Test("a wrong password's answer is held back, doubling per recent failure up to the cap; failures decay with time; a success clears them")
     func failureDelays() throws {
-        var throttle = LoginThrottle(limits: limits {
-            $0.failureDelay = .milliseconds(250)
-            $0.maximumFailureDelay = .seconds(8)
-            $0.failureHalfLife = .seconds(300)
-            $0.pendingChecksPerAddress = 1
-        })
+        var throttle = LoginThrottle(
+            limits: limits {
+                $0.failureDelay = .milliseconds(250)
+                $0.maximumFailureDelay = .seconds(8)
+                $0.failureHalfLife = .seconds(300)
+                $0.pendingChecksPerAddress = 1
+            })
         let typist = address("10.0.0.9")
         func wrong(at now: LoopInstant) throws -> Duration {
             let queued = try ticket(throttle.loginArrived(from: typist, account: "ann", now: now))
             #expect(throttle.nextCheck(now: now) == queued)
             let finished = throttle.checkFinished(queued, .failed, now: now)
             let hold = try #require(finished)
-            if case .refused = throttle.loginArrived(from: typist, account: "ann", now: now) {} else {
+            if case .refused = throttle.loginArrived(from: typist, account: "ann", now: now) {
+            } else {
                 Issue.record("the held login keeps its address's place")
             }
             throttle.holdEnded(queued)
@@ -119,7 +122,9 @@ struct LoginThrottleTests {
         #expect(try wrong(at: now) == .milliseconds(250), "a success starts the count again")
     }
 
-    @Test("an account under attack from many addresses: a wrong password from a new address is held long, the right one from a clean address is checked first and answered at once")
+    @Test(
+        "an account under attack from many addresses: a wrong password from a new address is held long, the right one from a clean address is checked first and answered at once"
+    )
     func noLockout() throws {
         var throttle = LoginThrottle(limits: limits { $0.concurrentChecks = 1 })
         for index in 1...10 { try fail(&throttle, from: address("10.0.1.\(index)"), at: start) }
@@ -128,8 +133,9 @@ struct LoginThrottleTests {
         let owner = try ticket(throttle.loginArrived(from: address("192.168.1.20"), account: "victim", now: start))
         let flooders = try (1...10).map { try ticket(throttle.loginArrived(from: address("10.0.1.\($0)"), account: "victim", now: start)) }
         #expect(throttle.nextCheck(now: start) == attacker, "both clean, first come")
-        #expect(throttle.checkFinished(attacker, .failed, now: start) == throttle.limits.maximumFailureDelay,
-                "the account's failures hold a new address's wrong password to the cap")
+        #expect(
+            throttle.checkFinished(attacker, .failed, now: start) == throttle.limits.maximumFailureDelay,
+            "the account's failures hold a new address's wrong password to the cap")
         #expect(throttle.nextCheck(now: start) == owner, "the owner's clean address goes before ten failing ones")
         #expect(throttle.checkFinished(owner, .succeeded, now: start) == .zero, "no lockout: the right password is answered at once")
         #expect(throttle.nextCheck(now: start).map(flooders.contains) == true)
@@ -150,11 +156,12 @@ struct LoginThrottleTests {
 
     @Test("a full queue refuses a flooding newcomer but gives a clean newcomer the place of the worst login queued")
     func fullQueue() throws {
-        var throttle = LoginThrottle(limits: limits {
-            $0.concurrentChecks = 1
-            $0.maximumQueuedChecks = 3
-            $0.pendingChecksPerAddress = 10
-        })
+        var throttle = LoginThrottle(
+            limits: limits {
+                $0.concurrentChecks = 1
+                $0.maximumQueuedChecks = 3
+                $0.pendingChecksPerAddress = 10
+            })
         let flooder = address("10.0.0.66")
         try fail(&throttle, from: flooder, at: start)
         let running = try ticket(throttle.loginArrived(from: flooder, account: "victim", now: start))
@@ -164,17 +171,19 @@ struct LoginThrottleTests {
             Issue.record("a failing address does not get past a full queue")
             return
         }
-        #expect(throttle.loginArrived(from: address("10.0.0.7"), account: "ann", now: start) == .queued(queued[2] + 1, evicted: queued[2]),
-                "the newest of the worst goes")
+        #expect(
+            throttle.loginArrived(from: address("10.0.0.7"), account: "ann", now: start) == .queued(queued[2] + 1, evicted: queued[2]),
+            "the newest of the worst goes")
         #expect(throttle.queue.count == 3 && throttle.pending[flooder] == 3)
     }
 
     @Test("the queue is bounded in time too: when recent checks say the wait would pass maximumQueueWait, a login is refused for now")
     func queueWait() throws {
-        var throttle = LoginThrottle(limits: limits {
-            $0.concurrentChecks = 1
-            $0.maximumQueueWait = .seconds(2)
-        })
+        var throttle = LoginThrottle(
+            limits: limits {
+                $0.concurrentChecks = 1
+                $0.maximumQueueWait = .seconds(2)
+            })
         // Slow checks teach the estimate: 1 s each.
         var now = start
         for index in 0..<20 {
@@ -204,7 +213,8 @@ struct LoginThrottleTests {
         for index in 0..<10 {
             _ = throttle.loginArrived(from: address("10.200.0.\(index)"), account: "b\(index)", now: later)
         }
-        #expect(throttle.addressFailures.count < 100 && throttle.accountFailures.count < 100,
-                "\(throttle.addressFailures.count) address and \(throttle.accountFailures.count) account records")
+        #expect(
+            throttle.addressFailures.count < 100 && throttle.accountFailures.count < 100,
+            "\(throttle.addressFailures.count) address and \(throttle.accountFailures.count) account records")
     }
 }

@@ -2,6 +2,7 @@ import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
 import Testing
+
 @testable import RunLoopIM
 @testable import RunLoopIMCore
 
@@ -61,7 +62,7 @@ struct LoopbackTests {
                 ("version 9", IMFrame(rawCommand: 3, serial: 1, version: 9).encoded(), .unsupportedVersion),
                 ("garbage body", IMFrame(command: .login, serial: 1, body: [0xFF, 0xFF, 0xFF]).encoded(), .badRequest),
                 ("send before login", IMFrame(command: .send, serial: 1, message: IMChatMessage()).encoded(), .notLoggedIn),
-                ("unknown command", IMFrame(rawCommand: 4242, serial: 1).encoded(), .unknownCommand),
+                ("unknown command", IMFrame(rawCommand: 4242, serial: 1).encoded(), .unknownCommand)
             ]
             for (name, bytes, expected) in cases {
                 let raw = TCPConnection()

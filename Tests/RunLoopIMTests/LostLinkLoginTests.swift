@@ -33,7 +33,9 @@ private final class HeldVerdicts {
 
 @Suite("IM server: a link lost while the login is decided")
 struct LostLinkLoginTests {
-    @Test("a login accepted after the link stopped taking writes ends the session (the LOGIN_ACK cannot go out) and brings no one online; the user's next session logs in")
+    @Test(
+        "a login accepted after the link stopped taking writes ends the session (the LOGIN_ACK cannot go out) and brings no one online; the user's next session logs in"
+    )
     func acceptedLoginOnAGoneLink() async throws {
         try await onLoopThread { try Self.onLoop() }
     }

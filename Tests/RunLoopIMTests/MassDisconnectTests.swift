@@ -1,8 +1,9 @@
+import RunLoopIMTesting
 import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
-import RunLoopIMTesting
 import Testing
+
 @testable import RunLoopIM
 @testable import RunLoopIMCore
 
@@ -11,7 +12,9 @@ import Testing
 /// down the stack until it overflowed at 2,000 sessions.
 @Suite("Mass disconnects")
 struct MassDisconnectTests {
-    @Test("5,000 sessions whose links all fail end in one loop pass without recursion; presence is announced once per user", .disabled(if: isRunningUnderThreadSanitizer, "a volume test of one loop: run in the plain pass"))
+    @Test(
+        "5,000 sessions whose links all fail end in one loop pass without recursion; presence is announced once per user",
+        .disabled(if: isRunningUnderThreadSanitizer, "a volume test of one loop: run in the plain pass"))
     func fiveThousandEndInOnePass() async throws {
         try await onLoopThread {
             let loop = RunLoop.current

@@ -41,7 +41,9 @@ private func openPair(_ loop: RunLoop) -> (MemoryLinkPair, client: EndLog, serve
 
 @Suite("In-memory link pair and its fault script (manual clock)")
 struct MemoryFrameLinkTests {
-    @Test("delivery is asynchronous and ordered: nothing inside the sender's call, everything on a later pass, in order; opened comes a pass after open")
+    @Test(
+        "delivery is asynchronous and ordered: nothing inside the sender's call, everything on a later pass, in order; opened comes a pass after open"
+    )
     func asynchronousOrderedDelivery() async throws {
         try await onManualClockLoop { loop, _ in
             let (pair, client, server) = openPair(loop)
@@ -237,7 +239,9 @@ struct MemoryFrameLinkTests {
         }
     }
 
-    @Test("each end is fed in its own modes: a client end in the default mode only gets nothing in a modal run, while its server end in the common modes does")
+    @Test(
+        "each end is fed in its own modes: a client end in the default mode only gets nothing in a modal run, while its server end in the common modes does"
+    )
     func endsAreFedInTheirOwnModes() async throws {
         try await onManualClockLoop { loop, _ in
             loop.addCommonMode("modal")
@@ -286,7 +290,9 @@ struct MemoryFrameLinkTests {
         }
     }
 
-    @Test("IMClient over the pair: a dropped link is found by the heartbeat (answer timeout) and the client reconnects; a refused write (output full) drops the connection")
+    @Test(
+        "IMClient over the pair: a dropped link is found by the heartbeat (answer timeout) and the client reconnects; a refused write (output full) drops the connection"
+    )
     func clientSeesFaults() async throws {
         try await onManualClockLoop { loop, clock in
             let bench = MemoryIMBench(loop: loop, clock: clock)

@@ -59,11 +59,12 @@ struct MemoryProtocolTests {
     func silentPeerDetected() async throws {
         try await onManualClockLoop { loop, clock in
             let bench = MemoryIMBench(loop: loop, clock: clock)
-            let client = bench.client(clientConfiguration("alice") {
-                $0.heartbeat = .fixed(.milliseconds(200))
-                $0.answerTimeout = .milliseconds(300)
-                $0.backoff = ReconnectBackoff.Policy(initialDelay: .seconds(10), maximumDelay: .seconds(10))
-            }, start: false)
+            let client = bench.client(
+                clientConfiguration("alice") {
+                    $0.heartbeat = .fixed(.milliseconds(200))
+                    $0.answerTimeout = .milliseconds(300)
+                    $0.backoff = ReconnectBackoff.Policy(initialDelay: .seconds(10), maximumDelay: .seconds(10))
+                }, start: false)
             let log = ClientRecorder()
             log.attach(to: client)
             client.start()
@@ -89,10 +90,11 @@ struct MemoryProtocolTests {
                 accepted.append(link)
                 link.open(IMFrameLinkEvents(received: { _ in }, failed: { _, _ in }, closed: { _ in }))
             }
-            let client = IMClient(configuration: clientConfiguration("alice") {
-                $0.loginTimeout = .milliseconds(200)
-                $0.answerTimeout = .seconds(10)
-            }, connector: links.connector)
+            let client = IMClient(
+                configuration: clientConfiguration("alice") {
+                    $0.loginTimeout = .milliseconds(200)
+                    $0.answerTimeout = .seconds(10)
+                }, connector: links.connector)
             let log = ClientRecorder()
             log.attach(to: client)
             let start = loop.now

@@ -1,10 +1,11 @@
 import RunLoopChat
+import RunLoopIMTesting
 import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
-import RunLoopIMTesting
 import SwiftProtobuf
 import Testing
+
 @testable import RunLoopIM
 @testable import RunLoopIMCore
 @testable import RunLoopIMSQLite
@@ -23,8 +24,9 @@ struct PageLimitTests {
         return IMFrame(command: .join, serial: serial, message: request)
     }
 
-    @Test("1,100 rooms with 64-character names: every ROOM_LIST page fits the limit, and the pages list every room once, in order",
-          arguments: RoomsAndLimitsTests.StoreKind.allCases)
+    @Test(
+        "1,100 rooms with 64-character names: every ROOM_LIST page fits the limit, and the pages list every room once, in order",
+        arguments: RoomsAndLimitsTests.StoreKind.allCases)
     func roomListIsPaged(kind: RoomsAndLimitsTests.StoreKind) async throws {
         try await onLoopThread {
             let (store, path) = try RoomsAndLimitsTests.makeStore(kind)

@@ -4,6 +4,7 @@ import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
 import Testing
+
 @testable import RunLoopIM
 @testable import RunLoopIMCore
 
@@ -44,12 +45,16 @@ struct PythonClientTests {
             let joined = try answers.answer(try swift.request(.join, message: join), loop: loop).decode(IMRoomInfo.self)
             try #require(joined.joined && joined.members == 1)
 
-            let child = try PythonProcess(python.interpreter, arguments: [
-                script, "127.0.0.1", "\(server.port)", "--user", "py", "--password", "pw",
-                "--peer", "swift", "--room", "lobby", "--timeout", "20", "--verbose",
-            ])
+            let child = try PythonProcess(
+                python.interpreter,
+                arguments: [
+                    script, "127.0.0.1", "\(server.port)", "--user", "py", "--password", "pw",
+                    "--peer", "swift", "--room", "lobby", "--timeout", "20", "--verbose"
+                ])
             defer { child.kill() }
-            func transcript() -> String { "python exit \(child.isRunning ? "(running)" : "\(child.status)")\nstdout:\n\(child.output)\nstderr:\n\(child.errorOutput)" }
+            func transcript() -> String {
+                "python exit \(child.isRunning ? "(running)" : "\(child.status)")\nstdout:\n\(child.output)\nstderr:\n\(child.errorOutput)"
+            }
             func fromPython(_ predicate: (IMChatMessage) -> Bool) -> [IMChatMessage] {
                 log.messages.filter { $0.from == "py" && predicate($0) }
             }

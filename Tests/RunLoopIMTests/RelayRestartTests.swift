@@ -2,6 +2,7 @@ import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
 import Testing
+
 @testable import RunLoopIM
 @testable import RunLoopIMCore
 
@@ -47,7 +48,10 @@ struct RelayRestartTests {
             try send(20)
             relay = try startRelay(database: database, port: port)
             let settled = try spin(loop) { aliceLog.storedCount == 60 && bobLog.messages.count == 60 }
-            try #require(settled, "alice delivered \(aliceLog.storedCount), failed \(aliceLog.failedCount), bob got \(bobLog.messages.count); alice \(alice.state) \(aliceLog.states.suffix(6)), bob \(bob.state) \(bobLog.states.suffix(6)); unsettled \(alice.unsettledMessages.count)")
+            try #require(
+                settled,
+                "alice delivered \(aliceLog.storedCount), failed \(aliceLog.failedCount), bob got \(bobLog.messages.count); alice \(alice.state) \(aliceLog.states.suffix(6)), bob \(bob.state) \(bobLog.states.suffix(6)); unsettled \(alice.unsettledMessages.count)"
+            )
 
             // A second kill and restart with everything settled: nothing moves twice.
             relay.kill()
@@ -75,5 +79,6 @@ struct RelayRestartTests {
 
 /// `im-relay` on 127.0.0.1 with its messages in `database`.
 func startRelay(database: String, port: UInt16) throws -> ServerProcess {
-    try ServerProcess(executable: builtProductPath("im-relay"), ["--host", "127.0.0.1", "--port", "\(port)", "--log-level", "warning", "--database", database])
+    try ServerProcess(
+        executable: builtProductPath("im-relay"), ["--host", "127.0.0.1", "--port", "\(port)", "--log-level", "warning", "--database", database])
 }

@@ -3,6 +3,7 @@ import RunLoopIMTesting
 import RunLoopKit
 import RunLoopTesting
 import Testing
+
 @testable import RunLoopIM
 @testable import RunLoopIMCore
 @testable import RunLoopIMSQLite

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import RunLoopIM
 @testable import RunLoopIMCore
 @testable import RunLoopIMSQLite
@@ -49,7 +50,8 @@ struct ServerStoreTests {
         let again = fixture.store.store(Self.message("a", to: .user("bob")), from: "alice", nowMilliseconds: 2)
         let otherSender = fixture.store.store(Self.message("a", to: .user("bob")), from: "carol", nowMilliseconds: 3)
         guard case .stored(let stored, let recipients, true) = first, case .stored(let repeated, _, false) = again,
-              case .stored(let other, _, true) = otherSender else {
+            case .stored(let other, _, true) = otherSender
+        else {
             Issue.record("\(first) \(again) \(otherSender)")
             return
         }
@@ -72,7 +74,9 @@ struct ServerStoreTests {
     func inboxes(kind: Kind) throws {
         let fixture = try Fixture(kind)
         for user in ["alice", "bob", "carol"] { try fixture.join("lobby", user) }
-        for index in 0..<5 { _ = fixture.store.store(Self.message("r\(index)", to: .room("lobby"), text: "\(index)"), from: "alice", nowMilliseconds: 1) }
+        for index in 0..<5 {
+            _ = fixture.store.store(Self.message("r\(index)", to: .room("lobby"), text: "\(index)"), from: "alice", nowMilliseconds: 1)
+        }
         let bob = fixture.store.undelivered(for: "bob")
         #expect(bob.map(\.text) == ["0", "1", "2", "3", "4"] && bob.allSatisfy { $0.room == "lobby" && $0.from == "alice" })
         #expect(fixture.store.undelivered(for: "alice").isEmpty)
@@ -102,7 +106,9 @@ struct ServerStoreTests {
         var seq: UInt64 = 0
         do {
             let store = try SQLiteIMStore(path: path)
-            if case .stored(let stored, _, _) = store.store(Self.message("m", to: .user("bob")), from: "alice", nowMilliseconds: 5) { seq = stored.seq }
+            if case .stored(let stored, _, _) = store.store(Self.message("m", to: .user("bob")), from: "alice", nowMilliseconds: 5) {
+                seq = stored.seq
+            }
             _ = store.abandon(["never"], from: "alice")
             store.database.close()
         }

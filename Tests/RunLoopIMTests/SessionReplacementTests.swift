@@ -2,6 +2,7 @@ import RunLoopIMTesting
 import RunLoopKit
 import RunLoopTesting
 import Testing
+
 @testable import RunLoopIM
 @testable import RunLoopIMCore
 
@@ -15,7 +16,9 @@ struct SessionReplacementTests {
         client.frames.contains { $0.command == .error && $0.code == .sessionReplaced }
     }
 
-    @Test("a client whose link goes half-open 5 times logs in again with its client_instance each time: never refused, the old session gets ERROR sessionReplaced, the node holds one session, presence never flaps")
+    @Test(
+        "a client whose link goes half-open 5 times logs in again with its client_instance each time: never refused, the old session gets ERROR sessionReplaced, the node holds one session, presence never flaps"
+    )
     func halfOpenFiveTimes() async throws {
         try await onManualClockLoop { loop, _ in
             var settings = IMServer.Settings()
@@ -33,7 +36,8 @@ struct SessionReplacementTests {
                 let link = LoopLoginClient("phone", instance: "phone-7f3a", server: server)
                 link.start()
                 try #require(try spin(loop) { link.isOnline || !link.refusals.isEmpty || link.isClosed }, "round \(round)")
-                #expect(link.isOnline, "round \(round): \(link.frames.map { "\($0.command.map { "\($0)" } ?? "?") \($0.code.map { "\($0)" } ?? "?")" })")
+                #expect(
+                    link.isOnline, "round \(round): \(link.frames.map { "\($0.command.map { "\($0)" } ?? "?") \($0.code.map { "\($0)" } ?? "?")" })")
                 if let previous = links.last {
                     try #require(try spin(loop) { wasReplaced(previous) }, "round \(round): the old session is told")
                 }
@@ -69,7 +73,9 @@ struct SessionReplacementTests {
         }
     }
 
-    @Test("an instance's older login still waiting when a newer one arrives never goes online: queued, it is ended at once; being checked, when its check ends; the newest gets in")
+    @Test(
+        "an instance's older login still waiting when a newer one arrives never goes online: queued, it is ended at once; being checked, when its check ends; the newest gets in"
+    )
     func olderLoginSuperseded() async throws {
         try await onManualClockLoop { loop, _ in
             var settings = IMServer.Settings()

@@ -1,8 +1,9 @@
+import RunLoopIMCore
+import RunLoopIMTesting
 import RunLoopKit
 import RunLoopTesting
-import RunLoopIMTesting
-import RunLoopIMCore
 import Testing
+
 @testable import RunLoopIM
 
 /// `IMServer.shutdown(completion:)`: the completion comes once the last session has ended, on a later

@@ -29,7 +29,8 @@ final class LingeringPeer {
 
     /// One masked WebSocket message carrying `frame`: its bytes, or its JSON envelope.
     static func message(_ frame: IMFrame, json: Bool) -> [UInt8] {
-        let message = json
+        let message =
+            json
             ? WebSocketFrame(opcode: .text, payload: Array(IMJSONEnvelope.encode(frame).utf8))
             : WebSocketFrame(opcode: .binary, payload: frame.encoded())
         return message.encoded(maskingKey: WebSocketMask.randomKey())
@@ -105,7 +106,9 @@ final class HeldLoginServer {
 
 @Suite("IM over WebSocket: a link lost during login")
 struct GhostSessionTests {
-    @Test("a LOGIN followed at once by a close frame — binary or JSON — while the password check runs: the session ends when the close frame arrives, though the peer keeps TCP open and the close handshake goes on; so does a logged-in session")
+    @Test(
+        "a LOGIN followed at once by a close frame — binary or JSON — while the password check runs: the session ends when the close frame arrives, though the peer keeps TCP open and the close handshake goes on; so does a logged-in session"
+    )
     func sessionEndsAtThePeersCloseFrame() async throws {
         try await onLoopThread { try Self.endsAtCloseFrameOnLoop() }
     }
@@ -128,8 +131,9 @@ struct GhostSessionTests {
         json.send(LingeringPeer.message(loginFrame("ann"), json: true) + LingeringPeer.closeFrame)
         online.send(LingeringPeer.closeFrame)
         try #require(try spin(loop) { server.im.sessions.isEmpty }, "sessions left: \(server.im.sessions.count)")
-        #expect(server.connectionStatesAtEnd == [.closing, .closing, .closing],
-                "each session ended while its close handshake still waited for the peer, not when TCP ended")
+        #expect(
+            server.connectionStatesAtEnd == [.closing, .closing, .closing],
+            "each session ended while its close handshake still waited for the peer, not when TCP ended")
         #expect(server.im.onlineUsers.isEmpty)
         #expect(server.presence == ["bo online", "bo offline"])
         #expect(server.pending.count == 2, "the two checks were still running when their sessions ended")
@@ -145,7 +149,9 @@ struct GhostSessionTests {
         var json: Bool { self == .closeFrameAtOnceJSON || self == .closeFrameWhileCheckingJSON }
     }
 
-    @Test("six logins whose link goes away before the password check ends (close frame at once or during the check, binary or JSON, end of stream, reset) leave no session and no one online; the user then logs in")
+    @Test(
+        "six logins whose link goes away before the password check ends (close frame at once or during the check, binary or JSON, end of stream, reset) leave no session and no one online; the user then logs in"
+    )
     func lostLoginsLeaveNoGhosts() async throws {
         try await onLoopThread { try Self.noGhostsOnLoop() }
     }
@@ -186,8 +192,9 @@ struct GhostSessionTests {
         #expect(server.presence.isEmpty, "no presence for logins that never completed: \(server.presence)")
 
         server.holdsChecks = false
-        let ann = IMClient(configuration: configuration("ann"),
-                           connector: WebSocketFrameLink.connector(host: "127.0.0.1", port: server.web.port))
+        let ann = IMClient(
+            configuration: configuration("ann"),
+            connector: WebSocketFrameLink.connector(host: "127.0.0.1", port: server.web.port))
         ann.start()
         defer { ann.close() }
         try #require(try spin(loop) { ann.state == .online }, "the real user was refused: \(ann.state)")

@@ -52,7 +52,7 @@ struct JSONEnvelopeTests {
             (#"{"command":"SEND","serial":7,"body":"hi"}"#, .badRequest, 7),
             (#"{"command":"SEND","serial":7,"body":{"txet":"typo"}}"#, .badRequest, 7),
             (#"{"command":"SEND","serial":7,"body":{"text":5}}"#, .badRequest, 7),
-            (#"{"command":"HEARTBEAT","serial":7,"body":{"x":1}}"#, .badRequest, 7),
+            (#"{"command":"HEARTBEAT","serial":7,"body":{"x":1}}"#, .badRequest, 7)
         ]
         for (text, code, serial) in cases {
             #expect(throws: IMEnvelopeError.self, "\(text)") { try IMJSONEnvelope.decode(text) }
@@ -78,7 +78,9 @@ struct JSONEnvelopeTests {
         }
     }
 
-    @Test("a SEND over the body limit whose bytes are all in the message is a frame, binary or JSON (the session answers it); one that announces more than it holds, and every other command over the limit, is frameTooLarge")
+    @Test(
+        "a SEND over the body limit whose bytes are all in the message is a frame, binary or JSON (the session answers it); one that announces more than it holds, and every other command over the limit, is frameTooLarge"
+    )
     func oversizedSend() throws {
         var message = IMChatMessage()
         message.id = "paste-1"
@@ -109,7 +111,9 @@ struct JSONEnvelopeTests {
         #expect(error.code == .frameTooLarge && error.serial == 7)
     }
 
-    @Test("a key written twice in one object — at the top level, in the body, deeper, spelled with an escape, or a field under both its names — is badRequest, echoing the serial unless the serial is the repeated key; the same key in different objects is not")
+    @Test(
+        "a key written twice in one object — at the top level, in the body, deeper, spelled with an escape, or a field under both its names — is badRequest, echoing the serial unless the serial is the repeated key; the same key in different objects is not"
+    )
     func duplicateKeys() throws {
         let refused: [(String, UInt32)] = [
             (#"{"command":"SEND","serial":7,"serial":8}"#, 0),
@@ -124,7 +128,7 @@ struct JSONEnvelopeTests {
             (#"{ "command" : "SEND" , "serial" : 7 , "serial" : 7 }"#, 0),
             // One field under its .proto name and its JSON name: the Protocol Buffers decoder would take the last.
             (#"{"command":"LOGIN","serial":7,"body":{"user":"a","keepaliveSeconds":1,"keepalive_seconds":2}}"#, 7),
-            (#"{"command":"HISTORY","serial":7,"body":{"room":"r","before_seq":"1","beforeSeq":"2"}}"#, 7),
+            (#"{"command":"HISTORY","serial":7,"body":{"room":"r","before_seq":"1","beforeSeq":"2"}}"#, 7)
         ]
         for (text, serial) in refused {
             #expect(throws: IMEnvelopeError.self, "\(text)") { try IMJSONEnvelope.decode(text) }

@@ -32,7 +32,9 @@ struct OversizedSendTests {
     /// The chat node's frame limit.
     static let bodyLimit = 64 * 1024
 
-    @Test("a 70,000-character paste — binary, or JSON escaped at 6 bytes a character — fits the WebSocket message limit (1 MiB) and reaches the session as a SEND frame over the body limit; a JOIN over it still fails with frameTooLarge")
+    @Test(
+        "a 70,000-character paste — binary, or JSON escaped at 6 bytes a character — fits the WebSocket message limit (1 MiB) and reaches the session as a SEND frame over the body limit; a JOIN over it still fails with frameTooLarge"
+    )
     func pasteReachesTheSession() async throws {
         try await onLoopThread { try Self.pasteOnLoop() }
     }
@@ -69,7 +71,8 @@ struct OversizedSendTests {
         let send = IMFrame(command: .send, serial: 2, message: paste)
         try binary.send(binary: send.encoded())
         // The worst a browser's JSON.stringify makes of a character: a control character as \u0001.
-        let escaped = #"{"command":"SEND","serial":3,"body":{"id":"paste-2","user":"tom","text":""#
+        let escaped =
+            #"{"command":"SEND","serial":3,"body":{"id":"paste-2","user":"tom","text":""#
             + String(repeating: #"\u0001"#, count: 70_000) + #""}}"#
         #expect(escaped.utf8.count > 420_000 && escaped.utf8.count < configuration.maximumMessageSize)
         try json.send(text: escaped)
@@ -81,8 +84,9 @@ struct OversizedSendTests {
         #expect(jsonSend.command == .send && jsonSend.serial == 3 && jsonSend.body.count > bodyLimit)
         #expect(try jsonSend.decode(IMChatMessage.self).text == String(repeating: "\u{1}", count: 70_000))
         #expect(reports[2].received.isEmpty && reports[2].failures.first?.0 == .frameTooLarge && reports[2].failures.first?.1 == 4)
-        #expect(reports.allSatisfy { $0.closed.isEmpty } && [binary, json, join].allSatisfy { $0.state == .open },
-                "the WebSocket took every message: no 1009 from its own limit")
+        #expect(
+            reports.allSatisfy { $0.closed.isEmpty } && [binary, json, join].allSatisfy { $0.state == .open },
+            "the WebSocket took every message: no 1009 from its own limit")
         for client in [binary, json, join] { client.abort() }
     }
 }

@@ -6,10 +6,11 @@ import RunLoopNet
 import RunLoopTesting
 import RunLoopWebSocket
 import Synchronization
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Testing
 
 /// A peer that completes the upgrade by hand and then never reads again: it cannot answer pings.
 final class DeafPeer {
@@ -26,7 +27,9 @@ final class DeafPeer {
 
 @Suite("IM over WebSocket: server pings")
 struct ServerPingTests {
-    @Test("the server pings each WebSocket session: a peer that answers stays, one that cannot is dropped after two intervals, long before the login timeout")
+    @Test(
+        "the server pings each WebSocket session: a peer that answers stays, one that cannot is dropped after two intervals, long before the login timeout"
+    )
     func pingsDropDeadPeers() async throws {
         try await onLoopThread { try Self.pingsOnLoop() }
     }
@@ -45,7 +48,8 @@ struct ServerPingTests {
         answering.connect(host: "127.0.0.1", port: web.port, target: "/ws")
         let deaf = DeafPeer(port: web.port)
         try #require(try spin(loop) { deaf.upgraded && answering.state == .open && server.sessions.count == 2 })
-        let answeringLink = try #require(server.sessions.compactMap { $0.link as? WebSocketFrameLink }.first { $0.remoteAddress?.port == answering.tcp.localAddress?.port })
+        let answeringLink = try #require(
+            server.sessions.compactMap { $0.link as? WebSocketFrameLink }.first { $0.remoteAddress?.port == answering.tcp.localAddress?.port })
         let start = loop.now
         try #require(try spin(loop) { server.sessions.count == 1 }, "the deaf peer was not dropped")
         #expect(loop.now - start < .seconds(2), "dropped by the pings, not by the 10 s login timeout")
@@ -77,7 +81,9 @@ struct StalledServerPingTests {
         let shared = StallShared()
         // The answering peer on a loop of its own, so it answers while the server's loop is stalled.
         let serve: @Sendable () throws -> (Int, Int) = { try Self.serveAndStall(shared) }
-        let answer: @Sendable () throws -> (Int, Int) = { try Self.answer(shared); return (0, 0) }
+        let answer: @Sendable () throws -> (Int, Int) = {
+            try Self.answer(shared); return (0, 0)
+        }
         let outcomes = try await onLoopThreads([serve, answer])
         let (stalls, sessions) = outcomes[0]
         #expect(stalls == 1)

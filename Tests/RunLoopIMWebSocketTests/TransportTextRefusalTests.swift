@@ -15,7 +15,9 @@ final class TextServerLog {
 
 @Suite("IM over WebSocket: the client transport")
 struct TransportTextRefusalTests {
-    @Test("WebSocketTransport takes binary frames only: a text message from the server closes the link with 1003; the IMClient reports the drop and reconnects (and is refused again)")
+    @Test(
+        "WebSocketTransport takes binary frames only: a text message from the server closes the link with 1003; the IMClient reports the drop and reconnects (and is refused again)"
+    )
     func textIsRefused() async throws {
         try await onLoopThread { try Self.refusalOnLoop() }
     }
@@ -30,8 +32,9 @@ struct TransportTextRefusalTests {
         }
         try web.listen()
         defer { web.close() }
-        let client = IMClient(configuration: IMClientConfiguration(user: "x", password: "pw"),
-                              connector: WebSocketFrameLink.connector(host: "127.0.0.1", port: web.port))
+        let client = IMClient(
+            configuration: IMClientConfiguration(user: "x", password: "pw"),
+            connector: WebSocketFrameLink.connector(host: "127.0.0.1", port: web.port))
         client.onDisconnect = { _, reason in log.disconnects.append(reason) }
         client.start()
         try #require(try spin(loop) { log.closeCodes.count >= 2 && log.disconnects.count >= 2 })

@@ -58,7 +58,9 @@ func configuration(_ user: String) -> IMClientConfiguration {
 
 @Suite("IM over WebSocket")
 struct WebSocketTransportTests {
-    @Test("an IMClient over WebSocketTransport and one over TCP: messages both ways exactly once, the IM heartbeat keeps the 1 s keepalive, offline delivery and reconnect after a server restart")
+    @Test(
+        "an IMClient over WebSocketTransport and one over TCP: messages both ways exactly once, the IM heartbeat keeps the 1 s keepalive, offline delivery and reconnect after a server restart"
+    )
     func chatAcrossRestart() async throws {
         try await onLoopThread {
             let loop = RunLoop.current
@@ -66,10 +68,12 @@ struct WebSocketTransportTests {
             var server = try DualServer(store: store)
             let tcpPort = server.im.port
             let webPort = server.web.port
-            let web = IMClient(configuration: configuration("web"),
-                               connector: WebSocketFrameLink.connector(host: "127.0.0.1", port: webPort, connectTimeout: .seconds(5)))
-            let tcp = IMClient(configuration: configuration("tcp"),
-                               connector: TCPFrameLink.connector(host: "127.0.0.1", port: tcpPort, connectTimeout: .seconds(5)))
+            let web = IMClient(
+                configuration: configuration("web"),
+                connector: WebSocketFrameLink.connector(host: "127.0.0.1", port: webPort, connectTimeout: .seconds(5)))
+            let tcp = IMClient(
+                configuration: configuration("tcp"),
+                connector: TCPFrameLink.connector(host: "127.0.0.1", port: tcpPort, connectTimeout: .seconds(5)))
             let webLog = Recorder(web)
             let tcpLog = Recorder(tcp)
             web.start()
@@ -79,7 +83,8 @@ struct WebSocketTransportTests {
 
             let toTCP = try web.send("over websocket", to: .user("tcp"))
             let toWeb = try tcp.send("over tcp", to: .user("web"))
-            try #require(try spin(loop) { webLog.delivered(toTCP) && tcpLog.delivered(toWeb) && webLog.messages.count == 1 && tcpLog.messages.count == 1 })
+            try #require(
+                try spin(loop) { webLog.delivered(toTCP) && tcpLog.delivered(toWeb) && webLog.messages.count == 1 && tcpLog.messages.count == 1 })
             #expect(tcpLog.texts(from: "web") == ["over websocket"])
             #expect(webLog.texts(from: "tcp") == ["over tcp"])
 

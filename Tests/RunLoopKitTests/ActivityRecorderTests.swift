@@ -23,8 +23,11 @@ import Testing
         }
         // The performed source makes the first iteration poll instead of sleep, and that poll finds the
         // port already readable; the timer comes after a real wait, and the run ends at its timeout.
-        #expect(tokens == ["E", "BT", "BS", "B:b", "S:s", "P:p", "BT", "BS", "BW", "AW", "T:tick",
-                           "BT", "BS", "BW", "AW", "X"])
+        #expect(
+            tokens == [
+                "E", "BT", "BS", "B:b", "S:s", "P:p", "BT", "BS", "BW", "AW", "T:tick",
+                "BT", "BS", "BW", "AW", "X"
+            ])
     }
 
     @Test func eventsCarryModeTimeIterationAndDepth() async throws {
@@ -32,10 +35,11 @@ import Testing
             let recorder = ActivityRecorder()
             recorder.attach(to: loop, modes: ["Outer", "Inner"])
             let start = clock.now
-            loop.add(RunLoopTimer(after: .milliseconds(10), label: "outer") { _ in
-                loop.add(RunLoopTimer(after: .milliseconds(5), label: "inner") { _ in }, forMode: "Inner")
-                _ = try? loop.run("Inner", timeout: .seconds(1))
-            }, forMode: "Outer")
+            loop.add(
+                RunLoopTimer(after: .milliseconds(10), label: "outer") { _ in
+                    loop.add(RunLoopTimer(after: .milliseconds(5), label: "inner") { _ in }, forMode: "Inner")
+                    _ = try? loop.run("Inner", timeout: .seconds(1))
+                }, forMode: "Outer")
             try loop.run("Outer", timeout: .seconds(1))
             return (recorder.events, recorder.iterations, start)
         }
@@ -127,13 +131,13 @@ import Testing
 /// The README's example, verbatim, so the documentation cannot rot.
 @Suite struct ReadmeExampleTests {
     @Test func observingALoopInATest() async throws {
-        let trace = try await onManualClockLoop { loop, clock in       // own thread, own loop, virtual time
+        let trace = try await onManualClockLoop { loop, clock in  // own thread, own loop, virtual time
             let recorder = ActivityRecorder()
             recorder.attach(to: loop, modes: ["M"])
             loop.add(RunLoopTimer(after: .seconds(30), label: "tick") { _ in }, forMode: "M")
-            try loop.run("M", timeout: .seconds(60))                    // returns at once: the clock jumps
+            try loop.run("M", timeout: .seconds(60))  // returns at once: the clock jumps
             return recorder
         }
-        expectTrace(trace.check(sequence: "E BT BS BW AW T:tick X"))     // XCTest: XCTAssertTrace(...)
+        expectTrace(trace.check(sequence: "E BT BS BW AW T:tick X"))  // XCTest: XCTAssertTrace(...)
     }
 }

@@ -79,11 +79,12 @@ import Testing
             let outer = RunLoop.Mode("Outer")
             let inner = RunLoop.Mode("Inner")
             loop.add(trace.observer(prefix: "in:"), forMode: inner)
-            loop.add(RunLoopTimer(after: .zero) { _ in
-                trace.append("T:outer")
-                let nested = try? loop.run(inner, timeout: .milliseconds(50))
-                trace.append("nested=\(nested.map { "\($0)" } ?? "error")")
-            }, forMode: outer)
+            loop.add(
+                RunLoopTimer(after: .zero) { _ in
+                    trace.append("T:outer")
+                    let nested = try? loop.run(inner, timeout: .milliseconds(50))
+                    trace.append("nested=\(nested.map { "\($0)" } ?? "error")")
+                }, forMode: outer)
             loop.perform(inModes: [inner]) { trace.append("B:inner") }
             try loop.run(outer, timeout: .zero)
             return trace.events

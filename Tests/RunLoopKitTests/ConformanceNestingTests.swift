@@ -18,24 +18,29 @@ import Testing
             func current() -> String { loop.currentMode?.rawValue ?? "nil" }
             let start = clock.now
             var otherFiredAt: Duration?
-            loop.add(RunLoopTimer(after: .milliseconds(10), label: "outer") { _ in
-                trace.append("T:outer(cur=\(current()))")
-                loop.add(RunLoopTimer(after: .milliseconds(30), label: "inner") { _ in
-                    trace.append("T:inner(cur=\(current()))")
-                }, forMode: inner)
-                let nested = (try? loop.run(inner, timeout: .seconds(1))).map { "\($0)" } ?? "threw"
-                trace.append("inner=\(nested)(cur=\(current()))")
-            }, forMode: outer)
+            loop.add(
+                RunLoopTimer(after: .milliseconds(10), label: "outer") { _ in
+                    trace.append("T:outer(cur=\(current()))")
+                    loop.add(
+                        RunLoopTimer(after: .milliseconds(30), label: "inner") { _ in
+                            trace.append("T:inner(cur=\(current()))")
+                        }, forMode: inner)
+                    let nested = (try? loop.run(inner, timeout: .seconds(1))).map { "\($0)" } ?? "threw"
+                    trace.append("inner=\(nested)(cur=\(current()))")
+                }, forMode: outer)
             // Due at +20 ms, during the inner run (+10…+40 ms): fires only once the outer run resumes.
-            loop.add(RunLoopTimer(after: .milliseconds(20), label: "outerOther") { _ in
-                otherFiredAt = clock.now - start
-                trace.append("T:outerOther")
-            }, forMode: outer)
+            loop.add(
+                RunLoopTimer(after: .milliseconds(20), label: "outerOther") { _ in
+                    otherFiredAt = clock.now - start
+                    trace.append("T:outerOther")
+                }, forMode: outer)
             let result = try loop.run(outer, timeout: .seconds(1))
             return (trace.events, result, otherFiredAt)
         }
-        #expect(events == tokens(
-            "out:E T:outer(cur=Outer) in:E T:inner(cur=Inner) in:X inner=finished(cur=Outer) T:outerOther out:X"))
+        #expect(
+            events
+                == tokens(
+                    "out:E T:outer(cur=Outer) in:E T:inner(cur=Inner) in:X inner=finished(cur=Outer) T:outerOther out:X"))
         #expect(result == .finished)
         #expect(otherFiredAt == .milliseconds(40), "the outer timer waits for the inner run to end")
     }
@@ -49,21 +54,23 @@ import Testing
             let start = clock.now
             var times: [String: Duration] = [:]
             var ticks = 0
-            loop.add(RunLoopTimer(after: .milliseconds(20), repeating: .milliseconds(20), label: "R") { timer in
-                ticks += 1
-                times["R\(ticks)"] = clock.now - start
-                trace.append("R\(ticks)")
-                if ticks == 1 {
-                    loop.add(RunLoopTimer(after: .milliseconds(10), label: "other") { _ in
-                        times["other"] = clock.now - start
-                        trace.append("other")
-                    }, forMode: mode)
-                    let nested = (try? loop.run(mode, timeout: .milliseconds(100))).map { "\($0)" } ?? "threw"
-                    trace.append("nested=\(nested)")
-                } else {
-                    timer.invalidate()
-                }
-            }, forMode: mode)
+            loop.add(
+                RunLoopTimer(after: .milliseconds(20), repeating: .milliseconds(20), label: "R") { timer in
+                    ticks += 1
+                    times["R\(ticks)"] = clock.now - start
+                    trace.append("R\(ticks)")
+                    if ticks == 1 {
+                        loop.add(
+                            RunLoopTimer(after: .milliseconds(10), label: "other") { _ in
+                                times["other"] = clock.now - start
+                                trace.append("other")
+                            }, forMode: mode)
+                        let nested = (try? loop.run(mode, timeout: .milliseconds(100))).map { "\($0)" } ?? "threw"
+                        trace.append("nested=\(nested)")
+                    } else {
+                        timer.invalidate()
+                    }
+                }, forMode: mode)
             let result = try loop.run(mode, timeout: .seconds(1))
             return (trace.events, result, times)
         }
@@ -83,19 +90,22 @@ import Testing
             loop.add(trace.observer([.entry, .exit], prefix: "in:"), forMode: inner)
             let start = clock.now
             var outer2At: Duration?
-            loop.add(RunLoopTimer(after: .milliseconds(10), label: "outer1") { _ in
-                trace.append("T:outer1")
-                loop.add(RunLoopTimer(after: .milliseconds(10), label: "inner") { _ in
-                    trace.append("stop!")
-                    loop.stop()
-                }, forMode: inner)
-                let nested = (try? loop.run(inner, timeout: .seconds(1))).map { "\($0)" } ?? "threw"
-                trace.append("inner=\(nested)")
-            }, forMode: outer)
-            loop.add(RunLoopTimer(after: .milliseconds(100), label: "outer2") { _ in
-                outer2At = clock.now - start
-                trace.append("T:outer2")
-            }, forMode: outer)
+            loop.add(
+                RunLoopTimer(after: .milliseconds(10), label: "outer1") { _ in
+                    trace.append("T:outer1")
+                    loop.add(
+                        RunLoopTimer(after: .milliseconds(10), label: "inner") { _ in
+                            trace.append("stop!")
+                            loop.stop()
+                        }, forMode: inner)
+                    let nested = (try? loop.run(inner, timeout: .seconds(1))).map { "\($0)" } ?? "threw"
+                    trace.append("inner=\(nested)")
+                }, forMode: outer)
+            loop.add(
+                RunLoopTimer(after: .milliseconds(100), label: "outer2") { _ in
+                    outer2At = clock.now - start
+                    trace.append("T:outer2")
+                }, forMode: outer)
             let result = try loop.run(outer, timeout: .seconds(1))
             return (trace.events, result, outer2At)
         }

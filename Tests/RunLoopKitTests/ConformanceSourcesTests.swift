@@ -73,9 +73,10 @@ import Testing
         }
         #expect(firstPoll == tokens("E BT BS S:b S:a S:c X"))
         #expect(firstResult == .timedOut)
-        #expect(polls.map(\.0) == [
-            tokens("E BT BS S:b X"), tokens("E BT BS S:a X"), tokens("E BT BS S:c X"), tokens("E BT BS X"),
-        ])
+        #expect(
+            polls.map(\.0) == [
+                tokens("E BT BS S:b X"), tokens("E BT BS S:a X"), tokens("E BT BS S:c X"), tokens("E BT BS X")
+            ])
         #expect(polls.map(\.1) == [.handledSource, .handledSource, .handledSource, .timedOut])
     }
 

@@ -121,11 +121,12 @@ import Testing
             let asleep = Latch()
             let asleepAgain = Latch()
             var sleeps = 0
-            loop.add(RunLoopObserver(activities: .beforeWaiting, repeats: true) { _, _ in
-                sleeps += 1
-                if sleeps == 1 { asleep.open() }
-                if sleeps == 2 { asleepAgain.open() }
-            }, forMode: mode)
+            loop.add(
+                RunLoopObserver(activities: .beforeWaiting, repeats: true) { _, _ in
+                    sleeps += 1
+                    if sleeps == 1 { asleep.open() }
+                    if sleeps == 2 { asleepAgain.open() }
+                }, forMode: mode)
             startThread {
                 asleep.wait()
                 loop.wakeUp()
@@ -213,9 +214,10 @@ import Testing
             loop.add(sourceA, forMode: modeA)
             loop.add(traceA.observer(), forMode: modeA)
             var signalledA = false
-            loop.add(RunLoopObserver(activities: .beforeWaiting, order: 1) { _, _ in
-                if !signalledA { signalledA = true; sourceA.signal() }
-            }, forMode: modeA)
+            loop.add(
+                RunLoopObserver(activities: .beforeWaiting, order: 1) { _, _ in
+                    if !signalledA { signalledA = true; sourceA.signal() }
+                }, forMode: modeA)
             let startA = clock.now
             let resultA = try loop.run(modeA, timeout: .milliseconds(100), returnAfterSourceHandled: true)
             let elapsedA = clock.now - startA
@@ -233,9 +235,10 @@ import Testing
             loop.add(sourceB, forMode: modeB)
             loop.add(traceB.observer(), forMode: modeB)
             var signalledB = false
-            loop.add(RunLoopObserver(activities: .beforeWaiting, order: 1) { _, _ in
-                if !signalledB { signalledB = true; sourceB.signal(); loop.wakeUp() }
-            }, forMode: modeB)
+            loop.add(
+                RunLoopObserver(activities: .beforeWaiting, order: 1) { _, _ in
+                    if !signalledB { signalledB = true; sourceB.signal(); loop.wakeUp() }
+                }, forMode: modeB)
             let startB = clock.now
             let resultB = try loop.run(modeB, timeout: .milliseconds(100), returnAfterSourceHandled: true)
             let elapsedB = clock.now - startB

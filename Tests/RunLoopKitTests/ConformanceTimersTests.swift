@@ -98,15 +98,16 @@ import Testing
             let start = clock.now
             var fires: [Duration] = []
             var servicedDate: Duration?
-            loop.add(RunLoopTimer(after: .milliseconds(100), repeating: .milliseconds(100)) { timer in
-                fires.append(clock.now - start)
-                trace.append("T")
-                if fires.count == 1 {
-                    clock.advance(by: .milliseconds(350))  // the callback "blocks" 0.35 s
-                    servicedDate = timer.nextFireDate.map { $0 - start }
-                }
-                if fires.count == 3 { timer.invalidate() }
-            }, forMode: mode)
+            loop.add(
+                RunLoopTimer(after: .milliseconds(100), repeating: .milliseconds(100)) { timer in
+                    fires.append(clock.now - start)
+                    trace.append("T")
+                    if fires.count == 1 {
+                        clock.advance(by: .milliseconds(350))  // the callback "blocks" 0.35 s
+                        servicedDate = timer.nextFireDate.map { $0 - start }
+                    }
+                    if fires.count == 3 { timer.invalidate() }
+                }, forMode: mode)
             let result = try loop.run(mode, timeout: .seconds(5))
             return (trace.events, result, fires, servicedDate)
         }
@@ -132,14 +133,15 @@ import Testing
             loop.add(busy, forMode: mode)
             busy.signal()
             var fires: [Duration] = []
-            loop.add(RunLoopTimer(after: .milliseconds(100), repeating: .milliseconds(100)) { timer in
-                fires.append(clock.now - start)
-                trace.append("T")
-                if fires.count == 3 {
-                    timer.invalidate()
-                    busy.invalidate()  // empties the mode so the run finishes
-                }
-            }, forMode: mode)
+            loop.add(
+                RunLoopTimer(after: .milliseconds(100), repeating: .milliseconds(100)) { timer in
+                    fires.append(clock.now - start)
+                    trace.append("T")
+                    if fires.count == 3 {
+                        timer.invalidate()
+                        busy.invalidate()  // empties the mode so the run finishes
+                    }
+                }, forMode: mode)
             let result = try loop.run(mode, timeout: .seconds(5))
             return (trace.events, result, fires)
         }
@@ -156,15 +158,16 @@ import Testing
             loop.add(trace.observer(), forMode: mode)
             let start = clock.now
             var fires: [Duration] = []
-            loop.add(RunLoopTimer(after: .milliseconds(50), repeating: .milliseconds(50)) { timer in
-                fires.append(clock.now - start)
-                trace.append("T")
-                switch fires.count {
-                case 1: timer.nextFireDate = clock.now + .milliseconds(300)
-                case 2: timer.nextFireDate = clock.now - .seconds(1)  // a past date: "as soon as possible"
-                default: timer.invalidate()
-                }
-            }, forMode: mode)
+            loop.add(
+                RunLoopTimer(after: .milliseconds(50), repeating: .milliseconds(50)) { timer in
+                    fires.append(clock.now - start)
+                    trace.append("T")
+                    switch fires.count {
+                    case 1: timer.nextFireDate = clock.now + .milliseconds(300)
+                    case 2: timer.nextFireDate = clock.now - .seconds(1)  // a past date: "as soon as possible"
+                    default: timer.invalidate()
+                    }
+                }, forMode: mode)
             let result = try loop.run(mode, timeout: .seconds(5))
             return (trace.events, result, fires)
         }
@@ -182,13 +185,14 @@ import Testing
             let start = clock.now
             var validity: [Bool] = []
             var fires: [Duration] = []
-            loop.add(RunLoopTimer(after: .milliseconds(10), repeating: .milliseconds(10)) { timer in
-                fires.append(clock.now - start)
-                trace.append("T")
-                validity.append(timer.isValid)
-                timer.invalidate()
-                validity.append(timer.isValid)
-            }, forMode: mode)
+            loop.add(
+                RunLoopTimer(after: .milliseconds(10), repeating: .milliseconds(10)) { timer in
+                    fires.append(clock.now - start)
+                    trace.append("T")
+                    validity.append(timer.isValid)
+                    timer.invalidate()
+                    validity.append(timer.isValid)
+                }, forMode: mode)
             let result = try loop.run(mode, timeout: .seconds(5))
             return (trace.events, result, validity, fires)
         }

@@ -114,10 +114,11 @@ import Testing
             let start = loop.now
             startThread {
                 while !loop.isWaiting { sleep(milliseconds: 1) }
-                loop.add(RunLoopTimer(after: .milliseconds(20)) { _ in
-                    fired.withLock { $0 = loop.now - start }
-                    loop.stop()
-                }, forMode: mode)
+                loop.add(
+                    RunLoopTimer(after: .milliseconds(20)) { _ in
+                        fired.withLock { $0 = loop.now - start }
+                        loop.stop()
+                    }, forMode: mode)
             }
             let result = try loop.run(mode, timeout: .seconds(5))
             return (fired.withLock { $0 }, result)
@@ -138,7 +139,11 @@ import Testing
                 startThread {
                     for _ in 0..<perThread {
                         loop.perform {
-                            if count.withLock({ $0 += 1; return $0 }) == threads * perThread { loop.stop() }
+                            if count.withLock({
+                                $0 += 1; return $0
+                            }) == threads * perThread {
+                                loop.stop()
+                            }
                         }
                     }
                 }

@@ -1,7 +1,8 @@
 import Glibc
-@testable import RunLoopKit
 import RunLoopTesting
 import Testing
+
+@testable import RunLoopKit
 
 /// The wait of an iteration that has a timer due already: it asks the kernel nothing when only a
 /// wake-up could be pending (the flag tells), and still polls when port sources could be ready.
@@ -57,12 +58,13 @@ import Testing
             let mode = RunLoop.Mode("due")
             let trace = Trace()
             let box = ChainBox()
-            loop.add(RunLoopObserver(activities: .beforeWaiting) { _, _ in
-                if box.fired == 0 {
-                    box.fired = 1
-                    loop.wakeUp()
-                }
-            }, forMode: mode)
+            loop.add(
+                RunLoopObserver(activities: .beforeWaiting) { _, _ in
+                    if box.fired == 0 {
+                        box.fired = 1
+                        loop.wakeUp()
+                    }
+                }, forMode: mode)
             loop.add(trace.observer([.beforeWaiting, .afterWaiting]), forMode: mode)
             loop.add(RunLoopTimer(after: .zero) { _ in trace.append("T") }, forMode: mode)
             loop.add(RunLoopTimer(after: .milliseconds(50)) { _ in trace.append("L") }, forMode: mode)

@@ -56,10 +56,18 @@ import Testing
                 sourcePayload.value = b
                 observerPayload.value = c
                 portPayload.value = d
-                let timer = RunLoopTimer(after: .seconds(1)) { _ in _ = a; _ = loop }
-                let source = RunLoopSource { _ in _ = b; _ = loop }
-                let observer = RunLoopObserver(activities: .allActivities) { _, _ in _ = c; _ = loop }
-                let port = try RunLoopPortSource(fileDescriptor: pair.right) { _, _ in _ = d; _ = loop }
+                let timer = RunLoopTimer(after: .seconds(1)) { _ in
+                    _ = a; _ = loop
+                }
+                let source = RunLoopSource { _ in
+                    _ = b; _ = loop
+                }
+                let observer = RunLoopObserver(activities: .allActivities) { _, _ in
+                    _ = c; _ = loop
+                }
+                let port = try RunLoopPortSource(fileDescriptor: pair.right) { _, _ in
+                    _ = d; _ = loop
+                }
                 weakTimer.value = timer
                 weakSource.value = source
                 loop.add(timer, forMode: .common)

@@ -223,10 +223,11 @@ import Testing
             }
             // Alone: the timers pass runs before the ports pass of the same iteration.
             try loop.add(port, forMode: mode)
-            loop.add(RunLoopTimer(after: .zero) { _ in
-                trace.append("T:removes")
-                loop.remove(port, forMode: mode)
-            }, forMode: mode)
+            loop.add(
+                RunLoopTimer(after: .zero) { _ in
+                    trace.append("T:removes")
+                    loop.remove(port, forMode: mode)
+                }, forMode: mode)
             pair.send("1")
             try loop.run(mode, timeout: .milliseconds(10))
             // Two ready at once: the first one's callout removes the second.

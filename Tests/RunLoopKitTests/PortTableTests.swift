@@ -1,6 +1,7 @@
 import Glibc
-@testable import RunLoopKit
 import Testing
+
+@testable import RunLoopKit
 
 /// The mode's port table on its own: every registration found by its source, a descriptor's
 /// registrations chained in the order they came, removal of any one (head, middle, end of a chain)

@@ -37,7 +37,11 @@ import Testing
     func latch() {
         let latch = Latch()
         let passed = LockedBox(0)
-        let waiters = (0..<2).map { _ in JoinableThread { latch.wait(); passed.update { $0 += 1 } } }
+        let waiters = (0..<2).map { _ in
+            JoinableThread {
+                latch.wait(); passed.update { $0 += 1 }
+            }
+        }
         usleep(20_000)
         #expect(passed.get() == 0, "nobody passes a closed latch")
         latch.open()

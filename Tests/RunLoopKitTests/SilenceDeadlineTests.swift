@@ -10,7 +10,9 @@ import Testing
     @Test func beforeTheDeadlineAllIsFineAndTheBytesAreNotAskedAbout() {
         var judge = SilenceDeadline()
         var asked = false
-        let verdict = judge.judge(deadline, now: deadline - .milliseconds(1)) { asked = true; return true }
+        let verdict = judge.judge(deadline, now: deadline - .milliseconds(1)) {
+            asked = true; return true
+        }
         #expect(verdict == .fine)
         #expect(!asked)
         #expect(judge.due(deadline) == deadline)

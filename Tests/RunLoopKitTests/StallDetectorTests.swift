@@ -54,11 +54,12 @@ import Testing
                 stalls.append($0)
             }
             detector.attach(to: loop, modes: ["Outer", "Modal"])
-            loop.add(RunLoopTimer(after: .milliseconds(10), label: "modal runner") { _ in
-                // A modal run that sleeps a second, then a slow callout inside it.
-                loop.add(RunLoopTimer(after: .seconds(1), label: "slow inside") { _ in clock.advance(by: .milliseconds(200)) }, forMode: "Modal")
-                _ = try? loop.run("Modal", timeout: .seconds(2))
-            }, forMode: "Outer")
+            loop.add(
+                RunLoopTimer(after: .milliseconds(10), label: "modal runner") { _ in
+                    // A modal run that sleeps a second, then a slow callout inside it.
+                    loop.add(RunLoopTimer(after: .seconds(1), label: "slow inside") { _ in clock.advance(by: .milliseconds(200)) }, forMode: "Modal")
+                    _ = try? loop.run("Modal", timeout: .seconds(2))
+                }, forMode: "Outer")
             try loop.run("Outer", timeout: .seconds(5))
             detector.detach()
             return stalls

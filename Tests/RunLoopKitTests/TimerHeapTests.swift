@@ -1,6 +1,7 @@
-@testable import RunLoopKit
 import RunLoopTesting
 import Testing
+
+@testable import RunLoopKit
 
 /// The timer heap's index records under random churn: after every insert, cancel, re-date and
 /// invalidation, in two modes at once, each heap is in order and every timer's recorded slot points at
@@ -80,7 +81,10 @@ private enum HeapChurn {
 /// the public `interval` still reads back exactly what was given.
 @Suite struct TimerIntervalStorageTests {
     @Test func intervalReadsBackExactly() {
-        let cases: [Duration] = [.milliseconds(5), .seconds(86_400), .nanoseconds(1), Duration(secondsComponent: 0, attosecondsComponent: 1_500_000_000), .seconds(Int64.max)]
+        let cases: [Duration] = [
+            .milliseconds(5), .seconds(86_400), .nanoseconds(1), Duration(secondsComponent: 0, attosecondsComponent: 1_500_000_000),
+            .seconds(Int64.max)
+        ]
         for interval in cases {
             #expect(RunLoopTimer(after: .zero, repeating: interval) { _ in }.interval == interval)
         }

@@ -1,8 +1,9 @@
 import Dispatch
-@testable import RunLoopKit
 import RunLoopTesting
 import Synchronization
 import Testing
+
+@testable import RunLoopKit
 
 /// A timer's fire date set on one thread while another adds the timer: before the first schedule the
 /// date is kept under the timer's own lock, after it under the loop's, and the switch between the two

@@ -13,14 +13,16 @@ import Testing
             let mode = RunLoop.Mode("M")
             loop.add(trace.observer([.beforeWaiting, .afterWaiting]), forMode: mode)
             // A may fire anywhere in [10, 15] ms; B is due at 14 ms: one wake-up at 14 ms serves both.
-            loop.add(RunLoopTimer(after: .milliseconds(10), tolerance: .milliseconds(5)) { _ in
-                trace.append("T:a")
-                times["a"] = clock.now - start
-            }, forMode: mode)
-            loop.add(RunLoopTimer(after: .milliseconds(14)) { _ in
-                trace.append("T:b")
-                times["b"] = clock.now - start
-            }, forMode: mode)
+            loop.add(
+                RunLoopTimer(after: .milliseconds(10), tolerance: .milliseconds(5)) { _ in
+                    trace.append("T:a")
+                    times["a"] = clock.now - start
+                }, forMode: mode)
+            loop.add(
+                RunLoopTimer(after: .milliseconds(14)) { _ in
+                    trace.append("T:b")
+                    times["b"] = clock.now - start
+                }, forMode: mode)
             try loop.run(mode, timeout: .seconds(1))
             return (trace.events, times)
         }
@@ -33,9 +35,10 @@ import Testing
         let firedAt = try await onManualClockLoop { loop, clock in
             let start = clock.now
             var firedAt: Duration?
-            loop.add(RunLoopTimer(after: .milliseconds(100), tolerance: .milliseconds(20)) { _ in
-                firedAt = clock.now - start
-            }, forMode: .default)
+            loop.add(
+                RunLoopTimer(after: .milliseconds(100), tolerance: .milliseconds(20)) { _ in
+                    firedAt = clock.now - start
+                }, forMode: .default)
             try loop.run(.default, timeout: .seconds(1))
             return firedAt
         }
@@ -125,9 +128,10 @@ import Testing
         let ticks = try await onManualClockLoop { loop, clock in
             let start = clock.now
             var ticks: [Duration] = []
-            loop.add(RunLoopTimer(after: .milliseconds(10), repeating: .milliseconds(10)) { _ in
-                ticks.append(clock.now - start)
-            }, forMode: "A")
+            loop.add(
+                RunLoopTimer(after: .milliseconds(10), repeating: .milliseconds(10)) { _ in
+                    ticks.append(clock.now - start)
+                }, forMode: "A")
             loop.add(RunLoopTimer(after: .milliseconds(55)) { _ in }, forMode: "B")
             try loop.run("B", timeout: .seconds(1))  // A's timer misses five periods meanwhile
             try loop.run("A", timeout: .milliseconds(12))

@@ -10,13 +10,15 @@ import Testing
         try await onManualClockLoop { loop, clock in
             let recorder = ActivityRecorder()
             recorder.attach(to: loop, modes: ["Outer", "Inner"])
-            loop.add(RunLoopTimer(after: .milliseconds(10), label: "outer \"quoted\"") { _ in
-                clock.advance(by: .milliseconds(1))
-                loop.add(RunLoopTimer(after: .milliseconds(5), label: "inner") { _ in
-                    clock.advance(by: .milliseconds(2))
-                }, forMode: "Inner")
-                _ = try? loop.run("Inner", timeout: .seconds(1))
-            }, forMode: "Outer")
+            loop.add(
+                RunLoopTimer(after: .milliseconds(10), label: "outer \"quoted\"") { _ in
+                    clock.advance(by: .milliseconds(1))
+                    loop.add(
+                        RunLoopTimer(after: .milliseconds(5), label: "inner") { _ in
+                            clock.advance(by: .milliseconds(2))
+                        }, forMode: "Inner")
+                    _ = try? loop.run("Inner", timeout: .seconds(1))
+                }, forMode: "Outer")
             try loop.run("Outer", timeout: .seconds(1))
             recorder.detach()
             return recorder

@@ -1,5 +1,6 @@
-@testable import RunLoopNet
 import Testing
+
+@testable import RunLoopNet
 
 /// The byte buffers behind reads and writes.
 @Suite struct BufferTests {

@@ -144,7 +144,8 @@ import Testing
                 let closedBefore = (outcome.clientReason != nil, outcome.serverReason != nil)
                 client.resumeReading()
                 while outcome.received == before, !finished(),
-                      closedBefore == (outcome.clientReason != nil, outcome.serverReason != nil) {
+                    closedBefore == (outcome.clientReason != nil, outcome.serverReason != nil)
+                {
                     guard ContinuousClock.now < realDeadline else { return (outcome, loop.now - start) }
                     _ = try loop.run(.default, timeout: .zero)
                     if outcome.received == before { usleep(100) }

@@ -1,9 +1,10 @@
 import Glibc
 import Logging
 import RunLoopKit
-@testable import RunLoopNet
 import RunLoopTesting
 import Testing
+
+@testable import RunLoopNet
 
 /// The listener: connection limit, descriptor exhaustion, many connections on one loop.
 @Suite struct ListenerTests {

@@ -4,7 +4,6 @@ import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
 
-
 /// A listener on 127.0.0.1 (or `host`), port 0, that echoes everything it receives.
 func echoListener(host: String = "127.0.0.1", modes: [RunLoop.Mode] = [.common]) throws -> TCPListener {
     let listener = TCPListener(modes: modes)
@@ -99,4 +98,3 @@ func capturingLogger(_ handler: CapturingLogHandler, level: Logger.Level = .trac
     logger.logLevel = level
     return logger
 }
-

@@ -299,7 +299,7 @@ import Testing
             let values = [
                 option(tcp, TCP_NODELAY), option(SOL_SOCKET, SO_KEEPALIVE), option(tcp, TCP_KEEPIDLE),
                 option(tcp, TCP_KEEPINTVL), option(tcp, TCP_KEEPCNT), option(tcp, TCP_USER_TIMEOUT),
-                fcntl(fd, F_GETFL) & O_NONBLOCK != 0 ? 1 : 0, fcntl(fd, F_GETFD) & FD_CLOEXEC,
+                fcntl(fd, F_GETFL) & O_NONBLOCK != 0 ? 1 : 0, fcntl(fd, F_GETFD) & FD_CLOEXEC
             ]
             client.close()
             return values

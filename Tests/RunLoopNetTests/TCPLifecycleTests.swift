@@ -1,5 +1,6 @@
-@testable import RunLoopNet
 import Testing
+
+@testable import RunLoopNet
 
 /// TCPConnection's life on its own, without a socket: each stage says only what can be true in it,
 /// and the peer's end of input leads where the half-close rules say.

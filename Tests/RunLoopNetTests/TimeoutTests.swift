@@ -133,10 +133,11 @@ import Testing
             // At 4 s the client's byte arrives, and the loop then stays busy in this callout for 3 s:
             // the server's 5 s read deadline passes with the byte waiting unread. A stalled loop
             // fires timers before it reads, so without the check the peer would be judged silent.
-            loop.add(RunLoopTimer(after: .seconds(4)) { _ in
-                try? client.write([1])
-                clock.advance(by: .seconds(3))
-            }, forMode: .common)
+            loop.add(
+                RunLoopTimer(after: .seconds(4)) { _ in
+                    try? client.write([1])
+                    clock.advance(by: .seconds(3))
+                }, forMode: .common)
             try spin(loop, for: .seconds(120)) { reason != nil }
             client.close()
             return (received, reason, silence, asked)

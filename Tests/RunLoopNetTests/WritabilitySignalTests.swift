@@ -1,5 +1,6 @@
-@testable import RunLoopNet
 import Testing
+
+@testable import RunLoopNet
 
 /// Backpressure's hysteresis on its own: lost above the high water mark, back at or below the low
 /// one, each change told once.

@@ -9,10 +9,15 @@ import Testing
 @Suite struct BadInputTests {
     static let key = "dGhlIHNhbXBsZSBub25jZQ=="
 
-    static func request(dropping prefix: String? = nil, version: String = "13", method: String = "GET",
-                        extraLines: [String] = []) -> [UInt8] {
-        let lines = ["\(method) / HTTP/1.1", "Host: 127.0.0.1", "Upgrade: websocket", "Connection: Upgrade",
-                     "Sec-WebSocket-Key: \(key)", "Sec-WebSocket-Version: \(version)"] + extraLines
+    static func request(
+        dropping prefix: String? = nil, version: String = "13", method: String = "GET",
+        extraLines: [String] = []
+    ) -> [UInt8] {
+        let lines =
+            [
+                "\(method) / HTTP/1.1", "Host: 127.0.0.1", "Upgrade: websocket", "Connection: Upgrade",
+                "Sec-WebSocket-Key: \(key)", "Sec-WebSocket-Version: \(version)"
+            ] + extraLines
         return Array((lines.filter { prefix == nil || !$0.hasPrefix(prefix!) }.joined(separator: "\r\n") + "\r\n\r\n").utf8)
     }
 
@@ -95,8 +100,9 @@ import Testing
     @Test func headThatNeverEndsIsRefusedWith408() async throws {
         // Two lines and no blank line; also what a client sending bare LF line ends looks like.
         let configuration = WebSocketConfiguration(handshakeTimeout: .milliseconds(150))
-        let outcome = try await Self.run(configuration: configuration,
-                                         request: Array("GET / HTTP/1.1\nHost: 127.0.0.1\n\n".utf8))
+        let outcome = try await Self.run(
+            configuration: configuration,
+            request: Array("GET / HTTP/1.1\nHost: 127.0.0.1\n\n".utf8))
         #expect(outcome.head?.hasPrefix("HTTP/1.1 408 Request Timeout\r\n") == true)
         #expect(outcome.peerClosed == .peerClosed)
         #expect(outcome.bystanderEchoes == 2 && outcome.bystanderOpen)
@@ -123,7 +129,9 @@ import Testing
     }
 
     @Test func unmaskedClientFrameClosesWith1002() async throws {
-        let outcome = try await Self.run(awaitingServerError: true) { $0.send(WebSocketFrame(opcode: .text, payload: Array("x".utf8)), masked: false) }
+        let outcome = try await Self.run(awaitingServerError: true) {
+            $0.send(WebSocketFrame(opcode: .text, payload: Array("x".utf8)), masked: false)
+        }
         #expect(outcome.head?.hasPrefix("HTTP/1.1 101") == true)
         #expect(outcome.closeCode == .protocolError)
         #expect(outcome.serverInfo?.code == .protocolError)

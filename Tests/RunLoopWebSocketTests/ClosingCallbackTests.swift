@@ -15,7 +15,9 @@ private final class ClosingReports {
 
 @Suite("WebSocket: onClosing")
 struct ClosingCallbackTests {
-    @Test("onClosing runs when the peer's close frame arrives or the peer breaks the protocol — at once, while onClose waits for a peer that holds TCP open — and not when this side started the close")
+    @Test(
+        "onClosing runs when the peer's close frame arrives or the peer breaks the protocol — at once, while onClose waits for a peer that holds TCP open — and not when this side started the close"
+    )
     func closingIsReportedAtOnce() async throws {
         try await onLoopThread { try Self.closingOnLoop() }
     }
@@ -48,8 +50,9 @@ struct ClosingCallbackTests {
         peers[1].send(WebSocketFrame(opcode: .binary, payload: [1, 2, 3]), masked: false)
         try #require(try spin(loop) { reports.closing.count == 2 })
         #expect(reports.closing[0] == .peerClosed(code: .normalClosure, reason: "bye"))
-        #expect(reports.closing[1].map { if case .failed(let error) = $0 { error.closeCode == .protocolError } else { false } } == true,
-                "\(String(describing: reports.closing[1]))")
+        #expect(
+            reports.closing[1].map { if case .failed(let error) = $0 { error.closeCode == .protocolError } else { false } } == true,
+            "\(String(describing: reports.closing[1]))")
         #expect(reports.stateAtClosing == [0: .closing, 1: .closing])
         #expect(reports.closed.isEmpty, "onClose waits for the peers' end of TCP")
         #expect(throws: WebSocketError.notOpen) { try reports.connections[0].send(text: "too late") }

@@ -106,7 +106,9 @@ import Testing
                     try? tcp.write(WebSocketHandshake.acceptResponse(for: request))
                     tcp.onData = { _, bytes in
                         parser.append(bytes)
-                        do throws(WebSocketError) { while let frame = try parser.nextFrame() { frames.append(frame) } } catch let failure { error = failure }
+                        do throws(WebSocketError) { while let frame = try parser.nextFrame() { frames.append(frame) } } catch let failure {
+                            error = failure
+                        }
                     }
                 }
             }

@@ -10,7 +10,7 @@ import Testing
         WebSocketFrame(opcode: .ping, payload: [1, 2, 3]),
         WebSocketFrame(opcode: .continuation, payload: Array(repeating: 7, count: 70_000)),
         WebSocketFrame(opcode: .close, payload: [0x03, 0xE8]),
-        WebSocketFrame(opcode: .pong),
+        WebSocketFrame(opcode: .pong)
     ]
 
     static func parseAll(_ parser: inout WebSocketFrameParser) throws -> [WebSocketFrame] {
@@ -34,7 +34,7 @@ import Testing
         let frames = [
             WebSocketFrame(opcode: .text, payload: Array("héllo".utf8)),
             WebSocketFrame(opcode: .binary, payload: Array(repeating: 9, count: 300)),
-            WebSocketFrame(opcode: .ping, payload: [4, 5]),
+            WebSocketFrame(opcode: .ping, payload: [4, 5])
         ]
         // (The 64-bit length form needs over 64 KiB: the round-trip test above has one.)
         let wire = frames.flatMap { $0.encoded(maskingKey: [0x12, 0x34, 0x56, 0x78]) }

@@ -5,7 +5,7 @@ import Testing
     static func request(_ lines: [String]) -> [UInt8] { Array((lines.joined(separator: "\r\n") + "\r\n\r\n").utf8) }
     static let good = [
         "GET /chat HTTP/1.1", "Host: server.example.com", "Upgrade: websocket", "Connection: keep-alive, Upgrade",
-        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 13",
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 13"
     ]
 
     @Test func acceptValueMatchesRFC6455() {
@@ -49,4 +49,3 @@ import Testing
         #expect(throws: Never.self) { try WebSocketHandshake.validateRequest(Self.request(lines)).get() }
     }
 }
-

@@ -52,8 +52,9 @@ import Testing
     @Test func closePayloadsAreChecked() throws {
         var assembler = WebSocketMessageAssembler(maximumMessageSize: 10)
         #expect(try assembler.receive(WebSocketFrame(opcode: .close)) == .close(code: nil, reason: ""))
-        #expect(try assembler.receive(WebSocketFrame(opcode: .close, payload: [0x03, 0xE9] + Array("bye".utf8)))
-            == .close(code: .goingAway, reason: "bye"))
+        #expect(
+            try assembler.receive(WebSocketFrame(opcode: .close, payload: [0x03, 0xE9] + Array("bye".utf8)))
+                == .close(code: .goingAway, reason: "bye"))
         #expect(throws: WebSocketError.self) { try assembler.receive(WebSocketFrame(opcode: .close, payload: [0x03])) }
         for code: UInt16 in [0, 999, 1004, 1005, 1006, 1015, 1016, 2000, 2999, 5000] {
             #expect(throws: WebSocketError.self) {

@@ -3,7 +3,6 @@ import RunLoopNet
 import RunLoopTesting
 import RunLoopWebSocket
 
-
 /// A WebSocket peer written by hand on a raw TCP connection, to send what a real client never would
 /// and to read exactly what the server put on the wire.
 final class RawPeer {
@@ -62,7 +61,9 @@ final class RawPeer {
 }
 
 /// An echo server on 127.0.0.1, port 0; `closes` collects how its connections ended.
-func echoServer(configuration: WebSocketConfiguration = WebSocketConfiguration(), closes: @escaping (WebSocketCloseInfo) -> Void = { _ in }) throws -> WebSocketServer {
+func echoServer(configuration: WebSocketConfiguration = WebSocketConfiguration(), closes: @escaping (WebSocketCloseInfo) -> Void = { _ in }) throws
+    -> WebSocketServer
+{
     let server = WebSocketServer(configuration: configuration)
     server.onConnection = { _, connection in
         connection.onMessage = { connection, message in try? connection.send(message) }

@@ -156,7 +156,7 @@ private func pendingTimerBenchmarks() {
     // Foundation keeps a mode's timers in a sorted array: insertion and removal move O(n) entries, so
     // the 1M case runs 100 operations per iteration instead of 10,000.
     for (workload, pending, operations, iterations) in [
-        (Workload.pending1K, 1_000, 10_000, 100), (Workload.pending1M, 1_000_000, 100, 10),
+        (Workload.pending1K, 1_000, 10_000, 100), (Workload.pending1M, 1_000_000, 100, 10)
     ] {
         let holder = Holder<PendingTimers>()
         Benchmark(
@@ -262,9 +262,10 @@ private final class LoopThread: @unchecked Sendable {
 
     init() {
         postDone = { [unowned self] in bs_sem_post(self.done) }
-        thread = bs_thread_start({ context in
-            Unmanaged<LoopThread>.fromOpaque(context!).takeUnretainedValue().main()
-        }, Unmanaged.passUnretained(self).toOpaque())
+        thread = bs_thread_start(
+            { context in
+                Unmanaged<LoopThread>.fromOpaque(context!).takeUnretainedValue().main()
+            }, Unmanaged.passUnretained(self).toOpaque())
         bs_sem_wait(ready)
     }
 
@@ -299,8 +300,18 @@ private func crossThreadBenchmarks() {
     // RunLoop.perform(inModes:) does not wake a sleeping loop (CFRunLoopPerformBlock), so the hand-off is
     // perform + CFRunLoopWakeUp; the source hand-off is CFRunLoopSourceSignal + CFRunLoopWakeUp.
     let variants: [(String, @Sendable (LoopThread) -> Void)] = [
-        (Workload.crossPerform, { x in x.loop.perform(inModes: [.default], block: x.postDone); CFRunLoopWakeUp(x.cfLoop) }),
-        (Workload.crossSignal, { x in CFRunLoopSourceSignal(x.source); CFRunLoopWakeUp(x.cfLoop) }),
+        (
+            Workload.crossPerform,
+            { x in
+                x.loop.perform(inModes: [.default], block: x.postDone); CFRunLoopWakeUp(x.cfLoop)
+            }
+        ),
+        (
+            Workload.crossSignal,
+            { x in
+                CFRunLoopSourceSignal(x.source); CFRunLoopWakeUp(x.cfLoop)
+            }
+        )
     ]
     for (workload, handOff) in variants {
         let holder = Holder<LoopThread>()

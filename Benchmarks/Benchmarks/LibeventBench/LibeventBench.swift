@@ -28,26 +28,42 @@ private func timerBenchmarks() {
     Benchmark(Workload.name(Workload.timerBatch, batch), configuration: benchConfiguration(iterations: 40)) { benchmark in
         let fired = lev_timer_batch(loop.state!.pointer, Int32(batch))
         precondition(fired == batch)
-    } setup: { loop.state = Loop() } teardown: { loop.state = nil }
+    } setup: {
+        loop.state = Loop()
+    } teardown: {
+        loop.state = nil
+    }
 
     let chain = Workload.timerChainCount
     let chainLoop = Holder<Loop>()
     Benchmark(Workload.name(Workload.timerChain, chain), configuration: benchConfiguration(iterations: 40)) { benchmark in
         let fired = lev_timer_chain(chainLoop.state!.pointer, Int32(chain))
         precondition(fired == chain)
-    } setup: { chainLoop.state = Loop() } teardown: { chainLoop.state = nil }
+    } setup: {
+        chainLoop.state = Loop()
+    } teardown: {
+        chainLoop.state = nil
+    }
 
     let spreadLoop = Holder<Loop>()
     Benchmark(Workload.name(Workload.timerSpread, 1), configuration: benchConfiguration(iterations: 10, seconds: 2)) { benchmark in
         blackHole(lev_timer_spread(spreadLoop.state!.pointer, Int32(Workload.spreadCount), Workload.spreadNanoseconds))
-    } setup: { spreadLoop.state = Loop() } teardown: { spreadLoop.state = nil }
+    } setup: {
+        spreadLoop.state = Loop()
+    } teardown: {
+        spreadLoop.state = nil
+    }
 
     let ticks = Workload.tickCount
     let tickLoop = Holder<Loop>()
     Benchmark(Workload.name(Workload.timerTick, ticks), configuration: benchConfiguration(iterations: 40)) { benchmark in
         let fired = lev_timer_ticks(tickLoop.state!.pointer, Int32(ticks))
         precondition(fired == ticks)
-    } setup: { tickLoop.state = Loop() } teardown: { tickLoop.state = nil }
+    } setup: {
+        tickLoop.state = Loop()
+    } teardown: {
+        tickLoop.state = nil
+    }
 
     for (workload, pending, iterations) in [(Workload.pending1K, 1_000, 200), (Workload.pending1M, 1_000_000, 50)] {
         let operations = 10_000
@@ -77,7 +93,11 @@ private func sourceBenchmarks() {
     Benchmark(Workload.name(Workload.source0, performs), configuration: benchConfiguration(iterations: 40)) { benchmark in
         let fired = lev_source0(loop.state!.pointer, Int32(performs))
         precondition(fired == performs)
-    } setup: { loop.state = Loop() } teardown: { loop.state = nil }
+    } setup: {
+        loop.state = Loop()
+    } teardown: {
+        loop.state = nil
+    }
 }
 
 // MARK: 3. cross-thread hand-off (eventfd write, loop callback posts a semaphore)

@@ -56,7 +56,11 @@ private func timerBenchmarks() {
             for _ in 0..<batch { loop.scheduleTask(in: .zero, task) }
         }
         precondition(counter.value == batch)
-    } setup: { batchLoop.state = Loop() } teardown: { batchLoop.state?.shutdown(); batchLoop.state = nil }
+    } setup: {
+        batchLoop.state = Loop()
+    } teardown: {
+        batchLoop.state?.shutdown(); batchLoop.state = nil
+    }
 
     let chain = Workload.timerChainCount
     let chainLoop = Holder<Loop>()
@@ -64,7 +68,11 @@ private func timerBenchmarks() {
         let state = TimerChain(chainLoop.state!, count: chain)
         chainLoop.state!.runAndWait { state.scheduleNext() }
         precondition(state.fired == chain)
-    } setup: { chainLoop.state = Loop() } teardown: { chainLoop.state?.shutdown(); chainLoop.state = nil }
+    } setup: {
+        chainLoop.state = Loop()
+    } teardown: {
+        chainLoop.state?.shutdown(); chainLoop.state = nil
+    }
 
     let spread = Workload.spreadCount
     let spreadLoop = Holder<Loop>()
@@ -83,7 +91,11 @@ private func timerBenchmarks() {
             }
         }
         precondition(counter.value == spread)
-    } setup: { spreadLoop.state = Loop() } teardown: { spreadLoop.state?.shutdown(); spreadLoop.state = nil }
+    } setup: {
+        spreadLoop.state = Loop()
+    } teardown: {
+        spreadLoop.state?.shutdown(); spreadLoop.state = nil
+    }
 
     let ticks = Workload.tickCount
     let tickLoop = Holder<Loop>()
@@ -100,7 +112,11 @@ private func timerBenchmarks() {
             }
         }
         precondition(counter.value == ticks)
-    } setup: { tickLoop.state = Loop() } teardown: { tickLoop.state?.shutdown(); tickLoop.state = nil }
+    } setup: {
+        tickLoop.state = Loop()
+    } teardown: {
+        tickLoop.state?.shutdown(); tickLoop.state = nil
+    }
 }
 
 /// A chain of zero-delay scheduled tasks, each scheduled by the previous one.
@@ -153,7 +169,7 @@ private func pendingTimerBenchmarks() {
     // NIO cancels a scheduled task by a linear search of its heap's storage (Heap.remove(value:)), so
     // the 1M case runs 100 operations per iteration instead of 10,000.
     for (workload, pending, operations, iterations) in [
-        (Workload.pending1K, 1_000, 10_000, 200), (Workload.pending1M, 1_000_000, 100, 20),
+        (Workload.pending1K, 1_000, 10_000, 200), (Workload.pending1M, 1_000_000, 100, 20)
     ] {
         let holder = Holder<PendingTimers>()
         Benchmark(
@@ -356,7 +372,7 @@ private final class TCPEchoState: @unchecked Sendable {
     var server: Channel!
     var clients: [Channel] = []
     var message: ByteBuffer!
-    var remaining = 0   // round trips still to start (all clients together)
+    var remaining = 0  // round trips still to start (all clients together)
     var echoed = 0
     var target = 0
 
@@ -375,15 +391,16 @@ private final class TCPEchoState: @unchecked Sendable {
             .wait()
         let port = server.localAddress!.port!
         for _ in 0..<Workload.tcpEchoConnections {
-            clients.append(try ClientBootstrap(group: l.group)
-                .channelOption(.tcpOption(.tcp_nodelay), value: 1)
-                .channelInitializer { [self] channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(EchoClientHandler(state: self))
+            clients.append(
+                try ClientBootstrap(group: l.group)
+                    .channelOption(.tcpOption(.tcp_nodelay), value: 1)
+                    .channelInitializer { [self] channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            try channel.pipeline.syncOperations.addHandler(EchoClientHandler(state: self))
+                        }
                     }
-                }
-                .connect(host: "127.0.0.1", port: port)
-                .wait())
+                    .connect(host: "127.0.0.1", port: port)
+                    .wait())
         }
     }
 
@@ -422,7 +439,7 @@ private final class EchoClientHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
     let state: TCPEchoState
-    var pending = 0   // bytes of the current echo received so far
+    var pending = 0  // bytes of the current echo received so far
 
     init(state: TCPEchoState) { self.state = state }
 

@@ -17,8 +17,8 @@ private final class WebSocketEchoState: @unchecked Sendable {
     var server: Channel!
     var clients: [Channel] = []
     let payload = ByteBuffer(repeating: 0x78, count: Workload.tcpEchoMessageSize)
-    var upgraded = 0      // clients whose upgrade completed (touched on the loop only)
-    var remaining = 0     // round trips still to start (all clients together)
+    var upgraded = 0  // clients whose upgrade completed (touched on the loop only)
+    var remaining = 0  // round trips still to start (all clients together)
     var echoed = 0
     var target = 0
 
@@ -44,25 +44,29 @@ private final class WebSocketEchoState: @unchecked Sendable {
             .wait()
         let port = server.localAddress!.port!
         for _ in 0..<Workload.tcpEchoConnections {
-            clients.append(try ClientBootstrap(group: l.group)
-                .channelOption(.tcpOption(.tcp_nodelay), value: 1)
-                .channelInitializer { [self] channel in
-                    let upgrader = NIOWebSocketClientUpgrader(upgradePipelineHandler: { [self] channel, _ in
-                        channel.eventLoop.makeCompletedFuture {
-                            try channel.pipeline.syncOperations.addHandler(WebSocketEchoClientHandler(state: self))
-                        }
-                    })
-                    return channel.pipeline.addHTTPClientHandlers(
-                        withClientUpgrade: (upgraders: [upgrader], completionHandler: { context in
-                            context.pipeline.removeHandler(name: UpgradeRequestHandler.name, promise: nil)
+            clients.append(
+                try ClientBootstrap(group: l.group)
+                    .channelOption(.tcpOption(.tcp_nodelay), value: 1)
+                    .channelInitializer { [self] channel in
+                        let upgrader = NIOWebSocketClientUpgrader(upgradePipelineHandler: { [self] channel, _ in
+                            channel.eventLoop.makeCompletedFuture {
+                                try channel.pipeline.syncOperations.addHandler(WebSocketEchoClientHandler(state: self))
+                            }
                         })
-                    ).flatMapThrowing {
-                        try channel.pipeline.syncOperations.addHandler(
-                            UpgradeRequestHandler(port: port), name: UpgradeRequestHandler.name)
+                        return channel.pipeline.addHTTPClientHandlers(
+                            withClientUpgrade: (
+                                upgraders: [upgrader],
+                                completionHandler: { context in
+                                    context.pipeline.removeHandler(name: UpgradeRequestHandler.name, promise: nil)
+                                }
+                            )
+                        ).flatMapThrowing {
+                            try channel.pipeline.syncOperations.addHandler(
+                                UpgradeRequestHandler(port: port), name: UpgradeRequestHandler.name)
+                        }
                     }
-                }
-                .connect(host: "127.0.0.1", port: port)
-                .wait())
+                    .connect(host: "127.0.0.1", port: port)
+                    .wait())
         }
         // Connected is not upgraded: wait until every client's handler is in its pipeline.
         l.runAndWait { [self] in waitForUpgrades() }

@@ -228,7 +228,7 @@ private final class SelfSignallingSource: @unchecked Sendable {
 private func sourceBenchmarks() {
     let performs = Workload.source0Count
     let variants: [(String, SelfSignallingSource.Watcher)] = [
-        (Workload.source0, .none), (Workload.source0Observer, .observer), (Workload.source0Recorder, .recorder),
+        (Workload.source0, .none), (Workload.source0Observer, .observer), (Workload.source0Recorder, .recorder)
     ]
     for (workload, watcher) in variants {
         let holder = Holder<SelfSignallingSource>()
@@ -260,10 +260,11 @@ private final class LoopThread: @unchecked Sendable {
 
     init() {
         postDone = { [unowned self] in bs_sem_post(self.done) }
-        thread = bs_thread_start({ context in
-            let this = Unmanaged<LoopThread>.fromOpaque(context!).takeUnretainedValue()
-            this.main()
-        }, Unmanaged.passUnretained(self).toOpaque())
+        thread = bs_thread_start(
+            { context in
+                let this = Unmanaged<LoopThread>.fromOpaque(context!).takeUnretainedValue()
+                this.main()
+            }, Unmanaged.passUnretained(self).toOpaque())
         bs_sem_wait(ready)
     }
 
@@ -294,8 +295,13 @@ private let lostWakeUps = BenchmarkMetric.custom("lostWakeUps", polarity: .prefe
 private func crossThreadBenchmarks() {
     let variants: [(String, @Sendable (LoopThread) -> Void)] = [
         (Workload.crossPerform, { x in x.loop.perform(x.postDone) }),
-        (Workload.crossSignal, { x in x.source.signal(); x.loop.wakeUp() }),
-        (Workload.crossSignalAndWakeUp, { x in x.source.signalAndWakeUp() }),
+        (
+            Workload.crossSignal,
+            { x in
+                x.source.signal(); x.loop.wakeUp()
+            }
+        ),
+        (Workload.crossSignalAndWakeUp, { x in x.source.signalAndWakeUp() })
     ]
     for (workload, handOff) in variants {
         let holder = Holder<LoopThread>()
@@ -479,7 +485,7 @@ private final class TCPEcho: @unchecked Sendable {
     var accepted: [TCPConnection] = []
     let message = [UInt8](repeating: 0x78, count: Workload.tcpEchoMessageSize)
     var connected = 0
-    var remaining = 0      // round trips still to start, per iteration (all clients together)
+    var remaining = 0  // round trips still to start, per iteration (all clients together)
     var echoed = 0
     var target = 0
 

@@ -14,7 +14,7 @@ private final class WebSocketEcho: @unchecked Sendable {
     var accepted: [WebSocketConnection] = []
     let message = WebSocketMessage.binary([UInt8](repeating: 0x78, count: Workload.tcpEchoMessageSize))
     var opened = 0
-    var remaining = 0      // round trips still to start, per iteration (all clients together)
+    var remaining = 0  // round trips still to start, per iteration (all clients together)
     var echoed = 0
     var target = 0
 

@@ -1,5 +1,5 @@
-import Benchmark
 @_exported import BenchSupport
+import Benchmark
 
 /// The workloads, with the number of operations one benchmark iteration performs.
 ///
@@ -8,17 +8,17 @@ import Benchmark
 /// the table compares the same unit: one operation. Every system's target uses these names.
 public enum Workload {
     // 1. Timers
-    public static let timerBatch = "timer.oneshot.batch"        // schedule N zero-delay one-shots, run until all fired
-    public static let timerChain = "timer.oneshot.chain"        // each one-shot schedules the next from its callback
-    public static let timerSpread = "timer.spread100ms"         // 100,000 timers due over 100 ms: time to last fire
-    public static let timerTick = "timer.repeat.tick"           // one repeating timer, always due: one tick
-    public static let pending1K = "timer.pending1k.insertCancel" // insert + cancel one timer among 1,000 pending
-    public static let pending1M = "timer.pending1M.insertCancel" // the same among 1,000,000 pending
+    public static let timerBatch = "timer.oneshot.batch"  // schedule N zero-delay one-shots, run until all fired
+    public static let timerChain = "timer.oneshot.chain"  // each one-shot schedules the next from its callback
+    public static let timerSpread = "timer.spread100ms"  // 100,000 timers due over 100 ms: time to last fire
+    public static let timerTick = "timer.repeat.tick"  // one repeating timer, always due: one tick
+    public static let pending1K = "timer.pending1k.insertCancel"  // insert + cancel one timer among 1,000 pending
+    public static let pending1M = "timer.pending1M.insertCancel"  // the same among 1,000,000 pending
     // 2. Custom source (source0)
-    public static let source0 = "source0.signalPerform"         // signalled from its own callout, performed
+    public static let source0 = "source0.signalPerform"  // signalled from its own callout, performed
     // 5. Observers (same loop as source0)
-    public static let source0Observer = "source0.signalPerform.observer1"          // one observer, all activities
-    public static let source0Recorder = "source0.signalPerform.activityRecorder"   // RunLoopTesting's recorder
+    public static let source0Observer = "source0.signalPerform.observer1"  // one observer, all activities
+    public static let source0Recorder = "source0.signalPerform.activityRecorder"  // RunLoopTesting's recorder
     // 3. Cross-thread hand-off (one iteration = one round trip)
     public static let crossPerform = "xthread.perform"
     public static let crossSignal = "xthread.signalWake"
@@ -31,9 +31,9 @@ public enum Workload {
     public static let memSources = "mem.customSource"
     public static let memPorts = "mem.portSource"
     // 7. TCP echo
-    public static let tcpEcho = "tcp.echo"                      // one 64-byte message echoed over loopback TCP
+    public static let tcpEcho = "tcp.echo"  // one 64-byte message echoed over loopback TCP
     // 8. WebSocket echo (the same shape as tcp.echo, so the framing's cost is the difference)
-    public static let wsEcho = "ws.echo"                        // one 64-byte binary message, masked by the client
+    public static let wsEcho = "ws.echo"  // one 64-byte binary message, masked by the client
 
     public static let timerBatchCount = 100_000
     public static let timerChainCount = 100_000

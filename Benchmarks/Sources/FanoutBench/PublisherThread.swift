@@ -21,9 +21,10 @@ final class PublisherThread: @unchecked Sendable {
     }
 
     func start() {
-        _ = bs_thread_start({ context in
-            Unmanaged<PublisherThread>.fromOpaque(context!).takeRetainedValue().main()
-        }, Unmanaged.passRetained(self).toOpaque())
+        _ = bs_thread_start(
+            { context in
+                Unmanaged<PublisherThread>.fromOpaque(context!).takeRetainedValue().main()
+            }, Unmanaged.passRetained(self).toOpaque())
     }
 
     /// Tells the publisher, on its own loop, to start sending.

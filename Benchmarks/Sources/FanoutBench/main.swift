@@ -126,5 +126,7 @@ emit("client_threads", 2)
 for failure in (subscribers.failures + sent.failures).prefix(10) { print("fanout-bench: \(failure)") }
 fflush(nil)
 let complete = subscribers.received == expected && sent.acknowledged == options.messages
-if !complete { print("fanout-bench: incomplete: \(subscribers.received) of \(expected) deliveries, \(sent.acknowledged) of \(options.messages) acknowledged") }
+if !complete {
+    print("fanout-bench: incomplete: \(subscribers.received) of \(expected) deliveries, \(sent.acknowledged) of \(options.messages) acknowledged")
+}
 exit(complete ? 0 : 1)

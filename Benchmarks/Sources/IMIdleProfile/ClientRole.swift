@@ -75,9 +75,11 @@ final class ClientRole {
         configuration.loginTimeout = options.readyTimeout
         let tcp = TCPFrameLink.connector(host: "127.0.0.1", port: port)
         let counters = counters
-        let client = IMClient(configuration: configuration, loop: loop, connector: { loop, modes, maximumFrameBody in
-            CountingLink(tcp(loop, modes, maximumFrameBody), counters: counters)
-        })
+        let client = IMClient(
+            configuration: configuration, loop: loop,
+            connector: { loop, modes, maximumFrameBody in
+                CountingLink(tcp(loop, modes, maximumFrameBody), counters: counters)
+            })
         client.onStateChange = { [unowned self] _, state in
             let now = state == .online
             guard now != isOnline[index] else { return }

@@ -17,7 +17,10 @@ enum Table {
         row("RSS with all online", mib(report.rssAllOnline))
         row("RSS per connection (all online)", "\(fixed(perConnection / 1024, 2)) KiB")
         row("RSS per connection (end of window)", "\(fixed(afterWindow / 1024, 2)) KiB")
-        row("server thread CPU in window", "\(fixed(Double(report.threadCPU) / 1e6, 0)) ms = \(fixed(Double(report.threadCPU) / Double(max(1, report.window)) * 100, 2)) % of one core")
+        row(
+            "server thread CPU in window",
+            "\(fixed(Double(report.threadCPU) / 1e6, 0)) ms = \(fixed(Double(report.threadCPU) / Double(max(1, report.window)) * 100, 2)) % of one core"
+        )
         row("process CPU in window", "\(fixed(Double(report.processCPU) / 1e6, 0)) ms")
         row("sessions ended in window", "\(report.sessionsEnded)")
         row("online at end of window", "\(report.online)")
@@ -25,7 +28,9 @@ enum Table {
 
     static func clients(_ report: ClientRole.Report, _ options: Options) {
         let seconds = Double(report.window) / 1e9
-        header("clients: \(report.online) of \(options.count) online after a \(fixed(report.rampSeconds, 1)) s ramp, heartbeat \(options.heartbeat), window \(fixed(seconds, 1)) s")
+        header(
+            "clients: \(report.online) of \(options.count) online after a \(fixed(report.rampSeconds, 1)) s ramp, heartbeat \(options.heartbeat), window \(fixed(seconds, 1)) s"
+        )
         row("heartbeats sent", "\(report.heartbeatsSent) = \(fixed(Double(report.heartbeatsSent) / max(seconds, 1e-9), 0))/s")
         row("heartbeats answered", "\(report.heartbeatsAnswered) = \(fixed(Double(report.heartbeatsAnswered) / max(seconds, 1e-9), 0))/s")
         row("disconnects in window", "\(report.disconnects)")

@@ -66,15 +66,16 @@ func runBoth(_ options: Options) -> Int32 {
         return 1
     }
     let clients = ClientsThread(options: options, port: server.port)
-    _ = bs_thread_start({ context in
-        let clients = Unmanaged<ClientsThread>.fromOpaque(context!).takeUnretainedValue()
-        let role = ClientRole(options: clients.options)
-        clients.finished = role.run(port: clients.port)
-        clients.report = role.report
-        bs_sem_post(clients.done)
-        // Parks with its clients alive (and still heartbeating) until the process exits.
-        while true { _ = try? role.loop.run(.default, timeout: .seconds(1)) }
-    }, Unmanaged.passRetained(clients).toOpaque())
+    _ = bs_thread_start(
+        { context in
+            let clients = Unmanaged<ClientsThread>.fromOpaque(context!).takeUnretainedValue()
+            let role = ClientRole(options: clients.options)
+            clients.finished = role.run(port: clients.port)
+            clients.report = role.report
+            bs_sem_post(clients.done)
+            // Parks with its clients alive (and still heartbeating) until the process exits.
+            while true { _ = try? role.loop.run(.default, timeout: .seconds(1)) }
+        }, Unmanaged.passRetained(clients).toOpaque())
     let finished = server.run()
     // Keep answering until the clients' window has closed too.
     server.serve(until: { bs_sem_wait_ms(clients.done, 0) == 0 }, limit: options.readyTimeout)

@@ -41,10 +41,11 @@ case "chain":
     loop.add(RunLoopTimer(after: .zero, box.callback!), forMode: mode)
     _ = try loop.run(mode)
 case "tick":
-    loop.add(RunLoopTimer(after: .zero, repeating: .nanoseconds(1)) { timer in
-        box.value += 1
-        if box.value >= count { timer.invalidate() }
-    }, forMode: mode)
+    loop.add(
+        RunLoopTimer(after: .zero, repeating: .nanoseconds(1)) { timer in
+            box.value += 1
+            if box.value >= count { timer.invalidate() }
+        }, forMode: mode)
     _ = try loop.run(mode)
 case "spread":
     let callback: (RunLoopTimer) -> Void = { _ in box.value += 1 }
@@ -112,7 +113,9 @@ case "xperform", "xsignal":
             remote.loop.wakeUp()
         }
         if bs_sem_wait_ms(remote.done, 2_000) != 0 {
-            print("\(workload): round trip \(index) lost: the loop slept 2 s with work pending (isWaiting: \(remote.loop.isWaiting)); pid \(getpid()), inspect /proc/\(getpid())/fdinfo within 20 s")
+            print(
+                "\(workload): round trip \(index) lost: the loop slept 2 s with work pending (isWaiting: \(remote.loop.isWaiting)); pid \(getpid()), inspect /proc/\(getpid())/fdinfo within 20 s"
+            )
             fflush(nil)
             sleep(20)
             exit(1)

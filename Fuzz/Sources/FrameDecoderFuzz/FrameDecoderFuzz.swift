@@ -11,6 +11,7 @@
 // a crash and saves the input.
 import CFuzzerDriver
 import RunLoopIMCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -45,8 +46,9 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     var offset = 0
     for frame in whole.frames {
         let encoded = frame.encoded()
-        fuzzCheck(offset + encoded.count <= stream.count && Array(stream[offset..<(offset + encoded.count)]) == encoded,
-                  "frame at \(offset) does not re-encode to its bytes")
+        fuzzCheck(
+            offset + encoded.count <= stream.count && Array(stream[offset..<(offset + encoded.count)]) == encoded,
+            "frame at \(offset) does not re-encode to its bytes")
         fuzzCheck(frame.body.count <= limit, "body over the limit")
         offset += encoded.count
         decodeBody(frame)

@@ -96,8 +96,9 @@ struct Client: ParsableCommand {
             console.restore()
         }
 
-        try console.start(loop: loop, onLine: { terminal.receive(line: $0) }, onEnd: { terminal.endOfInput() },
-                          onInterrupt: { terminal.quit() })
+        try console.start(
+            loop: loop, onLine: { terminal.receive(line: $0) }, onEnd: { terminal.endOfInput() },
+            onInterrupt: { terminal.quit() })
         if console.isInteractive { console.show("type /help for the commands") }
         terminal.start()
         while terminal.exitStatus == nil {

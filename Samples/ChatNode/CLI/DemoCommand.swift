@@ -13,10 +13,11 @@ struct Demo: ParsableCommand {
     var noTimeline = false
 
     func run() throws {
-        let summary = try ChatDemo.run(ChatDemo.Options(timelinePath: noTimeline ? nil : timeline) { line in
-            print(line)
-            fflush(nil)
-        })
+        let summary = try ChatDemo.run(
+            ChatDemo.Options(timelinePath: noTimeline ? nil : timeline) { line in
+                print(line)
+                fflush(nil)
+            })
         print("")
         print("== Summary")
         print(summary)

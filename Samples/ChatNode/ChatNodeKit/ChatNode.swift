@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 public import Logging
 public import RunLoopChat
 public import RunLoopIM
@@ -9,6 +6,10 @@ public import RunLoopIMSQLite
 public import RunLoopKit
 public import RunLoopNet
 import RunLoopWebSocket
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The demo chat node: an ``IMServer`` with accounts (scrypt), rooms, history and offline delivery in
 /// one SQLite file, and limits on everything a client can overuse.
@@ -138,7 +139,9 @@ public final class ChatNode {
                 throw error
             }
         }
-        logger.info("chat node listening on \(configuration.host):\(server.port)\(pageURL.map { ", page \($0)" } ?? ""), database \(configuration.databasePath)")
+        logger.info(
+            "chat node listening on \(configuration.host):\(server.port)\(pageURL.map { ", page \($0)" } ?? ""), database \(configuration.databasePath)"
+        )
     }
 
     /// Stops at once, the way a crash looks to clients (``IMServer/abort()``), and frees both ports.
@@ -266,4 +269,3 @@ public enum ChatNodeError: Error, Equatable, CustomStringConvertible {
         }
     }
 }
-

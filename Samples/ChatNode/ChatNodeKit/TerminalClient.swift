@@ -166,8 +166,10 @@ public final class TerminalClient {
     ///   - connector: makes the link for each connection attempt: `TCPFrameLink.connector(host:port:)`
     ///     for a real node (with the configuration's host and port), an in-memory one in tests.
     ///   - output: receives each line to show (see the type's documentation for the format).
-    public init(configuration: Configuration, connector: @escaping IMConnector, loop: RunLoop = .current,
-                logger: Logger = Logger(label: "chat-node.client"), output: @escaping (String) -> Void) {
+    public init(
+        configuration: Configuration, connector: @escaping IMConnector, loop: RunLoop = .current,
+        logger: Logger = Logger(label: "chat-node.client"), output: @escaping (String) -> Void
+    ) {
         precondition(loop.isCurrentThread, "TerminalClient must be created on its run loop's thread")
         self.configuration = configuration
         self.loop = loop
@@ -379,7 +381,9 @@ public final class TerminalClient {
             var waits: [String] = []
             if !own.isEmpty { waits.append("\(own.count) message\(own.count == 1 ? "" : "s")") }
             if unrunLines > 0 { waits.append("\(unrunLines) command\(unrunLines == 1 ? "" : "s")") }
-            emit("* finishing: waiting up to \(formatDuration(configuration.drainTimeout)) for \(waits.joined(separator: " and ")) (Ctrl-C again: leave now)")
+            emit(
+                "* finishing: waiting up to \(formatDuration(configuration.drainTimeout)) for \(waits.joined(separator: " and ")) (Ctrl-C again: leave now)"
+            )
         }
         schedulePump()
     }

@@ -136,6 +136,6 @@ public enum TerminalCommand: Equatable, Sendable {
         "  /more                   the next older page of the last /history",
         "  /status                 connection state and messages not yet delivered",
         "  /quit                   wait for own messages to settle, then leave",
-        "  //TEXT                  send TEXT starting with one /",
+        "  //TEXT                  send TEXT starting with one /"
     ]
 }

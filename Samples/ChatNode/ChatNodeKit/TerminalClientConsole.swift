@@ -36,8 +36,10 @@ public final class TerminalConsole {
     /// Starts reading on `loop`: complete lines go to `onLine`, the end of input (end of file, or Ctrl-D
     /// on an empty line) to `onEnd` once, Ctrl-C read as a byte to `onInterrupt`.
     /// - Throws: ``RunLoopError`` when the input descriptor cannot be watched.
-    public func start(loop: RunLoop = .current, onLine: @escaping (String) -> Void, onEnd: @escaping () -> Void,
-                      onInterrupt: @escaping () -> Void) throws(RunLoopError) {
+    public func start(
+        loop: RunLoop = .current, onLine: @escaping (String) -> Void, onEnd: @escaping () -> Void,
+        onInterrupt: @escaping () -> Void
+    ) throws(RunLoopError) {
         if isInteractive { enterRawMode() }
         var ended = false
         let end = {
@@ -45,17 +47,20 @@ public final class TerminalConsole {
             ended = true
             onEnd()
         }
-        input = try TerminalInput(fileDescriptor: inputDescriptor, loop: loop, onBytes: { [weak self] bytes in
-            guard let self else { return }
-            if self.isInteractive {
-                self.typed(bytes, onLine: onLine, onEnd: end, onInterrupt: onInterrupt)
-            } else {
-                for line in self.splitter.append(bytes) { onLine(line) }
-            }
-        }, onEnd: { [weak self] in
-            if let last = self?.splitter.finish() { onLine(last) }
-            end()
-        })
+        input = try TerminalInput(
+            fileDescriptor: inputDescriptor, loop: loop,
+            onBytes: { [weak self] bytes in
+                guard let self else { return }
+                if self.isInteractive {
+                    self.typed(bytes, onLine: onLine, onEnd: end, onInterrupt: onInterrupt)
+                } else {
+                    for line in self.splitter.append(bytes) { onLine(line) }
+                }
+            },
+            onEnd: { [weak self] in
+                if let last = self?.splitter.finish() { onLine(last) }
+                end()
+            })
         if isInteractive { write(editor.render(prompt: prompt())) }
     }
 

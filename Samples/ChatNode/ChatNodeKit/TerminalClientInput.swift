@@ -59,8 +59,10 @@ public final class TerminalInput {
     ///   - onBytes: each chunk read, on the loop's thread.
     ///   - onEnd: once, at end of file or a read error (which is logged); no call after ``invalidate()``.
     /// - Throws: ``RunLoopError`` when the descriptor is not open.
-    public init(fileDescriptor: Int32 = STDIN_FILENO, loop: RunLoop = .current, modes: [RunLoop.Mode] = [.common],
-                onBytes: @escaping ([UInt8]) -> Void, onEnd: @escaping () -> Void) throws(RunLoopError) {
+    public init(
+        fileDescriptor: Int32 = STDIN_FILENO, loop: RunLoop = .current, modes: [RunLoop.Mode] = [.common],
+        onBytes: @escaping ([UInt8]) -> Void, onEnd: @escaping () -> Void
+    ) throws(RunLoopError) {
         precondition(loop.isCurrentThread, "TerminalInput must be created on its run loop's thread")
         self.fileDescriptor = fileDescriptor
         self.loop = loop

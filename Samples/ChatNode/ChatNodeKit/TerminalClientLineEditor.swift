@@ -60,7 +60,8 @@ public struct TerminalLineEditor: Sendable {
             changed = false
         }
         for byte in bytes {
-            if case .none = escape {} else {
+            if case .none = escape {
+            } else {
                 changed = handleEscape(byte) || changed
                 continue
             }

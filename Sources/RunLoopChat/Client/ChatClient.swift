@@ -115,8 +115,10 @@ public final class ChatClient {
     /// first: at most `limit` messages (0: the server's default) whose `seq` is below `before`
     /// (0: from the newest). The next older page: `before: page.nextBefore`.
     /// Refusals: `notAMember`, `badRequest`.
-    public func history(with conversation: Recipient, before: UInt64 = 0, limit: Int = 0,
-                        completion: @escaping (Result<HistoryPage, ChatRequestError>) -> Void) {
+    public func history(
+        with conversation: Recipient, before: UInt64 = 0, limit: Int = 0,
+        completion: @escaping (Result<HistoryPage, ChatRequestError>) -> Void
+    ) {
         let request = conversation.historyRequest(before: before, limit: limit)
         ask(.history, request) { completion($0.flatMap { Self.decode($0, IMHistoryPage.self).map(HistoryPage.init) }) }
     }
@@ -144,8 +146,10 @@ public final class ChatClient {
 
     /// Sends a request and files its completion under its serial; a request that cannot be sent
     /// completes on the loop's next pass, never inside the owner's call.
-    private func ask(_ command: IMCommand, _ body: some SwiftProtobuf.Message,
-                     completion: @escaping (Result<IMFrame, ChatRequestError>) -> Void) {
+    private func ask(
+        _ command: IMCommand, _ body: some SwiftProtobuf.Message,
+        completion: @escaping (Result<IMFrame, ChatRequestError>) -> Void
+    ) {
         do {
             pending[try connection.request(command, message: body)] = completion
         } catch {

@@ -30,8 +30,9 @@ extension ChatMessage {
     /// A stored message always has a recipient (a SEND without one is refused); one that has none
     /// anyway is taken as a direct message to an unnamed user rather than dropped.
     init(_ wire: IMChatMessage) {
-        self.init(id: wire.id, from: wire.from, recipient: Recipient(wire.to) ?? .user(""), text: wire.text,
-                  seq: wire.seq, sentAtMilliseconds: wire.sentAtMs)
+        self.init(
+            id: wire.id, from: wire.from, recipient: Recipient(wire.to) ?? .user(""), text: wire.text,
+            seq: wire.seq, sentAtMilliseconds: wire.sentAtMs)
     }
 }
 

@@ -42,7 +42,8 @@ public struct PasswordHasher: Sendable, Equatable {
             if pair.count == 2, let value = Int(pair[1]) { settings[String(pair[0])] = value }
         }
         guard let rounds = settings["N"], let block = settings["r"], let parallel = settings["p"],
-              rounds > 1, rounds & (rounds - 1) == 0, rounds <= 1 << 20, (1...32).contains(block), (1...16).contains(parallel) else { return false }
+            rounds > 1, rounds & (rounds - 1) == 0, rounds <= 1 << 20, (1...32).contains(block), (1...16).contains(parallel)
+        else { return false }
         let hasher = PasswordHasher(rounds: rounds, blockSize: block, parallelism: parallel)
         let actual = hasher.derive(password, salt: salt, length: expected.count)
         guard actual.count == expected.count else { return false }
@@ -52,8 +53,11 @@ public struct PasswordHasher: Sendable, Equatable {
     func derive(_ password: String, salt: [UInt8], length: Int = 32) -> [UInt8] {
         // The parameters are checked above and in init; a failure here would be a memory limit, and
         // an empty result never matches a stored hash.
-        guard let key = try? KDF.Scrypt.deriveKey(from: Array(password.utf8), salt: salt, outputByteCount: length,
-                                                 rounds: rounds, blockSize: blockSize, parallelism: parallelism) else { return [] }
+        guard
+            let key = try? KDF.Scrypt.deriveKey(
+                from: Array(password.utf8), salt: salt, outputByteCount: length,
+                rounds: rounds, blockSize: blockSize, parallelism: parallelism)
+        else { return [] }
         return key.withUnsafeBytes { Array($0) }
     }
 

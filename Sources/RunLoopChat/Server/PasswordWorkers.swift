@@ -28,10 +28,11 @@ package final class PasswordWorkers {
         }
         busy += 1
         peakBusy = max(peakBusy, busy)
-        let finish = LoopBound({ [weak self] (result: Result) in
-            self?.free(worker)
-            then(result)
-        }, loop: loop)
+        let finish = LoopBound(
+            { [weak self] (result: Result) in
+                self?.free(worker)
+                then(result)
+            }, loop: loop)
         let loop = self.loop
         worker.async {
             let result = job()

@@ -71,8 +71,10 @@ public final class IMClient {
     ///   - connector: makes the link for each attempt, e.g. ``TCPFrameLink/connector(host:port:connectTimeout:options:limits:)``.
     ///   - modes: where the links' sources and the protocol timer go.
     /// Must be called on the loop's thread.
-    public init(configuration: IMClientConfiguration, loop: RunLoop = .current, modes: [RunLoop.Mode] = [.common],
-                connector: @escaping IMConnector, logger: Logger = Logger(label: "RunLoopIM.client")) {
+    public init(
+        configuration: IMClientConfiguration, loop: RunLoop = .current, modes: [RunLoop.Mode] = [.common],
+        connector: @escaping IMConnector, logger: Logger = Logger(label: "RunLoopIM.client")
+    ) {
         precondition(loop.isCurrentThread, "IMClient must be created on its run loop's thread")
         precondition(!modes.isEmpty, "IMClient needs at least one mode")
         self.loop = loop
@@ -261,26 +263,27 @@ public final class IMClient {
         transportGeneration = generation
         let transport = connector(loop, modes, machine.configuration.maximumFrameBody)
         self.transport = transport
-        transport.open(IMFrameLinkEvents(
-            opened: { [weak self] in
-                guard let self else { return }
-                self.apply(self.machine.transportOpened(generation: generation, now: self.loop.now))
-            },
-            received: { [weak self] frame in self?.received(frame, generation: generation) },
-            readEnded: { [weak self] in
-                guard let self, generation == self.transportGeneration else { return }
-                self.apply(self.machine.endOfInput(generation: generation, now: self.loop.now))
-            },
-            failed: { [weak self] error, _ in
-                guard let self, generation == self.transportGeneration else { return }
-                self.apply(self.machine.protocolError(generation: generation, error, now: self.loop.now))
-            },
-            closed: { [weak self] reason in
-                guard let self else { return }
-                if generation == self.transportGeneration { self.transport = nil }
-                self.apply(self.machine.transportClosed(generation: generation, reason: reason, now: self.loop.now))
-            }
-        ))
+        transport.open(
+            IMFrameLinkEvents(
+                opened: { [weak self] in
+                    guard let self else { return }
+                    self.apply(self.machine.transportOpened(generation: generation, now: self.loop.now))
+                },
+                received: { [weak self] frame in self?.received(frame, generation: generation) },
+                readEnded: { [weak self] in
+                    guard let self, generation == self.transportGeneration else { return }
+                    self.apply(self.machine.endOfInput(generation: generation, now: self.loop.now))
+                },
+                failed: { [weak self] error, _ in
+                    guard let self, generation == self.transportGeneration else { return }
+                    self.apply(self.machine.protocolError(generation: generation, error, now: self.loop.now))
+                },
+                closed: { [weak self] reason in
+                    guard let self else { return }
+                    if generation == self.transportGeneration { self.transport = nil }
+                    self.apply(self.machine.transportClosed(generation: generation, reason: reason, now: self.loop.now))
+                }
+            ))
     }
 
     private func received(_ frame: IMFrame, generation: UInt64) {

@@ -25,12 +25,14 @@ public struct IMFrameLinkEvents {
     /// called ``IMFrameLink/close(for:)`` or ``IMFrameLink/abort()``.
     public var closed: (IMLinkCloseReason) -> Void
 
-    public init(opened: @escaping () -> Void = {},
-                received: @escaping (IMFrame) -> Void,
-                readEnded: @escaping () -> Void = {},
-                oversized: @escaping (_ header: FrameHeader, _ bodyPrefix: [UInt8], _ limit: Int) -> Void = { _, _, _ in },
-                failed: @escaping (_ error: IMFrameError, _ serial: UInt32) -> Void,
-                closed: @escaping (IMLinkCloseReason) -> Void) {
+    public init(
+        opened: @escaping () -> Void = {},
+        received: @escaping (IMFrame) -> Void,
+        readEnded: @escaping () -> Void = {},
+        oversized: @escaping (_ header: FrameHeader, _ bodyPrefix: [UInt8], _ limit: Int) -> Void = { _, _, _ in },
+        failed: @escaping (_ error: IMFrameError, _ serial: UInt32) -> Void,
+        closed: @escaping (IMLinkCloseReason) -> Void
+    ) {
         self.opened = opened
         self.received = received
         self.readEnded = readEnded

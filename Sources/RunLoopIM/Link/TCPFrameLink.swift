@@ -24,9 +24,11 @@ public final class TCPFrameLink: IMFrameLink {
     /// - Parameters:
     ///   - options: socket options; keepalive and `TCP_USER_TIMEOUT` complement, not replace, the IM
     ///     heartbeat (they prove the socket, not the application).
-    public init(host: String, port: UInt16, connectTimeout: Duration = .seconds(10), maximumFrameBody: Int = 64 * 1024,
-                loop: RunLoop = .current, modes: [RunLoop.Mode] = [.common], options: TCPOptions = TCPOptions(),
-                limits: TCPBufferLimits = TCPBufferLimits()) {
+    public init(
+        host: String, port: UInt16, connectTimeout: Duration = .seconds(10), maximumFrameBody: Int = 64 * 1024,
+        loop: RunLoop = .current, modes: [RunLoop.Mode] = [.common], options: TCPOptions = TCPOptions(),
+        limits: TCPBufferLimits = TCPBufferLimits()
+    ) {
         endpoint = (host, port, connectTimeout)
         connection = TCPConnection(loop: loop, modes: modes, options: options, limits: limits)
         reader = IMFrameStreamReader(FrameDecoder(maximumBodyLength: maximumFrameBody))
@@ -40,16 +42,21 @@ public final class TCPFrameLink: IMFrameLink {
     public init(connection: TCPConnection, maximumBodyLength: Int, skippableSendLength: Int = 0) {
         endpoint = nil
         self.connection = connection
-        reader = IMFrameStreamReader(FrameDecoder(maximumBodyLength: maximumBodyLength, skippableBodyLength: skippableSendLength,
-                                                  skippableCommands: [IMCommand.send.rawValue]))
+        reader = IMFrameStreamReader(
+            FrameDecoder(
+                maximumBodyLength: maximumBodyLength, skippableBodyLength: skippableSendLength,
+                skippableCommands: [IMCommand.send.rawValue]))
     }
 
     /// A connector for ``IMClient``: a new TCP link to `host`:`port` per attempt.
-    public static func connector(host: String, port: UInt16, connectTimeout: Duration = .seconds(10),
-                                 options: TCPOptions = TCPOptions(), limits: TCPBufferLimits = TCPBufferLimits()) -> IMConnector {
+    public static func connector(
+        host: String, port: UInt16, connectTimeout: Duration = .seconds(10),
+        options: TCPOptions = TCPOptions(), limits: TCPBufferLimits = TCPBufferLimits()
+    ) -> IMConnector {
         { loop, modes, maximumFrameBody in
-            TCPFrameLink(host: host, port: port, connectTimeout: connectTimeout, maximumFrameBody: maximumFrameBody,
-                         loop: loop, modes: modes, options: options, limits: limits)
+            TCPFrameLink(
+                host: host, port: port, connectTimeout: connectTimeout, maximumFrameBody: maximumFrameBody,
+                loop: loop, modes: modes, options: options, limits: limits)
         }
     }
 

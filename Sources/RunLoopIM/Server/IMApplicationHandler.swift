@@ -1,4 +1,5 @@
 public import RunLoopIMCore
+
 /// The application behind an ``IMServer``: it answers the requests of the layer above sessions and
 /// delivery — JOIN, LEAVE, LIST_ROOMS and HISTORY (``IMCommand/isApplicationRequest``) — which the
 /// server passes on from logged-in sessions. `RunLoopChat`'s `ChatService` is the chat node's.

@@ -1,4 +1,5 @@
 import RunLoopIMCore
+
 /// How an ``IMServer`` admits logins, so that a flood of wrong passwords cannot starve real logins and
 /// a crowd coming back after a restart gets in without a stampede.
 ///

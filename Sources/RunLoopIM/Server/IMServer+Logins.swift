@@ -73,13 +73,15 @@ extension IMServer {
         }
         let account = Self.accountKey(request.user)
         let instance = request.clientInstance.isEmpty ? nil : LoginGate.InstanceKey(user: account, instance: request.clientInstance)
-        let replaceable = request.clientInstance.isEmpty ? nil : loginGate.online[LoginGate.InstanceKey(user: request.user, instance: request.clientInstance)]
+        let replaceable =
+            request.clientInstance.isEmpty ? nil : loginGate.online[LoginGate.InstanceKey(user: request.user, instance: request.clientInstance)]
         if let refusal = sessionLimitRefusal(for: request.user, replacing: replaceable, now: now) {
             return session.loginRefused(.tooManyConnections, reason: refusal.reason, retryAfter: refusal.retryAfter)
         }
         switch loginGate.throttle.loginArrived(from: LoginAddress(session.remoteAddress), account: account, now: now) {
         case .refused(let wait):
-            logger.debug("login of \(quoted(request.user)) from \(session.remoteAddress?.description ?? "?") refused for now, retry in \(formatSeconds(wait))")
+            logger.debug(
+                "login of \(quoted(request.user)) from \(session.remoteAddress?.description ?? "?") refused for now, retry in \(formatSeconds(wait))")
             session.loginRefused(.rateLimited, reason: "too many logins in progress; try again shortly", retryAfter: wait)
         case .queued(let ticket, let evicted):
             // Recorded before anything below can end another session and start checks.
@@ -88,8 +90,9 @@ extension IMServer {
             if let instance { supersedeOlderLogin(of: instance, by: ticket) }
             if let evicted, let login = loginGate.waiting[evicted] {
                 loginGate.forget(evicted)
-                login.session?.loginRefused(.rateLimited, reason: "too many logins in progress; try again shortly",
-                                            retryAfter: loginGate.throttle.retryAfter(.server, now: now))
+                login.session?.loginRefused(
+                    .rateLimited, reason: "too many logins in progress; try again shortly",
+                    retryAfter: loginGate.throttle.retryAfter(.server, now: now))
             }
             startChecks()
         }
@@ -212,7 +215,9 @@ extension IMServer {
             loginGate.instanceOfSession[ObjectIdentifier(session)] = key
         }
         if let replaced {
-            logger.debug("\(user)'s session from \(replaced.remoteAddress?.description ?? "?") replaced by one from \(session.remoteAddress?.description ?? "?")")
+            logger.debug(
+                "\(user)'s session from \(replaced.remoteAddress?.description ?? "?") replaced by one from \(session.remoteAddress?.description ?? "?")"
+            )
             replaced.end(with: .sessionReplaced, "a newer login of the same client instance replaced this session")
         }
     }
@@ -243,7 +248,8 @@ extension IMServer {
         let peer = login.peer
         let address = LoginAddress(peer)
         let failures = loginGate.throttle.failures(of: address, now: now)
-        logger.info("""
+        logger.info(
+            """
             login failed from \(peer?.ip ?? "unknown") port \(peer?.port ?? 0) for user \(quoted(login.request.user)): \(reason) \
             (\(code); \(oneDecimal(failures)) recent failures from \(address); answer held \(formatSeconds(hold)))
             """)

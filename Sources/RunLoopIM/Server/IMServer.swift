@@ -3,6 +3,7 @@ public import RunLoopIMCore
 public import RunLoopKit
 public import RunLoopNet
 import SwiftProtobuf
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -125,8 +126,10 @@ public final class IMServer {
     }
 
     /// Must be called on the loop's thread.
-    public init(store: any IMServerStore, settings: Settings = Settings(), loop: RunLoop = .current,
-                modes: [RunLoop.Mode] = [.common], logger: Logger = Logger(label: "RunLoopIM.server")) {
+    public init(
+        store: any IMServerStore, settings: Settings = Settings(), loop: RunLoop = .current,
+        modes: [RunLoop.Mode] = [.common], logger: Logger = Logger(label: "RunLoopIM.server")
+    ) {
         self.loop = loop
         self.modes = modes
         self.settings = settings
@@ -189,8 +192,10 @@ public final class IMServer {
     // MARK: Session callbacks
 
     private func accept(_ connection: TCPConnection) {
-        adopt(TCPFrameLink(connection: connection, maximumBodyLength: settings.maximumFrameBody,
-                           skippableSendLength: settings.maximumSkippedSendBody))
+        adopt(
+            TCPFrameLink(
+                connection: connection, maximumBodyLength: settings.maximumFrameBody,
+                skippableSendLength: settings.maximumSkippedSendBody))
     }
 
     /// Runs a session over a link accepted elsewhere — a WebSocket upgrade on an HTTP listener, the

@@ -33,23 +33,24 @@ public final class IMServerSession {
             guard let self else { return }
             self.apply(self.machine.timerFired(now: self.link.loop.now, inputWaiting: self.link.hasUnreadInput))
         }
-        link.open(IMFrameLinkEvents(
-            received: { [weak self] frame in
-                guard let self, !self.isEnded else { return }
-                self.apply(self.machine.frameReceived(frame, now: self.link.loop.now))
-            },
-            oversized: { [weak self] header, prefix, limit in
-                guard let self, !self.isEnded else { return }
-                self.apply(self.machine.oversizedFrameReceived(header, bodyPrefix: prefix, limit: limit, now: self.link.loop.now))
-            },
-            failed: { [weak self] error, serial in
-                self?.apply(self?.machine.protocolError(error.statusCode, error.description, serial: serial) ?? [])
-            },
-            closed: { [weak self] reason in
-                guard let self else { return }
-                self.apply(self.machine.transportClosed("\(reason)"))
-            }
-        ))
+        link.open(
+            IMFrameLinkEvents(
+                received: { [weak self] frame in
+                    guard let self, !self.isEnded else { return }
+                    self.apply(self.machine.frameReceived(frame, now: self.link.loop.now))
+                },
+                oversized: { [weak self] header, prefix, limit in
+                    guard let self, !self.isEnded else { return }
+                    self.apply(self.machine.oversizedFrameReceived(header, bodyPrefix: prefix, limit: limit, now: self.link.loop.now))
+                },
+                failed: { [weak self] error, serial in
+                    self?.apply(self?.machine.protocolError(error.statusCode, error.description, serial: serial) ?? [])
+                },
+                closed: { [weak self] reason in
+                    guard let self else { return }
+                    self.apply(self.machine.transportClosed("\(reason)"))
+                }
+            ))
         timer.schedule(at: machine.nextDeadline)
     }
 
@@ -163,8 +164,10 @@ public final class IMServerSession {
     /// password off the loop, a failure delay); a session that ended meanwhile ignores it.
     func loginAccepted(as user: String) {
         guard !isEnded, let server else { return }
-        apply(machine.loginAccepted(user: user, sessionID: UUIDText.random(),
-                                    serverTimeMilliseconds: server.wallClockMilliseconds(), now: link.loop.now))
+        apply(
+            machine.loginAccepted(
+                user: user, sessionID: UUIDText.random(),
+                serverTimeMilliseconds: server.wallClockMilliseconds(), now: link.loop.now))
     }
 
     func loginRefused(_ code: IMStatusCode, reason: String, retryAfter: Duration? = nil) {

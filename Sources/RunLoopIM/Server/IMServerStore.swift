@@ -1,4 +1,5 @@
 public import RunLoopIMCore
+
 /// What the server decided about a login.
 public enum IMLoginVerdict: Equatable, Sendable {
     /// Logged in as the user named in the LOGIN.

@@ -1,8 +1,9 @@
+import RunLoopKit
+
 #if canImport(Glibc)
 import Glibc
 import RunLoopIMCore
 #endif
-import RunLoopKit
 
 /// The login admission decisions of ``IMLoginLimits``, pure: `now` comes in, decisions go out, nothing
 /// runs by itself. The server's login gate (IMServer+Logins) feeds it and acts on what it says.
@@ -197,8 +198,9 @@ struct LoginThrottle {
             break
         case .failed:
             let halfLife = limits.failureHalfLife
-            let count = max(Self.addFailure(&addressFailures[login.address], now: now, halfLife: halfLife),
-                            Self.addFailure(&accountFailures[login.account], now: now, halfLife: halfLife))
+            let count = max(
+                Self.addFailure(&addressFailures[login.address], now: now, halfLife: halfLife),
+                Self.addFailure(&accountFailures[login.account], now: now, halfLife: halfLife))
             let delay = min(limits.maximumFailureDelay, limits.failureDelay * exp2(min(count, 40) - 1))
             if delay > .zero {
                 logins[ticket]?.stage = .holding
@@ -264,22 +266,28 @@ struct LoginThrottle {
     /// ``maximumTracked``.
     private mutating func pruneIfLarge(now: LoopInstant) {
         guard let prunedAt else { return self.prunedAt = now }
-        guard addressFailures.count + accountFailures.count + nextRetry.count >= pruneAt
-                || now >= prunedAt + limits.failureHalfLife else { return }
+        guard
+            addressFailures.count + accountFailures.count + nextRetry.count >= pruneAt
+                || now >= prunedAt + limits.failureHalfLife
+        else { return }
         self.prunedAt = now
         let halfLife = limits.failureHalfLife
         addressFailures = addressFailures.filter { $0.value.value(at: now, halfLife: halfLife) >= 0.01 }
         accountFailures = accountFailures.filter { $0.value.value(at: now, halfLife: halfLife) >= 0.01 }
         nextRetry = nextRetry.filter { $0.value > now }
         if addressFailures.count > Self.maximumTracked {
-            addressFailures = Dictionary(uniqueKeysWithValues: addressFailures
-                .sorted { $0.value.value(at: now, halfLife: halfLife) > $1.value.value(at: now, halfLife: halfLife) }
-                .prefix(Self.maximumTracked / 2).map { ($0.key, $0.value) })
+            addressFailures = Dictionary(
+                uniqueKeysWithValues:
+                    addressFailures
+                    .sorted { $0.value.value(at: now, halfLife: halfLife) > $1.value.value(at: now, halfLife: halfLife) }
+                    .prefix(Self.maximumTracked / 2).map { ($0.key, $0.value) })
         }
         if accountFailures.count > Self.maximumTracked {
-            accountFailures = Dictionary(uniqueKeysWithValues: accountFailures
-                .sorted { $0.value.value(at: now, halfLife: halfLife) > $1.value.value(at: now, halfLife: halfLife) }
-                .prefix(Self.maximumTracked / 2).map { ($0.key, $0.value) })
+            accountFailures = Dictionary(
+                uniqueKeysWithValues:
+                    accountFailures
+                    .sorted { $0.value.value(at: now, halfLife: halfLife) > $1.value.value(at: now, halfLife: halfLife) }
+                    .prefix(Self.maximumTracked / 2).map { ($0.key, $0.value) })
         }
         pruneAt = max(1024, 2 * (addressFailures.count + accountFailures.count + nextRetry.count))
     }

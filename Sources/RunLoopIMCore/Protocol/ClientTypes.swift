@@ -1,4 +1,3 @@
-
 /// Where an ``IMClient``'s connection is. Reported through ``IMClient/onStateChange``.
 public enum IMConnectionState: Equatable, Sendable, CustomStringConvertible {
     /// Not started.

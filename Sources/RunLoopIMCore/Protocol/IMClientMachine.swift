@@ -102,8 +102,9 @@ public struct IMClientMachine: Sendable {
 
     public init(configuration: IMClientConfiguration) {
         precondition(configuration.maximumSendAttempts > 0, "maximumSendAttempts must be positive")
-        precondition(configuration.answerTimeout > .zero && configuration.loginTimeout > .zero && configuration.ackTimeout > .zero,
-                     "timeouts must be positive")
+        precondition(
+            configuration.answerTimeout > .zero && configuration.loginTimeout > .zero && configuration.ackTimeout > .zero,
+            "timeouts must be positive")
         precondition(configuration.clientInstance.utf8.count <= 64, "clientInstance is at most 64 UTF-8 bytes")
         self.configuration = configuration
         backoff = ReconnectBackoff(policy: configuration.backoff)
@@ -201,7 +202,8 @@ public struct IMClientMachine: Sendable {
         // Once until the next frame: bytes that keep waiting without ever making a frame do not
         // keep a silent connection alive.
         if let silence = [loginDeadline, answerDeadline].compactMap({ $0 }).min(),
-           case .extend(let until) = lateGrace.judge(silence, now: now, peerBytesWaiting: { inputWaiting }) {
+            case .extend(let until) = lateGrace.judge(silence, now: now, peerBytesWaiting: { inputWaiting })
+        {
             if let deadline = loginDeadline, now >= deadline { loginDeadline = until }
             if let deadline = answerDeadline, now >= deadline { answerDeadline = until }
         }
@@ -286,7 +288,9 @@ public struct IMClientMachine: Sendable {
     ///   is over ``maximumSendBody`` (the server would refuse it: it is never queued),
     ///   ``IMClientError/messageIDTooLong(bytes:limit:)``, ``IMClientError/outboxFull(limit:)``,
     ///   ``IMClientError/duplicateID(_:)``, ``IMClientError/closed``.
-    public mutating func send(text: String, to recipient: IMRecipient, id: String? = nil, now: LoopInstant) throws(IMClientError) -> (id: String, actions: [IMClientAction]) {
+    public mutating func send(text: String, to recipient: IMRecipient, id: String? = nil, now: LoopInstant) throws(IMClientError) -> (
+        id: String, actions: [IMClientAction]
+    ) {
         if case .closed = phase { throw .closed }
         if case .closing = phase { throw .closed }
         var message = IMChatMessage()
@@ -319,7 +323,9 @@ public struct IMClientMachine: Sendable {
     /// only useful now.
     /// - Returns: the request's serial.
     /// - Throws: ``IMClientError/notOnline``, or ``IMClientError/closed``.
-    public mutating func request(_ command: IMCommand, body: [UInt8], now: LoopInstant) throws(IMClientError) -> (serial: UInt32, actions: [IMClientAction]) {
+    public mutating func request(_ command: IMCommand, body: [UInt8], now: LoopInstant) throws(IMClientError) -> (
+        serial: UInt32, actions: [IMClientAction]
+    ) {
         precondition(command.isApplicationRequest, "\(command) is not an application request")
         if case .closed = phase { throw .closed }
         guard case .online = phase else { throw .notOnline }

@@ -183,7 +183,8 @@ public struct IMServerSessionMachine: Sendable {
             if frame.body.count > settings.maximumSendBody {
                 refuseSend(frame.serial, id: IMChatMessage.leadingID(in: frame.body), code: .frameTooLarge)
             } else if let refused = firstRefusedSend, now - refused.since < Self.stickyRefusalLimit,
-                      let id = (try? frame.decode(IMChatMessage.self))?.id, id != refused.id {
+                let id = (try? frame.decode(IMChatMessage.self))?.id, id != refused.id
+            {
                 // Sent before the client learned of the refusal: storing it now would put it ahead of
                 // the refused one. The client resends from the refused message on, in order.
                 refuseSend(frame.serial, id: id, code: .rateLimited, retryAfter: sendBudget?.waitForToken(now: now) ?? .zero)
@@ -207,7 +208,7 @@ public struct IMServerSessionMachine: Sendable {
         case (nil, _):
             return fail(.unknownCommand, "unknown command \(frame.header.command)", serial: frame.serial)
         case (.loginAck, _), (.sendAck, _), (.deliver, _), (.abandonAck, _), (.logoutAck, _), (.error, _),
-             (.joinAck, _), (.leaveAck, _), (.roomList, _), (.historyPage, _), (.presence, _):
+            (.joinAck, _), (.leaveAck, _), (.roomList, _), (.historyPage, _), (.presence, _):
             return fail(.badRequest, "\(frame.command.map { "\($0)" } ?? "?") is a server's frame", serial: frame.serial)
         }
         return takeActions()
@@ -215,7 +216,8 @@ public struct IMServerSessionMachine: Sendable {
 
     public mutating func loginAccepted(user: String, sessionID: String, serverTimeMilliseconds: UInt64, now: LoopInstant) -> [IMServerSessionAction] {
         guard case .authenticating(let serial) = phase else { return [] }
-        let keepalive = announcedKeepalive == .zero
+        let keepalive =
+            announcedKeepalive == .zero
             ? settings.maximumKeepalive
             : min(settings.maximumKeepalive, max(settings.minimumKeepalive, announcedKeepalive))
         let limit = keepalive * settings.keepaliveMultiplier
@@ -234,7 +236,8 @@ public struct IMServerSessionMachine: Sendable {
     }
 
     /// - Parameter retryAfter: for a refusal for now, when the client may try again (`retry_after_ms`).
-    public mutating func loginRefused(_ code: IMStatusCode, reason: String, retryAfter: Duration? = nil, now: LoopInstant) -> [IMServerSessionAction] {
+    public mutating func loginRefused(_ code: IMStatusCode, reason: String, retryAfter: Duration? = nil, now: LoopInstant) -> [IMServerSessionAction]
+    {
         guard case .authenticating(let serial) = phase else { return [] }
         var response = IMLoginResponse()
         response.reason = reason

@@ -1,5 +1,6 @@
 import CLibevent
 import CRunLoopSupport
+
 #if canImport(Glibc)
 import Glibc
 import Synchronization
@@ -58,16 +59,20 @@ final class ModeBackend {
         self.timerPort = timerPort
         self.wakePort = wakePort
         let context = Unmanaged.passUnretained(self).toOpaque()
-        wakeEvent = event_new(base, wakePort.fileDescriptor, Int16(EV_READ | EV_PERSIST), { _, _, context in
-            let backend = Unmanaged<ModeBackend>.fromOpaque(context!).takeUnretainedValue()
-            backend.wakePort.drain()
-            backend.sawWakeUp = true
-        }, context)
-        timerEvent = event_new(base, timerPort, Int16(EV_READ | EV_PERSIST), { fd, _, context in
-            let backend = Unmanaged<ModeBackend>.fromOpaque(context!).takeUnretainedValue()
-            _ = rlk_timerfd_drain(fd)
-            backend.sawTimer = true
-        }, context)
+        wakeEvent = event_new(
+            base, wakePort.fileDescriptor, Int16(EV_READ | EV_PERSIST),
+            { _, _, context in
+                let backend = Unmanaged<ModeBackend>.fromOpaque(context!).takeUnretainedValue()
+                backend.wakePort.drain()
+                backend.sawWakeUp = true
+            }, context)
+        timerEvent = event_new(
+            base, timerPort, Int16(EV_READ | EV_PERSIST),
+            { fd, _, context in
+                let backend = Unmanaged<ModeBackend>.fromOpaque(context!).takeUnretainedValue()
+                _ = rlk_timerfd_drain(fd)
+                backend.sawTimer = true
+            }, context)
         guard let wakeEvent, let timerEvent, event_add(wakeEvent, nil) == 0, event_add(timerEvent, nil) == 0 else {
             throw .resourceUnavailable("libevent events for the wake-up and timer ports")
         }
@@ -107,16 +112,20 @@ final class ModeBackend {
     func watch(_ registration: PortRegistration) -> Int32 {
         let context = Unmanaged.passUnretained(registration).toOpaque()
         let flags = Int16(EV_PERSIST) | registration.source.interest.rawValue
-        guard let event = event_new(base, registration.source.fileDescriptor, flags, { _, what, context in
-            let registration = Unmanaged<PortRegistration>.fromOpaque(context!).takeUnretainedValue()
-            registration.pendingEvents |= what & Int16(EV_READ | EV_WRITE)
-            let store = registration.store
-            store.backend.sawPort = true
-            if !registration.isQueued {
-                registration.isQueued = true
-                store.readyPorts.append(registration)
-            }
-        }, context) else { return ENOMEM }
+        guard
+            let event = event_new(
+                base, registration.source.fileDescriptor, flags,
+                { _, what, context in
+                    let registration = Unmanaged<PortRegistration>.fromOpaque(context!).takeUnretainedValue()
+                    registration.pendingEvents |= what & Int16(EV_READ | EV_WRITE)
+                    let store = registration.store
+                    store.backend.sawPort = true
+                    if !registration.isQueued {
+                        registration.isQueued = true
+                        store.readyPorts.append(registration)
+                    }
+                }, context)
+        else { return ENOMEM }
         errno = 0
         guard event_add(event, nil) == 0 else {
             let failure = errno == 0 ? EINVAL : errno

@@ -1,5 +1,6 @@
 import CRunLoopSupport
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -139,23 +139,26 @@ public final class RunLoopTimer: @unchecked Sendable {
     public var nextFireDate: LoopInstant? {
         get {
             // Between a claim and the insertion `deadline` may still hold a delay.
-            access(unclaimed: { start == .atInstant ? LoopInstant(nanoseconds: deadline) : nil },
-                   claimed: { loop in loop.lock.withLock { start == .afterDelay ? nil : LoopInstant(nanoseconds: deadline) } })
+            access(
+                unclaimed: { start == .atInstant ? LoopInstant(nanoseconds: deadline) : nil },
+                claimed: { loop in loop.lock.withLock { start == .afterDelay ? nil : LoopInstant(nanoseconds: deadline) } })
         }
         set {
             guard let date = newValue else { return }
-            access(unclaimed: {
-                start = .atInstant
-                deadline = date.nanoseconds
-            }, claimed: { loop in loop.redate(self, to: date.nanoseconds) })
+            access(
+                unclaimed: {
+                    start = .atInstant
+                    deadline = date.nanoseconds
+                }, claimed: { loop in loop.redate(self, to: date.nanoseconds) })
         }
     }
 
     /// How late the timer may fire. Capped at half the interval for a repeating timer.
     public var tolerance: Duration {
         get {
-            access(unclaimed: { .nanoseconds(Int64(clamping: toleranceNanoseconds)) },
-                   claimed: { loop in loop.lock.withLock { .nanoseconds(Int64(clamping: toleranceNanoseconds)) } })
+            access(
+                unclaimed: { .nanoseconds(Int64(clamping: toleranceNanoseconds)) },
+                claimed: { loop in loop.lock.withLock { .nanoseconds(Int64(clamping: toleranceNanoseconds)) } })
         }
         set {
             let capped = Self.cap(tolerance: newValue, interval: intervalNanoseconds)

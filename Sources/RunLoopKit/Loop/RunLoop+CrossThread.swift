@@ -1,4 +1,5 @@
 import Synchronization
+
 extension RunLoop {
     /// Ends the innermost running activation, which returns ``RunResult/stopped`` (unless it handled a
     /// source with `returnAfterSourceHandled` or timed out in the same iteration). Ignored when the loop
@@ -94,4 +95,3 @@ extension RunLoop {
         if isRunningBlocks { wakeUp() }
     }
 }
-

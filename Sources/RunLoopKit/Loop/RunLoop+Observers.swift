@@ -1,4 +1,5 @@
 import Logging
+
 extension RunLoop {
     /// Adds `observer` to `mode` (or every common mode, with ``Mode/common``). Safe from any thread.
     ///

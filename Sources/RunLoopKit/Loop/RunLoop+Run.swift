@@ -1,5 +1,6 @@
 import Logging
 import Synchronization
+
 extension RunLoop {
     /// Runs one activation of `mode` on the calling thread: CFRunLoopRunInMode.
     ///

@@ -1,5 +1,6 @@
 import Logging
 import Synchronization
+
 extension RunLoop {
     /// Adds a custom source to `mode` (or every common mode, with ``Mode/common``). Safe from any thread.
     ///
@@ -137,7 +138,8 @@ extension RunLoop {
                     next = registration.nextInBucket
                     let other = registration.source
                     if other.fileDescriptor == source.fileDescriptor, other !== source, other.identity != current,
-                        !stale.contains(where: { $0 === other }) {
+                        !stale.contains(where: { $0 === other })
+                    {
                         stale.append(other)
                     }
                 }

@@ -1,4 +1,5 @@
 import Logging
+
 extension RunLoop {
     /// Schedules `timer` in `mode` (or every common mode, with ``Mode/common``). Safe from any thread.
     ///

@@ -63,7 +63,7 @@ extension RunLoop {
         public var description: String {
             let names: [(Activity, String)] = [
                 (.entry, "entry"), (.beforeTimers, "beforeTimers"), (.beforeSources, "beforeSources"),
-                (.beforeWaiting, "beforeWaiting"), (.afterWaiting, "afterWaiting"), (.exit, "exit"),
+                (.beforeWaiting, "beforeWaiting"), (.afterWaiting, "afterWaiting"), (.exit, "exit")
             ]
             if self == .allActivities { return "allActivities" }
             let parts = names.filter { contains($0.0) }.map(\.1)

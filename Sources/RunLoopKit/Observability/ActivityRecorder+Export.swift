@@ -1,4 +1,3 @@
-
 extension ActivityRecorder {
     /// The recording as Chrome trace-event JSON, for Perfetto (ui.perfetto.dev) or chrome://tracing.
     ///
@@ -28,14 +27,16 @@ extension ActivityRecorder {
             case .activity(.afterWaiting):
                 if let start = sleepStarts.removeValue(forKey: event.depth) {
                     let duration = event.time - start
-                    lines.append(#"{"name":"sleep","cat":"wait","ph":"X","pid":1,"tid":1,"ts":\#(micros(start)),"dur":\#(microseconds(duration)),\#(args)}"#)
+                    lines.append(
+                        #"{"name":"sleep","cat":"wait","ph":"X","pid":1,"tid":1,"ts":\#(micros(start)),"dur":\#(microseconds(duration)),\#(args)}"#)
                 }
                 lines.append(instant(event, common, args))
             case .activity:
                 lines.append(instant(event, common, args))
             case .callout(let kind, _):
                 let duration = (event.end ?? event.time) - event.time
-                lines.append(#"{"name":\#(jsonString(event.token)),"cat":"\#(kind.rawValue)","ph":"X",\#(common),"dur":\#(microseconds(duration)),\#(args)}"#)
+                lines.append(
+                    #"{"name":\#(jsonString(event.token)),"cat":"\#(kind.rawValue)","ph":"X",\#(common),"dur":\#(microseconds(duration)),\#(args)}"#)
             }
         }
         return "{\"traceEvents\":[\n" + lines.joined(separator: ",\n") + "\n],\"displayTimeUnit\":\"ms\"}\n"
@@ -58,15 +59,16 @@ extension ActivityRecorder {
     public func timeline() -> String {
         let events = self.events
         guard let origin = events.first?.time else { return "" }
-        return Self.tokenLegend + events.map { event in
-            let offset = event.time - origin
-            let indent = String(repeating: "  ", count: max(0, event.depth - 1))
-            var line = "+\(seconds(offset))s  \(indent)[\(event.mode.rawValue)] #\(event.iteration)  \(event.token)"
-            if case .callout = event.kind, let end = event.end {
-                line += "  (\(seconds(end - event.time))s)"
-            }
-            return line
-        }.joined(separator: "\n") + "\n"
+        return Self.tokenLegend
+            + events.map { event in
+                let offset = event.time - origin
+                let indent = String(repeating: "  ", count: max(0, event.depth - 1))
+                var line = "+\(seconds(offset))s  \(indent)[\(event.mode.rawValue)] #\(event.iteration)  \(event.token)"
+                if case .callout = event.kind, let end = event.end {
+                    line += "  (\(seconds(end - event.time))s)"
+                }
+                return line
+            }.joined(separator: "\n") + "\n"
     }
 
     private func instant(_ event: Event, _ common: String, _ args: String) -> String {

@@ -207,9 +207,10 @@ public final class ActivityRecorder: @unchecked Sendable {
         locked {
             if activity == .entry { frames.append(0) }
             if activity == .beforeTimers, !frames.isEmpty { frames[frames.count - 1] += 1 }
-            recorded.append(Event(
-                kind: .activity(activity), mode: mode, time: now, end: nil,
-                iteration: frames.last ?? 0, depth: frames.count))
+            recorded.append(
+                Event(
+                    kind: .activity(activity), mode: mode, time: now, end: nil,
+                    iteration: frames.last ?? 0, depth: frames.count))
             if activity == .exit, !frames.isEmpty { frames.removeLast() }
         }
     }
@@ -222,9 +223,10 @@ public final class ActivityRecorder: @unchecked Sendable {
                 return
             }
             openCallouts.append(recorded.count)
-            recorded.append(Event(
-                kind: .callout(callout.kind, label: callout.label), mode: callout.mode, time: callout.start, end: nil,
-                iteration: frames.last ?? 0, depth: callout.depth))
+            recorded.append(
+                Event(
+                    kind: .callout(callout.kind, label: callout.label), mode: callout.mode, time: callout.start, end: nil,
+                    iteration: frames.last ?? 0, depth: callout.depth))
         }
     }
 }

@@ -187,10 +187,12 @@ public final class RunLoopStallDetector: @unchecked Sendable {
             let stall = Stall(
                 mode: frame.mode, depth: frames.count, start: start, busy: busy,
                 callouts: frame.callouts.sorted { $0.duration > $1.duration })
-            logger?.warning("run loop stalled", metadata: [
-                "mode": "\(stall.mode)", "busy": "\(stall.busy)", "depth": "\(stall.depth)",
-                "callouts": "\(stall.labels.joined(separator: ", "))",
-            ])
+            logger?.warning(
+                "run loop stalled",
+                metadata: [
+                    "mode": "\(stall.mode)", "busy": "\(stall.busy)", "depth": "\(stall.depth)",
+                    "callouts": "\(stall.labels.joined(separator: ", "))"
+                ])
             onStall?(stall)
         }
         frame.iterationStart = nil

@@ -1,4 +1,3 @@
-
 /// Renders recordings of several loops as one self-contained HTML page with an SVG timeline: a lane
 /// per loop, its sleeps as pale bars, its callouts as coloured ticks (timers, sources, ports, blocks),
 /// and labelled marks for what happened when. Open it in any browser; nothing is loaded from outside.
@@ -11,13 +10,18 @@ public enum TimelineHTML {
     ///   - lanes: one recording per loop, top to bottom.
     ///   - markers: instants to mark with a labelled line across every lane.
     ///   - hiding: callout labels left out (say, the probing of the program that records).
-    public static func render(title: String, lanes: [(name: String, recorder: ActivityRecorder)],
-                              markers: [(at: LoopInstant, label: String)] = [], hiding: Set<String> = []) -> String {
+    public static func render(
+        title: String, lanes: [(name: String, recorder: ActivityRecorder)],
+        markers: [(at: LoopInstant, label: String)] = [], hiding: Set<String> = []
+    ) -> String {
         let recorded = lanes.map { lane in
-            (lane.name, lane.recorder.events.filter { event in
-                if case .callout(_, let label?) = event.kind, hiding.contains(label) { return false }
-                return true
-            })
+            (
+                lane.name,
+                lane.recorder.events.filter { event in
+                    if case .callout(_, let label?) = event.kind, hiding.contains(label) { return false }
+                    return true
+                }
+            )
         }
         let instants = recorded.flatMap { $0.1.map(\.time) } + markers.map(\.at)
         guard let origin = instants.min(), let last = instants.max() else {
@@ -30,7 +34,9 @@ public enum TimelineHTML {
         }
         var svg: [String] = []
         let height = top + Double(lanes.count) * laneHeight + 40
-        svg.append(##"<svg xmlns="http://www.w3.org/2000/svg" width="\##(Int(left + width + 20))" height="\##(Int(height))" font-family="sans-serif" font-size="12">"##)
+        svg.append(
+            ##"<svg xmlns="http://www.w3.org/2000/svg" width="\##(Int(left + width + 20))" height="\##(Int(height))" font-family="sans-serif" font-size="12">"##
+        )
         // Seconds axis.
         let seconds = Int(span / 1e9)
         let step = max(1, seconds / 20)
@@ -42,14 +48,17 @@ public enum TimelineHTML {
         for (index, (name, events)) in recorded.enumerated() {
             let y = top + Double(index) * laneHeight
             svg.append(##"<text x="\##(f(left - 10))" y="\##(f(y + 24))" text-anchor="end" font-weight="bold">\##(escape(name))</text>"##)
-            svg.append(##"<rect x="\##(f(left))" y="\##(f(y + 6))" width="\##(f(width))" height="\##(f(laneHeight - 12))" fill="#fafafa" stroke="#ddd"/>"##)
+            svg.append(
+                ##"<rect x="\##(f(left))" y="\##(f(y + 6))" width="\##(f(width))" height="\##(f(laneHeight - 12))" fill="#fafafa" stroke="#ddd"/>"##)
             svg.append(contentsOf: sleeps(events, y: y, laneHeight: laneHeight, x: x))
             svg.append(contentsOf: callouts(events, y: y, laneHeight: laneHeight, x: x))
         }
         for (index, marker) in markers.enumerated() {
             let position = x(marker.at)
             let labelY = 14 + Double(index % 3) * 16
-            svg.append(##"<line x1="\##(f(position))" y1="\##(f(labelY + 4))" x2="\##(f(position))" y2="\##(f(height - 24))" stroke="#c00" stroke-dasharray="4 3"/>"##)
+            svg.append(
+                ##"<line x1="\##(f(position))" y1="\##(f(labelY + 4))" x2="\##(f(position))" y2="\##(f(height - 24))" stroke="#c00" stroke-dasharray="4 3"/>"##
+            )
             svg.append(##"<text x="\##(f(position + 4))" y="\##(f(labelY))" fill="#c00">\##(escape(marker.label))</text>"##)
         }
         svg.append("</svg>")
@@ -70,7 +79,8 @@ public enum TimelineHTML {
             if event.kind == .activity(.afterWaiting), let begun = start {
                 let from = x(begun), to = x(event.time)
                 if to - from >= 0.5 {
-                    shapes.append(##"<rect x="\##(f(from))" y="\##(f(y + 14))" width="\##(f(to - from))" height="\##(f(laneHeight - 28))" fill="#e8e8e8"/>"##)
+                    shapes.append(
+                        ##"<rect x="\##(f(from))" y="\##(f(y + 14))" width="\##(f(to - from))" height="\##(f(laneHeight - 28))" fill="#e8e8e8"/>"##)
                 }
                 start = nil
             }
@@ -97,7 +107,9 @@ public enum TimelineHTML {
             for (column, entry) in (columns[kind.rawValue] ?? [:]).sorted(by: { $0.key < $1.key }) {
                 let tip = entry.labels.sorted { $0.value > $1.value }.prefix(4).map { "\($0.key) ×\($0.value)" }.joined(separator: ", ")
                 let rowY = y + 8 + Double(row) * (laneHeight - 16) / 4
-                shapes.append(##"<rect x="\##(column)" y="\##(f(rowY))" width="\##(f(entry.width))" height="\##(f((laneHeight - 16) / 4))" fill="\##(color(kind))"><title>\##(escape(tip))</title></rect>"##)
+                shapes.append(
+                    ##"<rect x="\##(column)" y="\##(f(rowY))" width="\##(f(entry.width))" height="\##(f((laneHeight - 16) / 4))" fill="\##(color(kind))"><title>\##(escape(tip))</title></rect>"##
+                )
             }
         }
         return shapes

@@ -45,7 +45,8 @@ public enum RunLoopError: Error, Equatable, Sendable, CustomStringConvertible {
         case .clockInUse: return "the clock can only be replaced while the loop is idle and holds no timers"
         case .resourceUnavailable(let what): return "could not create \(what)"
         case .unknownMode(let mode):
-            let hint = ["default", "common"].contains(mode.rawValue.lowercased())
+            let hint =
+                ["default", "common"].contains(mode.rawValue.lowercased())
                 ? "; the \(mode.rawValue.lowercased()) mode is RunLoop.Mode.\(mode.rawValue.lowercased())" : ""
             return "run-loop mode \"\(mode)\" was never used on this loop (nothing added to it, no block queued for it)\(hint)"
         }

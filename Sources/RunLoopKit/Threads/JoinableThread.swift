@@ -24,14 +24,16 @@ public struct JoinableThread: Sendable {
         }
         var thread = pthread_t()
         let context = Unmanaged.passRetained(Box(body)).toOpaque()
-        let status = pthread_create(&thread, nil, { context in
-            let box = Unmanaged<Box>.fromOpaque(context!).takeRetainedValue()
-            var unblocked = sigset_t()
-            sigemptyset(&unblocked)
-            pthread_sigmask(SIG_SETMASK, &unblocked, nil)
-            box.body()
-            return nil
-        }, context)
+        let status = pthread_create(
+            &thread, nil,
+            { context in
+                let box = Unmanaged<Box>.fromOpaque(context!).takeRetainedValue()
+                var unblocked = sigset_t()
+                sigemptyset(&unblocked)
+                pthread_sigmask(SIG_SETMASK, &unblocked, nil)
+                box.body()
+                return nil
+            }, context)
         precondition(status == 0, "pthread_create failed: \(String(cString: strerror(status)))")
         self.thread = thread
     }

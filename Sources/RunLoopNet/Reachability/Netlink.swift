@@ -124,11 +124,12 @@ struct NetlinkMessage {
             // nlmsg_len comes first.
             let length = Int(datagram.u32(at: offset))
             guard length >= headerSize, length <= datagram.endIndex - offset else { break }
-            messages.append(NetlinkMessage(
-                type: datagram.u16(at: offset + Netlink.Layout.headerType),
-                flags: datagram.u16(at: offset + Netlink.Layout.headerFlags),
-                sequence: datagram.u32(at: offset + Netlink.Layout.headerSequence),
-                payload: datagram[(offset + headerSize)..<(offset + length)]))
+            messages.append(
+                NetlinkMessage(
+                    type: datagram.u16(at: offset + Netlink.Layout.headerType),
+                    flags: datagram.u16(at: offset + Netlink.Layout.headerFlags),
+                    sequence: datagram.u32(at: offset + Netlink.Layout.headerSequence),
+                    payload: datagram[(offset + headerSize)..<(offset + length)]))
             offset += Netlink.align(length)
         }
         return messages
@@ -189,8 +190,10 @@ struct RouteInfo: Equatable {
     }
 
     /// A route as a test's virtual routing table holds it.
-    init(family: UInt8, destinationLength: UInt8, table: UInt32 = Netlink.tableMain, type: UInt8 = Netlink.routeTypeUnicast,
-         flags: UInt32 = 0, nextHops: [(interface: Int32, flags: UInt32)]) {
+    init(
+        family: UInt8, destinationLength: UInt8, table: UInt32 = Netlink.tableMain, type: UInt8 = Netlink.routeTypeUnicast,
+        flags: UInt32 = 0, nextHops: [(interface: Int32, flags: UInt32)]
+    ) {
         self.family = family
         self.destinationLength = destinationLength
         self.table = table
@@ -221,8 +224,11 @@ struct RouteInfo: Equatable {
             while hops.endIndex - offset >= hopSize {
                 let length = Int(hops.u16(at: offset))
                 guard length >= hopSize, length <= hops.endIndex - offset else { break }
-                nextHops.append((Int32(bitPattern: hops.u32(at: offset + Netlink.Layout.nextHopInterface)),
-                                 UInt32(hops[offset + Netlink.Layout.nextHopFlags])))
+                nextHops.append(
+                    (
+                        Int32(bitPattern: hops.u32(at: offset + Netlink.Layout.nextHopInterface)),
+                        UInt32(hops[offset + Netlink.Layout.nextHopFlags])
+                    ))
                 offset += Netlink.align(length)
             }
         }

@@ -123,11 +123,14 @@ final class NetlinkSocket {
     /// The route the kernel would use to send to `address` (RTM_GETROUTE), as `ip route get` shows it.
     func route(to address: SocketAddress) -> Result<RouteInfo, QueryError> {
         let family = UInt8(address.family == .ipv4 ? AF_INET : AF_INET6)
-        let answer = ask({ NetlinkRequest.routeLookup(
-            family: family, destination: address.addressBytes, interface: address.scopeID, sequence: $0) }, dump: false)
+        let answer = ask(
+            {
+                NetlinkRequest.routeLookup(
+                    family: family, destination: address.addressBytes, interface: address.scopeID, sequence: $0)
+            }, dump: false)
         return answer.flatMap { messages in
             guard let message = messages.first, message.type == Netlink.newRoute,
-                  let route = RouteInfo(payload: message.payload)
+                let route = RouteInfo(payload: message.payload)
             else { return .failure(QueryError(errno: EPROTO, operation: "netlink route answer")) }
             return .success(route)
         }
@@ -158,7 +161,7 @@ final class NetlinkSocket {
     func link(index: Int32) -> Result<LinkInfo, QueryError> {
         ask({ NetlinkRequest.link(index: index, sequence: $0) }, dump: false).flatMap { messages in
             guard let message = messages.first, message.type == Netlink.newLink,
-                  let link = LinkInfo(payload: message.payload)
+                let link = LinkInfo(payload: message.payload)
             else { return .failure(QueryError(errno: EPROTO, operation: "netlink link answer")) }
             return .success(link)
         }

@@ -108,7 +108,8 @@ extension NetworkReachability {
     private static func brokenLinksNote(table: some RouteTable, excluding named: [String] = []) -> String {
         guard case .success(let links) = table.links(), case .success(let addresses) = table.addresses() else { return "" }
         let configured = Set(addresses.filter { $0.scope < Netlink.scopeLink }.map(\.interface))
-        let problems = links
+        let problems =
+            links
             .filter { $0.flags & Netlink.linkFlagLoopback == 0 && configured.contains($0.index) }
             .compactMap(\.problem)
             .filter { !named.contains($0) }

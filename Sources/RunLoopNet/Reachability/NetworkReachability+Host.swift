@@ -64,7 +64,8 @@ extension NetworkReachability {
             case .failure(let error): why = "\(error)"
             case .success: why = "no addresses"
             }
-            let meanwhile = resolvedAddresses.isEmpty
+            let meanwhile =
+                resolvedAddresses.isEmpty
                 ? "no judgement until it resolves"
                 : "still judging \(resolvedAddresses.map(\.ip).joined(separator: ", "))"
             let next = lookupSchedule.nextLookup.map { "\($0 - loop.now)" } ?? "?"

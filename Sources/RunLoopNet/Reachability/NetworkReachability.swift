@@ -1,5 +1,6 @@
 public import Logging
 public import RunLoopKit
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -115,8 +116,9 @@ public final class NetworkReachability {
         target: SocketAddress? = nil,
         logger: Logger = Logger(label: "RunLoopNet.Reachability")
     ) throws(NetError) {
-        try self.init(loop: loop, modes: modes, target: target, host: nil, resolver: nil, logger: logger,
-                      netlinkProtocol: Netlink.routeProtocol)
+        try self.init(
+            loop: loop, modes: modes, target: target, host: nil, resolver: nil, logger: logger,
+            netlinkProtocol: Netlink.routeProtocol)
     }
 
     /// Follows the route to `host`: an IP literal is judged like ``init(loop:modes:target:logger:)``;
@@ -147,11 +149,13 @@ public final class NetworkReachability {
         logger: Logger = Logger(label: "RunLoopNet.Reachability")
     ) throws(NetError) {
         if let address = SocketAddress(ip: host, port: 0) {
-            try self.init(loop: loop, modes: modes, target: address, host: nil, resolver: nil, logger: logger,
-                          netlinkProtocol: Netlink.routeProtocol)
+            try self.init(
+                loop: loop, modes: modes, target: address, host: nil, resolver: nil, logger: logger,
+                netlinkProtocol: Netlink.routeProtocol)
         } else {
-            try self.init(loop: loop, modes: modes, target: nil, host: host, resolver: resolver, logger: logger,
-                          netlinkProtocol: Netlink.routeProtocol)
+            try self.init(
+                loop: loop, modes: modes, target: nil, host: host, resolver: resolver, logger: logger,
+                netlinkProtocol: Netlink.routeProtocol)
         }
     }
 

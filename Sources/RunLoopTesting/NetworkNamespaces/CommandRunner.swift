@@ -91,7 +91,7 @@ public func runCommand(_ arguments: [String]) throws(CommandError) -> CommandRes
     while open[0] || open[1] {
         var fds = [
             pollfd(fd: open[0] ? outputPipe[0] : -1, events: Int16(POLLIN), revents: 0),
-            pollfd(fd: open[1] ? errorPipe[0] : -1, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: open[1] ? errorPipe[0] : -1, events: Int16(POLLIN), revents: 0)
         ]
         if poll(&fds, 2, -1) < 0 {
             if errno == EINTR { continue }

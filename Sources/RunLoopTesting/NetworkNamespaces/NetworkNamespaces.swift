@@ -78,7 +78,9 @@ public enum NetworkNamespaces {
     /// A number no other fixture of this process has.
     public static func nextIndex() -> Int {
         var index = 0
-        counter.update { index = $0; $0 += 1 }
+        counter.update {
+            index = $0; $0 += 1
+        }
         return index
     }
 
@@ -86,7 +88,9 @@ public enum NetworkNamespaces {
     /// killed before its teardown ran). Once per process.
     static func removeStale() {
         var first = false
-        staleRemoved.update { first = !$0; $0 = true }
+        staleRemoved.update {
+            first = !$0; $0 = true
+        }
         guard first, let names = try? list() else { return }
         for name in names where name.hasPrefix("rlk-") {
             let parts = name.split(separator: "-")
@@ -128,7 +132,9 @@ public final class TestNamespace: Sendable {
     /// never throws, so it fits in `defer`. Failures are printed: a leak should be visible.
     public func delete() {
         var first = false
-        deleted.update { first = !$0; $0 = true }
+        deleted.update {
+            first = !$0; $0 = true
+        }
         guard first else { return }
         do {
             try NetworkNamespaces.ip("netns", "delete", name)
@@ -197,8 +203,9 @@ public final class NamespacePair: Sendable {
             // whose index equals its peer's looks like a plain device to the kernel's linkwatch, which
             // then delays carrier changes by up to a second (rate-limited system-wide) instead of
             // applying them at once.
-            try NetworkNamespaces.ip("link", "add", clientDevice, "index", "10", "netns", client, "type", "veth",
-                                     "peer", "name", serverDevice, "index", "20", "netns", server)
+            try NetworkNamespaces.ip(
+                "link", "add", clientDevice, "index", "10", "netns", client, "type", "veth",
+                "peer", "name", serverDevice, "index", "20", "netns", server)
             try NetworkNamespaces.ip("-n", client, "addr", "add", "\(clientAddress)/\(prefixLength)", "dev", clientDevice)
             try NetworkNamespaces.ip("-n", server, "addr", "add", "\(serverAddress)/\(prefixLength)", "dev", serverDevice)
             for (namespace, device) in [(client, clientDevice), (server, serverDevice)] {

@@ -20,7 +20,8 @@ public struct WebSocketCloseInfo: Sendable, Equatable, CustomStringConvertible {
     public var transport: CloseReason
 
     public var description: String {
-        var text = "\(code)\(reason.isEmpty ? "" : " \(reason)") (\(wasClean ? "clean" : "unclean"), by \(initiatedByPeer ? "peer" : "us"), tcp \(transport))"
+        var text =
+            "\(code)\(reason.isEmpty ? "" : " \(reason)") (\(wasClean ? "clean" : "unclean"), by \(initiatedByPeer ? "peer" : "us"), tcp \(transport))"
         if let error { text += ": \(error)" }
         return text
     }

@@ -11,8 +11,10 @@ extension WebSocketConnection {
     ///   - extraFields: more request header fields, e.g. `"Origin: http://localhost"`.
     ///   - timeout: the TCP connect timeout; the handshake then has
     ///     ``WebSocketConfiguration/handshakeTimeout``.
-    public func connect(host: String, port: UInt16, target: String = "/", extraFields: [String] = [],
-                        timeout: Duration = .seconds(30)) {
+    public func connect(
+        host: String, port: UInt16, target: String = "/", extraFields: [String] = [],
+        timeout: Duration = .seconds(30)
+    ) {
         precondition(role == .client && state == .connecting && handshakeKey == nil, "connect once, on a client connection")
         let key = WebSocketHandshake.randomKey()
         handshakeKey = key
@@ -22,8 +24,10 @@ extension WebSocketConnection {
             } catch {
                 return failTransport(error)
             }
-            tcp.read(upTo: [13, 10, 13, 10], maximumLength: configuration.maximumHandshakeSize,
-                     timeout: configuration.handshakeTimeout) { [self] tcp, head in
+            tcp.read(
+                upTo: [13, 10, 13, 10], maximumLength: configuration.maximumHandshakeSize,
+                timeout: configuration.handshakeTimeout
+            ) { [self] tcp, head in
                 handshakeAnswered(head, key: key)
             }
         }

@@ -43,13 +43,16 @@ public final class WebSocketServer {
         connectionLimits: TCPBufferLimits = TCPBufferLimits(),
         logger: Logger = Logger(label: "RunLoopWebSocket")
     ) {
-        listener = TCPListener(loop: loop, modes: modes, connectionOptions: connectionOptions,
-                               connectionLimits: connectionLimits, logger: logger)
+        listener = TCPListener(
+            loop: loop, modes: modes, connectionOptions: connectionOptions,
+            connectionLimits: connectionLimits, logger: logger)
         self.configuration = configuration
         self.logger = logger
         // Weak: the loop may keep the listener (and its callout) a little longer than its owner keeps the server.
-        listener.refusalMessage = WebSocketHandshakeRefusal(
-            status: 503, reason: "too many connections; try again later", extraFields: ["Retry-After: 5"]).response
+        listener.refusalMessage =
+            WebSocketHandshakeRefusal(
+                status: 503, reason: "too many connections; try again later", extraFields: ["Retry-After: 5"]
+            ).response
         listener.onAccept = { [weak self] _, tcp in
             guard let self else { return tcp.close(immediately: true) }
             self.accepted(tcp)
@@ -71,16 +74,22 @@ public final class WebSocketServer {
         let configuration = self.configuration
         // A client that is slow or sends a head too large still learns why it is turned away.
         tcp.shouldTimeoutRead = { [weak self] tcp, _ in
-            self?.refuse(tcp, WebSocketHandshakeRefusal(
-                status: 408, reason: "the request head did not arrive within \(configuration.handshakeTimeout)"))
+            self?.refuse(
+                tcp,
+                WebSocketHandshakeRefusal(
+                    status: 408, reason: "the request head did not arrive within \(configuration.handshakeTimeout)"))
             return nil
         }
-        tcp.read(upTo: [13, 10, 13, 10], maximumLength: configuration.maximumHandshakeSize,
-                 timeout: configuration.handshakeTimeout,
-                 onOverflow: { [weak self] tcp in
-                     self?.refuse(tcp, WebSocketHandshakeRefusal(
-                         status: 431, reason: "request head over \(configuration.maximumHandshakeSize) bytes"))
-                 }) { [weak self] tcp, head in
+        tcp.read(
+            upTo: [13, 10, 13, 10], maximumLength: configuration.maximumHandshakeSize,
+            timeout: configuration.handshakeTimeout,
+            onOverflow: { [weak self] tcp in
+                self?.refuse(
+                    tcp,
+                    WebSocketHandshakeRefusal(
+                        status: 431, reason: "request head over \(configuration.maximumHandshakeSize) bytes"))
+            }
+        ) { [weak self] tcp, head in
             tcp.shouldTimeoutRead = nil
             guard let self else { return tcp.close(immediately: true) }
             self.handshake(tcp, head: head, configuration: configuration)

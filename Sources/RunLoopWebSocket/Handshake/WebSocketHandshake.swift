@@ -33,7 +33,8 @@ public struct WebSocketHandshakeRefusal: Error, Sendable, Equatable, CustomStrin
         let body = reason + "\n"
         var text = "HTTP/1.1 \(status) \(Self.phrase(status))\r\n"
         for field in extraFields { text += field + "\r\n" }
-        text += "Content-Type: text/plain; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n"
+        text +=
+            "Content-Type: text/plain; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n"
         return Array((text + body).utf8)
     }
 
@@ -102,8 +103,9 @@ public enum WebSocketHandshake {
 
     /// The 101 answer to an accepted request. No extension and no subprotocol is selected.
     public static func acceptResponse(for request: WebSocketUpgradeRequest) -> [UInt8] {
-        Array(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            + "Sec-WebSocket-Accept: \(acceptValue(forKey: request.key))\r\n\r\n").utf8)
+        Array(
+            ("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                + "Sec-WebSocket-Accept: \(acceptValue(forKey: request.key))\r\n\r\n").utf8)
     }
 
     static func refusal(_ status: Int, _ reason: String, _ extra: [String] = []) -> WebSocketHandshakeRefusal {
@@ -115,7 +117,8 @@ public enum WebSocketHandshake {
     /// The upgrade request a client sends for `target` on `host` (with `:port` unless it is 80).
     public static func request(host: String, port: UInt16, target: String, key: String, extraFields: [String] = []) -> [UInt8] {
         let hostField = port == 80 ? host : "\(host):\(port)"
-        var text = "GET \(target) HTTP/1.1\r\nHost: \(hostField)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        var text =
+            "GET \(target) HTTP/1.1\r\nHost: \(hostField)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             + "Sec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n"
         for field in extraFields { text += field + "\r\n" }
         return Array((text + "\r\n").utf8)

@@ -26,13 +26,17 @@ final class MemoryChatNode {
     /// The server while the node runs.
     private(set) var server: IMServer?
     /// Makes each connection's pair; its pairs carry the fault script.
-    private(set) lazy var links = MemoryLinkConnector(serverFrameLimit: settings.maximumFrameBody,
-                                                      skippableSendLength: settings.maximumSkippedSendBody) { [weak self] link in
+    private(set) lazy var links = MemoryLinkConnector(
+        serverFrameLimit: settings.maximumFrameBody,
+        skippableSendLength: settings.maximumSkippedSendBody
+    ) { [weak self] link in
         self?.server?.adopt(link)
     }
 
-    init(loop: RunLoop, clock: ManualClock, accounts: [String: String] = MemoryChatNode.accounts,
-         settings: IMServer.Settings = IMServer.Settings()) {
+    init(
+        loop: RunLoop, clock: ManualClock, accounts: [String: String] = MemoryChatNode.accounts,
+        settings: IMServer.Settings = IMServer.Settings()
+    ) {
         self.loop = loop
         self.clock = clock
         store = InMemoryIMStore(accounts: accounts)

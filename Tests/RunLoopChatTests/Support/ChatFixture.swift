@@ -17,8 +17,10 @@ final class ChatFixture {
 
     /// - Parameter application: what answers rooms and history requests; a test's own stands in for
     ///   a server that misbehaves.
-    init(loop: RunLoop, clock: ManualClock, settings: IMServer.Settings = IMServer.Settings(),
-         application: any IMApplicationHandler = ChatService()) {
+    init(
+        loop: RunLoop, clock: ManualClock, settings: IMServer.Settings = IMServer.Settings(),
+        application: any IMApplicationHandler = ChatService()
+    ) {
         bench = MemoryIMBench(loop: loop, clock: clock, settings: settings)
         bench.server.applicationHandler = application
     }

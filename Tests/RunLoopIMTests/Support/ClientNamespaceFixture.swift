@@ -1,8 +1,9 @@
-@testable import RunLoopIM
-@testable import RunLoopIMCore
 import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
+
+@testable import RunLoopIM
+@testable import RunLoopIMCore
 
 /// An ``IMServer`` in `pair.server` and an ``IMClient`` ("alice") in `pair.client` following a
 /// ``NetworkReachability`` whose target is the server's address — all on the calling loop thread,
@@ -67,8 +68,9 @@ final class ClientNamespaceFixture {
         // route, not the veth): his connection outlives whatever happens to the client's link. His
         // socket is made at once by start() (an IP literal needs no resolution), so here.
         if withPeer {
-            let peer = IMClient(configuration: clientConfiguration("bob"),
-                                connector: TCPFrameLink.connector(host: pair.serverAddress, port: port, connectTimeout: .seconds(5)))
+            let peer = IMClient(
+                configuration: clientConfiguration("bob"),
+                connector: TCPFrameLink.connector(host: pair.serverAddress, port: port, connectTimeout: .seconds(5)))
             peerLog.attach(to: peer)
             peer.start()
             guard try spin(loop, for: .seconds(20), until: { peer.state == .online }) else {
@@ -84,10 +86,12 @@ final class ClientNamespaceFixture {
         try enterNetworkNamespace(pair.client)
         reachability = try NetworkReachability(target: target)
         let base = TCPFrameLink.connector(host: pair.serverAddress, port: port, connectTimeout: .seconds(2))
-        client = IMClient(configuration: configuration, connector: { loop, modes, maximumFrameBody in
-            counters.attempts.append(loop.now)
-            return base(loop, modes, maximumFrameBody)
-        })
+        client = IMClient(
+            configuration: configuration,
+            connector: { loop, modes, maximumFrameBody in
+                counters.attempts.append(loop.now)
+                return base(loop, modes, maximumFrameBody)
+            })
         log.attach(to: client)
         client.follow(reachability)
         if startClient { client.start() }

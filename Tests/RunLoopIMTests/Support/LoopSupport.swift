@@ -1,11 +1,10 @@
 import Glibc
-import RunLoopKit
-import RunLoopTesting
 import RunLoopIM
 import RunLoopIMCore
 import RunLoopIMTesting
+import RunLoopKit
 import RunLoopNet
-
+import RunLoopTesting
 
 /// Records everything a client reports.
 final class ClientRecorder {
@@ -33,7 +32,8 @@ final class ClientRecorder {
     var settledTwice: [String] { deliveries.filter { $0.value.filter(\.isFinal).count > 1 }.map(\.key) }
 }
 
-func clientConfiguration(_ user: String, password: String = "pw", _ tweak: (inout IMClientConfiguration) -> Void = { _ in }) -> IMClientConfiguration {
+func clientConfiguration(_ user: String, password: String = "pw", _ tweak: (inout IMClientConfiguration) -> Void = { _ in }) -> IMClientConfiguration
+{
     var configuration = IMClientConfiguration(user: user, password: password)
     configuration.heartbeat = .fixed(.seconds(5))
     configuration.answerTimeout = .seconds(5)

@@ -40,7 +40,8 @@ struct PythonEnvironment: Sendable {
             if run.status == 0 {
                 environment.versions = run.output.trimmingCharacters(in: .whitespacesAndNewlines)
             } else {
-                environment.problem = "`\(environment.interpreter)` cannot import protobuf / runloopim_pb2 (exit \(run.status)): \(run.errorOutput.suffix(400))"
+                environment.problem =
+                    "`\(environment.interpreter)` cannot import protobuf / runloopim_pb2 (exit \(run.status)): \(run.errorOutput.suffix(400))"
             }
         } catch {
             environment.problem = "`\(environment.interpreter)` could not be started: \(error)"

@@ -1,5 +1,6 @@
 import RunLoopKit
 import RunLoopNet
+
 @testable import RunLoopIM
 @testable import RunLoopIMCore
 

@@ -1,7 +1,8 @@
+import RunLoopIMTesting
 import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
-import RunLoopIMTesting
+
 @testable import RunLoopIM
 @testable import RunLoopIMCore
 
@@ -46,8 +47,10 @@ final class LoopLoginClient {
     private(set) var onlineUser: String?
     private var retryTimer: RunLoopTimer?
 
-    init(_ user: String, password: String = "pw", instance: String = "", server: IMServer,
-         address: SocketAddress = .ipv4Loopback(port: 40_000), retries: Bool = false) {
+    init(
+        _ user: String, password: String = "pw", instance: String = "", server: IMServer,
+        address: SocketAddress = .ipv4Loopback(port: 40_000), retries: Bool = false
+    ) {
         self.user = user
         self.password = password
         self.instance = instance
@@ -64,19 +67,20 @@ final class LoopLoginClient {
         frames = []
         isClosed = false
         server.adopt(pair.server)
-        link.open(IMFrameLinkEvents(
-            opened: { [weak self, weak link] in
-                guard let self, let link else { return }
-                try? link.send(loginFrame(self.user, password: self.password, instance: self.instance))
-            },
-            received: { [weak self] frame in self?.received(frame) },
-            failed: { _, _ in },
-            closed: { [weak self, weak link] _ in
-                guard let self, link === self.link else { return }
-                self.isClosed = true
-                if self.retries, !self.isOnline, self.retryTimer == nil { self.retry(afterMilliseconds: 50) }
-            }
-        ))
+        link.open(
+            IMFrameLinkEvents(
+                opened: { [weak self, weak link] in
+                    guard let self, let link else { return }
+                    try? link.send(loginFrame(self.user, password: self.password, instance: self.instance))
+                },
+                received: { [weak self] frame in self?.received(frame) },
+                failed: { _, _ in },
+                closed: { [weak self, weak link] _ in
+                    guard let self, link === self.link else { return }
+                    self.isClosed = true
+                    if self.retries, !self.isOnline, self.retryTimer == nil { self.retry(afterMilliseconds: 50) }
+                }
+            ))
     }
 
     private func received(_ frame: IMFrame) {
@@ -87,7 +91,8 @@ final class LoopLoginClient {
             return
         }
         guard let code = frame.code, frame.command == .loginAck || frame.command == .error,
-              code == .rateLimited || code == .tooManyConnections else { return }
+            code == .rateLimited || code == .tooManyConnections
+        else { return }
         let wait = retryAfterMilliseconds(frame)
         refusals.append((code, wait))
         if retries {

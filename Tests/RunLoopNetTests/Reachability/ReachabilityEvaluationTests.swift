@@ -1,6 +1,7 @@
 import Glibc
-@testable import RunLoopNet
 import Testing
+
+@testable import RunLoopNet
 
 /// A routing table made up by the test: routes per destination, links, addresses, and questions that
 /// get lost. Counts the questions asked.
@@ -16,7 +17,7 @@ final class VirtualRouteTable: RouteTable {
     var linksByIndex: [Int32: LinkInfo] = [
         1: LinkInfo(index: 1, name: "lo", flags: Netlink.linkFlagUp | Netlink.linkFlagLoopback | Netlink.linkFlagRunning),
         eth0: LinkInfo(index: eth0, name: "eth0", flags: up),
-        wlan0: LinkInfo(index: wlan0, name: "wlan0", flags: up),
+        wlan0: LinkInfo(index: wlan0, name: "wlan0", flags: up)
     ]
     /// eth0 and wlan0 have a global address each, so a down link among them is named.
     var addressList = [AddressInfo(interface: eth0, scope: 0), AddressInfo(interface: wlan0, scope: 0)]
@@ -27,8 +28,9 @@ final class VirtualRouteTable: RouteTable {
     /// A route to `ip` through `interface`.
     func route(_ ip: String, via interface: Int32, hopFlags: UInt32 = 0) {
         let family = ip.contains(":") ? UInt8(AF_INET6) : UInt8(AF_INET)
-        routes[ip] = RouteInfo(family: family, destinationLength: family == UInt8(AF_INET) ? 24 : 64,
-                               nextHops: [(interface, hopFlags)])
+        routes[ip] = RouteInfo(
+            family: family, destinationLength: family == UInt8(AF_INET) ? 24 : 64,
+            nextHops: [(interface, hopFlags)])
     }
 
     func setLink(_ index: Int32, flags: UInt32) {

@@ -1,7 +1,8 @@
 import RunLoopKit
-@testable import RunLoopNet
 import RunLoopTesting
 import Testing
+
+@testable import RunLoopNet
 
 /// NetworkReachability(host:) in network namespaces made for each test (root only; skipped with the
 /// reason otherwise): a name is judged by the route to its addresses, not by a default route.

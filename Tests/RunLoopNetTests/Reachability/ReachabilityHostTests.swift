@@ -1,7 +1,8 @@
 import RunLoopKit
-@testable import RunLoopNet
 import RunLoopTesting
 import Testing
+
+@testable import RunLoopNet
 
 /// When a host name is looked up: the pure rules, on a virtual `now`.
 @Suite("Reachability: when a host name is looked up")
@@ -129,7 +130,7 @@ struct ReachabilityHostTests {
             let recorder = PathRecorder(reachability)
             var notes = [
                 "initial \(reachability.path)", "host \(reachability.host ?? "nil")", "target \(String(describing: reachability.target))",
-                "resolved \(reachability.resolvedAddresses.count)", "lookups \(resolver.calls.map { "\($0.host):\($0.port)" })",
+                "resolved \(reachability.resolvedAddresses.count)", "lookups \(resolver.calls.map { "\($0.host):\($0.port)" })"
             ]
             _ = try recorder.waitFor(1, since: RunLoop.current.now, limit: .seconds(10))
             try recorder.settle(for: .milliseconds(50))
@@ -200,13 +201,14 @@ struct ReachabilityHostTests {
             notes.append("kept \(reachability.resolvedAddresses.map(\.ip)) \(reachability.path.isReachable)")
             return notes
         }
-        #expect(outcome == [
-            "changed false",
-            "lookups 3, then nothing due: true",
-            // The change came at once after the third start, so it waits for the spacing.
-            "after the change 1.0 seconds, then 1.0 seconds",
-            "kept [\"fe80::1\"] false",
-        ])
+        #expect(
+            outcome == [
+                "changed false",
+                "lookups 3, then nothing due: true",
+                // The change came at once after the third start, so it waits for the spacing.
+                "after the change 1.0 seconds, then 1.0 seconds",
+                "kept [\"fe80::1\"] false"
+            ])
     }
 
     @Test("changes during a lookup ask for one more after it, not one each")
@@ -253,8 +255,10 @@ struct ReachabilityHostTests {
             }
             try spin(loop, for: .seconds(10)) { answered.get() }
             try loop.runUntil(timeout: .milliseconds(50)) { false }
-            return ["held \(resolver.calls.count)", "calls \(calls)", "released \(released == nil)",
-                    "path \(invalidated.path)", "resolved \(invalidated.resolvedAddresses.count)"]
+            return [
+                "held \(resolver.calls.count)", "calls \(calls)", "released \(released == nil)",
+                "path \(invalidated.path)", "resolved \(invalidated.resolvedAddresses.count)"
+            ]
         }
         #expect(outcome == ["held 2", "calls 0", "released true", "path reachable", "resolved 0"])
     }

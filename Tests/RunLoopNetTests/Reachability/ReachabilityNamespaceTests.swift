@@ -1,8 +1,9 @@
 import Glibc
 import RunLoopKit
-@testable import RunLoopNet
 import RunLoopTesting
 import Testing
+
+@testable import RunLoopNet
 
 /// NetworkReachability against real link and route changes, in network namespaces made for each test
 /// (root only; skipped with the reason otherwise). Every wait is bounded by a generous hang guard; the
@@ -19,8 +20,9 @@ struct ReachabilityNamespaceTests {
 
     func expectWithinASecond(_ latencies: [Duration?], sourceLocation: SourceLocation = #_sourceLocation) {
         for latency in latencies {
-            #expect(latency.map { $0 < .seconds(1) } == true, "reported after \(String(describing: latency))",
-                    sourceLocation: sourceLocation)
+            #expect(
+                latency.map { $0 < .seconds(1) } == true, "reported after \(String(describing: latency))",
+                sourceLocation: sourceLocation)
         }
     }
 
@@ -186,12 +188,13 @@ struct ReachabilityNamespaceTests {
             defer { all.forEach { $0.invalidate() } }
             return all.map(\.path)
         }
-        #expect(paths == [
-            .unreachable("no route to 10.1.2.3"),
-            .unreachable("no route to 2001:db8::1"),
-            .unreachable("no default route"),
-            .reachable,
-        ])
+        #expect(
+            paths == [
+                .unreachable("no route to 10.1.2.3"),
+                .unreachable("no route to 2001:db8::1"),
+                .unreachable("no default route"),
+                .reachable
+            ])
     }
 
     @Test("the fixture carries TCP from the client namespace to a listener in the server namespace")

@@ -1,6 +1,7 @@
 import Glibc
-@testable import RunLoopNet
 import Testing
+
+@testable import RunLoopNet
 
 /// The netlink messages reachability reads, built by hand: no socket, no root.
 @Suite("Reachability netlink parsing")

@@ -1,7 +1,8 @@
 import Glibc
 import RunLoopKit
-@testable import RunLoopNet
 import RunLoopTesting
+
+@testable import RunLoopNet
 
 /// Every path a reachability reported, with when, on the loop's clock.
 final class PathRecorder {

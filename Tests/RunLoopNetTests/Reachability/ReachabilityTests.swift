@@ -1,8 +1,9 @@
 import Glibc
 import RunLoopKit
-@testable import RunLoopNet
 import RunLoopTesting
 import Testing
+
+@testable import RunLoopNet
 
 /// NetworkReachability on the test's own network: only what holds on any host (loopback, a scope that
 /// names no interface, the socket's life). Link and route changes are in ReachabilityNamespaceTests.
@@ -68,8 +69,9 @@ struct ReachabilityTests {
         let error = try await onLoopThread { () -> NetError? in
             do throws(NetError) {
                 // Netlink protocol 99 does not exist: socket() fails as it would under seccomp.
-                _ = try NetworkReachability(loop: .current, modes: [.common], target: nil,
-                                            logger: .init(label: "test"), netlinkProtocol: 99)
+                _ = try NetworkReachability(
+                    loop: .current, modes: [.common], target: nil,
+                    logger: .init(label: "test"), netlinkProtocol: 99)
                 return nil
             } catch {
                 return error

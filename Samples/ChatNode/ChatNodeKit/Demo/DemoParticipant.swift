@@ -32,8 +32,9 @@ final class DemoParticipant {
         configuration.backoff = ReconnectBackoff.Policy(initialDelay: .milliseconds(300), maximumDelay: .seconds(3))
         var logger = Logger(label: "demo.\(name)")
         logger.logLevel = .critical  // the narration says it all
-        client = IMClient(configuration: configuration, connector: TCPFrameLink.connector(host: "127.0.0.1", port: port, connectTimeout: .seconds(2)),
-                          logger: logger)
+        client = IMClient(
+            configuration: configuration, connector: TCPFrameLink.connector(host: "127.0.0.1", port: port, connectTimeout: .seconds(2)),
+            logger: logger)
         recorder.attach(to: client.loop)
         client.onStateChange = { [weak self] client, state in
             guard let self else { return }

@@ -195,8 +195,9 @@ final class DemoScript {
         for (index, name) in ["alice", "bob", "carol"].enumerated() {
             lanes.append((name, try on(index) { $0.recorder }))
         }
-        let html = TimelineHTML.render(title: "chat-node demo: the run loops at work", lanes: lanes, markers: markers,
-                                       hiding: [HostedLoop.probeLabel])
+        let html = TimelineHTML.render(
+            title: "chat-node demo: the run loops at work", lanes: lanes, markers: markers,
+            hiding: [HostedLoop.probeLabel])
         guard let file = fopen(path, "w") else { throw ChatDemo.Failure.stuck("cannot write \(path)") }
         fputs(html, file)
         fclose(file)

@@ -10,7 +10,8 @@ public struct WebAsset: Equatable, Sendable {
     /// The whole HTTP answer: 200, the file, and the end of the connection (the page is three small
     /// files; keeping connections alive is not worth a request parser).
     public var response: [UInt8] {
-        let head = "HTTP/1.1 200 OK\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.utf8.count)\r\n"
+        let head =
+            "HTTP/1.1 200 OK\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.utf8.count)\r\n"
             + "Cache-Control: no-cache\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n"
         return Array((head + body).utf8)
     }

@@ -21,9 +21,11 @@ public final class ChatWebServer {
     /// Must be called on the loop's thread.
     /// - Parameter pingInterval: how often the node pings each WebSocket (browsers cannot ping, but
     ///   answer pings).
-    public init(server: IMServer, loop: RunLoop = .current, modes: [RunLoop.Mode] = [.common],
-                configuration: WebSocketConfiguration = WebSocketConfiguration(), pingInterval: Duration = .seconds(20),
-                logger: Logger = Logger(label: "chat-node.web")) {
+    public init(
+        server: IMServer, loop: RunLoop = .current, modes: [RunLoop.Mode] = [.common],
+        configuration: WebSocketConfiguration = WebSocketConfiguration(), pingInterval: Duration = .seconds(20),
+        logger: Logger = Logger(label: "chat-node.web")
+    ) {
         webSocket = WebSocketServer(loop: loop, modes: modes, configuration: configuration, logger: logger)
         webSocket.handleRequest = { [weak self] _, tcp, head in self?.serve(tcp, head: head) ?? false }
         webSocket.shouldAccept = OriginPolicy.refusal(for:)
