@@ -16,7 +16,7 @@ final class TextServerLog {
 @Suite("IM over WebSocket: the client transport")
 struct TransportTextRefusalTests {
     @Test(
-        "WebSocketTransport takes binary frames only: a text message from the server closes the link with 1003; the IMClient reports the drop and reconnects (and is refused again)"
+        "The client's WebSocketFrameLink takes binary frames only: a text message from the server closes the link with 1003; the IMClient reports the drop and reconnects (and is refused again)"
     )
     func textIsRefused() async throws {
         try await onLoopThread { try Self.refusalOnLoop() }

@@ -59,7 +59,7 @@ func configuration(_ user: String) -> IMClientConfiguration {
 @Suite("IM over WebSocket")
 struct WebSocketTransportTests {
     @Test(
-        "an IMClient over WebSocketTransport and one over TCP: messages both ways exactly once, the IM heartbeat keeps the 1 s keepalive, offline delivery and reconnect after a server restart"
+        "an IMClient over WebSocketFrameLink and one over TCP: messages both ways exactly once, the IM heartbeat keeps the 1 s keepalive, offline delivery and reconnect after a server restart"
     )
     func chatAcrossRestart() async throws {
         try await onLoopThread {
