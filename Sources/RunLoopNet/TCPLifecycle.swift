@@ -1,3 +1,5 @@
+import RunLoopKit
+
 /// Where a ``TCPConnection`` is in its life, as one value: each stage carries only what can be true
 /// in it — before the handshake no side has ended (only a shutdown can have been asked for); a close
 /// reason exists only while closing and once closed. The connection asks it what the peer's end of

@@ -1,4 +1,5 @@
 public import RunLoopIMCore
+public import RunLoopKit
 public import RunLoopNet
 
 extension IMLinkFailure {

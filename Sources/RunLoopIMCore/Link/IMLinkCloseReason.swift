@@ -1,31 +1,10 @@
+public import RunLoopKit
+
 /// Why a link under an IM connection ended, in words every transport can say: the IM logic above it
 /// (``IMDisconnectReason/transport(_:)``, ``IMClientMachine/transportClosed(generation:reason:now:)``)
-/// decides on these alone, whether the link is TCP, WebSocket or in memory.
-public enum IMLinkCloseReason: Equatable, Sendable, CustomStringConvertible {
-    /// This side closed it, gracefully.
-    case closed
-    /// This side dropped it at once.
-    case aborted
-    /// The peer ended it in good order (a FIN, a WebSocket close frame).
-    case peerClosed
-    /// It failed.
-    case failed(IMLinkFailure)
-
-    /// The failure, when it failed.
-    public var failure: IMLinkFailure? {
-        if case .failed(let failure) = self { return failure }
-        return nil
-    }
-
-    public var description: String {
-        switch self {
-        case .closed: return "closed"
-        case .aborted: return "aborted"
-        case .peerClosed: return "peer closed"
-        case .failed(let failure): return "failed: \(failure)"
-        }
-    }
-}
+/// decides on these alone, whether the link is TCP, WebSocket or in memory. The same four ends as a
+/// TCP connection's (`LinkCloseReason`), failing with an ``IMLinkFailure``.
+public typealias IMLinkCloseReason = LinkCloseReason<IMLinkFailure>
 
 /// How a link failed, or why it refused a frame (``IMFrameLink``'s `send` throws it): the kinds
 /// the IM logic tells apart (a reset or a timeout looks like a NAT mapping that expired), and the
