@@ -63,7 +63,9 @@ public final class ActivityRecorder: @unchecked Sendable {
 
         public var description: String { token }
 
-        static func token(for activity: RunLoop.Activity) -> String {
+        /// An activity's short form in traces (E BT BS BW AW X): what test traces and exported
+        /// timelines write for it.
+        public static func token(for activity: RunLoop.Activity) -> String {
             switch activity {
             case .entry: return "E"
             case .beforeTimers: return "BT"

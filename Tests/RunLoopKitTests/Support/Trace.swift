@@ -38,15 +38,7 @@ final class Trace: @unchecked Sendable {
     }
 
     static func token(_ activity: RunLoop.Activity) -> String {
-        switch activity {
-        case .entry: return "E"
-        case .beforeTimers: return "BT"
-        case .beforeSources: return "BS"
-        case .beforeWaiting: return "BW"
-        case .afterWaiting: return "AW"
-        case .exit: return "X"
-        default: return "?\(activity.rawValue)"
-        }
+        ActivityRecorder.Event.token(for: activity)
     }
 }
 
