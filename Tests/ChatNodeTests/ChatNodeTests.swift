@@ -13,10 +13,6 @@ func temporaryDatabase() -> String {
     "/tmp/chat-node-test-\(getpid())-\(UInt64.random(in: 0...UInt64.max)).db"
 }
 
-func removeDatabase(_ path: String) {
-    for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
-}
-
 /// A test node's settings: fast password hashes, a short grace; `httpPort` 0 serves the page and `/ws`.
 func nodeConfiguration(_ path: String, port: UInt16 = 0, httpPort: UInt16? = nil) -> ChatNode.Configuration {
     var configuration = ChatNode.Configuration(databasePath: path)
