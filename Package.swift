@@ -277,12 +277,23 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "RunLoopIMCoreTests",
+            dependencies: [
+                "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ]
+        ),
+        .testTarget(
             name: "RunLoopIMTests",
             dependencies: [
                 "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopChat", "RunLoopTesting",
                 "RunLoopIMTesting",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
+        ),
+        .testTarget(
+            name: "RunLoopIMSQLiteTests",
+            dependencies: ["RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopTesting"]
         ),
         .testTarget(
             name: "RunLoopChatTests",
