@@ -278,10 +278,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RunLoopIMCoreTests",
-            dependencies: [
-                "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore",
-                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-            ]
+            dependencies: ["RunLoopKit", "RunLoopIMCore", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
         ),
         .testTarget(
             name: "RunLoopIMTests",
