@@ -9,6 +9,8 @@ import RunLoopNet
 import RunLoopTesting
 import Testing
 
+import class Foundation.Process
+
 func temporaryDatabase() -> String {
     "/tmp/chat-node-test-\(getpid())-\(UInt64.random(in: 0...UInt64.max)).db"
 }

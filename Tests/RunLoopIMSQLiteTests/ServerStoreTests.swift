@@ -14,7 +14,7 @@ struct ServerStoreTests {
     }
 
     final class Fixture {
-        let store: IMServerStore
+        let store: any IMServerStore
         let path: String?
         init(_ kind: Kind, accounts: [String: String]? = nil) throws {
             switch kind {

@@ -3,6 +3,7 @@ import RunLoopIMTesting
 import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
+import SwiftProtobuf
 import Testing
 
 @testable import RunLoopIM

@@ -1,3 +1,4 @@
+import Foundation
 import RunLoopChat
 import RunLoopIMTesting
 import RunLoopKit

@@ -5,6 +5,8 @@ import RunLoopNet
 import RunLoopTesting
 import Testing
 
+import struct Foundation.URL
+
 @testable import RunLoopIM
 @testable import RunLoopIMCore
 

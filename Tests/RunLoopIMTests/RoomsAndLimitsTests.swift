@@ -30,7 +30,7 @@ final class Responses {
 struct RoomsAndLimitsTests {
     enum StoreKind: String, CaseIterable { case memory, sqlite }
 
-    static func makeStore(_ kind: StoreKind) throws -> (IMServerStore, String?) {
+    static func makeStore(_ kind: StoreKind) throws -> (any IMServerStore, String?) {
         switch kind {
         case .memory: return (InMemoryIMStore(), nil)
         case .sqlite:
