@@ -112,9 +112,10 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            // The IM server's store and the chat's rooms and history (RunLoopChat's ChatStore) in SQLite.
             name: "RunLoopIMSQLite",
             dependencies: [
-                "RunLoopIM", "RunLoopIMCore",
+                "RunLoopIM", "RunLoopIMCore", "RunLoopChat",
                 "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -11,7 +11,7 @@ final class ClientRecorder {
     var states: [IMConnectionState] = []
     var onlineAt: [LoopInstant] = []
     var disconnects: [(LoopInstant, IMDisconnectReason)] = []
-    var messages: [IMChatMessage] = []
+    var messages: [IMMessage] = []
     var deliveries: [String: [IMDeliveryState]] = [:]
 
     func attach(to client: IMClient) {
