@@ -37,7 +37,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
-        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         // C
@@ -47,6 +46,12 @@ let package = Package(
             providers: [.apt(["libevent-dev"])]
         ),
         .target(name: "CRunLoopSupport"),
+        .systemLibrary(
+            // libcrypto only, for now: SHA-1 (WebSocket handshake) and scrypt (passwords).
+            name: "COpenSSL",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
         .systemLibrary(
             name: "CSQLite",
             pkgConfig: "sqlite3",
@@ -107,9 +112,10 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            // The IM server's store and the chat's rooms and history (RunLoopChat's ChatStore) in SQLite.
             name: "RunLoopIMSQLite",
             dependencies: [
-                "RunLoopIM", "RunLoopIMCore",
+                "RunLoopIM", "RunLoopIMCore", "RunLoopChat",
                 "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -121,7 +127,7 @@ let package = Package(
                 "RunLoopKit",
                 "RunLoopNet",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Crypto", package: "swift-crypto"),
+                "COpenSSL",
             ],
             swiftSettings: swiftSettings
         ),
@@ -147,8 +153,7 @@ let package = Package(
                 "RunLoopIM",
                 "RunLoopIMCore",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                "COpenSSL",
             ],
             swiftSettings: swiftSettings
         ),
@@ -297,7 +302,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RunLoopIMSQLiteTests",
-            dependencies: ["RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopTesting"],
+            dependencies: ["RunLoopChat", "RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopTesting"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -74,7 +74,7 @@ struct ClientHarness {
         log.compactMap { if case .deliveryChanged(id, let state) = $0 { return state } else { return nil } }
     }
 
-    var received: [IMChatMessage] {
+    var received: [IMMessage] {
         log.compactMap { if case .received(let message) = $0 { return message } else { return nil } }
     }
 

@@ -13,12 +13,8 @@ import Testing
 /// that stops reading is paused, not killed; a client that asks and never reads is told `tooSlow`.
 @Suite("Flow-controlled delivery")
 struct FlowControlTests {
-    static func message(_ index: Int, bytes: Int, to user: String) -> IMChatMessage {
-        var message = IMChatMessage()
-        message.id = "m-\(index)"
-        message.user = user
-        message.text = String(repeating: "x", count: bytes)
-        return message
+    static func message(_ index: Int, bytes: Int, to user: String) -> IMMessage {
+        IMMessage(id: "m-\(index)", from: "", recipient: .user(user), text: String(repeating: "x", count: bytes), seq: 0, sentAtMilliseconds: 0)
     }
 
     @Test(

@@ -30,7 +30,7 @@ final class DualServer {
 
 /// Everything one client reported.
 final class Recorder {
-    var messages: [IMChatMessage] = []
+    var messages: [IMMessage] = []
     var finals: [String: [IMDeliveryState]] = [:]
     var disconnects = 0
 

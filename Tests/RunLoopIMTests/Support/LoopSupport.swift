@@ -10,7 +10,7 @@ final class ClientRecorder {
     var states: [IMConnectionState] = []
     var onlineAt: [LoopInstant] = []
     var disconnects: [(LoopInstant, IMDisconnectReason)] = []
-    var messages: [IMChatMessage] = []
+    var messages: [IMMessage] = []
     var deliveries: [String: [IMDeliveryState]] = [:]
 
     func attach(to client: IMClient) {
