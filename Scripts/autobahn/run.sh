@@ -45,12 +45,9 @@ fi
 echo "autobahn: building ws-echo-server and ws-autobahn-client"
 cd "$root"
 config="${AUTOBAHN_BUILD_CONFIGURATION:-debug}"
-# The caller's build flags (.ci/run: --disable-index-store), so that an earlier build with them is
-# reused instead of compiled again with different ones.
-read -r -a build_flags <<< "${AUTOBAHN_SWIFT_BUILD_FLAGS:-}"
-swift build -c "$config" "${build_flags[@]}" --product ws-echo-server >/dev/null
-swift build -c "$config" "${build_flags[@]}" --product ws-autobahn-client >/dev/null
-bin="$(swift build -c "$config" "${build_flags[@]}" --show-bin-path)"
+swift build -c "$config" --product ws-echo-server >/dev/null
+swift build -c "$config" --product ws-autobahn-client >/dev/null
+bin="$(swift build -c "$config" --show-bin-path)"
 
 rm -rf "$work/reports"
 mkdir -p "$work/reports"
