@@ -316,20 +316,30 @@ extension RedisConnection.State {
     var isOpen: Bool { self == .connecting || self == .ready }
 }
 
-/// A TCP port on 127.0.0.1 that was free a moment ago (bound, read back, closed).
-func unusedTCPPort() throws -> UInt16 {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    try withUnsafeMutablePointer(to: &address) { pointer in
-        try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-            guard bind(fd, socketAddress, length) == 0, getsockname(fd, socketAddress, &length) == 0 else {
-                throw RedisTestError.noAnswer(["bind"])
+/// The connect timeout on a manual clock, against a TCP listener whose accept queue is full: the
+/// kernel drops the SYN, so the connect stays in progress until the deadline.
+@Suite struct RedisConnectTimeoutTests {
+    @Test("a connect that never completes times out at the deadline; what waited fails with it")
+    func connectTimesOut() async throws {
+        let (reason, elapsed, command) = try await onManualClockLoop { loop, clock in
+            let listener = try FullListener()
+            defer { listener.close() }
+            let start = clock.now
+            let connection = RedisConnection(configuration: RedisConfiguration(host: "127.0.0.1", port: listener.port, connectTimeout: .seconds(5)))
+            var reason: RedisError?
+            var closedAt: LoopInstant?
+            var command: Result<RedisReply, RedisError>?
+            connection.onClose = { _, why in
+                reason = why
+                closedAt = loop.now
             }
+            connection.connect()
+            connection.send(["PING"]) { command = $0 }
+            try loop.runUntil(timeout: .seconds(60)) { reason != nil && command != nil }
+            return (reason, closedAt.map { $0 - start }, command)
         }
+        #expect(reason == .timedOut(.connect))
+        #expect(elapsed == .seconds(5))
+        #expect(command == .failure(.timedOut(.connect)))
     }
-    return UInt16(bigEndian: address.sin_port)
 }
