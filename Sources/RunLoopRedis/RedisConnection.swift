@@ -200,17 +200,19 @@ public final class RedisConnection {
     }
 
     private func write(_ arguments: [[UInt8]], id: UInt64) {
-        guard let context = adapter?.context else { return }
-        let status = Self.withArgv(arguments) { count, argv, lengths in
-            redisAsyncCommandArgv(
-                context,
-                { context, reply, id in
-                    guard let owner = context?.pointee.data else { return }
-                    let connection = Unmanaged<RedisConnection>.fromOpaque(owner).takeUnretainedValue()
-                    connection.replied(UInt64(UInt(bitPattern: id)), reply?.assumingMemoryBound(to: redisReply.self))
-                },
-                UnsafeMutableRawPointer(bitPattern: UInt(id)), count, argv, lengths)
-        }
+        let status =
+            adapter?.context.map { context in
+                Self.withArgv(arguments) { count, argv, lengths in
+                    redisAsyncCommandArgv(
+                        context,
+                        { context, reply, id in
+                            guard let owner = context?.pointee.data else { return }
+                            let connection = Unmanaged<RedisConnection>.fromOpaque(owner).takeUnretainedValue()
+                            connection.replied(UInt64(UInt(bitPattern: id)), reply?.assumingMemoryBound(to: redisReply.self))
+                        },
+                        UnsafeMutableRawPointer(bitPattern: UInt(id)), count, argv, lengths)
+                }
+            } ?? REDIS_ERR
         if status != REDIS_OK, let completion = machine.complete(id) {
             report { completion(.failure(.connectionLost("hiredis refused the command"))) }
         }
