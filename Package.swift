@@ -317,7 +317,8 @@ let package = Package(
         ),
         .testTarget(
             name: "RunLoopRedisTests",
-            dependencies: ["RunLoopKit", "RunLoopRedis", "RunLoopTesting"]
+            dependencies: ["RunLoopKit", "RunLoopRedis", "RunLoopTesting"],
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RunLoopIMWebSocketTests",
