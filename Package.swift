@@ -4,7 +4,7 @@ import PackageDescription
 /// The compiler settings every Swift target of the package builds with (issue 19): existentials
 /// spelled `any`, members visible only through the modules a file imports, and imports internal
 /// unless a file says `public import` because its public API shows the module's types.
-/// Test targets get them by adding `swiftSettings: swiftSettings` like the others.
+/// Every target has them, the test targets too: a test file imports what it uses like any other.
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
@@ -120,9 +120,10 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            // The IM server's store and the chat's rooms and history (RunLoopChat's ChatStore) in SQLite.
             name: "RunLoopIMSQLite",
             dependencies: [
-                "RunLoopIM", "RunLoopIMCore",
+                "RunLoopIM", "RunLoopIMCore", "RunLoopChat",
                 "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -274,30 +275,40 @@ let package = Package(
                 "RunLoopKit",
                 "RunLoopTesting",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
-            ]
+            ],
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RunLoopTestingTests",
-            dependencies: ["RunLoopKit", "RunLoopTesting"]
+            dependencies: ["RunLoopKit", "RunLoopTesting"],
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "EchoServerTests",
             // The sample as a process: depending on it makes SwiftPM build the binary the tests start.
-            dependencies: ["EchoServer", "RunLoopTesting"]
+            dependencies: ["EchoServer", "RunLoopTesting"],
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RunLoopNetTests",
             dependencies: [
                 "RunLoopKit", "RunLoopNet", "RunLoopTesting",
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "ChatNodeTests",
             dependencies: [
                 "ChatNodeKit", "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopWebSocket",
                 "RunLoopIMWebSocket", "RunLoopChat", "RunLoopTesting", "RunLoopIMTesting",
-            ]
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RunLoopIMCoreTests",
+            dependencies: ["RunLoopKit", "RunLoopIMCore", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RunLoopIMTests",
@@ -305,15 +316,23 @@ let package = Package(
                 "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopChat", "RunLoopTesting",
                 "RunLoopIMTesting",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-            ]
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RunLoopIMSQLiteTests",
+            dependencies: ["RunLoopChat", "RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopTesting"],
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RunLoopChatTests",
-            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopChat", "RunLoopIMTesting", "RunLoopTesting"]
+            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopChat", "RunLoopIMTesting", "RunLoopTesting"],
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RunLoopWebSocketTests",
-            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopWebSocket", "RunLoopTesting"]
+            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopWebSocket", "RunLoopTesting"],
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RunLoopRedisTests",
@@ -325,7 +344,8 @@ let package = Package(
             dependencies: [
                 "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopWebSocket", "RunLoopIMWebSocket", "RunLoopTesting",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-            ]
+            ],
+            swiftSettings: swiftSettings
         ),
     ],
     swiftLanguageModes: [.v6]
