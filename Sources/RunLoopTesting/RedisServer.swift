@@ -42,9 +42,9 @@ public final class RedisServer: @unchecked Sendable {
     /// Starts a server in a new temporary directory and blocks until it accepts connections.
     public static func start() throws -> RedisServer {
         guard let executable = installedServer() else { throw Failure.notInstalled }
-        var template = Array("/tmp/runloopkit-redis.XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw Failure.didNotStart("mkdtemp: \(String(cString: strerror(errno)))") }
-        let server = RedisServer(directory: String(cString: made), executable: executable)
+        let directory = temporaryPath("redis")
+        guard mkdir(directory, 0o700) == 0 else { throw Failure.didNotStart("mkdir \(directory): \(String(cString: strerror(errno)))") }
+        let server = RedisServer(directory: directory, executable: executable)
         try server.launch()
         return server
     }
