@@ -37,7 +37,9 @@ func call(_ connection: RedisConnection, _ arguments: [String], timeout: Duratio
 func waitUntilBlocked(_ count: Int, asking observer: RedisConnection) throws {
     for _ in 0..<2_000 {
         let info = try call(observer, ["INFO", "clients"])
-        if case .success(let reply) = info, reply.string?.contains("blocked_clients:\(count)\r") == true { return }
+        // Lines end in "\r\n", one Character: compare whole lines.
+        let lines = info.reply?.string?.split(whereSeparator: \.isNewline) ?? []
+        if lines.contains("blocked_clients:\(count)") { return }
         _ = try RunLoop.current.run(.default, timeout: .milliseconds(1))
     }
     throw RedisTestError.noAnswer(["INFO", "clients"])
