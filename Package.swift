@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "RunLoopWebSocket", targets: ["RunLoopWebSocket"]),
         .library(name: "RunLoopIMWebSocket", targets: ["RunLoopIMWebSocket"]),
         .library(name: "RunLoopChat", targets: ["RunLoopChat"]),
+        .library(name: "RunLoopRedis", targets: ["RunLoopRedis"]),
         .executable(name: "loop-demo", targets: ["LoopDemo"]),
         .executable(name: "loop-record", targets: ["LoopRecorder"]),
         .executable(name: "echo-server", targets: ["EchoServer"]),
@@ -56,6 +57,13 @@ let package = Package(
             name: "CSQLite",
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .systemLibrary(
+            // hiredis's asynchronous context, put on the run loop by RunLoopRedis. No pkgConfig:
+            // Debian's hiredis.pc adds -D_FILE_OFFSET_BITS=64, which SwiftPM drops with a warning on
+            // every build; the headers are in /usr/include/hiredis and the module map links the library.
+            name: "CHiredis",
+            providers: [.apt(["libhiredis-dev"])]
         ),
 
         // Libraries
@@ -154,6 +162,17 @@ let package = Package(
                 "RunLoopIMCore",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 "COpenSSL",
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            // Redis through hiredis's asynchronous context, its socket a port source on the loop.
+            name: "RunLoopRedis",
+            dependencies: [
+                "RunLoopKit",
+                "RunLoopNet",
+                "CHiredis",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -313,6 +332,11 @@ let package = Package(
         .testTarget(
             name: "RunLoopWebSocketTests",
             dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopWebSocket", "RunLoopTesting"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RunLoopRedisTests",
+            dependencies: ["RunLoopKit", "RunLoopRedis", "RunLoopTesting"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
