@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "RunLoopWebSocket", targets: ["RunLoopWebSocket"]),
         .library(name: "RunLoopIMWebSocket", targets: ["RunLoopIMWebSocket"]),
         .library(name: "RunLoopChat", targets: ["RunLoopChat"]),
+        .library(name: "RunLoopPostgres", targets: ["RunLoopPostgres"]),
         .executable(name: "loop-demo", targets: ["LoopDemo"]),
         .executable(name: "loop-record", targets: ["LoopRecorder"]),
         .executable(name: "echo-server", targets: ["EchoServer"]),
@@ -51,6 +52,11 @@ let package = Package(
             name: "CSQLite",
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .systemLibrary(
+            name: "CLibpq",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
         ),
 
         // Libraries
@@ -149,6 +155,17 @@ let package = Package(
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            // A PostgreSQL client driven by the loop: libpq's asynchronous API in pipeline mode.
+            name: "RunLoopPostgres",
+            dependencies: [
+                "RunLoopKit",
+                "RunLoopNet",
+                "CLibpq",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -298,6 +315,10 @@ let package = Package(
                 "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopWebSocket", "RunLoopIMWebSocket", "RunLoopTesting",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
+        ),
+        .testTarget(
+            name: "RunLoopPostgresTests",
+            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopPostgres", "RunLoopTesting"]
         ),
     ],
     swiftLanguageModes: [.v6]

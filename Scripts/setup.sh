@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what a fresh Debian machine (with Swift 6.3) lacks to build and run RunLoopKit: libevent 2.1
-# and SQLite headers. With --tests, also what the test suite uses: iproute2 (network-namespace tests,
+# Installs what a fresh Debian machine (with Swift 6.3) lacks to build and run RunLoopKit: libevent 2.1,
+# SQLite and libpq headers. With --tests, also what the test suite uses: the PostgreSQL server (the
+# RunLoopPostgres tests start throw-away servers), iproute2 (network-namespace tests,
 # which need root), Debian's Chromium (the browser test), and a Python venv with the protobuf runtime
 # (the outside-client test) and Playwright (which drives that Chromium; it downloads no browser).
 # Idempotent: installs only what is missing. Works as root or through sudo.
@@ -9,11 +10,11 @@ cd "$(dirname "$0")/.."
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
-packages=(libevent-dev libsqlite3-dev pkg-config)
+packages=(libevent-dev libsqlite3-dev libpq-dev pkg-config)
 with_tests=false
 if [ "${1:-}" = "--tests" ]; then
   with_tests=true
-  packages+=(iproute2 python3-venv chromium)
+  packages+=(postgresql iproute2 python3-venv chromium)
 fi
 
 missing=()
@@ -26,7 +27,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   # No recommends: Chromium's would pull in a desktop's worth of packages the headless test never uses.
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-pkg-config --modversion libevent_core sqlite3 | paste -sd' ' | sed 's/^/libevent, sqlite: /'
+pkg-config --modversion libevent_core sqlite3 libpq | paste -sd' ' | sed 's/^/libevent, sqlite, libpq: /'
 
 if $with_tests; then
   if [ ! -x .build-python/bin/python ]; then
