@@ -124,7 +124,7 @@ extension PostgresConnection {
     }
 
     /// One repeating timer, re-dated to the machine's next deadline (parked far away without one).
-    private func dateTimer() {
+    func dateTimer() {
         guard !machine.isClosed else { return }
         let deadline = machine.nextDeadline ?? .distantFuture
         if let timer, timer.isValid {

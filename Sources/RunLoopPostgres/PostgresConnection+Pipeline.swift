@@ -28,8 +28,8 @@ extension PostgresConnection {
         guard PQpipelineSync(connection) == 1 else { return perform(machine.close(.connectionLost(errorMessage()))) }
         pipelineSyncCount += 1
         machine.awaitingResults(true, now: loop.now)
+        dateTimer()
         flush()
-        perform([])
     }
 
     /// Hands libpq's output to the socket; watches for writability while some is left.
@@ -91,7 +91,7 @@ extension PostgresConnection {
         deliver(completed)
         if let failure { return perform(machine.close(failure)) }
         machine.awaitingResults(pipeline.isAwaitingResults, now: loop.now)
-        perform([])
+        dateTimer()
         // Output libpq could not hand over while it waited for input.
         if writeSource != nil { flush() }
         scheduleSend()

@@ -142,12 +142,7 @@ public final class PostgresConnection {
         _ sql: String, _ parameters: [String?] = [], completion: @escaping (Result<PostgresRows, PostgresError>) -> Void
     ) {
         let statement = PostgresStatement(sql, parameters)
-        if statement.controlsTransaction {
-            checkThread()
-            return callbacks.ownerCall {
-                callbacks.run { completion(.failure(.protocolMisuse("transaction control through query: use transaction"))) }
-            }
-        }
+        if statement.controlsTransaction { return refuse(.protocolMisuse("transaction control through query: use transaction"), completion) }
         enqueue(.statement, [statement]) { result in completion(result.map { $0[0] }) }
     }
 
@@ -161,10 +156,7 @@ public final class PostgresConnection {
         _ statements: [PostgresStatement], completion: @escaping (Result<[PostgresRows], PostgresError>) -> Void
     ) {
         if let misuse = statements.first(where: \.controlsTransaction) {
-            checkThread()
-            return callbacks.ownerCall {
-                callbacks.run { completion(.failure(.protocolMisuse("transaction control inside a transaction: \(misuse.sql)"))) }
-            }
+            return refuse(.protocolMisuse("transaction control inside a transaction: \(misuse.sql)"), completion)
         }
         enqueue(.transaction, statements, completion: completion)
     }
@@ -182,14 +174,20 @@ public final class PostgresConnection {
         _ kind: PostgresPipeline<PostgresRows>.Kind, _ statements: [PostgresStatement],
         completion: @escaping (Result<[PostgresRows], PostgresError>) -> Void
     ) {
+        if machine.isClosed { return refuse(.closed, completion) }
         checkThread()
         callbacks.ownerCall {
-            if machine.isClosed { return callbacks.run { completion(.failure(.closed)) } }
             nextRequestID += 1
             completions[nextRequestID] = completion
             pipeline.enqueue(id: nextRequestID, kind: kind, statements: statements)
             scheduleSend()
         }
+    }
+
+    /// Completes a request that never enters the pipeline, on the loop's next pass.
+    private func refuse<Value>(_ error: PostgresError, _ completion: @escaping (Result<Value, PostgresError>) -> Void) {
+        checkThread()
+        callbacks.ownerCall { callbacks.run { completion(.failure(error)) } }
     }
 
     func checkThread() {

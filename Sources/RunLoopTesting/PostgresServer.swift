@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import RunLoopKit
 
 /// A throw-away PostgreSQL server for one test: its own data directory in a temporary directory,
 /// reachable only through a unix socket there (no TCP port, so tests never collide), tuned for speed
@@ -53,10 +54,17 @@ public final class PostgresServer: @unchecked Sendable {
         self.tools = tools
     }
 
-    /// Copies the template data directory into a new temporary directory and starts a server on it.
-    /// Blocks until the server accepts connections (a fraction of a second; the first call in a
-    /// process also runs `initdb`).
-    public static func start() throws -> PostgresServer {
+    /// Copies the template data directory into a new temporary directory and starts a server on it,
+    /// on a thread of its own (the first call in a process also runs `initdb`, for seconds: Swift
+    /// concurrency's few threads must not wait for it). Returns once the server accepts connections.
+    public static func start() async throws -> PostgresServer {
+        try await withCheckedThrowingContinuation { continuation in
+            JoinableThread.detach { continuation.resume(with: Result { try startBlocking() }) }
+        }
+    }
+
+    /// ``start()`` on the calling thread, which it blocks.
+    public static func startBlocking() throws -> PostgresServer {
         let tools = try PostgresTools.installed()
         let template = try PostgresTemplate.shared.get()
         let directory = try makeTemporaryDirectory("runloopkit-pg")
@@ -170,7 +178,12 @@ enum PostgresTemplate {
         let directory = templateDirectory
         try tools.giveToServerUser(directory)
         try tools.run(
-            tools.binary("initdb"), ["-D", directory + "/data", "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-locale", "--no-sync"],
+            tools.binary("initdb"),
+            [
+                "-D", directory + "/data", "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-locale", "--no-sync",
+                // 1 MB WAL segments instead of 16: less to copy for every server.
+                "--wal-segsize=1"
+            ],
             asServerUser: true)
         // Test speed over durability, a socket only, and little shared memory for many servers at once.
         let settings = """

@@ -7,7 +7,7 @@ import Testing
 /// A connection against a real server of its own (``PostgresServer``), each test on its own loop.
 @Suite struct PostgresConnectionTests {
     @Test func connectsOverTheUnixSocketAndReadsRows() async throws {
-        let server = try PostgresServer.start()
+        let server = try await PostgresServer.start()
         let (columns, values, ready) = try await onLoopThread { () -> ([String], [String?], Bool) in
             let connection = try connect(to: server)
             let rows = try run(connection, "SELECT current_user AS who, 1 + 1 AS two, true AS yes, 2.5::float8 AS half")
@@ -19,8 +19,25 @@ import Testing
         #expect(ready)
     }
 
+    @Test func queriesQueuedBeforeTheConnectionIsUpLeaveTogetherOnceItIs() async throws {
+        let server = try await PostgresServer.start()
+        let (values, connects, syncs) = try await onLoopThread { () -> ([String?], Int, Int) in
+            let connection = PostgresConnection(configuration: PostgresConfiguration(server: server))
+            var connects = 0
+            connection.onConnect = { _ in connects += 1 }
+            let first = connection.outcome("SELECT 'first'")
+            connection.connect()
+            let second = connection.outcome("SELECT 'second'")
+            try spin(connection.loop) { first.isDone && second.isDone }
+            return ([first.value?[0, 0], second.value?[0, 0]], connects, connection.pipelineSyncCount)
+        }
+        #expect(values == ["first", "second"])
+        #expect(connects == 1)
+        #expect(syncs == 1)
+    }
+
     @Test func parametersNullsAndUnicodeRoundTrip() async throws {
-        let server = try PostgresServer.start()
+        let server = try await PostgresServer.start()
         let text = "héllo, wörld — 日本語 🐘 'quoted' \"double\" \\ back"
         let values = try await onLoopThread {
             let connection = try connect(to: server)
@@ -33,7 +50,7 @@ import Testing
     }
 
     @Test func aThousandQueriesQueuedInOnePassCompleteInOrderWithOneSync() async throws {
-        let server = try PostgresServer.start()
+        let server = try await PostgresServer.start()
         let (order, syncs, completions) = try await onLoopThread {
             let connection = try connect(to: server)
             let before = connection.pipelineSyncCount
@@ -54,7 +71,7 @@ import Testing
     }
 
     @Test func aUniqueViolationFailsOnlyItsQueryAndThePipelineContinues() async throws {
-        let server = try PostgresServer.start()
+        let server = try await PostgresServer.start()
         let (first, duplicate, second, count, syncs) = try await onLoopThread {
             let connection = try connect(to: server)
             try run(connection, "CREATE TABLE t (id int CONSTRAINT t_pkey PRIMARY KEY)")
@@ -82,7 +99,7 @@ import Testing
     }
 
     @Test func aTransactionCommitsAndARefusedOneRollsBackWithoutHarmingTheNext() async throws {
-        let server = try PostgresServer.start()
+        let server = try await PostgresServer.start()
         let (committed, refused, rows, after) = try await onLoopThread {
             let connection = try connect(to: server)
             try run(connection, "CREATE TABLE t (id int PRIMARY KEY)")

@@ -8,7 +8,7 @@ import Testing
 /// What happens when things go wrong: the server killed, missing, slow; the owner closing mid-query.
 @Suite struct PostgresFaultTests {
     @Test func closeMidQueryCompletesTheQueryOnceWithAnError() async throws {
-        let server = try PostgresServer.start()
+        let server = try await PostgresServer.start()
         let (results, closeReasons) = try await onLoopThread {
             let connection = try connect(to: server)
             var closeReasons: [PostgresError] = []
@@ -27,7 +27,7 @@ import Testing
     }
 
     @Test func theServerKilledMidQueryFailsEveryPendingQueryOnceAndAnInFlightCommitIsUnknown() async throws {
-        let server = try PostgresServer.start()
+        let server = try await PostgresServer.start()
         let (sleeping, transaction, unsent, closeReason) = try await onLoopThread {
             let connection = try connect(to: server)
             try run(connection, "CREATE TABLE t (id int PRIMARY KEY)")
@@ -54,7 +54,7 @@ import Testing
     }
 
     @Test func aRestartedServerTakesANewConnection() async throws {
-        let server = try PostgresServer.start()
+        let server = try await PostgresServer.start()
         let value = try await onLoopThread {
             let first = try connect(to: server)
             try run(first, "CREATE TABLE kept (v text)")
@@ -122,7 +122,7 @@ import Testing
     }
 
     @Test func theQueryTimeoutClosesAConnectionWhoseServerStaysSilent() async throws {
-        let server = try PostgresServer.start()
+        let server = try await PostgresServer.start()
         let (error, reason, waited) = try await onManualClockLoop { loop, clock in
             // No connect deadline: on this clock an idle loop jumps to the next one while the server answers.
             let connection = try connect(to: server, connectTimeout: nil, queryTimeout: .seconds(5))
@@ -139,7 +139,7 @@ import Testing
     }
 
     @Test func aLargeResultDoesNotBlockTheLoop() async throws {
-        let server = try PostgresServer.start()
+        let server = try await PostgresServer.start()
         let (rows, last, ticksWhileArriving) = try await onLoopThread {
             let connection = try connect(to: server)
             var ticks = 0
