@@ -4,7 +4,7 @@ import PackageDescription
 /// The compiler settings every Swift target of the package builds with (issue 19): existentials
 /// spelled `any`, members visible only through the modules a file imports, and imports internal
 /// unless a file says `public import` because its public API shows the module's types.
-/// Test targets get them by adding `swiftSettings: swiftSettings` like the others.
+/// Every target has them, the test targets too: a test file imports what it uses like any other.
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "RunLoopWebSocket", targets: ["RunLoopWebSocket"]),
         .library(name: "RunLoopIMWebSocket", targets: ["RunLoopIMWebSocket"]),
         .library(name: "RunLoopChat", targets: ["RunLoopChat"]),
+        .library(name: "RunLoopRedis", targets: ["RunLoopRedis"]),
         .library(name: "RunLoopPostgres", targets: ["RunLoopPostgres"]),
         .executable(name: "loop-demo", targets: ["LoopDemo"]),
         .executable(name: "loop-record", targets: ["LoopRecorder"]),
@@ -38,7 +39,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
-        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         // C
@@ -49,9 +49,22 @@ let package = Package(
         ),
         .target(name: "CRunLoopSupport"),
         .systemLibrary(
+            // libcrypto only, for now: SHA-1 (WebSocket handshake) and scrypt (passwords).
+            name: "COpenSSL",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        .systemLibrary(
             name: "CSQLite",
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .systemLibrary(
+            // hiredis's asynchronous context, put on the run loop by RunLoopRedis. No pkgConfig:
+            // Debian's hiredis.pc adds -D_FILE_OFFSET_BITS=64, which SwiftPM drops with a warning on
+            // every build; the headers are in /usr/include/hiredis and the module map links the library.
+            name: "CHiredis",
+            providers: [.apt(["libhiredis-dev"])]
         ),
         .systemLibrary(
             name: "CLibpq",
@@ -113,9 +126,10 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            // The IM server's store and the chat's rooms and history (RunLoopChat's ChatStore) in SQLite.
             name: "RunLoopIMSQLite",
             dependencies: [
-                "RunLoopIM", "RunLoopIMCore",
+                "RunLoopIM", "RunLoopIMCore", "RunLoopChat",
                 "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -127,7 +141,7 @@ let package = Package(
                 "RunLoopKit",
                 "RunLoopNet",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Crypto", package: "swift-crypto"),
+                "COpenSSL",
             ],
             swiftSettings: swiftSettings
         ),
@@ -153,8 +167,18 @@ let package = Package(
                 "RunLoopIM",
                 "RunLoopIMCore",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                "COpenSSL",
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            // Redis through hiredis's asynchronous context, its socket a port source on the loop.
+            name: "RunLoopRedis",
+            dependencies: [
+                "RunLoopKit",
+                "RunLoopNet",
+                "CHiredis",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -268,30 +292,40 @@ let package = Package(
                 "RunLoopKit",
                 "RunLoopTesting",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
-            ]
+            ],
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RunLoopTestingTests",
-            dependencies: ["RunLoopKit", "RunLoopTesting"]
+            dependencies: ["RunLoopKit", "RunLoopTesting"],
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "EchoServerTests",
             // The sample as a process: depending on it makes SwiftPM build the binary the tests start.
-            dependencies: ["EchoServer", "RunLoopTesting"]
+            dependencies: ["EchoServer", "RunLoopTesting"],
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RunLoopNetTests",
             dependencies: [
                 "RunLoopKit", "RunLoopNet", "RunLoopTesting",
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "ChatNodeTests",
             dependencies: [
                 "ChatNodeKit", "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopWebSocket",
                 "RunLoopIMWebSocket", "RunLoopChat", "RunLoopTesting", "RunLoopIMTesting",
-            ]
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RunLoopIMCoreTests",
+            dependencies: ["RunLoopKit", "RunLoopIMCore", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RunLoopIMTests",
@@ -299,26 +333,41 @@ let package = Package(
                 "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopChat", "RunLoopTesting",
                 "RunLoopIMTesting",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-            ]
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RunLoopIMSQLiteTests",
+            dependencies: ["RunLoopChat", "RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopTesting"],
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RunLoopChatTests",
-            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopChat", "RunLoopIMTesting", "RunLoopTesting"]
+            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopChat", "RunLoopIMTesting", "RunLoopTesting"],
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RunLoopWebSocketTests",
-            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopWebSocket", "RunLoopTesting"]
+            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopWebSocket", "RunLoopTesting"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RunLoopRedisTests",
+            dependencies: ["RunLoopKit", "RunLoopRedis", "RunLoopTesting"],
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RunLoopIMWebSocketTests",
             dependencies: [
                 "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopWebSocket", "RunLoopIMWebSocket", "RunLoopTesting",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-            ]
+            ],
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RunLoopPostgresTests",
-            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopPostgres", "RunLoopTesting"]
+            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopPostgres", "RunLoopTesting"],
+            swiftSettings: swiftSettings
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -26,10 +26,13 @@ fi
 protoc --version >&2
 # The Python is for Tests/PythonClient, the outside client written from docs/PROTOCOL.md; its runtime
 # version (Tests/PythonClient/requirements.txt) must match this protoc (3.21.x: protobuf 4.21.x).
-# UseAccessLevelOnImports: the file is compiled with InternalImportsByDefault (Package.swift), and its
-# public messages conform to SwiftProtobuf's protocols, so the import has to say `public`.
+# Visibility=Package: the messages are the wire format, not API — the libraries' public API speaks
+# domain types (IMMessage, IMLoginAttempt, …) and converts at one `package` place each, so no user
+# imports SwiftProtobuf. UseAccessLevelOnImports: the file is compiled with InternalImportsByDefault
+# (Package.swift), and its package messages conform to SwiftProtobuf's protocols, so the import has to
+# say `package`.
 protoc --plugin=protoc-gen-swift="$plugin" \
-  --swift_opt=Visibility=Public --swift_opt=FileNaming=DropPath --swift_opt=UseAccessLevelOnImports=true \
+  --swift_opt=Visibility=Package --swift_opt=FileNaming=DropPath --swift_opt=UseAccessLevelOnImports=true \
   --swift_out=Sources/RunLoopIMCore/Generated \
   --python_out=Tests/PythonClient \
   -I proto proto/runloopim.proto

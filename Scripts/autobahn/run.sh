@@ -49,21 +49,23 @@ swift build -c "$config" --product ws-echo-server >/dev/null
 swift build -c "$config" --product ws-autobahn-client >/dev/null
 bin="$(swift build -c "$config" --show-bin-path)"
 
-pids=()
-cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; }
-trap cleanup EXIT
-
 rm -rf "$work/reports"
 mkdir -p "$work/reports"
 cd "$work"
-status=0
 start=$(date +%s)
 
+# The two modes share nothing (their own ports, processes, specs, logs and report directories), and
+# each is one Python process taking turns with one of ours — about one core — so they run side by side
+# and the whole takes the time of the longer one (section 9's large messages are most of either).
+# Each mode stops its own background process on exit, whoever ends it.
+
 # 1. fuzzingclient against our echo server.
-"$bin/ws-echo-server" --host 127.0.0.1 --port "$server_port" > "$work/echo-server.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do grep -q "listening on" "$work/echo-server.log" && break; sleep 0.1; done
-cat > "$work/fuzzingclient.json" <<SPEC
+fuzz_our_server() {
+    "$bin/ws-echo-server" --host 127.0.0.1 --port "$server_port" > "$work/echo-server.log" 2>&1 &
+    echo_server=$!  # not `local`: the EXIT trap reads it after the function returned
+    trap 'kill $echo_server 2>/dev/null || true' EXIT
+    for _ in $(seq 100); do grep -q "listening on" "$work/echo-server.log" && break; sleep 0.1; done
+    cat > "$work/fuzzingclient.json" <<SPEC
 {
   "outdir": "./reports/servers",
   "servers": [{"agent": "RunLoopWebSocket", "url": "ws://127.0.0.1:$server_port"}],
@@ -72,12 +74,14 @@ cat > "$work/fuzzingclient.json" <<SPEC
   "exclude-agent-cases": {}
 }
 SPEC
-py2 "$here/wstest_local.py" -m fuzzingclient -s "$work/fuzzingclient.json" > "$work/fuzzingclient.log" 2>&1 || true
-kill "${pids[0]}" 2>/dev/null || true
-py2 "$here/summarize.py" fuzzingclient "$work/reports/servers/index.json" || status=1
+    py2 "$here/wstest_local.py" -m fuzzingclient -s "$work/fuzzingclient.json" > "$work/fuzzingclient.log" 2>&1 || true
+    py2 "$here/summarize.py" fuzzingclient "$work/reports/servers/index.json"
+}
 
-# 2. fuzzingserver against our client.
-cat > "$work/fuzzingserver.json" <<SPEC
+# 2. fuzzingserver against our client (--webport 0: no report web server, whose fixed port 8080 a
+#    fuzzing server left behind, or anything else there, would take).
+fuzz_our_client() {
+    cat > "$work/fuzzingserver.json" <<SPEC
 {
   "url": "ws://127.0.0.1:$fuzzing_port",
   "outdir": "./reports/clients",
@@ -86,12 +90,23 @@ cat > "$work/fuzzingserver.json" <<SPEC
   "exclude-agent-cases": {}
 }
 SPEC
-py2_exec "$here/wstest_local.py" -m fuzzingserver -s "$work/fuzzingserver.json" > "$work/fuzzingserver.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$fuzzing_port") 2>/dev/null && break; sleep 0.1; done
-"$bin/ws-autobahn-client" --port "$fuzzing_port" --agent runloopkit > "$work/autobahn-client.log" 2>&1 || status=1
-kill "${pids[1]}" 2>/dev/null || true
-py2 "$here/summarize.py" fuzzingserver "$work/reports/clients/index.json" || status=1
+    py2_exec "$here/wstest_local.py" -m fuzzingserver --webport 0 -s "$work/fuzzingserver.json" > "$work/fuzzingserver.log" 2>&1 &
+    fuzzing_server=$!  # not `local`: the EXIT trap reads it after the function returned
+    trap 'kill $fuzzing_server 2>/dev/null || true' EXIT
+    for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$fuzzing_port") 2>/dev/null && break; sleep 0.1; done
+    local client_status=0
+    "$bin/ws-autobahn-client" --port "$fuzzing_port" --agent runloopkit > "$work/autobahn-client.log" 2>&1 || client_status=1
+    py2 "$here/summarize.py" fuzzingserver "$work/reports/clients/index.json" || client_status=1
+    return $client_status
+}
+
+( fuzz_our_server ) > "$work/server-mode.summary" 2>&1 &
+server_mode=$!
+trap 'kill $server_mode 2>/dev/null || true' EXIT
+status=0
+( fuzz_our_client ) > "$work/client-mode.summary" 2>&1 || status=1
+wait $server_mode || status=1
+cat "$work/server-mode.summary" "$work/client-mode.summary"
 
 echo "autobahn: $(( $(date +%s) - start )) s, reports in $work/reports"
 exit $status

@@ -1,8 +1,9 @@
 public import Logging
+public import RunLoopChat
 public import RunLoopIM
 public import RunLoopIMCore
 
-/// An ``IMServerStore`` in one SQLite file (WAL mode): messages, each user's undelivered inbox,
+/// An `IMServerStore` and `ChatStore` in one SQLite file (WAL mode): messages, each user's undelivered inbox,
 /// abandoned ids, room members and the users seen. Every rule of the protocol's delivery guarantee is
 /// a constraint or a transaction here, so it holds across a crash of the server process:
 /// - (sender, client id) is UNIQUE: a resend finds the first row and gets its seq back;
@@ -14,7 +15,7 @@ public import RunLoopIMCore
 /// Loop thread only (the server's); calls are synchronous and short. A SQLite failure never passes
 /// as success: a send is refused with `internalError` (the client sends it again), an abandon gets no
 /// answer for that id (the client asks again), and it is logged at `error`.
-public final class SQLiteIMStore: IMServerStore {
+public final class SQLiteIMStore: ChatStore {
     public let database: SQLiteDatabase
     /// Accounts and passwords checked at login; `nil`: any user name logs in with any password.
     public var accounts: [String: String]?
@@ -52,7 +53,7 @@ public final class SQLiteIMStore: IMServerStore {
         for user in accounts?.keys.sorted() ?? [] { try database.query("INSERT OR IGNORE INTO users(name) VALUES (?)", [.text(user)]) }
     }
 
-    public func join(room: String, user: String, maximumRooms: Int?) -> Result<IMRoomInfo, IMStatusCode> {
+    public func join(room: String, user: String, maximumRooms: Int?) -> Result<Room, IMStatusCode> {
         guard RoomName.isValid(room) else { return .failure(.badRequest) }
         if let maximumRooms {
             do {
@@ -67,7 +68,7 @@ public final class SQLiteIMStore: IMServerStore {
         return roomChange(room, user, "INSERT OR IGNORE INTO room_members(room, user) VALUES (?, ?)")
     }
 
-    public func leave(room: String, user: String) -> Result<IMRoomInfo, IMStatusCode> {
+    public func leave(room: String, user: String) -> Result<Room, IMStatusCode> {
         do {
             guard try isMember(user, of: room) else { return .failure(.notAMember) }
         } catch {
@@ -77,14 +78,14 @@ public final class SQLiteIMStore: IMServerStore {
         return roomChange(room, user, "DELETE FROM room_members WHERE room = ? AND user = ?")
     }
 
-    public func rooms(for user: String, after: String, limit: Int) -> [IMRoomInfo] {
-        var rooms: [IMRoomInfo] = []
+    public func rooms(for user: String, after: String, limit: Int) -> [Room] {
+        var rooms: [Room] = []
         do {
             try database.query(
                 "SELECT room, count(*), max(user = ?) FROM room_members WHERE room > ? GROUP BY room ORDER BY room LIMIT ?",
                 [.text(user), .text(after), .integer(Int64(clamping: limit))]
             ) { row in
-                rooms.append(IMRoomInfo(name: row.text(0) ?? "", members: Int(row.integer(1)), joined: row.integer(2) != 0))
+                rooms.append(Room(name: row.text(0) ?? "", members: Int(row.integer(1)), isMember: row.integer(2) != 0))
             }
         } catch {
             logger.error("rooms not listed: \(error)")
@@ -92,46 +93,42 @@ public final class SQLiteIMStore: IMServerStore {
         return rooms
     }
 
-    public func history(_ request: IMHistoryRequest, for user: String, limit: Int) -> Result<IMHistoryPage, IMStatusCode> {
-        let before = Int64(clamping: request.beforeSeq == 0 ? UInt64(Int64.max) : request.beforeSeq)
+    public func history(_ query: HistoryQuery, for user: String, limit: Int) -> Result<HistoryPage, IMStatusCode> {
+        let before = Int64(clamping: query.before == 0 ? UInt64(Int64.max) : query.before)
         let columns = "seq, sender, client_id, to_user, to_room, text, sent_at_ms"
         let sql: String
         let parameters: [SQLiteDatabase.Value]
         do {
-            switch request.with {
-            case .room(let room)?:
+            switch query.conversation {
+            case .room(let room):
                 guard try isMember(user, of: room) else { return .failure(.notAMember) }
                 sql = "SELECT \(columns) FROM messages WHERE to_room = ? AND seq < ? ORDER BY seq DESC LIMIT ?"
                 parameters = [.text(room), .integer(before), .integer(Int64(limit) + 1)]
-            case .user(let other)?:
+            case .user(let other):
                 sql =
                     "SELECT \(columns) FROM messages WHERE seq < ? AND "
                     + "((sender = ? AND to_user = ?) OR (sender = ? AND to_user = ?)) ORDER BY seq DESC LIMIT ?"
                 parameters = [.integer(before), .text(user), .text(other), .text(other), .text(user), .integer(Int64(limit) + 1)]
-            case nil:
-                return .failure(.badRequest)
             }
-            var page = IMHistoryPage()
-            try database.query(sql, parameters) { row in page.messages.append(Self.message(from: row)) }
-            if page.messages.count > limit {
-                page.messages.removeLast()
-                page.moreAvailable = true
-            }
-            return .success(page)
+            var messages: [ChatMessage] = []
+            try database.query(sql, parameters) { row in messages.append(Self.message(from: row)) }
+            let more = messages.count > limit
+            if more { messages.removeLast() }
+            return .success(HistoryPage(messages: messages, moreAvailable: more))
         } catch {
             logger.error("history for \(user) not read: \(error)")
             return .failure(.internalError)
         }
     }
 
-    private func roomChange(_ room: String, _ user: String, _ sql: String) -> Result<IMRoomInfo, IMStatusCode> {
+    private func roomChange(_ room: String, _ user: String, _ sql: String) -> Result<Room, IMStatusCode> {
         do {
-            var info = IMRoomInfo()
+            var info = Room(name: room, members: 0, isMember: false)
             try database.transaction { () throws(SQLiteError) in
                 try database.query(sql, [.text(room), .text(user)])
                 try database.query("SELECT count(*), coalesce(max(user = ?), 0) FROM room_members WHERE room = ?", [.text(user), .text(room)]) {
                     row in
-                    info = IMRoomInfo(name: room, members: Int(row.integer(0)), joined: row.integer(1) != 0)
+                    info = Room(name: room, members: Int(row.integer(0)), isMember: row.integer(1) != 0)
                 }
             }
             return .success(info)
@@ -141,21 +138,22 @@ public final class SQLiteIMStore: IMServerStore {
         }
     }
 
-    public func authenticate(_ request: IMLoginRequest) -> IMLoginVerdict {
-        if let accounts, accounts[request.user] != request.password {
+    public func authenticate(_ login: IMLoginAttempt) -> IMLoginVerdict {
+        if let accounts, accounts[login.user] != login.password {
             return .refused(.authenticationFailed, reason: "unknown user or wrong password")
         }
         do {
-            try database.query("INSERT OR IGNORE INTO users(name) VALUES (?)", [.text(request.user)])
+            try database.query("INSERT OR IGNORE INTO users(name) VALUES (?)", [.text(login.user)])
             return .accepted
         } catch {
-            logger.error("login of \(request.user) not recorded: \(error)")
+            logger.error("login of \(login.user) not recorded: \(error)")
             return .refused(.internalError, reason: "storage failure")
         }
     }
 
-    public func store(_ message: IMChatMessage, from sender: String, nowMilliseconds: UInt64) -> IMStoreResult {
-        guard !message.id.isEmpty, let target = message.to else { return .refused(.badRequest) }
+    public func store(_ message: IMMessage, from sender: String, nowMilliseconds: UInt64) -> IMStoreResult {
+        guard !message.id.isEmpty else { return .refused(.badRequest) }
+        let target = message.recipient
         do {
             return try database.transaction { () throws(SQLiteError) -> IMStoreResult in
                 if let earlier = try find(sender: sender, id: message.id) {
@@ -174,7 +172,7 @@ public final class SQLiteIMStore: IMServerStore {
                 }
                 var stored = message
                 stored.from = sender
-                stored.sentAtMs = nowMilliseconds
+                stored.sentAtMilliseconds = nowMilliseconds
                 let (toUser, toRoom): (SQLiteDatabase.Value, SQLiteDatabase.Value)
                 switch target {
                 case .user(let name): (toUser, toRoom) = (.text(name), .null)
@@ -196,20 +194,16 @@ public final class SQLiteIMStore: IMServerStore {
         }
     }
 
-    public func abandon(_ ids: [String], from sender: String) -> [IMAbandonResult] {
+    public func abandon(_ ids: [String], from sender: String) -> [IMAbandonOutcome] {
         do {
-            return try database.transaction { () throws(SQLiteError) -> [IMAbandonResult] in
-                var results: [IMAbandonResult] = []
+            return try database.transaction { () throws(SQLiteError) -> [IMAbandonOutcome] in
+                var results: [IMAbandonOutcome] = []
                 for id in ids {
-                    var result = IMAbandonResult()
-                    result.id = id
-                    if let earlier = try find(sender: sender, id: id) {
-                        result.accepted = true
-                        result.seq = earlier.seq
-                    } else {
+                    let earlier = try find(sender: sender, id: id)
+                    if earlier == nil {
                         try database.query("INSERT OR IGNORE INTO abandoned(sender, client_id) VALUES (?, ?)", [.text(sender), .text(id)])
                     }
-                    results.append(result)
+                    results.append(IMAbandonOutcome(id: id, storedSeq: earlier?.seq))
                 }
                 return results
             }
@@ -219,8 +213,8 @@ public final class SQLiteIMStore: IMServerStore {
         }
     }
 
-    public func undelivered(for user: String, after seq: UInt64, limit: Int) -> [IMChatMessage] {
-        var messages: [IMChatMessage] = []
+    public func undelivered(for user: String, after seq: UInt64, limit: Int) -> [IMMessage] {
+        var messages: [IMMessage] = []
         do {
             try database.query(
                 """
@@ -257,8 +251,8 @@ public final class SQLiteIMStore: IMServerStore {
         return count
     }
 
-    private func find(sender: String, id: String) throws(SQLiteError) -> IMChatMessage? {
-        var found: IMChatMessage?
+    private func find(sender: String, id: String) throws(SQLiteError) -> IMMessage? {
+        var found: IMMessage?
         try database.query(
             """
             SELECT seq, sender, client_id, to_user, to_room, text, sent_at_ms FROM messages WHERE sender = ? AND client_id = ?
@@ -280,29 +274,24 @@ public final class SQLiteIMStore: IMServerStore {
         return member
     }
 
-    private func recipients(of message: IMChatMessage, from sender: String) throws(SQLiteError) -> [String] {
-        switch message.to {
-        case .user(let name)?:
+    private func recipients(of message: IMMessage, from sender: String) throws(SQLiteError) -> [String] {
+        switch message.recipient {
+        case .user(let name):
             return name == sender ? [] : [name]
-        case .room(let name)?:
+        case .room(let name):
             var members: [String] = []
             try database.query("SELECT user FROM room_members WHERE room = ? AND user != ? ORDER BY user", [.text(name), .text(sender)]) { row in
                 if let user = row.text(0) { members.append(user) }
             }
             return members
-        case nil:
-            return []
         }
     }
 
-    private static func message(from row: SQLiteDatabase.Row) -> IMChatMessage {
-        var message = IMChatMessage()
-        message.seq = UInt64(row.integer(0))
-        message.from = row.text(1) ?? ""
-        message.id = row.text(2) ?? ""
-        if let user = row.text(3) { message.user = user } else if let room = row.text(4) { message.room = room }
-        message.text = row.text(5) ?? ""
-        message.sentAtMs = UInt64(row.integer(6))
-        return message
+    private static func message(from row: SQLiteDatabase.Row) -> IMMessage {
+        // Every row has one of to_user and to_room (a message without a recipient is never stored).
+        let recipient: IMRecipient = row.text(3).map { .user($0) } ?? row.text(4).map { .room($0) } ?? .user("")
+        return IMMessage(
+            id: row.text(2) ?? "", from: row.text(1) ?? "", recipient: recipient, text: row.text(5) ?? "",
+            seq: UInt64(row.integer(0)), sentAtMilliseconds: UInt64(row.integer(6)))
     }
 }

@@ -1,4 +1,4 @@
-import RunLoopKit
+public import RunLoopKit
 
 /// One re-armable deadline on a loop, in the owner's modes: a single repeating ``RunLoopTimer`` that is
 /// re-dated instead of re-created, so arming a timeout per request or per stall does not allocate.
@@ -8,8 +8,9 @@ import RunLoopKit
 /// be pushed back on every arrival of bytes for the price of a store.
 ///
 /// Loop thread only. The timer holds this object weakly; the owner holds it strongly and must
-/// ``cancel()`` it (or let it go) when done, which takes the timer off the loop.
-final class DeadlineTimer {
+/// ``cancel()`` it (or let it go) when done, which takes the timer off the loop. Public for the
+/// modules above that keep deadlines of their own (RunLoopRedis's connect and command timeouts).
+public final class DeadlineTimer {
     private let loop: RunLoop
     private let modes: [RunLoop.Mode]
     private let label: String
@@ -18,10 +19,10 @@ final class DeadlineTimer {
     /// What the loop's timer is dated for; `distantFuture` while parked.
     private var scheduledAt = LoopInstant.distantFuture
     /// The deadline the owner asked for; `nil` when disarmed.
-    private(set) var deadline: LoopInstant?
+    public private(set) var deadline: LoopInstant?
 
     /// - Parameter action: runs on the loop's thread when the deadline passes; it may re-arm.
-    init(loop: RunLoop, modes: [RunLoop.Mode], label: String, action: @escaping () -> Void) {
+    public init(loop: RunLoop, modes: [RunLoop.Mode], label: String, action: @escaping () -> Void) {
         self.loop = loop
         self.modes = modes
         self.label = label
@@ -30,7 +31,8 @@ final class DeadlineTimer {
 
     deinit { timer?.invalidate() }
 
-    func arm(at instant: LoopInstant) {
+    /// Fires `action` at `instant` (replacing the deadline armed before).
+    public func arm(at instant: LoopInstant) {
         deadline = instant
         guard let timer, timer.isValid else {
             // A day between repeats: the callout always re-dates it, the interval only keeps it alive.
@@ -48,9 +50,11 @@ final class DeadlineTimer {
         }
     }
 
-    func disarm() { deadline = nil }
+    /// Forgets the deadline; the timer stays on the loop, parked, to be re-armed cheaply.
+    public func disarm() { deadline = nil }
 
-    func cancel() {
+    /// Forgets the deadline and takes the timer off the loop.
+    public func cancel() {
         deadline = nil
         timer?.invalidate()
         timer = nil

@@ -7,6 +7,8 @@ import RunLoopNet
 import RunLoopTesting
 import Testing
 
+import class Foundation.Process
+
 @testable import ChatNodeKit
 
 /// Issue 10's chaos test: three clients send 1,000 room messages each while the node process is

@@ -11,11 +11,8 @@ import Testing
 
 @Suite("Chat node logins")
 struct ChatNodeLoginTests {
-    func login(_ user: String, _ password: String) -> IMLoginRequest {
-        var request = IMLoginRequest()
-        request.user = user
-        request.password = password
-        return request
+    func login(_ user: String, _ password: String) -> IMLoginAttempt {
+        IMLoginAttempt(user: user, password: password)
     }
 
     @Test(

@@ -9,12 +9,10 @@ import RunLoopNet
 import RunLoopTesting
 import Testing
 
+import class Foundation.Process
+
 func temporaryDatabase() -> String {
     "/tmp/chat-node-test-\(getpid())-\(UInt64.random(in: 0...UInt64.max)).db"
-}
-
-func removeDatabase(_ path: String) {
-    for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
 }
 
 /// A test node's settings: fast password hashes, a short grace; `httpPort` 0 serves the page and `/ws`.

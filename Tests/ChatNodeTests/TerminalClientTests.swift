@@ -1,6 +1,7 @@
 import ChatNodeKit
 import Foundation
 import Glibc
+import RunLoopChat
 import RunLoopIM
 import RunLoopIMCore
 import RunLoopKit

@@ -22,6 +22,24 @@ struct PasswordHasherTests {
             #expect(!PasswordHasher.verify("x", against: broken), "\(broken)")
         }
     }
+    @Test(
+        "stored hashes are standard scrypt (RFC 7914 §12's test vectors): hashes made by any scrypt implementation, ours included before the switch to OpenSSL, keep verifying"
+    )
+    func rfc7914Vectors() {
+        func stored(_ parameters: String, salt: String, key: String) -> String {
+            "scrypt$\(parameters)$\(salt.utf8.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined())$\(key)"
+        }
+        let nacl = stored(
+            "N=1024,r=8,p=16", salt: "NaCl",
+            key: "fdbabe1c9d3472007856e7190d01e9fe7c6ad7cbc8237830e77376634b3731622eaf30d92e22a3886ff109279d9830dac727afb94a83ee6d8360cbdfa2cc0640")
+        let sodium = stored(
+            "N=16384,r=8,p=1", salt: "SodiumChloride",
+            key: "7023bdcb3afd7348461c06cd81fd38ebfda8fbba904f8e3ea9b543f6545da1f2d5432955613f0fcf62d49705242a9af9e61e85dc0d651e40dfcf017b45575887")
+        #expect(PasswordHasher.verify("password", against: nacl))
+        #expect(!PasswordHasher.verify("passwore", against: nacl))
+        #expect(PasswordHasher.verify("pleaseletmein", against: sodium))
+        #expect(!PasswordHasher.verify("pleaseletmeim", against: sodium))
+    }
 }
 
 @Suite("Password workers")

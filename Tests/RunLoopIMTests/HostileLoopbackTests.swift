@@ -3,6 +3,7 @@ import RunLoopIMTesting
 import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
+import SwiftProtobuf
 import Testing
 
 @testable import RunLoopIM
@@ -12,12 +13,8 @@ import Testing
 /// backlog, frames at and over the size limit, and thousands of connections ending together.
 @Suite("Heavy and hostile clients over loopback", .serialized)
 struct HostileLoopbackTests {
-    static func chat(_ id: String, to user: String, text: String) -> IMChatMessage {
-        var message = IMChatMessage()
-        message.id = id
-        message.user = user
-        message.text = text
-        return message
+    static func chat(_ id: String, to user: String, text: String) -> IMMessage {
+        IMMessage(id: id, from: "", recipient: .user(user), text: text, seq: 0, sentAtMilliseconds: 0)
     }
 
     @Test(
@@ -88,7 +85,7 @@ struct HostileLoopbackTests {
             var length = Int(limits.maxSendBody)
             func size() throws -> Int {
                 message.text = String(repeating: "a", count: length)
-                return (try message.serializedBytes() as [UInt8]).count
+                return IMFrame(command: .send, serial: 0, message: message).body.count
             }
             while try size() > Int(limits.maxSendBody) { length -= 1 }
             #expect(try size() == Int(limits.maxSendBody))

@@ -1,5 +1,6 @@
 import RunLoopIM
 import RunLoopIMCore
+import RunLoopKit
 import RunLoopNet
 import Testing
 

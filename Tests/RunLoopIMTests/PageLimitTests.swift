@@ -1,3 +1,4 @@
+import Foundation
 import RunLoopChat
 import RunLoopIMTesting
 import RunLoopKit
@@ -86,10 +87,8 @@ struct PageLimitTests {
             link.logIn("ann")
             link.send(Self.join("big", serial: 2))
             for index in 0..<7 {
-                var message = IMChatMessage()
-                message.id = "h-\(index)"
-                message.room = "big"
-                message.text = String(repeating: "h", count: 30_000)
+                let message = IMMessage(
+                    id: "h-\(index)", from: "", recipient: .room("big"), text: String(repeating: "h", count: 30_000), seq: 0, sentAtMilliseconds: 0)
                 _ = store.store(message, from: "ann", nowMilliseconds: 1)
             }
             var seen = 0

@@ -5,6 +5,8 @@ import RunLoopNet
 import RunLoopTesting
 import Testing
 
+import struct Foundation.URL
+
 @testable import RunLoopIM
 @testable import RunLoopIMCore
 
@@ -55,7 +57,7 @@ struct PythonClientTests {
             func transcript() -> String {
                 "python exit \(child.isRunning ? "(running)" : "\(child.status)")\nstdout:\n\(child.output)\nstderr:\n\(child.errorOutput)"
             }
-            func fromPython(_ predicate: (IMChatMessage) -> Bool) -> [IMChatMessage] {
+            func fromPython(_ predicate: (IMMessage) -> Bool) -> [IMMessage] {
                 log.messages.filter { $0.from == "py" && predicate($0) }
             }
 
@@ -69,7 +71,7 @@ struct PythonClientTests {
                     sentGreeting = true
                     _ = try? swift.send(greeting, to: .user("py"))
                 }
-                if !sentWelcome, !fromPython({ $0.room == "lobby" }).isEmpty {
+                if !sentWelcome, !fromPython({ $0.recipient == .room("lobby") }).isEmpty {
                     sentWelcome = true
                     _ = try? swift.send(welcome, to: .room("lobby"))
                 }
@@ -81,8 +83,8 @@ struct PythonClientTests {
 
             // Swift saw each Python message exactly once (the IMClient de-duplicates; the Python client
             // must not have sent anything twice under different ids either).
-            let direct = fromPython { $0.user == "swift" }
-            let room = fromPython { $0.room == "lobby" }
+            let direct = fromPython { $0.recipient == .user("swift") }
+            let room = fromPython { $0.recipient == .room("lobby") }
             #expect(direct.map(\.text) == ["re: \(greeting)"], "\(log.messages)\n\(transcript())")
             #expect(room.map(\.text) == ["py says hi to lobby"], "\(log.messages)\n\(transcript())")
             #expect(log.messages.count == 2, "\(log.messages)")

@@ -30,7 +30,7 @@ final class Responses {
 struct RoomsAndLimitsTests {
     enum StoreKind: String, CaseIterable { case memory, sqlite }
 
-    static func makeStore(_ kind: StoreKind) throws -> (IMServerStore, String?) {
+    static func makeStore(_ kind: StoreKind) throws -> (any IMServerStore, String?) {
         switch kind {
         case .memory: return (InMemoryIMStore(), nil)
         case .sqlite:
@@ -68,7 +68,7 @@ struct RoomsAndLimitsTests {
             for index in 0..<7 { try clients[0].send("room \(index)", to: .room("lobby")) }
             try #require(try spin(loop) { logs[1].messages.count == 7 && logs[2].messages.count == 7 && logs[0].storedCount == 7 })
             #expect(logs[0].messages.isEmpty, "the sender does not get its own room message")
-            #expect(logs[2].messages.map(\.text) == (0..<7).map { "room \($0)" } && logs[2].messages.allSatisfy { $0.room == "lobby" })
+            #expect(logs[2].messages.map(\.text) == (0..<7).map { "room \($0)" } && logs[2].messages.allSatisfy { $0.recipient == .room("lobby") })
 
             // History, three at a time, newest first.
             var pages: [[String]] = []

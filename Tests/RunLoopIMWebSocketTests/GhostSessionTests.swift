@@ -61,7 +61,7 @@ final class HeldLoginServer {
     let im: IMServer
     let web: WebSocketServer
     /// Checks asked for and not decided yet.
-    var pending: [(IMLoginRequest, (IMLoginVerdict) -> Void)] = []
+    var pending: [(IMLoginAttempt, (IMLoginVerdict) -> Void)] = []
     /// While true, checks wait in ``pending``; otherwise they pass at once.
     var holdsChecks = true
     /// Every presence change the server reported.

@@ -1,4 +1,6 @@
 import RunLoopIMCore
+import RunLoopKit
+import RunLoopNet
 import RunLoopWebSocket
 import Testing
 

@@ -13,7 +13,7 @@ final class DualServer {
     let im: IMServer
     let web: WebSocketServer
 
-    init(store: IMServerStore, tcpPort: UInt16 = 0, webPort: UInt16? = 0) throws {
+    init(store: any IMServerStore, tcpPort: UInt16 = 0, webPort: UInt16? = 0) throws {
         im = IMServer(store: store)
         try im.listen(port: tcpPort)
         web = WebSocketServer()
@@ -30,7 +30,7 @@ final class DualServer {
 
 /// Everything one client reported.
 final class Recorder {
-    var messages: [IMChatMessage] = []
+    var messages: [IMMessage] = []
     var finals: [String: [IMDeliveryState]] = [:]
     var disconnects = 0
 

@@ -1,3 +1,4 @@
+import RunLoopKit
 import Testing
 
 @testable import RunLoopNet

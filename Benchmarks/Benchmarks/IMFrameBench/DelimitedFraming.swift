@@ -5,11 +5,13 @@ import BenchCommon
 import Benchmark
 import Foundation
 import RunLoopIMCore
-import SwiftProtobuf
+// Explicitly internal: the linked runloopim.pb.swift imports it `package`, and an import without a
+// level beside that one is ambiguous.
+internal import SwiftProtobuf
 
 func delimitedBenchmarks() {
     let configuration = benchConfiguration(iterations: 2_000)
-    let message = typicalMessage()
+    let message = typicalProtobufMessage()
 
     Benchmark(Workload.name(IMWorkload.delimitedEncode, frameCount), configuration: configuration) { benchmark in
         let output = OutputStream.toMemory()

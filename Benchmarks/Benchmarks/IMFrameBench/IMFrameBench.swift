@@ -1,10 +1,14 @@
 // RunLoopIM's wire format: frames encoded and decoded per second, and allocations per frame (issue 9).
 // One iteration encodes 1,000 frames into one stream, or decodes such a stream back: the stream is fed
 // to a fresh FrameDecoder in one append (as if one large read brought it) and every frame taken out
-// and, for SEND, its body decoded as IMChatMessage. The same ChatMessage is also framed the way
-// SwiftProtobuf frames messages itself — a varint length before each message ("delimited") — through
-// its BinaryDelimited API on Foundation streams (DelimitedFraming.swift) and by hand on [UInt8]
-// (VarintFraming.swift), for a side-by-side of the framing cost. Scripts/im_frames.py prints the table.
+// and, for SEND, its body decoded as an IMMessage (RunLoopIMCore's public IMFrame(command:serial:message:)
+// and decodeMessage(), which convert between IMMessage and the protobuf ChatMessage). The same
+// ChatMessage is also framed the way SwiftProtobuf frames messages itself — a varint length before
+// each message ("delimited") — through its BinaryDelimited API on Foundation streams
+// (DelimitedFraming.swift) and by hand on [UInt8] (VarintFraming.swift), for a side-by-side of the
+// framing cost. The generated messages are `package` in RunLoopKit, so this target compiles its own
+// copy of them: runloopim.pb.swift here is a link to Sources/RunLoopIMCore/Generated/runloopim.pb.swift.
+// Scripts/im_frames.py prints the table.
 import BenchCommon
 import Benchmark
 import RunLoopIMCore
@@ -31,13 +35,19 @@ enum IMWorkload {
 }
 
 /// A typical chat message: a UUID id, short user names, about 100 bytes of text (UTF-8).
-func typicalMessage() -> IMChatMessage {
-    var message = IMChatMessage()
-    message.id = "6f1d2c3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f"
-    message.from = "alice"
-    message.user = "bob"
-    message.text = "Are we still on for lunch at noon? I booked the place by the river, table for four — see you there."
-    return message
+let typicalMessage = IMMessage(
+    id: "6f1d2c3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f", from: "alice", recipient: .user("bob"),
+    text: "Are we still on for lunch at noon? I booked the place by the river, table for four — see you there.",
+    seq: 0, sentAtMilliseconds: 0)
+
+/// ``typicalMessage`` as this target's copy of the generated protobuf message, for the delimited
+/// framings: the same bytes as the body of its SEND frame.
+func typicalProtobufMessage() -> IMChatMessage {
+    do {
+        return try IMChatMessage(serializedBytes: IMFrame(command: .send, serial: 0, message: typicalMessage).body)
+    } catch {
+        fatalError("the SEND body did not decode: \(error)")
+    }
 }
 
 private func frameBenchmarks() {
@@ -63,7 +73,7 @@ private func frameBenchmarks() {
         precondition(frames == frameCount)
     }
 
-    let message = typicalMessage()
+    let message = typicalMessage
     Benchmark(Workload.name(IMWorkload.sendEncode, frameCount), configuration: configuration) { benchmark in
         var stream: [UInt8] = []
         benchmark.startMeasurement()
@@ -79,7 +89,7 @@ private func frameBenchmarks() {
         benchmark.startMeasurement()
         let frames = decodeFrames(sends) { frame in
             do {
-                blackHole(try frame.decode(IMChatMessage.self))
+                blackHole(try frame.decodeMessage())
             } catch {
                 fatalError("SEND body did not decode: \(error)")
             }

@@ -4,11 +4,13 @@
 import BenchCommon
 import Benchmark
 import RunLoopIMCore
-import SwiftProtobuf
+// Explicitly internal: the linked runloopim.pb.swift imports it `package`, and an import without a
+// level beside that one is ambiguous.
+internal import SwiftProtobuf
 
 func varintBenchmarks() {
     let configuration = benchConfiguration(iterations: 2_000)
-    let message = typicalMessage()
+    let message = typicalProtobufMessage()
 
     Benchmark(Workload.name(IMWorkload.varintEncode, frameCount), configuration: configuration) { benchmark in
         var stream: [UInt8] = []

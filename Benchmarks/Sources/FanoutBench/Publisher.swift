@@ -1,4 +1,5 @@
 import BenchSupport
+import RunLoopChat
 import RunLoopIM
 import RunLoopIMCore
 import RunLoopKit
@@ -11,7 +12,7 @@ import RunLoopNet
 final class Publisher {
     let options: Options
     let loop = RunLoop.current
-    private var client: IMClient!
+    private var chat: ChatClient!
     private(set) var isReady = false
     private(set) var failures: [String] = []
     private(set) var sent = 0
@@ -28,31 +29,29 @@ final class Publisher {
         configuration.loginTimeout = .seconds(Int64(options.readyTimeout))
         // The window bounds what is unsettled; the outbox only needs room for it.
         configuration.outboxLimit = max(configuration.outboxLimit, options.window)
-        client = IMClient(
+        let client = IMClient(
             configuration: configuration, loop: loop,
             connector: TCPFrameLink.connector(host: "127.0.0.1", port: options.port))
+        chat = ChatClient(connection: client)
         let room = options.room
-        client.onStateChange = { [unowned self] client, state in
+        chat.onStateChange = { [unowned self] chat, state in
             switch state {
             case .online where !isReady:
-                var request = IMRoomRequest()
-                request.room = room
-                do { try client.request(.join, message: request) } catch { failures.append("publisher join: \(error)") }
+                chat.join(room: room) { [unowned self] result in
+                    switch result {
+                    case .success: isReady = true
+                    case .failure(.refused(let code)): failures.append("publisher join refused: \(code)")
+                    case .failure(let error): failures.append("publisher join failed: \(error)")
+                    }
+                }
             case .closed(let reason):
                 failures.append("publisher closed: \(reason)")
             default:
                 break
             }
         }
-        client.onResponse = { [unowned self] _, _, result in
-            switch result {
-            case .success(let frame) where frame.code == .ok: isReady = true
-            case .success(let frame): failures.append("publisher join refused: \(frame.code.map { "\($0)" } ?? "?")")
-            case .failure(let reason): failures.append("publisher join lost: \(reason)")
-            }
-        }
         client.onDisconnect = { [unowned self] _, reason in failures.append("publisher disconnected: \(reason)") }
-        client.onDelivery = { [unowned self] _, _, state in
+        chat.onDelivery = { [unowned self] _, _, state in
             switch state {
             case .stored:
                 acknowledged += 1
@@ -67,7 +66,7 @@ final class Publisher {
         }
     }
 
-    func start() { client.start() }
+    func start() { chat.connection.start() }
 
     /// Starts sending.
     func go() {
@@ -80,7 +79,7 @@ final class Publisher {
         while sent < options.messages, sent - acknowledged - failed < options.window {
             let text = Payload.make(sentAt: bs_now_ns(), bytes: options.payload)
             do {
-                try client.send(text, to: .room(options.room))
+                try chat.send(text, to: .room(options.room))
             } catch {
                 failures.append("publisher send: \(error)")
                 failed += options.messages - sent

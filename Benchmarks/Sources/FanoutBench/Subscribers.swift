@@ -1,4 +1,5 @@
 import BenchSupport
+import RunLoopChat
 import RunLoopIM
 import RunLoopIMCore
 import RunLoopKit
@@ -10,7 +11,7 @@ import RunLoopNet
 final class Subscribers {
     let options: Options
     let loop = RunLoop.current
-    private var clients: [IMClient] = []
+    private var clients: [ChatClient] = []
     /// Subscribers whose JOIN was answered `ok`.
     private(set) var joined = 0
     /// Logins the node refused for now during the ramp (each retried by its client).
@@ -36,7 +37,7 @@ final class Subscribers {
 
     var received: Int { latencies.count }
     /// Incoming duplicates the clients' de-duplication dropped (a resend the server made).
-    var duplicatesDropped: Int { clients.reduce(0) { $0 + $1.duplicatesDropped } }
+    var duplicatesDropped: Int { clients.reduce(0) { $0 + $1.connection.duplicatesDropped } }
 
     /// Opens every client; they come online and join as the loop runs.
     func connect() {
@@ -49,24 +50,22 @@ final class Subscribers {
         let client = IMClient(
             configuration: configuration, loop: loop,
             connector: TCPFrameLink.connector(host: "127.0.0.1", port: options.port))
+        let chat = ChatClient(connection: client)
         let room = options.room
-        client.onStateChange = { [unowned self] client, state in
+        chat.onStateChange = { [unowned self] chat, state in
             switch state {
             case .online:
-                var request = IMRoomRequest()
-                request.room = room
-                do { try client.request(.join, message: request) } catch { failures.append("sub\(index) join: \(error)") }
+                chat.join(room: room) { [unowned self] result in
+                    switch result {
+                    case .success: joined += 1
+                    case .failure(.refused(let code)): failures.append("sub\(index) join refused: \(code)")
+                    case .failure(let error): failures.append("sub\(index) join failed: \(error)")
+                    }
+                }
             case .closed(let reason):
                 failures.append("sub\(index) closed: \(reason)")
             default:
                 break
-            }
-        }
-        client.onResponse = { [unowned self] _, _, result in
-            switch result {
-            case .success(let frame) where frame.code == .ok: joined += 1
-            case .success(let frame): failures.append("sub\(index) join refused: \(frame.code.map { "\($0)" } ?? "?")")
-            case .failure(let reason): failures.append("sub\(index) join lost: \(reason)")
             }
         }
         client.onDisconnect = { [unowned self] _, reason in
@@ -78,7 +77,7 @@ final class Subscribers {
             }
             failures.append("sub\(index) disconnected: \(reason)")
         }
-        client.onMessage = { [unowned self] _, message in
+        chat.onMessage = { [unowned self] _, message in
             let now = bs_now_ns()
             guard let sentAt = Payload.sentAt(message.text) else {
                 unreadable += 1
@@ -89,7 +88,7 @@ final class Subscribers {
             lastDelivery = now
             if latencies.count >= expected { loop.stop() }
         }
-        clients.append(client)
+        clients.append(chat)
         client.start()
     }
 }

@@ -192,7 +192,7 @@ public final class ChatNode {
 
     /// The server's authenticator: the server calls it when a check may start (its login limits
     /// decide when) and logs every failure itself, with the peer's address.
-    private func authenticate(_ request: IMLoginRequest, verdict: @escaping (IMLoginVerdict) -> Void) {
+    private func authenticate(_ request: IMLoginAttempt, verdict: @escaping (IMLoginVerdict) -> Void) {
         guard AccountStore.isValidName(request.user) else {
             return verdict(.refused(.authenticationFailed, reason: "user names are 1-32 letters, digits, _ - ."))
         }

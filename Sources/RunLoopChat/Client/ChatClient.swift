@@ -53,7 +53,7 @@ public final class ChatClient {
         callbacks = CallbackDeferral(loop: connection.loop, modes: connection.modes, label: "chat.client request refused")
         connection.onMessage = { [weak self] _, message in
             guard let self else { return }
-            self.onMessage?(self, ChatMessage(message))
+            self.onMessage?(self, message)
         }
         connection.onDelivery = { [weak self] _, id, state in
             guard let self else { return }
@@ -136,7 +136,7 @@ public final class ChatClient {
             }
             let rooms = collected + list.rooms.map(Room.init)
             guard list.moreAvailable else { return completion(.success(rooms)) }
-            guard let last = list.rooms.last?.name, Self.sorts(after, before: last) else {
+            guard let last = list.rooms.last?.name, roomNameOrder(after, last) else {
                 return completion(.failure(.unreadableAnswer("the room list does not advance past \"\(after)\"")))
             }
             guard let self else { return }
@@ -184,10 +184,5 @@ public final class ChatClient {
         } catch {
             return .failure(.unreadableAnswer("\(error)"))
         }
-    }
-
-    /// The server's order of room names: by the bytes of their UTF-8 encoding.
-    private static func sorts(_ first: String, before second: String) -> Bool {
-        first.utf8.lexicographicallyPrecedes(second.utf8)
     }
 }

@@ -1,12 +1,12 @@
 import RunLoopIM
 import RunLoopIMCore
 
-// Conversions between the domain types and the protobuf messages of docs/PROTOCOL.md: the only place
-// that knows both.
+// Conversions between the chat's domain types and the protobuf messages of docs/PROTOCOL.md §8: the
+// only place that knows both (the message's own are in RunLoopIMCore, beside its type).
 
 extension Recipient {
-    /// `nil` for a message without one, which a server refuses and never stores.
-    init?(_ wire: IMChatMessage.OneOf_To?) {
+    /// The conversation a HISTORY asks for; `nil` for a request that names none, which is refused.
+    init?(_ wire: IMHistoryRequest.OneOf_With?) {
         switch wire {
         case .user(let name)?: self = .user(name)
         case .room(let name)?: self = .room(name)
@@ -26,26 +26,34 @@ extension Recipient {
     }
 }
 
-extension ChatMessage {
-    /// A stored message always has a recipient (a SEND without one is refused); one that has none
-    /// anyway is taken as a direct message to an unnamed user rather than dropped.
-    init(_ wire: IMChatMessage) {
-        self.init(
-            id: wire.id, from: wire.from, recipient: Recipient(wire.to) ?? .user(""), text: wire.text,
-            seq: wire.seq, sentAtMilliseconds: wire.sentAtMs)
-    }
-}
-
 extension Room {
     init(_ wire: IMRoomInfo) {
         self.init(name: wire.name, members: Int(wire.members), isMember: wire.joined)
+    }
+
+    var wire: IMRoomInfo { IMRoomInfo(name: name, members: members, joined: isMember) }
+}
+
+extension IMRoomInfo {
+    /// A room's description as one user sees it.
+    package init(name: String, members: Int, joined: Bool) {
+        self.init()
+        self.name = name
+        self.members = UInt32(clamping: members)
+        self.joined = joined
     }
 }
 
 extension HistoryPage {
     init(_ wire: IMHistoryPage) {
-        let smallest = wire.messages.map(\.seq).min()
-        self.init(messages: wire.messages.map(ChatMessage.init), nextBefore: wire.moreAvailable ? smallest : nil)
+        self.init(messages: wire.messages.map(ChatMessage.init), moreAvailable: wire.moreAvailable)
+    }
+
+    var wire: IMHistoryPage {
+        var page = IMHistoryPage()
+        page.messages = messages.map(\.wire)
+        page.moreAvailable = moreAvailable
+        return page
     }
 }
 

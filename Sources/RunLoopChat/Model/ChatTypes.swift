@@ -5,29 +5,9 @@ public import RunLoopIMCore
 /// type, shared with ``IMClient/send(_:to:id:)``.
 public typealias Recipient = IMRecipient
 
-/// A message as the server stored it: received live, or read in a ``HistoryPage``.
-public struct ChatMessage: Hashable, Sendable {
-    /// The sender's id for it, unique among that sender's messages.
-    public var id: String
-    /// The sender's user name.
-    public var from: String
-    /// As the sender wrote it: `.user` names the receiving user of a direct message.
-    public var recipient: Recipient
-    public var text: String
-    /// The server's sequence number, increasing in storage order.
-    public var seq: UInt64
-    /// When the server stored it: milliseconds since 1970-01-01 UTC.
-    public var sentAtMilliseconds: UInt64
-
-    public init(id: String, from: String, recipient: Recipient, text: String, seq: UInt64, sentAtMilliseconds: UInt64) {
-        self.id = id
-        self.from = from
-        self.recipient = recipient
-        self.text = text
-        self.seq = seq
-        self.sentAtMilliseconds = sentAtMilliseconds
-    }
-}
+/// A message as the server stored it: received live, or read in a ``HistoryPage``. The IM layer's
+/// own type, shared with `IMClient` and the stores, so there is one message type, not two.
+public typealias ChatMessage = IMMessage
 
 /// A room as JOIN, LEAVE and the room list describe it.
 public struct Room: Hashable, Sendable {
@@ -44,6 +24,20 @@ public struct Room: Hashable, Sendable {
     }
 }
 
+/// Which page of a conversation's history a ``ChatStore`` is asked for: the conversation with a user
+/// (direct messages both ways) or in a room, and where the page ends.
+public struct HistoryQuery: Hashable, Sendable {
+    /// `.user`: the direct conversation between the asking user and this one; `.room`: that room's.
+    public var conversation: Recipient
+    /// Only messages with a smaller `seq`; 0: from the newest.
+    public var before: UInt64
+
+    public init(conversation: Recipient, before: UInt64 = 0) {
+        self.conversation = conversation
+        self.before = before
+    }
+}
+
 /// One page of a conversation's history, newest first.
 public struct HistoryPage: Hashable, Sendable {
     public var messages: [ChatMessage]
@@ -54,6 +48,12 @@ public struct HistoryPage: Hashable, Sendable {
     public init(messages: [ChatMessage], nextBefore: UInt64?) {
         self.messages = messages
         self.nextBefore = nextBefore
+    }
+
+    /// A page of `messages` (newest first) that older ones may follow: the next page starts below
+    /// the smallest `seq` here.
+    public init(messages: [ChatMessage], moreAvailable: Bool) {
+        self.init(messages: messages, nextBefore: moreAvailable ? messages.map(\.seq).min() : nil)
     }
 
     /// Whether older messages are left to read.

@@ -3,7 +3,8 @@ public import RunLoopIMCore
 import SwiftProtobuf
 
 /// The chat application on an ``IMServer``: rooms (JOIN, LEAVE, LIST_ROOMS) and conversation history
-/// (HISTORY) over the server's ``IMServerStore``, each answer made to fit the server's frame limit.
+/// (HISTORY) over the server's store, which must be a ``ChatStore``, each answer made to fit the
+/// server's frame limit.
 /// The server keeps sessions, delivery and presence; this answers what docs/PROTOCOL.md §8 describes.
 ///
 /// ```swift
@@ -33,37 +34,51 @@ public struct ChatService: IMApplicationHandler, Sendable {
     }
 
     /// Answers JOIN, LEAVE, LIST_ROOMS or HISTORY (``IMApplicationHandler``): the server passes
-    /// nothing else (``IMCommand/isApplicationRequest``).
+    /// nothing else (``IMCommand/isApplicationRequest``). With a server whose store is not a
+    /// ``ChatStore`` — a wiring mistake, not the client's — every answer is `internalError`.
     public func answer(_ request: IMFrame, from user: String, on server: IMServer) throws(IMFrameError) -> IMFrame {
-        let store = server.store
+        let answerCommand: IMCommand
+        switch request.command {
+        case .join: answerCommand = .joinAck
+        case .leave: answerCommand = .leaveAck
+        case .listRooms: answerCommand = .roomList
+        case .history: answerCommand = .historyPage
+        default: preconditionFailure("IMServer passes application requests only, not \(request.header.command)")
+        }
+        guard let store = server.store as? any ChatStore else {
+            return IMFrame(command: answerCommand, serial: request.serial, code: .internalError)
+        }
         let frameBody = server.settings.maximumFrameBody
         switch request.command {
         case .join:
             let room = try request.decode(IMRoomRequest.self).room
-            return reply(to: request, .joinAck, store.join(room: room, user: user, maximumRooms: server.settings.maximumRoomsPerUser))
+            let joined = store.join(room: room, user: user, maximumRooms: server.settings.maximumRoomsPerUser)
+            return reply(to: request, answerCommand, joined.map(\.wire))
         case .leave:
             let room = try request.decode(IMRoomRequest.self).room
-            return reply(to: request, .leaveAck, store.leave(room: room, user: user))
+            return reply(to: request, answerCommand, store.leave(room: room, user: user).map(\.wire))
         case .listRooms:
             let asked = try request.decode(IMListRoomsRequest.self)
             let limit = PageFit.size(asked: asked.limit, default: settings.roomListPageSize, maximum: settings.maximumRoomListPageSize)
             var list = IMRoomList()
             // One more than the page holds: whether it is there says if more are available.
-            list.rooms = store.rooms(for: user, after: asked.after, limit: limit + 1)
+            list.rooms = store.rooms(for: user, after: asked.after, limit: limit + 1).map(\.wire)
             list.moreAvailable = PageFit.cut(&list.rooms, limit: limit, frameBody: frameBody)
-            return IMFrame(command: .roomList, serial: request.serial, message: list)
-        case .history:
-            var asked = try request.decode(IMHistoryRequest.self)
-            if case .user(let name)? = asked.with, let canonical = server.canonicalUserName { asked.user = canonical(name) }
+            return IMFrame(command: answerCommand, serial: request.serial, message: list)
+        default:  // .history, the only request left (the first switch let no other through)
+            let asked = try request.decode(IMHistoryRequest.self)
+            guard var conversation = Recipient(asked.with) else {
+                return reply(to: request, answerCommand, Result<IMHistoryPage, IMStatusCode>.failure(.badRequest))
+            }
+            if case .user(let name) = conversation, let canonical = server.canonicalUserName { conversation = .user(canonical(name)) }
             let limit = PageFit.size(asked: asked.limit, default: settings.historyPageSize, maximum: settings.maximumHistoryPageSize)
-            let page = store.history(asked, for: user, limit: limit).map { page in
-                var page = page
+            let query = HistoryQuery(conversation: conversation, before: asked.beforeSeq)
+            let page = store.history(query, for: user, limit: limit).map { found in
+                var page = found.wire
                 if PageFit.cut(&page.messages, limit: limit, frameBody: frameBody) { page.moreAvailable = true }
                 return page
             }
-            return reply(to: request, .historyPage, page)
-        default:
-            preconditionFailure("IMServer passes application requests only, not \(request.header.command)")
+            return reply(to: request, answerCommand, page)
         }
     }
 

@@ -1,5 +1,4 @@
-import Crypto
-import _CryptoExtras
+import COpenSSL
 
 /// Passwords kept only as salted scrypt hashes, in a self-describing text form:
 /// `scrypt$N=<rounds>,r=<block>,p=<parallel>$<salt hex>$<hash hex>`.
@@ -52,13 +51,27 @@ public struct PasswordHasher: Sendable, Equatable {
 
     func derive(_ password: String, salt: [UInt8], length: Int = 32) -> [UInt8] {
         // The parameters are checked above and in init; a failure here would be a memory limit, and
-        // an empty result never matches a stored hash.
-        guard
-            let key = try? KDF.Scrypt.deriveKey(
-                from: Array(password.utf8), salt: salt, outputByteCount: length,
-                rounds: rounds, blockSize: blockSize, parallelism: parallelism)
-        else { return [] }
-        return key.withUnsafeBytes { Array($0) }
+        // an empty result never matches a stored hash. The limit is exactly what these parameters
+        // need (OpenSSL's own check: 128·r·p for B plus 128·r·(N + 2) for V): OpenSSL's default of
+        // 32 MiB would refuse hashes a deployment made with a higher cost.
+        let passwordBytes = Array(password.utf8CString)  // NUL-terminated: never a nil pointer
+        let cost = UInt64(rounds)
+        let block = UInt64(blockSize)
+        let lanes = UInt64(parallelism)
+        let memory = 128 * block * lanes + 128 * block * (cost + 2)
+        var key = [UInt8](repeating: 0, count: length)
+        let status = passwordBytes.withUnsafeBufferPointer { password in
+            salt.withUnsafeBufferPointer { salt in
+                EVP_PBE_scrypt(
+                    password.baseAddress, password.count - 1, salt.baseAddress, salt.count,
+                    cost, block, lanes, memory, &key, length)
+            }
+        }
+        guard status == 1 else {
+            ERR_clear_error()  // the failure's entries would otherwise stay queued on this thread
+            return []
+        }
+        return key
     }
 
     private func encode(salt: [UInt8], hash: [UInt8]) -> String {

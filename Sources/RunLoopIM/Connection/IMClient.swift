@@ -2,7 +2,7 @@ public import Logging
 public import RunLoopIMCore
 public import RunLoopKit
 public import RunLoopNet
-public import SwiftProtobuf
+package import SwiftProtobuf
 
 /// An IM client connection on a ``RunLoop``: login, heartbeat, ping-pong, reconnect with backoff,
 /// acknowledged delivery with resend, give-up and de-duplication — as sources on the loop.
@@ -27,7 +27,7 @@ public import SwiftProtobuf
 /// incoming (sender, id) reaches ``onMessage`` once; each own message ends in exactly one final
 /// ``IMDeliveryState`` (stored or failed).
 ///
-/// Callbacks never run inside a call the owner makes (``send(_:to:id:)``, ``request(_:message:)``,
+/// Callbacks never run inside a call the owner makes (``send(_:to:id:)``, ``request(_:body:)``,
 /// ``close()``, ``start()``, ``networkChanged(reachable:reason:)``): what such a call causes is
 /// reported on the loop's next pass, so the owner may call the client from any callback.
 ///
@@ -44,10 +44,10 @@ public final class IMClient {
     /// An open connection ended, with why; exactly once per connection.
     public var onDisconnect: ((IMClient, IMDisconnectReason) -> Void)?
     /// A message for this user, exactly once per (sender, id).
-    public var onMessage: ((IMClient, IMChatMessage) -> Void)?
+    public var onMessage: ((IMClient, IMMessage) -> Void)?
     /// One of this client's messages moved on (queued → sent → stored, or failed).
     public var onDelivery: ((IMClient, String, IMDeliveryState) -> Void)?
-    /// The answer to a ``request(_:message:)``, by serial: the frame, or why none will come.
+    /// The answer to a ``request(_:body:)``, by serial: the frame, or why none will come.
     public var onResponse: ((IMClient, UInt32, Result<IMFrame, IMDisconnectReason>) -> Void)?
     /// A notice from the server (PRESENCE).
     public var onNotice: ((IMClient, IMFrame) -> Void)?
@@ -97,8 +97,9 @@ public final class IMClient {
     public var state: IMConnectionState { machine.state }
     /// The configuration it was made with.
     public var configuration: IMClientConfiguration { machine.configuration }
-    /// Messages not yet settled, in send order (to keep across a restart and resubmit by id).
-    public var unsettledMessages: [IMChatMessage] { machine.unsettledMessages }
+    /// Messages not yet settled, in send order (to keep across a restart and resubmit by id); not
+    /// stored yet, so `from` is empty and `seq` 0.
+    public var unsettledMessages: [IMMessage] { machine.unsettledMessages }
     /// The heartbeat interval in force (it moves in adaptive mode).
     public var heartbeatInterval: Duration { machine.heartbeatInterval }
     /// The adaptive heartbeat's learning, in adaptive mode.
@@ -137,16 +138,24 @@ public final class IMClient {
         return messageID
     }
 
-    /// Sends an application request (JOIN, LEAVE, LIST_ROOMS, HISTORY); the answer arrives through
-    /// ``onResponse`` with the returned serial. Not queued: it needs the client online.
+    /// Sends an application request (JOIN, LEAVE, LIST_ROOMS, HISTORY) whose body is `body`, the
+    /// request's message already encoded (docs/PROTOCOL.md §8); the answer arrives through
+    /// ``onResponse`` with the returned serial. Not queued: it needs the client online. `RunLoopChat`'s
+    /// `ChatClient` makes these requests with typed answers.
     /// - Throws: ``IMClientError/notOnline`` or ``IMClientError/closed``.
     @discardableResult
-    public func request(_ command: IMCommand, message: some SwiftProtobuf.Message) throws(IMClientError) -> UInt32 {
+    public func request(_ command: IMCommand, body: [UInt8]) throws(IMClientError) -> UInt32 {
         checkThread()
-        let body: [UInt8] = (try? message.serializedBytes()) ?? []
         let (serial, actions) = try machine.request(command, body: body, now: loop.now)
         ownerCall { actions }
         return serial
+    }
+
+    /// ``request(_:body:)`` with `message` serialized: package, since the messages are the wire
+    /// format, not API.
+    @discardableResult
+    package func request(_ command: IMCommand, message: some SwiftProtobuf.Message) throws(IMClientError) -> UInt32 {
+        try request(command, body: (try? message.serializedBytes()) ?? [])
     }
 
     /// Ends the client for good: when online, settles unacknowledged messages with the server and

@@ -66,7 +66,7 @@ extension IMServer {
     // MARK: Checks
 
     /// A session's LOGIN: refused at once, or queued for a check.
-    func authenticate(_ request: IMLoginRequest, for session: IMServerSession) {
+    func authenticate(_ request: IMLoginAttempt, for session: IMServerSession) {
         let now = loop.now
         guard request.clientInstance.utf8.count <= Self.maximumClientInstanceBytes else {
             return session.loginRefused(.badRequest, reason: "client_instance is longer than \(Self.maximumClientInstanceBytes) bytes")

@@ -61,8 +61,9 @@ public final class IMServer {
         /// DELIVER (`from`, `seq`, `sent_at_ms`) and to wrap it in a HISTORY_PAGE.
         public var maximumSendBody: Int { max(0, maximumFrameBody - IMServer.deliverReserve) }
 
-        /// What LOGIN_ACK announces.
-        public var limits: IMSessionLimits {
+        /// What LOGIN_ACK announces. Package: the message is the wire's; the settings it is made of
+        /// are the public ones above.
+        package var limits: IMSessionLimits {
             var limits = IMSessionLimits()
             limits.maxFrameBody = UInt32(clamping: maximumFrameBody)
             limits.maxSendBody = UInt32(clamping: maximumSendBody)
@@ -95,11 +96,11 @@ public final class IMServer {
     /// A session ended, with why (after it was removed from ``sessions``).
     public var onSessionEnd: ((IMServer, IMServerSession, IMSessionEndReason) -> Void)?
     /// A message was stored for the first time.
-    public var onMessageStored: ((IMServer, IMChatMessage) -> Void)?
+    public var onMessageStored: ((IMServer, IMMessage) -> Void)?
     /// Checks logins instead of the store, when set: for checks too slow for the loop's thread (a
     /// password hash), which run elsewhere and call `verdict` back **on the loop's thread** (hop with
     /// `RunLoop.perform(inModes:_:)`). The login deadline keeps running meanwhile.
-    public var authenticator: ((IMLoginRequest, @escaping (IMLoginVerdict) -> Void) -> Void)?
+    public var authenticator: ((IMLoginAttempt, @escaping (IMLoginVerdict) -> Void) -> Void)?
     /// Maps a user name a client wrote (a SEND's recipient, a HISTORY's other user) to the account's
     /// canonical name, for deployments whose names ignore case (``IMLoginVerdict/acceptedAs(user:)``
     /// names sessions the same way). `nil`: names are taken as written. Loop thread; must not block.
@@ -255,7 +256,7 @@ public final class IMServer {
         case .abandon:
             let ids = try frame.decode(IMAbandonRequest.self).ids
             var response = IMAbandonResponse()
-            response.results = store.abandon(ids, from: user)
+            response.results = store.abandon(ids, from: user).map(\.wire)
             session.write(IMFrame(command: .abandonAck, serial: frame.serial, message: response))
         case let command? where command.isApplicationRequest:
             guard let applicationHandler else {
@@ -323,17 +324,18 @@ public final class IMServer {
             ack.id = ""
             return session.write(IMFrame(command: .sendAck, serial: serial, code: .badRequest, message: ack))
         }
+        // A message for nobody is never stored (the stores' domain type always has a recipient).
+        guard var recipient = IMRecipient(message.to) else {
+            return session.write(IMFrame(command: .sendAck, serial: serial, code: .badRequest, message: ack))
+        }
+        if case .user(let name) = recipient, let canonicalUserName { recipient = .user(canonicalUserName(name)) }
         // Only what the client may set is kept: `from`, `seq`, `sent_at_ms` are the server's, and
         // unknown fields would be stored and delivered to every recipient unchecked.
-        var sent = IMChatMessage()
-        sent.id = message.id
-        sent.to = message.to
-        if case .user(let name)? = message.to, let canonicalUserName { sent.user = canonicalUserName(name) }
-        sent.text = message.text
+        let sent = IMMessage(id: message.id, from: "", recipient: recipient, text: message.text, seq: 0, sentAtMilliseconds: 0)
         switch store.store(sent, from: user, nowMilliseconds: wallClockMilliseconds()) {
         case .stored(let stored, let recipients, let isNew):
             ack.seq = stored.seq
-            ack.sentAtMs = stored.sentAtMs
+            ack.sentAtMs = stored.sentAtMilliseconds
             session.write(IMFrame(command: .sendAck, serial: serial, message: ack))
             guard isNew else { return }
             onMessageStored?(self, stored)

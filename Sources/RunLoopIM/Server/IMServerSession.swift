@@ -59,9 +59,9 @@ public final class IMServerSession {
 
     /// A message was just stored for this session's user: it goes at once if the session has caught up
     /// with the inbox and its window has room; otherwise it waits in the inbox for its turn.
-    func deliverLive(_ message: IMChatMessage) {
+    func deliverLive(_ message: IMMessage) {
         guard !isEnded, machine.user != nil else { return }
-        let frame = IMFrame(command: .deliver, serial: 0, message: message)
+        let frame = IMFrame(command: .deliver, serial: 0, message: message.wire)
         guard window.offerLive(bytes: frame.body.count) else { return }
         send(frame, seq: message.seq)
     }
@@ -81,7 +81,7 @@ public final class IMServerSession {
             let asked = window.freeMessages
             let batch = server.store.undelivered(for: user, after: window.cursor, limit: asked)
             for message in batch {
-                let frame = IMFrame(command: .deliver, serial: 0, message: message)
+                let frame = IMFrame(command: .deliver, serial: 0, message: message.wire)
                 guard window.admits(bytes: frame.body.count) else { return window.stoppedRefill() }
                 send(frame, seq: message.seq)
                 if isEnded { return }

@@ -14,8 +14,8 @@ public enum IMLoginVerdict: Equatable, Sendable {
 /// What storing a sent message gave.
 public enum IMStoreResult: Equatable, Sendable {
     /// Stored (or stored before, for a resend: `isNew` false) as `message` — with `seq`, `from` and
-    /// `sentAtMs` filled in — for `recipients` (the sender excluded).
-    case stored(IMChatMessage, recipients: [String], isNew: Bool)
+    /// `sentAtMilliseconds` filled in — for `recipients` (the sender excluded).
+    case stored(IMMessage, recipients: [String], isNew: Bool)
     /// Not stored, and never will be under this id (unknown recipient, abandoned id, …).
     case refused(IMStatusCode)
 }
@@ -29,43 +29,27 @@ public enum IMStoreResult: Equatable, Sendable {
 /// 3. A stored message stays in each recipient's inbox until that recipient acknowledges its `seq`.
 /// 4. ``undelivered(for:after:limit:)`` returns the inbox in `seq` order.
 /// Persist all four (``InMemoryIMStore`` does not survive a restart; the chat node's SQLite store does).
+///
+/// Rooms and history are the chat application's: `RunLoopChat`'s `ChatStore` adds them to this.
 public protocol IMServerStore: AnyObject {
     /// Checks credentials.
-    func authenticate(_ request: IMLoginRequest) -> IMLoginVerdict
-    /// Stores a message from `sender`.
-    func store(_ message: IMChatMessage, from sender: String, nowMilliseconds: UInt64) -> IMStoreResult
+    func authenticate(_ login: IMLoginAttempt) -> IMLoginVerdict
+    /// Stores a message from `sender` (its `from`, `seq` and `sentAtMilliseconds` are the store's to
+    /// fill in).
+    func store(_ message: IMMessage, from sender: String, nowMilliseconds: UInt64) -> IMStoreResult
     /// Settles ids the sender gave up on: stored ones with their seq, the others refused from now on.
-    func abandon(_ ids: [String], from sender: String) -> [IMAbandonResult]
+    func abandon(_ ids: [String], from sender: String) -> [IMAbandonOutcome]
     /// At most `limit` messages stored for `user`, not acknowledged by them and with a `seq` above
     /// `after`, in seq order: one window of the inbox (a session never holds a whole backlog).
-    func undelivered(for user: String, after seq: UInt64, limit: Int) -> [IMChatMessage]
+    func undelivered(for user: String, after seq: UInt64, limit: Int) -> [IMMessage]
     /// `user` has these messages: drop them from their inbox.
     func acknowledge(_ seqs: [UInt64], for user: String)
-    /// Puts `user` in `room`, creating it; joining twice is not an error. A user already in
-    /// `maximumRooms` rooms (when set) may not join another: ``IMStatusCode/tooManyRooms``.
-    func join(room: String, user: String, maximumRooms: Int?) -> Result<IMRoomInfo, IMStatusCode>
-    /// Takes `user` out of `room` (``IMStatusCode/notAMember`` if they were not in it).
-    func leave(room: String, user: String) -> Result<IMRoomInfo, IMStatusCode>
-    /// At most `limit` rooms whose names sort after `after` in UTF-8 byte order ("" : from the first),
-    /// in that order, as `user` sees them.
-    func rooms(for user: String, after: String, limit: Int) -> [IMRoomInfo]
-    /// A page of `user`'s conversation with a user or in a room they are a member of, newest first,
-    /// at most `limit` messages with `seq` below the request's `before_seq` (0: from the newest).
-    func history(_ request: IMHistoryRequest, for user: String, limit: Int) -> Result<IMHistoryPage, IMStatusCode>
 }
 
 extension IMServerStore {
     /// The whole inbox of `user` in seq order (tests and tools: a server reads it a window at a time).
-    public func undelivered(for user: String) -> [IMChatMessage] {
+    public func undelivered(for user: String) -> [IMMessage] {
         undelivered(for: user, after: 0, limit: .max)
-    }
-
-    /// Every room, as `user` sees it (tests and tools: a server answers LIST_ROOMS a page at a time).
-    public func rooms(for user: String) -> [IMRoomInfo] { rooms(for: user, after: "", limit: .max) }
-
-    /// Joins with no cap on rooms per user.
-    public func join(room: String, user: String) -> Result<IMRoomInfo, IMStatusCode> {
-        join(room: room, user: user, maximumRooms: nil)
     }
 }
 
@@ -90,22 +74,9 @@ public enum RoomName {
     }
 }
 
-/// Orders room names as pages of LIST_ROOMS do: by their UTF-8 bytes (SQLite's BINARY collation).
-func roomNameOrder(_ a: String, _ b: String) -> Bool { a.utf8.lexicographicallyPrecedes(b.utf8) }
-
 extension String {
     var trimmingWhitespace: String {
         String(drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
-    }
-}
-
-extension IMRoomInfo {
-    /// A room's description as one user sees it.
-    public init(name: String, members: Int, joined: Bool) {
-        self.init()
-        self.name = name
-        self.members = UInt32(clamping: members)
-        self.joined = joined
     }
 }
 
@@ -117,12 +88,12 @@ public final class InMemoryIMStore: IMServerStore {
     /// Room name → members.
     public var rooms: [String: Set<String>] = [:]
     private var nextSeq: UInt64 = 1
-    private var accepted: [String: IMChatMessage] = [:]
+    private var accepted: [String: IMMessage] = [:]
     private var abandoned: Set<String> = []
-    private var inboxes: [String: [IMChatMessage]] = [:]
+    private var inboxes: [String: [IMMessage]] = [:]
     private var known: Set<String> = []
-    /// Every stored message in seq order, for history.
-    private var log: [IMChatMessage] = []
+    /// Every stored message in seq order, for history (RunLoopChat's `ChatStore` conformance).
+    package private(set) var log: [IMMessage] = []
 
     public init(accounts: [String: String]? = nil) {
         self.accounts = accounts
@@ -132,26 +103,26 @@ public final class InMemoryIMStore: IMServerStore {
     /// Every message stored so far, by seq (for tests and samples).
     public private(set) var storedCount = 0
 
-    public func authenticate(_ request: IMLoginRequest) -> IMLoginVerdict {
-        if let accounts, accounts[request.user] != request.password {
+    public func authenticate(_ login: IMLoginAttempt) -> IMLoginVerdict {
+        if let accounts, accounts[login.user] != login.password {
             return .refused(.authenticationFailed, reason: "unknown user or wrong password")
         }
-        known.insert(request.user)
+        known.insert(login.user)
         return .accepted
     }
 
-    public func store(_ message: IMChatMessage, from sender: String, nowMilliseconds: UInt64) -> IMStoreResult {
+    public func store(_ message: IMMessage, from sender: String, nowMilliseconds: UInt64) -> IMStoreResult {
         let key = sender + "\u{0}" + message.id
         if let earlier = accepted[key] { return .stored(earlier, recipients: recipients(of: earlier, from: sender), isNew: false) }
         if abandoned.contains(key) { return .refused(.badRequest) }
-        guard !message.id.isEmpty, message.to != nil else { return .refused(.badRequest) }
+        guard !message.id.isEmpty else { return .refused(.badRequest) }
         var stored = message
         stored.from = sender
         stored.seq = nextSeq
-        stored.sentAtMs = nowMilliseconds
+        stored.sentAtMilliseconds = nowMilliseconds
         let targets = recipients(of: stored, from: sender)
-        if case .user(let name)? = stored.to, accounts != nil, !known.contains(name) { return .refused(.unknownRecipient) }
-        if case .room(let name)? = stored.to, rooms[name]?.contains(sender) != true { return .refused(.unknownRecipient) }
+        if case .user(let name) = stored.recipient, accounts != nil, !known.contains(name) { return .refused(.unknownRecipient) }
+        if case .room(let name) = stored.recipient, rooms[name]?.contains(sender) != true { return .refused(.unknownRecipient) }
         nextSeq += 1
         storedCount += 1
         accepted[key] = stored
@@ -160,22 +131,16 @@ public final class InMemoryIMStore: IMServerStore {
         return .stored(stored, recipients: targets, isNew: true)
     }
 
-    public func abandon(_ ids: [String], from sender: String) -> [IMAbandonResult] {
+    public func abandon(_ ids: [String], from sender: String) -> [IMAbandonOutcome] {
         ids.map { id in
-            var result = IMAbandonResult()
-            result.id = id
             let key = sender + "\u{0}" + id
-            if let earlier = accepted[key] {
-                result.accepted = true
-                result.seq = earlier.seq
-            } else {
-                abandoned.insert(key)
-            }
-            return result
+            if let earlier = accepted[key] { return IMAbandonOutcome(id: id, storedSeq: earlier.seq) }
+            abandoned.insert(key)
+            return IMAbandonOutcome(id: id, storedSeq: nil)
         }
     }
 
-    public func undelivered(for user: String, after seq: UInt64, limit: Int) -> [IMChatMessage] {
+    public func undelivered(for user: String, after seq: UInt64, limit: Int) -> [IMMessage] {
         guard let inbox = inboxes[user], limit > 0 else { return [] }
         // The inbox is in seq order: find the first entry past `seq` by bisection.
         var low = 0, high = inbox.count
@@ -191,53 +156,10 @@ public final class InMemoryIMStore: IMServerStore {
         inboxes[user]?.removeAll { done.contains($0.seq) }
     }
 
-    public func join(room: String, user: String, maximumRooms: Int?) -> Result<IMRoomInfo, IMStatusCode> {
-        guard RoomName.isValid(room) else { return .failure(.badRequest) }
-        if let maximumRooms, rooms[room]?.contains(user) != true, rooms.values.count(where: { $0.contains(user) }) >= maximumRooms {
-            return .failure(.tooManyRooms)
-        }
-        rooms[room, default: []].insert(user)
-        return .success(IMRoomInfo(name: room, members: rooms[room]?.count ?? 0, joined: true))
-    }
-
-    public func leave(room: String, user: String) -> Result<IMRoomInfo, IMStatusCode> {
-        guard rooms[room]?.remove(user) != nil else { return .failure(.notAMember) }
-        return .success(IMRoomInfo(name: room, members: rooms[room]?.count ?? 0, joined: false))
-    }
-
-    public func rooms(for user: String, after: String, limit: Int) -> [IMRoomInfo] {
-        rooms.keys.filter { roomNameOrder(after, $0) }.sorted(by: roomNameOrder).prefix(max(0, limit))
-            .map { IMRoomInfo(name: $0, members: rooms[$0]?.count ?? 0, joined: rooms[$0]?.contains(user) == true) }
-    }
-
-    public func history(_ request: IMHistoryRequest, for user: String, limit: Int) -> Result<IMHistoryPage, IMStatusCode> {
-        let matches: (IMChatMessage) -> Bool
-        switch request.with {
-        case .room(let room)?:
-            guard rooms[room]?.contains(user) == true else { return .failure(.notAMember) }
-            matches = { $0.room == room }
-        case .user(let other)?:
-            matches = { ($0.from == user && $0.user == other) || ($0.from == other && $0.user == user) }
-        case nil:
-            return .failure(.badRequest)
-        }
-        let before = request.beforeSeq == 0 ? UInt64.max : request.beforeSeq
-        var page = IMHistoryPage()
-        for message in log.reversed() where message.seq < before && matches(message) {
-            if page.messages.count == limit {
-                page.moreAvailable = true
-                break
-            }
-            page.messages.append(message)
-        }
-        return .success(page)
-    }
-
-    private func recipients(of message: IMChatMessage, from sender: String) -> [String] {
-        switch message.to {
-        case .user(let name)?: return name == sender ? [] : [name]
-        case .room(let name)?: return (rooms[name] ?? []).filter { $0 != sender }.sorted()
-        case nil: return []
+    private func recipients(of message: IMMessage, from sender: String) -> [String] {
+        switch message.recipient {
+        case .user(let name): return name == sender ? [] : [name]
+        case .room(let name): return (rooms[name] ?? []).filter { $0 != sender }.sorted()
         }
     }
 }

@@ -13,7 +13,7 @@ final class LoginGate {
         weak var session: IMServerSession?
         /// The session's peer, for the log even after the session is gone.
         let peer: SocketAddress?
-        let request: IMLoginRequest
+        let request: IMLoginAttempt
         /// The (case-folded user, client instance) of a LOGIN that names an instance.
         let instance: InstanceKey?
         /// A newer LOGIN of the same instance arrived meanwhile: this one must not go online.

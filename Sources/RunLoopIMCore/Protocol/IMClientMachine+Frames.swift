@@ -76,7 +76,7 @@ extension IMClientMachine {
 
     private mutating func handleIncoming(_ message: IMChatMessage, now: LoopInstant) {
         if seen.insert(message.from + "\u{0}" + message.id) {
-            actions.append(.received(message))
+            actions.append(.received(IMMessage(message)))
         } else {
             duplicatesDropped += 1
         }

@@ -14,7 +14,7 @@ public enum IMClientAction: Equatable, Sendable {
     /// An open connection ended; exactly one per connection.
     case disconnected(IMDisconnectReason)
     /// A message for the application, exactly once per (sender, id).
-    case received(IMChatMessage)
+    case received(IMMessage)
     /// One of the application's own messages moved on.
     case deliveryChanged(id: String, IMDeliveryState)
     /// The answer to an application request (``IMClientMachine/request(_:body:now:)``), by its serial.
@@ -132,17 +132,15 @@ public struct IMClientMachine: Sendable {
     /// The transport of `generation` finished its handshake.
     public mutating func transportOpened(generation opened: UInt64, now: LoopInstant) -> [IMClientAction] {
         guard phase == .connecting(opened) else { return [] }
-        var login = IMLoginRequest()
-        login.user = configuration.user
-        login.password = configuration.password
-        login.keepaliveSeconds = UInt32(clamping: Int64(configuration.heartbeat.longestInterval.secondsDouble.rounded(.up)))
-        login.clientName = configuration.clientName
-        login.clientInstance = configuration.clientInstance
+        let login = IMLoginAttempt(
+            user: configuration.user, password: configuration.password,
+            keepaliveSeconds: UInt32(clamping: Int64(configuration.heartbeat.longestInterval.secondsDouble.rounded(.up))),
+            clientName: configuration.clientName, clientInstance: configuration.clientInstance)
         let serial = takeSerial()
         phase = .loggingIn(opened, serial: serial)
         lastReceived = now
         report(.loggingIn)
-        write(IMFrame(command: .login, serial: serial, message: login), now: now, expectsAnswer: true)
+        write(IMFrame(command: .login, serial: serial, message: login.wire), now: now, expectsAnswer: true)
         return takeActions()
     }
 
@@ -296,10 +294,7 @@ public struct IMClientMachine: Sendable {
         var message = IMChatMessage()
         message.id = id ?? UUIDText.random()
         message.text = text
-        switch recipient {
-        case .user(let name): message.user = name
-        case .room(let name): message.room = name
-        }
+        message.to = recipient.wire
         let idBytes = message.id.utf8.count
         guard idBytes <= IMClientConfiguration.maximumMessageIDBytes else {
             throw .messageIDTooLong(bytes: idBytes, limit: IMClientConfiguration.maximumMessageIDBytes)
@@ -390,8 +385,9 @@ public struct IMClientMachine: Sendable {
     public var heartbeatInterval: Duration { heartbeat.interval }
     /// The adaptive heartbeat's learning, in adaptive mode.
     public var adaptiveHeartbeat: AdaptiveHeartbeat? { heartbeat.adaptive }
-    /// Messages not yet settled (queued, in flight or being abandoned), in send order.
-    public var unsettledMessages: [IMChatMessage] { outbox.messages }
+    /// Messages not yet settled (queued, in flight or being abandoned), in send order, as they are
+    /// sent: not stored yet, so `from` is empty and `seq` and `sentAtMilliseconds` are 0.
+    public var unsettledMessages: [IMMessage] { outbox.messages.map(IMMessage.init) }
     /// Reconnect attempts since the last session that stayed online for
     /// ``IMClientConfiguration/stableSessionTime`` (or since the start).
     public var reconnectAttempts: Int { backoff.attempts }

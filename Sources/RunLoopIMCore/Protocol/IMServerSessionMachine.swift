@@ -39,7 +39,7 @@ public enum IMServerSessionAction: Equatable, Sendable {
     case write(IMFrame)
     /// Check these credentials, then call ``IMServerSessionMachine/loginAccepted(user:now:)`` or
     /// ``IMServerSessionMachine/loginRefused(_:reason:retryAfter:now:)``.
-    case authenticate(IMLoginRequest)
+    case authenticate(IMLoginAttempt)
     /// A logged-in client's request for the application (SEND, DELIVER_ACK, ABANDON).
     case request(IMFrame)
     /// The session is online as `user`.
@@ -74,8 +74,9 @@ public struct IMServerSessionMachine: Sendable {
         /// The longest user name a LOGIN may carry, in UTF-8 bytes (`badRequest` beyond): names travel
         /// in every DELIVER's `from`, so their length is part of what makes a DELIVER fit the limit.
         public var maximumUserNameBytes = 64
-        /// What LOGIN_ACK announces (``IMServer`` fills it in from its settings).
-        public var limits = IMSessionLimits()
+        /// What LOGIN_ACK announces (``IMServer`` fills it in from its settings). Package: the message
+        /// is the wire's; the settings it is made of are public where they are set.
+        package var limits = IMSessionLimits()
 
         public init() {}
     }
@@ -170,7 +171,7 @@ public struct IMServerSessionMachine: Sendable {
                 }
                 announcedKeepalive = .seconds(Int64(request.keepaliveSeconds))
                 phase = .authenticating(serial: frame.serial)
-                actions.append(.authenticate(request))
+                actions.append(.authenticate(IMLoginAttempt(request)))
             } catch {
                 return fail(error.statusCode, error.description, serial: frame.serial)
             }

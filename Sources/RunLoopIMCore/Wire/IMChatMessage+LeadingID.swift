@@ -3,7 +3,7 @@ extension IMChatMessage {
     /// whose body was too large to keep: the client settles its message by id, and every encoder
     /// writes fields in number order, so the id comes first. `nil` when the prefix does not hold it
     /// whole, or is not a valid start of an encoding.
-    public static func leadingID(in prefix: [UInt8]) -> String? {
+    package static func leadingID(in prefix: [UInt8]) -> String? {
         var reader = ProtobufPrefixReader(bytes: prefix)
         // Field 1, length-delimited (key 0x0A), must come first; an empty id is not encoded at all.
         guard reader.readVarint() == 0x0A, let length = reader.readVarint(), let bytes = reader.take(length) else { return nil }

@@ -1,10 +1,10 @@
-public import SwiftProtobuf
+package import SwiftProtobuf
 
 extension IMCommand {
     /// The Protocol Buffers message a frame of this command carries (docs/PROTOCOL.md §3), or `nil`
     /// for the commands whose body is always empty. Encodings other than the binary frame — the JSON
     /// envelope browsers speak — need it to translate bodies.
-    public var bodyType: (any SwiftProtobuf.Message.Type)? {
+    package var bodyType: (any SwiftProtobuf.Message.Type)? {
         switch self {
         case .heartbeat, .heartbeatAck, .logout, .logoutAck, .listRooms: return nil
         case .login: return IMLoginRequest.self

@@ -1,4 +1,4 @@
-public import SwiftProtobuf
+package import SwiftProtobuf
 
 /// One frame: a ``FrameHeader`` and its body (the serialized Protocol Buffers message, or nothing).
 public struct IMFrame: Sendable, Equatable, CustomStringConvertible {
@@ -10,8 +10,9 @@ public struct IMFrame: Sendable, Equatable, CustomStringConvertible {
         self.init(rawCommand: command.rawValue, serial: serial, code: code.rawValue, body: body)
     }
 
-    /// A frame for `command` whose body is `message` serialized.
-    public init(command: IMCommand, serial: UInt32, code: IMStatusCode = .ok, message: some SwiftProtobuf.Message) {
+    /// A frame for `command` whose body is `message` serialized (package: the messages are the wire
+    /// format, not API).
+    package init(command: IMCommand, serial: UInt32, code: IMStatusCode = .ok, message: some SwiftProtobuf.Message) {
         // Serializing a message of our own generated types cannot fail (it has no required fields or
         // `Any` fields); a failure would be a programming error in this module.
         let body: [UInt8] = try! message.serializedBytes()
@@ -47,7 +48,7 @@ public struct IMFrame: Sendable, Equatable, CustomStringConvertible {
     /// Decodes the body as `type`.
     /// - Throws: ``IMFrameError/undecodableBody(command:reason:)`` for bytes that are not a valid
     ///   encoding of `type`.
-    public func decode<M: SwiftProtobuf.Message>(_ type: M.Type) throws(IMFrameError) -> M {
+    package func decode<M: SwiftProtobuf.Message>(_ type: M.Type) throws(IMFrameError) -> M {
         do {
             return try M(serializedBytes: body)
         } catch {

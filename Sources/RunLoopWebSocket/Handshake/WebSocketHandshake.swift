@@ -1,4 +1,4 @@
-import Crypto
+import COpenSSL
 import Foundation
 
 /// A valid upgrade request, as the server accepted it.
@@ -62,8 +62,14 @@ public enum WebSocketHandshake {
 
     /// `Sec-WebSocket-Accept` for `key`: base64(SHA-1(key + GUID)).
     public static func acceptValue(forKey key: String) -> String {
-        let digest = Insecure.SHA1.hash(data: Array((key + guid).utf8))
-        return Data(digest).base64EncodedString()
+        let input = Array((key + guid).utf8)
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        // SHA-1 is in OpenSSL's default provider; only a FIPS-only configuration lacks it, and
+        // then no WebSocket handshake can be answered at all.
+        let status = EVP_Digest(input, input.count, &digest, &length, EVP_sha1(), nil)
+        precondition(status == 1, "OpenSSL has no SHA-1 (a FIPS-only configuration?): RFC 6455 needs it")
+        return Data(digest.prefix(Int(length))).base64EncodedString()
     }
 
     /// A fresh `Sec-WebSocket-Key`: 16 random bytes, base64.

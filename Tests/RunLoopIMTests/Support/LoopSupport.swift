@@ -1,4 +1,3 @@
-import Glibc
 import RunLoopIM
 import RunLoopIMCore
 import RunLoopIMTesting
@@ -11,7 +10,7 @@ final class ClientRecorder {
     var states: [IMConnectionState] = []
     var onlineAt: [LoopInstant] = []
     var disconnects: [(LoopInstant, IMDisconnectReason)] = []
-    var messages: [IMChatMessage] = []
+    var messages: [IMMessage] = []
     var deliveries: [String: [IMDeliveryState]] = [:]
 
     func attach(to client: IMClient) {
@@ -50,15 +49,4 @@ func makeClient(_ configuration: IMClientConfiguration, port: UInt16) -> IMClien
 /// A client of `server` on its loop, connected through in-memory links (a fresh pair per attempt).
 func makeClient(_ configuration: IMClientConfiguration, server: IMServer, modes: [RunLoop.Mode] = [.common]) -> IMClient {
     IMClient(configuration: configuration, loop: server.loop, modes: modes, connector: MemoryLinkConnector(server: server).connector)
-}
-
-/// A path for a temporary file that no other test uses.
-func temporaryPath(_ name: String) -> String {
-    let directory = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
-    return "\(directory)/rlk-\(getpid())-\(UInt64.random(in: 0...UInt64.max))-\(name)"
-}
-
-/// Removes a SQLite database with its WAL and shared-memory files.
-func removeDatabase(_ path: String) {
-    for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import RunLoopTesting
 
 /// The Python interpreter the outside-client tests run (Tests/PythonClient): `RUNLOOPKIT_PYTHON` if
 /// set (CI sets it to a venv with Tests/PythonClient/requirements.txt installed), else `python3` on

@@ -1,4 +1,5 @@
 import Glibc
+import Logging
 import RunLoopKit
 import RunLoopTesting
 import Testing

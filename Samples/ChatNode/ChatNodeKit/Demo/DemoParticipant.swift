@@ -1,15 +1,18 @@
 import Logging
+import RunLoopChat
 import RunLoopIM
 import RunLoopIMCore
 import RunLoopKit
 import RunLoopNet
 
-/// One demo user: an ``IMClient`` on a loop of its own, and the book-keeping the summary needs.
+/// One demo user: an ``IMClient`` (with a `ChatClient` on it for rooms) on a loop of its own, and
+/// the book-keeping the summary needs.
 /// Everything here lives on the participant's loop thread; the script reaches it through
 /// ``HostedLoop/sync(_:)``.
 final class DemoParticipant {
     let name: String
     let client: IMClient
+    private let chat: ChatClient
     let recorder = ActivityRecorder()
     private let narrate: (String) -> Void
 
@@ -35,10 +38,11 @@ final class DemoParticipant {
         client = IMClient(
             configuration: configuration, connector: TCPFrameLink.connector(host: "127.0.0.1", port: port, connectTimeout: .seconds(2)),
             logger: logger)
+        chat = ChatClient(connection: client)
         recorder.attach(to: client.loop)
-        client.onStateChange = { [weak self] client, state in
+        chat.onStateChange = { [weak self] chat, state in
             guard let self else { return }
-            if state == .online { self.onlineAt.append(client.loop.now) }
+            if state == .online { self.onlineAt.append(chat.connection.loop.now) }
             switch state {
             case .online, .reconnecting, .waitingForNetwork, .closed: self.narrate("* \(state)")
             default: break
@@ -48,13 +52,14 @@ final class DemoParticipant {
             self?.disconnects.append((client.loop.now, reason))
             self?.narrate("* disconnected: \(reason)")
         }
-        client.onMessage = { [weak self] _, message in
+        chat.onMessage = { [weak self] _, message in
             guard let self else { return }
             self.received.append((message.from, message.id, message.text))
-            let place = message.room.isEmpty ? "@\(self.name)" : "#\(message.room)"
+            // A direct message is shown as to this user, a room message as to its room.
+            let place = if case .room = message.recipient { "\(message.recipient)" } else { "@\(self.name)" }
             self.narrate("\(place) \(message.from): \(message.text)")
         }
-        client.onDelivery = { [weak self] _, id, state in
+        chat.onDelivery = { [weak self] _, id, state in
             guard let self, let entry = self.sent[id] else { return }
             if state.isFinal { self.sent[id] = (entry.to, state) }
             if case .sent(let attempt) = state, attempt > 1 { self.narrate("→ resent \(self.label(id)) (attempt \(attempt))") }
@@ -72,10 +77,11 @@ final class DemoParticipant {
         narrate("→ \(recipient) \"\(text)\"\(queued ? "  (queued: \(client.state))" : "")")
     }
 
-    func join(_ room: String) throws {
-        var request = IMRoomRequest()
-        request.room = room
-        try client.request(.join, message: request)
+    /// Joins `room`; a join that fails is narrated (the demo goes on: the summary shows what it cost).
+    func join(_ room: String) {
+        chat.join(room: room) { [weak self] result in
+            if case .failure(let error) = result { self?.narrate("* join #\(room) failed: \(error)") }
+        }
     }
 
     var isOnline: Bool { client.state == .online }

@@ -42,7 +42,7 @@ final class DemoScript {
         }
         note("carol reaches the node through a link that can go silent (a relay on its own loop)")
         try waitUntil("everyone online") { try self.all { $0.isOnline } }
-        for index in people.indices { try on(index) { try $0.join("lobby") } }
+        for index in people.indices { try on(index) { $0.join("lobby") } }
         try pause(.milliseconds(300))
 
         section("Chatting")

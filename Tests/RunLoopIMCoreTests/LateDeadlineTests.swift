@@ -1,7 +1,6 @@
 import RunLoopKit
 import Testing
 
-@testable import RunLoopIM
 @testable import RunLoopIMCore
 
 /// A deadline that passes while the peer's bytes wait unread was missed by a busy loop, not by a silent

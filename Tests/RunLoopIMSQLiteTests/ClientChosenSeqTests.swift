@@ -1,3 +1,4 @@
+import RunLoopTesting
 import Testing
 
 @testable import RunLoopIM
@@ -14,10 +15,7 @@ struct ClientChosenSeqTests {
         let path = temporaryPath("attack-ack.db")
         defer { removeDatabase(path) }
         let store = try SQLiteIMStore(path: path)
-        var message = IMChatMessage()
-        message.id = "m1"
-        message.user = "bob"
-        message.text = "hi"
+        let message = IMMessage(id: "m1", from: "", recipient: .user("bob"), text: "hi", seq: 0, sentAtMilliseconds: 0)
         _ = store.store(message, from: "alice", nowMilliseconds: 1)
         store.acknowledge([UInt64(Int64.max) + 1, .max], for: "bob")
         #expect(store.undelivered(for: "bob").count == 1)

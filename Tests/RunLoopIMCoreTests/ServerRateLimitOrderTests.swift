@@ -1,7 +1,6 @@
 import RunLoopKit
 import Testing
 
-@testable import RunLoopIM
 @testable import RunLoopIMCore
 
 /// Issue 18 §6 on the server: after SEND_ACK `rateLimited` for X, no SEND the client wrote after X may

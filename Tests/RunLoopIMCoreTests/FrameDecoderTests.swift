@@ -1,6 +1,5 @@
 import Testing
 
-@testable import RunLoopIM
 @testable import RunLoopIMCore
 
 @Suite("Frame codec")

@@ -1,7 +1,6 @@
 import SwiftProtobuf
 import Testing
 
-@testable import RunLoopIM
 @testable import RunLoopIMCore
 
 /// A bounded, seeded randomized test of the frame decoder: the in-suite half of issue 9's fuzzing
@@ -200,12 +199,21 @@ enum FuzzFrames {
             request.room = random.text(20)
             return message(command, request, &random)
         case .joinAck, .leaveAck:
-            return message(command, IMRoomInfo(name: random.text(20), members: random.int(0...100), joined: random.int(0...1) == 1), &random)
+            var room = IMRoomInfo()
+            room.name = random.text(20)
+            room.members = UInt32(random.int(0...100))
+            room.joined = random.int(0...1) == 1
+            return message(command, room, &random)
         case .listRooms:
             return FuzzFrame(frame: IMFrame(command: command, serial: random.uint32())) { $0.body.isEmpty }
         case .roomList:
             var list = IMRoomList()
-            list.rooms = (0..<random.int(0...5)).map { _ in IMRoomInfo(name: random.text(20), members: random.int(0...9), joined: false) }
+            list.rooms = (0..<random.int(0...5)).map { _ in
+                var room = IMRoomInfo()
+                room.name = random.text(20)
+                room.members = UInt32(random.int(0...9))
+                return room
+            }
             return message(command, list, &random)
         case .history:
             var request = IMHistoryRequest()

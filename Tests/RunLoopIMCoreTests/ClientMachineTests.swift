@@ -1,8 +1,6 @@
 import RunLoopKit
-import RunLoopNet
 import Testing
 
-@testable import RunLoopIM
 @testable import RunLoopIMCore
 
 /// Drives an ``IMClientMachine`` on virtual time: no loop, no sockets, no sleeping.
@@ -76,7 +74,7 @@ struct ClientHarness {
         log.compactMap { if case .deliveryChanged(id, let state) = $0 { return state } else { return nil } }
     }
 
-    var received: [IMChatMessage] {
+    var received: [IMMessage] {
         log.compactMap { if case .received(let message) = $0 { return message } else { return nil } }
     }
 

@@ -1,8 +1,6 @@
 import RunLoopKit
-import RunLoopNet
 import Testing
 
-@testable import RunLoopIM
 @testable import RunLoopIMCore
 
 extension ClientHarness {

@@ -1,7 +1,6 @@
 import RunLoopKit
 import Testing
 
-@testable import RunLoopIM
 @testable import RunLoopIMCore
 
 @Suite("Adaptive heartbeat")

@@ -1,0 +1,1 @@
+../../../Sources/RunLoopIMCore/Generated/runloopim.pb.swift

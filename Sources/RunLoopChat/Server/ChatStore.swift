@@ -1,0 +1,37 @@
+public import RunLoopIM
+public import RunLoopIMCore
+
+/// An ``IMServerStore`` that also keeps the chat's rooms and reads conversation history: what
+/// ``ChatService`` answers JOIN, LEAVE, LIST_ROOMS and HISTORY from. The IM layer needs only room
+/// membership, to address a room's messages, and knows it through ``IMServerStore/store(_:from:nowMilliseconds:)``.
+///
+/// Like the IM store, it is called on the server loop's thread only, synchronously. `InMemoryIMStore`
+/// and `RunLoopIMSQLite`'s `SQLiteIMStore` are both.
+public protocol ChatStore: IMServerStore {
+    /// Puts `user` in `room`, creating it; joining twice is not an error. A user already in
+    /// `maximumRooms` rooms (when set) may not join another: ``IMStatusCode/tooManyRooms``; a name
+    /// that is not a valid ``RoomName``: ``IMStatusCode/badRequest``.
+    func join(room: String, user: String, maximumRooms: Int?) -> Result<Room, IMStatusCode>
+    /// Takes `user` out of `room` (``IMStatusCode/notAMember`` if they were not in it).
+    func leave(room: String, user: String) -> Result<Room, IMStatusCode>
+    /// At most `limit` rooms whose names sort after `after` in UTF-8 byte order ("" : from the first),
+    /// in that order, as `user` sees them.
+    func rooms(for user: String, after: String, limit: Int) -> [Room]
+    /// A page of `user`'s conversation with a user or in a room they are a member of
+    /// (``IMStatusCode/notAMember`` otherwise), newest first: at most `limit` messages with `seq`
+    /// below the query's `before` (0: from the newest).
+    func history(_ query: HistoryQuery, for user: String, limit: Int) -> Result<HistoryPage, IMStatusCode>
+}
+
+extension ChatStore {
+    /// Every room, as `user` sees it (tests and tools: a server answers LIST_ROOMS a page at a time).
+    public func rooms(for user: String) -> [Room] { rooms(for: user, after: "", limit: .max) }
+
+    /// Joins with no cap on rooms per user.
+    public func join(room: String, user: String) -> Result<Room, IMStatusCode> {
+        join(room: room, user: user, maximumRooms: nil)
+    }
+}
+
+/// Orders room names as pages of LIST_ROOMS do: by their UTF-8 bytes (SQLite's BINARY collation).
+package func roomNameOrder(_ a: String, _ b: String) -> Bool { a.utf8.lexicographicallyPrecedes(b.utf8) }

@@ -1,0 +1,24 @@
+/// What a client's LOGIN asks for: the credentials and the client's promises, as the server's
+/// ``IMServerStore`` or authenticator sees them (docs/PROTOCOL.md §4).
+///
+/// A value: it may cross threads (an authenticator may check it on another thread).
+public struct IMLoginAttempt: Hashable, Sendable {
+    public var user: String
+    public var password: String
+    /// The longest time, in seconds, the client promises to go without sending a frame; 0: the
+    /// server's maximum.
+    public var keepaliveSeconds: UInt32
+    /// Free text for logs, e.g. "chat-node client 1.0".
+    public var clientName: String
+    /// Identifies one client program instance across its reconnects; empty: none. A login with the
+    /// same user and instance replaces that instance's earlier session.
+    public var clientInstance: String
+
+    public init(user: String, password: String, keepaliveSeconds: UInt32 = 0, clientName: String = "", clientInstance: String = "") {
+        self.user = user
+        self.password = password
+        self.keepaliveSeconds = keepaliveSeconds
+        self.clientName = clientName
+        self.clientInstance = clientInstance
+    }
+}

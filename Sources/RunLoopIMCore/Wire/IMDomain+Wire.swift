@@ -1,0 +1,73 @@
+// Conversions between the public domain types and the generated Protocol Buffers messages of
+// docs/PROTOCOL.md: the only place that knows both. `package`, so the wire format never becomes API.
+
+extension IMRecipient {
+    /// `nil` for a message without one, which a server refuses and never stores.
+    package init?(_ wire: IMChatMessage.OneOf_To?) {
+        switch wire {
+        case .user(let name)?: self = .user(name)
+        case .room(let name)?: self = .room(name)
+        case nil: return nil
+        }
+    }
+
+    package var wire: IMChatMessage.OneOf_To {
+        switch self {
+        case .user(let name): return .user(name)
+        case .room(let name): return .room(name)
+        }
+    }
+}
+
+extension IMMessage {
+    /// A stored message always has a recipient (a SEND without one is refused); one that has none
+    /// anyway is taken as a direct message to an unnamed user rather than dropped.
+    package init(_ wire: IMChatMessage) {
+        self.init(
+            id: wire.id, from: wire.from, recipient: IMRecipient(wire.to) ?? .user(""), text: wire.text,
+            seq: wire.seq, sentAtMilliseconds: wire.sentAtMs)
+    }
+
+    package var wire: IMChatMessage {
+        var message = IMChatMessage()
+        message.id = id
+        message.from = from
+        message.to = recipient.wire
+        message.text = text
+        message.seq = seq
+        message.sentAtMs = sentAtMilliseconds
+        return message
+    }
+}
+
+extension IMLoginAttempt {
+    package init(_ wire: IMLoginRequest) {
+        self.init(
+            user: wire.user, password: wire.password, keepaliveSeconds: wire.keepaliveSeconds,
+            clientName: wire.clientName, clientInstance: wire.clientInstance)
+    }
+
+    package var wire: IMLoginRequest {
+        var request = IMLoginRequest()
+        request.user = user
+        request.password = password
+        request.keepaliveSeconds = keepaliveSeconds
+        request.clientName = clientName
+        request.clientInstance = clientInstance
+        return request
+    }
+}
+
+extension IMAbandonOutcome {
+    package init(_ wire: IMAbandonResult) {
+        self.init(id: wire.id, storedSeq: wire.accepted ? wire.seq : nil)
+    }
+
+    package var wire: IMAbandonResult {
+        var result = IMAbandonResult()
+        result.id = id
+        result.accepted = storedSeq != nil
+        result.seq = storedSeq ?? 0
+        return result
+    }
+}
