@@ -110,8 +110,8 @@ extension PostgresConnection {
         socketSource = nil
         writeSource?.invalidate()
         writeSource = nil
-        timer?.invalidate()
-        timer = nil
+        deadlineTimer?.cancel()
+        deadlineTimer = nil
         if let connection { PQfinish(connection) }
         connection = nil
         deliver(pipeline.fail(reason))
@@ -123,22 +123,20 @@ extension PostgresConnection {
         }
     }
 
-    /// One repeating timer, re-dated to the machine's next deadline (parked far away without one).
+    /// Arms the deadline timer for the machine's next deadline, or disarms it.
     func dateTimer() {
         guard !machine.isClosed else { return }
-        let deadline = machine.nextDeadline ?? .distantFuture
-        if let timer, timer.isValid {
-            if timer.nextFireDate != deadline { timer.nextFireDate = deadline }
+        guard let deadline = machine.nextDeadline else {
+            deadlineTimer?.disarm()
             return
         }
-        guard deadline != .distantFuture else { return }
-        // A day between repeats: the callout always re-dates it, the interval only keeps it alive.
-        let timer = RunLoopTimer(fireAt: deadline, repeating: .seconds(86_400), label: "postgres deadline") { [weak self] _ in
-            guard let self else { return }
-            self.perform(self.machine.timerFired(now: self.loop.now))
+        if deadlineTimer == nil {
+            deadlineTimer = DeadlineTimer(loop: loop, modes: modes, label: "postgres deadline") { [weak self] in
+                guard let self else { return }
+                self.perform(self.machine.timerFired(now: self.loop.now))
+            }
         }
-        self.timer = timer
-        for mode in modes { loop.add(timer, forMode: mode) }
+        deadlineTimer?.arm(at: deadline)
     }
 
     /// libpq's last error, trimmed of its trailing newline.

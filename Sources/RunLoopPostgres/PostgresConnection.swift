@@ -86,7 +86,8 @@ public final class PostgresConnection {
     var connection: OpaquePointer?
     var socketSource: RunLoopPortSource?
     var writeSource: RunLoopPortSource?
-    var timer: RunLoopTimer?
+    /// The machine's next deadline; made at the first one.
+    var deadlineTimer: DeadlineTimer?
     var sendScheduled = false
     /// The loop's hold on a connection between ``connect()`` and its close.
     var keepAlive: PostgresConnection?

@@ -67,7 +67,7 @@ public final class PostgresServer: @unchecked Sendable {
     public static func startBlocking() throws -> PostgresServer {
         let tools = try PostgresTools.installed()
         let template = try PostgresTemplate.shared.get()
-        let directory = try makeTemporaryDirectory("runloopkit-pg")
+        let directory = try makeTemporaryDirectory("pg")
         let server = PostgresServer(directory: directory, tools: tools)
         try tools.run("/bin/cp", ["-a", template + "/data", directory + "/data"])
         try tools.giveToServerUser(directory)
@@ -205,12 +205,14 @@ enum PostgresTemplate {
 }
 
 /// Made at first use, deleted at exit (a global, so the exit handler can name it without a capture).
-private let templateDirectory: String = (try? makeTemporaryDirectory("runloopkit-pg-template")) ?? "/tmp/runloopkit-pg-template"
+private let templateDirectory: String = (try? makeTemporaryDirectory("pg-template")) ?? temporaryPath("pg-template")
 
-private func makeTemporaryDirectory(_ prefix: String) throws -> String {
-    var template = Array("/tmp/\(prefix).XXXXXX".utf8CString)
-    guard let made = mkdtemp(&template) else { throw PostgresServer.Failure.commandFailed("mkdtemp", output: String(cString: strerror(errno))) }
-    return String(cString: made)
+private func makeTemporaryDirectory(_ name: String) throws -> String {
+    let directory = temporaryPath(name)
+    guard mkdir(directory, 0o700) == 0 else {
+        throw PostgresServer.Failure.commandFailed("mkdir \(directory)", output: String(cString: strerror(errno)))
+    }
+    return directory
 }
 
 /// The processes whose parent is `pid` (the postmaster's backends and helpers).
