@@ -15,8 +15,8 @@ import RunLoopKit
 /// Without PostgreSQL installed, ``start()`` throws ``Failure/notInstalled`` with a message that says
 /// to run `Scripts/setup.sh --tests`: a test that needs a server fails, it is never skipped.
 ///
-/// `@unchecked Sendable`: immutable but for the postmaster's pid, which only ``kill()``, ``restart()``
-/// and ``stop()`` change; a test calls them from one thread at a time.
+/// `@unchecked Sendable`: immutable but for whether the server runs (and was killed), which only
+/// ``kill()``, ``restart()`` and ``stop()`` change; a test calls them from one thread at a time.
 public final class PostgresServer: @unchecked Sendable {
     public enum Failure: Error, CustomStringConvertible {
         case notInstalled
