@@ -25,6 +25,7 @@ let package = Package(
         .library(name: "RunLoopIMWebSocket", targets: ["RunLoopIMWebSocket"]),
         .library(name: "RunLoopChat", targets: ["RunLoopChat"]),
         .library(name: "RunLoopRedis", targets: ["RunLoopRedis"]),
+        .library(name: "RunLoopPostgres", targets: ["RunLoopPostgres"]),
         .executable(name: "loop-demo", targets: ["LoopDemo"]),
         .executable(name: "loop-record", targets: ["LoopRecorder"]),
         .executable(name: "echo-server", targets: ["EchoServer"]),
@@ -64,6 +65,11 @@ let package = Package(
             // every build; the headers are in /usr/include/hiredis and the module map links the library.
             name: "CHiredis",
             providers: [.apt(["libhiredis-dev"])]
+        ),
+        .systemLibrary(
+            name: "CLibpq",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
         ),
 
         // Libraries
@@ -172,6 +178,17 @@ let package = Package(
                 "RunLoopKit",
                 "RunLoopNet",
                 "CHiredis",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            // A PostgreSQL client driven by the loop: libpq's asynchronous API in pipeline mode.
+            name: "RunLoopPostgres",
+            dependencies: [
+                "RunLoopKit",
+                "RunLoopNet",
+                "CLibpq",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -345,6 +362,11 @@ let package = Package(
                 "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopWebSocket", "RunLoopIMWebSocket", "RunLoopTesting",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RunLoopPostgresTests",
+            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopPostgres", "RunLoopTesting"],
             swiftSettings: swiftSettings
         ),
     ],

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian machine (with Swift 6.3) lacks to build and run RunLoopKit: libevent 2.1,
-# SQLite, OpenSSL 3 and hiredis headers. With --tests, also what the test suite uses: redis-server (the Redis
-# tests start their own, on a unix socket; a system one the package may start on 6379 does not matter),
-# iproute2 (network-namespace tests, which need root), Debian's Chromium (the browser test), and a Python venv
+# SQLite, OpenSSL 3, hiredis and libpq headers. With --tests, also what the test suite uses: redis-server (the
+# Redis tests start their own, on a unix socket; a system one the package may start on 6379 does not matter),
+# the PostgreSQL server (the RunLoopPostgres tests start throw-away servers from its binaries), iproute2
+# (network-namespace tests, which need root), Debian's Chromium (the browser test), and a Python venv
 # with the protobuf runtime (the outside-client test) and Playwright (which drives that Chromium; it downloads
 # no browser).
 # Idempotent: installs only what is missing. Works as root or through sudo.
@@ -11,11 +12,11 @@ cd "$(dirname "$0")/.."
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
-packages=(libevent-dev libsqlite3-dev libssl-dev libhiredis-dev pkg-config)
+packages=(libevent-dev libsqlite3-dev libssl-dev libhiredis-dev libpq-dev pkg-config)
 with_tests=false
 if [ "${1:-}" = "--tests" ]; then
   with_tests=true
-  packages+=(redis-server iproute2 python3-venv chromium)
+  packages+=(redis-server postgresql iproute2 python3-venv chromium)
 fi
 
 missing=()
@@ -28,7 +29,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   # No recommends: Chromium's would pull in a desktop's worth of packages the headless test never uses.
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-pkg-config --modversion libevent_core sqlite3 libcrypto hiredis | paste -sd' ' | sed 's/^/libevent, sqlite, openssl, hiredis: /'
+pkg-config --modversion libevent_core sqlite3 libcrypto hiredis libpq | paste -sd' ' | sed 's/^/libevent, sqlite, openssl, hiredis, libpq: /'
 
 if $with_tests; then
   if [ ! -x .build-python/bin/python ]; then
