@@ -2,7 +2,7 @@ import Glibc
 public import Logging
 import RunLoopChat
 public import RunLoopIM
-public import RunLoopIMCore
+import RunLoopIMCore
 public import RunLoopKit
 import RunLoopNet
 

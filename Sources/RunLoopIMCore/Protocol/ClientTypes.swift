@@ -1,3 +1,5 @@
+public import RunLoopKit
+
 /// Where an ``IMClient``'s connection is. Reported through ``IMClient/onStateChange``.
 public enum IMConnectionState: Equatable, Sendable, CustomStringConvertible {
     /// Not started.

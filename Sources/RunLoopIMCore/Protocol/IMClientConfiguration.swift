@@ -1,3 +1,5 @@
+public import RunLoopKit
+
 /// Everything an ``IMClient`` needs to know: who it is, where the server is, and its protocol timing.
 public struct IMClientConfiguration: Sendable {
     /// The account to log in as.
@@ -39,7 +41,7 @@ public struct IMClientConfiguration: Sendable {
     public var deduplicationWindow = 10_000
     /// How long ``IMClient/close()`` may spend settling with the server before it closes anyway.
     public var closeTimeout: Duration = .seconds(5)
-    /// Where reconnect jitter comes from (inject ``JitterSource/seeded(_:)`` in tests).
+    /// Where reconnect jitter comes from (inject `JitterSource.seeded(_:)` in tests).
     public var jitter = JitterSource.system
 
     /// The longest message id, in UTF-8 bytes: a longer one is refused by ``IMClient/send(_:to:id:)``

@@ -23,7 +23,7 @@ public struct JitterSource: Sendable {
         return JitterSource { fraction }
     }
 
-    func next() -> Double { draw() }
+    package func next() -> Double { draw() }
 }
 
 /// SplitMix64 behind a lock-free atomic is overkill here: a jitter source is used on one loop thread.

@@ -1,9 +1,14 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// When to try again after a connection drops: exponential, capped, jittered, bounded or not.
 ///
 /// Attempt *n* (from 1) waits `min(cap, initial × multiplier^(n−1))`, shortened by up to `jitter` of
 /// itself at random, so clients cut off together by a server restart do not come back together.
-/// ``IMClientMachine`` resets it to attempt 1 when a session has stayed online for
-/// ``IMClientConfiguration/stableSessionTime``. Pure value; the caller owns the clock.
+/// Its owner resets it to attempt 1 once a connection has stayed up for a stable time (the IM
+/// client's `stableSessionTime`, RunLoopNet's `ReconnectingLink`'s `stableTime`).
+/// Pure value; the caller owns the clock.
 public struct ReconnectBackoff: Sendable {
     /// The settings of a backoff schedule.
     public struct Policy: Sendable, Equatable {
@@ -70,7 +75,7 @@ public struct ReconnectBackoff: Sendable {
 
 extension Duration {
     /// Whole nanoseconds, clamped to `Int64`; negative durations are zero.
-    var nanosecondsClamped: Int64 {
+    package var nanosecondsClamped: Int64 {
         let (seconds, attoseconds) = components
         if seconds < 0 { return 0 }
         if seconds >= Int64.max / 1_000_000_000 { return .max }
@@ -79,7 +84,3 @@ extension Duration {
 
     package var secondsDouble: Double { Double(nanosecondsClamped) / 1e9 }
 }
-
-#if canImport(Glibc)
-import Glibc
-#endif
