@@ -24,7 +24,8 @@ public import RunLoopNet
 /// happens: the server refusing it, the connection breaking, a timeout, ``close()``.
 ///
 /// Lifetime: from ``connect()`` until it closes, the loop keeps the connection alive. A connection
-/// that failed or broke stays closed: reconnecting (with a backoff) is the owner's job for now.
+/// that failed or broke stays closed: to come back by itself with a backoff, let RunLoopNet's
+/// `ReconnectingLink` own it (it makes a new connection per attempt).
 ///
 /// Threads: confined to its loop's thread (checked with a precondition); from another thread, hop
 /// with ``RunLoop/perform(inModes:label:_:)``.

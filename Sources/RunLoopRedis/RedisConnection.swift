@@ -21,8 +21,8 @@ import RunLoopNet
 /// dropped; commands behind it wait for it.
 ///
 /// Lifetime: from ``connect()`` until it closes, the connection keeps itself alive; close it before
-/// its loop ends. A connection that failed or broke stays closed: reconnecting (with a backoff) is the
-/// owner's job in this version; the cluster's bus will do it with the IM client's backoff.
+/// its loop ends. A connection that failed or broke stays closed: to come back by itself with a
+/// backoff, let RunLoopNet's `ReconnectingLink` own it (it makes a new connection per attempt).
 ///
 /// Threads: confined to its loop's thread (checked with a precondition); from another thread, hop
 /// with ``RunLoop/perform(inModes:label:_:)``.
