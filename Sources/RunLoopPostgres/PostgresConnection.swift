@@ -21,7 +21,8 @@ public import RunLoopNet
 /// may queue the next query or close the connection.
 ///
 /// Every pending query completes exactly once, with its rows or a ``PostgresError``, whatever
-/// happens: the server refusing it, the connection breaking, a timeout, ``close()``.
+/// happens: the server refusing it, the connection breaking, a timeout, ``close()``, or the
+/// connection let go before ``connect()`` (``PostgresError/closed``, on the loop's next pass).
 ///
 /// Lifetime: from ``connect()`` until it closes, the loop keeps the connection alive. A connection
 /// that failed or broke stays closed: to come back by itself with a backoff, let RunLoopNet's
@@ -118,6 +119,14 @@ public final class PostgresConnection {
 
     deinit {
         if let connection { PQfinish(connection) }
+        // Only a connection that never connected can go with queries pending (connecting holds it
+        // alive until its close completed them): they still complete, on the loop's next pass, since
+        // running them inside the release that dropped it would call back into its owner's code.
+        let pending = completions.sorted { $0.key < $1.key }.map(\.value)
+        guard !pending.isEmpty else { return }
+        try? loop.performFromLoopThread(inModes: modes, label: "postgres dropped") {
+            for completion in pending { completion(.failure(.closed)) }
+        }
     }
 
     /// Starts connecting. The outcome comes on the loop's thread: ``onConnect``, or ``onClose`` with
