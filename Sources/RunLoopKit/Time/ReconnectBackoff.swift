@@ -7,7 +7,7 @@ import Glibc
 /// Attempt *n* (from 1) waits `min(cap, initial × multiplier^(n−1))`, shortened by up to `jitter` of
 /// itself at random, so clients cut off together by a server restart do not come back together.
 /// Its owner resets it to attempt 1 once a connection has stayed up for a stable time (the IM
-/// client's `stableSessionTime`, RunLoopNet's `ReconnectingLink`'s `stableTime`).
+/// client's `stableSessionTime`, RunLoopNet's `ReconnectingLinkPolicy.stableTime`).
 /// Pure value; the caller owns the clock.
 public struct ReconnectBackoff: Sendable {
     /// The settings of a backoff schedule.
