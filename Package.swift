@@ -26,6 +26,7 @@ let package = Package(
         .library(name: "RunLoopChat", targets: ["RunLoopChat"]),
         .library(name: "RunLoopRedis", targets: ["RunLoopRedis"]),
         .library(name: "RunLoopPostgres", targets: ["RunLoopPostgres"]),
+        .library(name: "RunLoopChatCluster", targets: ["RunLoopChatCluster"]),
         .executable(name: "loop-demo", targets: ["LoopDemo"]),
         .executable(name: "loop-record", targets: ["LoopRecorder"]),
         .executable(name: "echo-server", targets: ["EchoServer"]),
@@ -193,6 +194,20 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .target(
+            // What joins chat nodes into a cluster over a shared Redis: the stream bus between nodes,
+            // node leases, presence and session counts across nodes.
+            name: "RunLoopChatCluster",
+            dependencies: [
+                "RunLoopKit",
+                "RunLoopNet",
+                "RunLoopIMCore",
+                "RunLoopChat",
+                "RunLoopRedis",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
 
         // Samples
         .executableTarget(
@@ -349,6 +364,11 @@ let package = Package(
         .testTarget(
             name: "RunLoopWebSocketTests",
             dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopWebSocket", "RunLoopTesting"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RunLoopChatClusterTests",
+            dependencies: ["RunLoopKit", "RunLoopIMCore", "RunLoopChat", "RunLoopRedis", "RunLoopChatCluster", "RunLoopTesting"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

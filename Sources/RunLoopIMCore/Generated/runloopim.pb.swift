@@ -166,6 +166,10 @@ package nonisolated struct IMChatMessage: Sendable {
   /// Server clock when stored, milliseconds since the Unix epoch; 0 in SEND.
   package var sentAtMs: UInt64 = 0
 
+  /// The message's place in its conversation (a room, or the direct conversation of two users):
+  /// 1, 2, 3, ... with no gaps, in commit order; assigned with seq; 0 in SEND.
+  package var conversationSeq: UInt64 = 0
+
   package var unknownFields = SwiftProtobuf.UnknownStorage()
 
   package nonisolated enum OneOf_To: Equatable, Sendable {
@@ -588,7 +592,7 @@ nonisolated extension IMSessionLimits: SwiftProtobuf.Message, SwiftProtobuf._Mes
 
 nonisolated extension IMChatMessage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   package static let protoMessageName: String = _protobuf_package + ".ChatMessage"
-  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}from\0\u{1}user\0\u{1}room\0\u{1}text\0\u{1}seq\0\u{3}sent_at_ms\0")
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}from\0\u{1}user\0\u{1}room\0\u{1}text\0\u{1}seq\0\u{3}sent_at_ms\0\u{3}conversation_seq\0")
 
   package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -617,6 +621,7 @@ nonisolated extension IMChatMessage: SwiftProtobuf.Message, SwiftProtobuf._Messa
       case 5: try { try decoder.decodeSingularStringField(value: &self.text) }()
       case 6: try { try decoder.decodeSingularUInt64Field(value: &self.seq) }()
       case 7: try { try decoder.decodeSingularUInt64Field(value: &self.sentAtMs) }()
+      case 8: try { try decoder.decodeSingularUInt64Field(value: &self.conversationSeq) }()
       default: break
       }
     }
@@ -653,6 +658,9 @@ nonisolated extension IMChatMessage: SwiftProtobuf.Message, SwiftProtobuf._Messa
     if self.sentAtMs != 0 {
       try visitor.visitSingularUInt64Field(value: self.sentAtMs, fieldNumber: 7)
     }
+    if self.conversationSeq != 0 {
+      try visitor.visitSingularUInt64Field(value: self.conversationSeq, fieldNumber: 8)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -663,6 +671,7 @@ nonisolated extension IMChatMessage: SwiftProtobuf.Message, SwiftProtobuf._Messa
     if lhs.text != rhs.text {return false}
     if lhs.seq != rhs.seq {return false}
     if lhs.sentAtMs != rhs.sentAtMs {return false}
+    if lhs.conversationSeq != rhs.conversationSeq {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -16,13 +16,24 @@ public struct IMMessage: Hashable, Sendable {
     public var seq: UInt64
     /// When the server stored it: milliseconds since 1970-01-01 UTC; 0 in a message not stored yet.
     public var sentAtMilliseconds: UInt64
+    /// Its place in its ``IMConversation``: 1, 2, 3, … with no gaps, in commit order, assigned by the
+    /// store with ``seq``; 0 in a message not stored yet (and from a server that does not number
+    /// conversations).
+    public var conversationSeq: UInt64
 
-    public init(id: String, from: String, recipient: IMRecipient, text: String, seq: UInt64, sentAtMilliseconds: UInt64) {
+    public init(
+        id: String, from: String, recipient: IMRecipient, text: String, seq: UInt64, sentAtMilliseconds: UInt64,
+        conversationSeq: UInt64 = 0
+    ) {
         self.id = id
         self.from = from
         self.recipient = recipient
         self.text = text
         self.seq = seq
         self.sentAtMilliseconds = sentAtMilliseconds
+        self.conversationSeq = conversationSeq
     }
+
+    /// The conversation it belongs to (its sender's and recipient's, or its room).
+    public var conversation: IMConversation { IMConversation(from: from, to: recipient) }
 }

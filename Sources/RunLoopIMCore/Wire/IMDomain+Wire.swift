@@ -25,7 +25,7 @@ extension IMMessage {
     package init(_ wire: IMChatMessage) {
         self.init(
             id: wire.id, from: wire.from, recipient: IMRecipient(wire.to) ?? .user(""), text: wire.text,
-            seq: wire.seq, sentAtMilliseconds: wire.sentAtMs)
+            seq: wire.seq, sentAtMilliseconds: wire.sentAtMs, conversationSeq: wire.conversationSeq)
     }
 
     package var wire: IMChatMessage {
@@ -36,6 +36,7 @@ extension IMMessage {
         message.text = text
         message.seq = seq
         message.sentAtMs = sentAtMilliseconds
+        message.conversationSeq = conversationSeq
         return message
     }
 }
