@@ -41,7 +41,7 @@ extension ChatSchema {
                 PostgresStatement(
                     "CREATE TABLE IF NOT EXISTS schema_version(single boolean PRIMARY KEY DEFAULT true CHECK (single), version integer NOT NULL)"),
                 PostgresStatement("INSERT INTO schema_version(version) VALUES (0) ON CONFLICT DO NOTHING"),
-                versionQuery,
+                versionQuery
             ] + upgrades + [versionQuery]
         connection.transaction(statements) { result in
             completion(

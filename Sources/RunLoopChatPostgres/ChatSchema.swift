@@ -52,7 +52,7 @@ public enum ChatSchema {
             "CREATE TABLE users(name text PRIMARY KEY)",
             "CREATE TABLE accounts(name text PRIMARY KEY, password_hash text NOT NULL)",
             // Not UNIQUE, like the SQLite accounts: names are stored in lower case, looked up in any.
-            "CREATE INDEX accounts_by_folded_name ON accounts(lower(name))",
+            "CREATE INDEX accounts_by_folded_name ON accounts(lower(name))"
         ]
     ]
 

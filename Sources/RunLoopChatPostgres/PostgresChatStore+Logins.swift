@@ -47,7 +47,7 @@ extension PostgresChatStore {
                 INSERT INTO accounts(name, password_hash) SELECT lower($1), $2::text
                 WHERE NOT EXISTS (SELECT 1 FROM accounts WHERE lower(name) = lower($1)) ON CONFLICT DO NOTHING
                 """, [user, passwordHash]),
-            PostgresStatement("INSERT INTO users(name) VALUES (lower($1)) ON CONFLICT DO NOTHING", [user]),
+            PostgresStatement("INSERT INTO users(name) VALUES (lower($1)) ON CONFLICT DO NOTHING", [user])
         ]
         transaction(statements, "account creation of \(user)") { result in
             completion(result.map { $0[0].affectedRows == 1 })

@@ -28,7 +28,8 @@ extension PostgresChatStore {
         transaction(send.statements, "message \(message.id) from \(sender)", expecting: Send.isRace) { result in
             switch result {
             case .success(let rows):
-                completion(send.outcome(inserted: rows[rows.count - 3].int(0, 0) == 1, found: rows[rows.count - 2], roomMembers: rows[rows.count - 1]))
+                completion(
+                    send.outcome(inserted: rows[rows.count - 3].int(0, 0) == 1, found: rows[rows.count - 2], roomMembers: rows[rows.count - 1]))
             case .failure(let failure) where Send.isRace(failure.cause):
                 // Stored meanwhile by another transaction that the (sender, id) lock did not hold
                 // back (a writer that does not take it): its row is the answer, as for any resend.
@@ -55,6 +56,7 @@ extension PostgresChatStore {
     public func abandon(
         _ ids: [String], from sender: String, completion: @escaping (Result<[IMAbandonOutcome], PostgresStoreFailure>) -> Void
     ) {
+        guard !ids.isEmpty else { return completion(.success([])) }
         guard PostgresText.isStorable([sender] + ids) else {
             // Never stored, and no SEND of them can be: refused is already their fate.
             return completion(.success(ids.map { IMAbandonOutcome(id: $0, storedSeq: nil) }))
@@ -74,7 +76,7 @@ extension PostgresChatStore {
                 """
                 SELECT a.id, m.seq FROM unnest($2::text[]) WITH ORDINALITY AS a(id, n)
                 LEFT JOIN messages m ON m.sender = $1 AND m.client_id = a.id ORDER BY a.n
-                """, [sender, list]),
+                """, [sender, list])
         ]
         transaction(statements, "abandon of \(ids.count) ids from \(sender)") { result in
             completion(

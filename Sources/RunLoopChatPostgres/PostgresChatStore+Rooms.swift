@@ -26,7 +26,7 @@ extension PostgresChatStore {
                     WHERE mb."user" = $2 AND r.room IS NOT NULL) < $3)
                 ON CONFLICT DO NOTHING
                 """, [key, user, maximumRooms.map(String.init)]),
-            summary(key, user),
+            summary(key, user)
         ]
         transaction(statements, "join of \(room) by \(user)") { result in
             completion(
@@ -45,7 +45,7 @@ extension PostgresChatStore {
         let statements = [
             PostgresStatement(
                 "DELETE FROM members WHERE \"user\" = $2 AND conversation_id = (SELECT id FROM conversations WHERE key = $1)", [key, user]),
-            summary(key, user),
+            summary(key, user)
         ]
         transaction(statements, "leave of \(room) by \(user)") { result in
             completion(

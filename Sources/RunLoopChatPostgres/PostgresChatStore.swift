@@ -1,5 +1,5 @@
-import RunLoopChat
 public import Logging
+import RunLoopChat
 public import RunLoopKit
 public import RunLoopNet
 public import RunLoopPostgres
@@ -88,7 +88,8 @@ public final class PostgresChatStore {
     /// Runs `statements` as one transaction; a failure comes back logged, as what `operation` names
     /// (at `debug` when the caller `expects` it and handles it).
     func transaction(
-        _ statements: [PostgresStatement], _ operation: @autoclosure () -> String, expecting expects: @escaping (PostgresError) -> Bool = { _ in false },
+        _ statements: [PostgresStatement], _ operation: @autoclosure () -> String,
+        expecting expects: @escaping (PostgresError) -> Bool = { _ in false },
         completion: @escaping (Result<[PostgresRows], PostgresStoreFailure>) -> Void
     ) {
         guard let connection else { return completion(.failure(failed(operation(), .closed))) }

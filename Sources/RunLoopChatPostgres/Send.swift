@@ -91,7 +91,7 @@ struct Send {
                 """
                 SELECT mb."user" FROM messages m JOIN members mb ON mb.conversation_id = m.conversation_id
                 WHERE m.sender = $1 AND m.client_id = $2 AND m.to_room IS NOT NULL AND mb."user" <> $1 ORDER BY mb."user"
-                """, [sender, message.id]),
+                """, [sender, message.id])
         ]
     }
 

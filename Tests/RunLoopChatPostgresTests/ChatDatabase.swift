@@ -38,7 +38,9 @@ struct ChatDatabase: Sendable {
     }
 
     /// A store on a connection of its own ("a node"), on the current loop, logging into `logs`.
-    func store(authentication: PostgresChatStore.Authentication = .open, logs: CapturingLogHandler = CapturingLogHandler()) throws -> PostgresChatStore {
+    func store(authentication: PostgresChatStore.Authentication = .open, logs: CapturingLogHandler = CapturingLogHandler()) throws
+        -> PostgresChatStore
+    {
         PostgresChatStore(connection: try connect(), authentication: authentication, logger: Logger(label: "test") { _ in logs })
     }
 }

@@ -34,6 +34,20 @@ import Testing
         #expect(count == 1)
     }
 
+    @Test("ids with the characters an array literal quotes round-trip; an empty abandon asks nothing")
+    func awkwardIDs() async throws {
+        let database = try await ChatDatabase.start()
+        let ids = ["a,b", "q\"uote", "back\\slash", "{brace}", " space ", "NULL", ""]
+        let (outcomes, none) = try await onLoopThread {
+            let store = try database.store()
+            _ = try store.stored("kept", id: "{brace}", from: "alice", to: .user("bob"))
+            return (try store.abandoning(ids, from: "alice"), try store.abandoning([], from: "alice"))
+        }
+        #expect(outcomes.map(\.id) == ids)
+        #expect(outcomes.map { $0.storedSeq != nil } == ids.map { $0 == "{brace}" })
+        #expect(none.isEmpty)
+    }
+
     @Test("refused for good: an empty id, text PostgreSQL cannot hold, a room the sender is not in, an unknown user")
     func refusals() async throws {
         let database = try await ChatDatabase.start()
@@ -47,7 +61,7 @@ import Testing
                 try store.send("nul \u{0} inside", id: "n", from: "alice", to: .user("bob")),
                 try store.send("x", id: "r", from: "alice", to: .room("lobby")),
                 try store.send("x", id: "u", from: "alice", to: .user("nobody")),
-                try store.send("x", id: "k", from: "alice", to: .user("bob")),
+                try store.send("x", id: "k", from: "alice", to: .user("bob"))
             ]
         }
         #expect(results[0] == .refused(.badRequest))
@@ -65,7 +79,7 @@ import Testing
             let sent = [
                 try store.stored("1", id: "a1", from: "alice", to: .user("bob")),
                 try store.stored("2", id: "b1", from: "bob", to: .user("alice")),
-                try store.stored("3", id: "a2", from: "alice", to: .user("bob")),
+                try store.stored("3", id: "a2", from: "alice", to: .user("bob"))
             ]
             let bobsInbox = try store.inbox("bob")
             let alicesInbox = try store.inbox("alice")

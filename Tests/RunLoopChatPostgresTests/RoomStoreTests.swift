@@ -3,6 +3,7 @@ import RunLoopChatPostgres
 import RunLoopIM
 import RunLoopIMCore
 import RunLoopKit
+import RunLoopPostgres
 import RunLoopTesting
 import Testing
 
@@ -20,7 +21,7 @@ import Testing
                 try store.joining("other", "bob", maximumRooms: 1),
                 try store.joining(" bad name", "bob"),
                 try store.leaving("lobby", "bob"),
-                try store.leaving("lobby", "bob"),
+                try store.leaving("lobby", "bob")
             ]
         }
         #expect(results[0] == .success(Room(name: "lobby", members: 1, isMember: true)))
@@ -77,10 +78,14 @@ import Testing
     @Test("a room message is stored once for all its members and each recipient is told, the sender excluded")
     func roomRecipients() async throws {
         let database = try await ChatDatabase.start()
-        let result = try await onLoopThread {
+        let (result, inboxes, rows) = try await onLoopThread {
             let store = try database.store()
             for user in ["carol", "alice", "bob"] { _ = try store.joining("lobby", user) }
-            return try store.send("hello", id: "h", from: "alice", to: .room("lobby"))
+            let result = try store.send("hello", id: "h", from: "alice", to: .room("lobby"))
+            // Bob answers without having acknowledged Alice's message: his cursor stays behind it.
+            _ = try store.stored("hi alice", id: "b", from: "bob", to: .room("lobby"))
+            let inboxes = try ["alice", "bob", "carol"].map { try store.inbox($0).map(\.id) }
+            return (result, inboxes, try execute(try database.connect(), "SELECT count(*) FROM messages").int(0, 0))
         }
         guard case .stored(let message, let recipients, true) = result else {
             Issue.record("\(result)")
@@ -88,6 +93,9 @@ import Testing
         }
         #expect(recipients == ["bob", "carol"])
         #expect(message.conversationSeq == 1)
+        #expect(rows == 2)
+        // Alice had caught up: her cursor followed her message, so only Bob's answer waits for her.
+        #expect(inboxes == [["b"], ["h"], ["h", "b"]])
     }
 
     @Test("accounts: a name in any case logs in as its account with the right password, not with a wrong one")

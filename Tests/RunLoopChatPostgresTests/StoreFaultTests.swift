@@ -33,7 +33,7 @@ import Testing
             let key = IMConversation.direct(between: "alice", and: "bob").storageKey
             blocker.transaction([
                 PostgresStatement("UPDATE conversations SET last_seq = last_seq WHERE key = $1", [key]),
-                PostgresStatement("SELECT pg_sleep(60)"),
+                PostgresStatement("SELECT pg_sleep(60)")
             ]) { _ in }
             try StoreFaultTests.waitUntil(watcher, "wait_event = 'PgSleep'")
             let duringTransaction = try StoreFaultTests.sendBlocked(store, "in flight", id: "m1", watcher: watcher)
@@ -61,7 +61,9 @@ import Testing
         #expect(rows == 1)
         // What an operator looks for: the failure, as temporary, at warning; nothing at error.
         let records = logs.records.get()
-        #expect(records.contains { $0.level == .warning && $0.message.contains("message m1 from alice") && $0.message.contains("commit outcome unknown") })
+        #expect(
+            records.contains { $0.level == .warning && $0.message.contains("message m1 from alice") && $0.message.contains("commit outcome unknown") }
+        )
         #expect(!records.contains { $0.level >= .error })
     }
 
@@ -86,7 +88,7 @@ import Testing
                     SELECT id, 2, 'alice', 'm1', 'bob', 'from the other node', 5 FROM conversations WHERE key = $1
                     """, [key]),
                 PostgresStatement("UPDATE conversations SET last_seq = 2 WHERE key = $1", [key]),
-                PostgresStatement("SELECT pg_advisory_lock_shared(42)"),
+                PostgresStatement("SELECT pg_advisory_lock_shared(42)")
             ]) { _ in }
             try StoreFaultTests.waitUntil(watcher, "wait_event = 'advisory'")
             let result = try StoreFaultTests.sendBlocked(store, "from this node", id: "m1", watcher: watcher)
