@@ -93,7 +93,7 @@ extension PostgresChatStore {
             LEFT JOIN LATERAL (
                 SELECT * FROM messages WHERE conversation_id = g.id AND g.allowed AND seq < $4 ORDER BY seq DESC LIMIT $5
             ) AS m ON true
-            """, [conversation.storageKey, user, PostgresText.bool(isRoom), String(before), String(max(0, limit) + 1)])
+            """, [conversation.storageKey, user, PostgresText.bool(isRoom), String(before), String(min(max(0, limit), Int.max - 1) + 1)])
         self.query(statement, "history of \(conversation) for \(user)") { result in
             completion(
                 result.mapError { _ in .internalError }.flatMap { rows in
