@@ -63,7 +63,9 @@ extension PostgresChatStore {
         }
         let list = PostgresText.array(ids)
         let statements = [
-            // The same lock a SEND of the id takes: a store and an abandon of one id never pass each other.
+            // The same lock a SEND of the id takes: a store and an abandon of one id never pass each
+            // other. Taken in key order (the lock calls run after the sort), so two abandons never
+            // wait for each other in a cycle.
             PostgresStatement(
                 "SELECT pg_advisory_xact_lock(k) FROM (SELECT DISTINCT \(Send.lockKey("$1", "id")) AS k FROM unnest($2::text[]) AS id) AS keys ORDER BY k",
                 [sender, list]),
@@ -97,8 +99,9 @@ extension PostgresChatStore {
         for user: String, after: [IMConversation: UInt64], limit: Int,
         completion: @escaping (Result<[IMMessage], PostgresStoreFailure>) -> Void
     ) {
-        guard limit > 0, PostgresText.isStorable([user] + after.keys.map(\.storageKey)) else { return completion(.success([])) }
-        let skips = after.map { ($0.key.storageKey, Int64(clamping: $0.value)) }
+        guard limit > 0, PostgresText.isStorable(user) else { return completion(.success([])) }
+        // A key PostgreSQL cannot hold names no stored conversation: nothing to skip there.
+        let skips = after.map { ($0.key.storageKey, Int64(clamping: $0.value)) }.filter { PostgresText.isStorable($0.0) }
         let statement = Self.undeliveredStatement(
             user: user, afterKeys: skips.map(\.0), afterSeqs: skips.map(\.1), limit: limit)
         query(statement, "inbox read for \(user)") { result in

@@ -9,7 +9,7 @@ import Testing
         func server(_ state: String) -> PostgresError { .server(PostgresServerError(sqlState: state, message: "")) }
         let temporary: [PostgresError] = [
             .connectionFailed("refused"), .connectionLost("reset"), .commitOutcomeUnknown("reset"), .timedOut(.query), .closed,
-            server("40001"), server("40P01"), server("57P01"), server("53300"), server("08006"),
+            server("40001"), server("40P01"), server("57P01"), server("53300"), server("08006")
         ]
         let permanent: [PostgresError] = [.protocolMisuse("?"), server("23505"), server("42P01"), server("42601")]
         #expect(temporary.allSatisfy { PostgresStoreFailure(operation: "x", cause: $0).isTemporary })
