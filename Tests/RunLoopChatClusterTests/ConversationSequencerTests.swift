@@ -10,7 +10,9 @@ struct ConversationSequencerTests {
     let room = IMConversation.room("lobby")
 
     func message(_ number: UInt64, in room: String = "lobby") -> IMMessage {
-        IMMessage(id: "m\(number)", from: "ann", recipient: .room(room), text: "\(number)", seq: 100 + number, sentAtMilliseconds: 1, conversationSeq: number)
+        IMMessage(
+            id: "m\(number)", from: "ann", recipient: .room(room), text: "\(number)", seq: 100 + number, sentAtMilliseconds: 1,
+            conversationSeq: number)
     }
 
     func delivered(_ actions: [ConversationSequencer.Action]) -> [UInt64] {

@@ -1,0 +1,116 @@
+import RunLoopRedis
+
+/// The bus reader's decisions without a connection: where it reads each stream from, what an
+/// `XREAD` reply moves, and which streams it fell behind in — after a reconnect or a reply whose
+/// check shows trimmed entries.
+///
+/// Proving "missed nothing" (see ``StreamStatus/check(position:status:)``): on every connection the
+/// reader asks `INFO server` for Redis's `run_id` and `XINFO STREAM` for each stream before it reads.
+/// A different `run_id` is another Redis process: whatever it held unread before may be gone (it
+/// restarted empty, or lost writes it had not saved), so every stream fell behind. Otherwise each
+/// stream is checked from the reader's position. While connected, each stream an `XREAD` reply had
+/// entries for is checked again from where that read began, because entries between that position and
+/// the reply's first one may have been trimmed before the read reached Redis; a stream the reply did
+/// not name had nothing after its position then, so it needs no check.
+struct BusReaderPositions: Sendable {
+    /// Where each stream is read from (the last entry read); `nil` before the first connection.
+    private(set) var positions: [StreamID]?
+    /// The Redis process the positions were read from.
+    private(set) var serverRunID: String?
+
+    let streamCount: Int
+
+    init(streamCount: Int) {
+        self.streamCount = streamCount
+    }
+
+    /// A connection is up and answered the checks (`statuses[shard]`, `nil` for a missing stream):
+    /// the first one starts each stream at its last id (no replay of older entries); later ones resume,
+    /// returning the shards the reader fell behind in.
+    mutating func connected(runID: String, statuses: [StreamStatus?]) -> [Int] {
+        precondition(statuses.count == streamCount, "one status per stream")
+        defer { serverRunID = runID }
+        guard let old = positions else {
+            positions = statuses.map { $0?.lastGenerated ?? .zero }
+            return []
+        }
+        let sameServer = runID == serverRunID
+        var behind: [Int] = []
+        var resumed = old
+        for shard in 0..<streamCount {
+            let check = StreamStatus.check(position: old[shard], status: statuses[shard])
+            if check == .reset { resumed[shard] = .zero }
+            if check != .intact || !sameServer { behind.append(shard) }
+        }
+        positions = resumed
+        return behind
+    }
+
+    /// The entries of a reply were read: `shard`'s position moves to `last`.
+    mutating func read(shard: Int, through last: StreamID) {
+        guard positions != nil, positions![shard] < last else { return }
+        positions![shard] = last
+    }
+
+    /// The check of a stream after a reply that read it from `from`: whether the reader fell behind in
+    /// it. A reset stream is read again from its start.
+    mutating func checked(shard: Int, from: StreamID, status: StreamStatus?) -> Bool {
+        let check = StreamStatus.check(position: from, status: status)
+        if check == .reset { positions?[shard] = .zero }
+        return check != .intact
+    }
+
+    /// The `XREAD` arguments that read on from every position.
+    func readArguments(keys: [String], block: Duration, count: Int) -> [String] {
+        let ids = (positions ?? Array(repeating: .zero, count: streamCount)).map(\.description)
+        return ["XREAD", "COUNT", String(count), "BLOCK", String(block.wholeMilliseconds), "STREAMS"] + keys + ids
+    }
+}
+
+/// One stream's part of an `XREAD` reply.
+struct StreamBatch: Equatable, Sendable {
+    var key: String
+    var entries: [(id: StreamID, fields: [[UInt8]])]
+
+    init(key: String, entries: [(id: StreamID, fields: [[UInt8]])]) {
+        self.key = key
+        self.entries = entries
+    }
+
+    static func == (lhs: StreamBatch, rhs: StreamBatch) -> Bool {
+        lhs.key == rhs.key && lhs.entries.elementsEqual(rhs.entries) { $0.id == $1.id && $0.fields == $1.fields }
+    }
+
+    /// The batches of an `XREAD` reply: `[[key, [[id, [field, value, …]], …]], …]`; `[]` for the nil
+    /// reply of a block that timed out; `nil` for a reply of another shape.
+    static func batches(in reply: RedisReply) -> [StreamBatch]? {
+        if reply == .null { return [] }
+        guard let streams = reply.array else { return nil }
+        var batches: [StreamBatch] = []
+        for stream in streams {
+            guard let pair = stream.array, pair.count == 2, let key = pair[0].string, let items = pair[1].array else { return nil }
+            var entries: [(id: StreamID, fields: [[UInt8]])] = []
+            for item in items {
+                guard let entry = item.array, entry.count == 2, let id = entry[0].string.flatMap(StreamID.init),
+                    let fields = entry[1].array
+                else { return nil }
+                entries.append((id, fields.map { if case .bytes(let bytes) = $0 { bytes } else { [] } }))
+            }
+            batches.append(StreamBatch(key: key, entries: entries))
+        }
+        return batches
+    }
+}
+
+extension Duration {
+    /// Whole milliseconds, at least 1: `BLOCK 0` would block forever.
+    var wholeMilliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return max(1, seconds * 1_000 + attoseconds / 1_000_000_000_000_000)
+    }
+}
+
+/// The `run_id` line of an `INFO server` reply: which Redis process answered.
+func redisRunID(in reply: RedisReply) -> String? {
+    reply.string?.split(whereSeparator: \.isNewline).first { $0.hasPrefix("run_id:") }.map { String($0.dropFirst("run_id:".count)) }
+}

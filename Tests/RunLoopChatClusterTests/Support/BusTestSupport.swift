@@ -1,0 +1,103 @@
+import RunLoopChatCluster
+import RunLoopIMCore
+import RunLoopKit
+import RunLoopNet
+import RunLoopRedis
+import RunLoopTesting
+
+/// A bus configuration for tests: a throw-away server's socket, short blocks and waits.
+func busConfiguration(
+    _ server: RedisServer, node: String, streamCount: Int = 4, maxLength: Int = 1_000, blockTimeout: Duration = .milliseconds(100),
+    replyGrace: Duration = .seconds(2), publishTimeout: Duration = .seconds(2), maxPendingPublishes: Int = 1_000, deliversOwnEvents: Bool = false
+) -> ClusterBusConfiguration {
+    let backoff = ReconnectBackoff.Policy(initialDelay: .milliseconds(10), maximumDelay: .milliseconds(50), jitter: 0)
+    return ClusterBusConfiguration(
+        nodeID: node, redis: .unixSocket(server.socketPath), keyspace: ClusterKeyspace(prefix: "test:"), streamCount: streamCount,
+        maxLength: maxLength, blockTimeout: blockTimeout, readCount: 64, replyGrace: replyGrace, publishTimeout: publishTimeout,
+        maxPendingPublishes: maxPendingPublishes, deliversOwnEvents: deliversOwnEvents,
+        reconnect: ReconnectingLinkPolicy(backoff: backoff))
+}
+
+/// One bus, started, with what it reported.
+final class BusNode {
+    let bus: ClusterBus
+    private(set) var events: [ClusterEvent] = []
+    private(set) var origins: Set<String> = []
+    private(set) var fellBehind: [[Int]] = []
+
+    init(_ configuration: ClusterBusConfiguration) throws {
+        bus = ClusterBus(configuration: configuration)
+        bus.onReport = { [unowned self] report in
+            switch report {
+            case .event(let event, let origin):
+                events.append(event)
+                origins.insert(origin)
+            case .fellBehind(let shards): fellBehind.append(shards)
+            }
+        }
+        bus.start()
+        try waitUntilUp()
+    }
+
+    deinit { bus.close() }
+
+    func waitUntilUp() throws {
+        try RunLoop.current.runUntil(timeout: .seconds(10)) { self.bus.isReading && self.bus.isPublishing }
+    }
+
+    /// The numbers of the messages reported, per conversation, in the order they came.
+    var sequences: [IMConversation: [UInt64]] {
+        var sequences: [IMConversation: [UInt64]] = [:]
+        for case .message(let message) in events { sequences[message.conversation, default: []].append(message.conversationSeq) }
+        return sequences
+    }
+
+    /// Publishes and runs the loop until Redis answered.
+    func publishAndWait(_ events: [ClusterEvent]) throws {
+        var answered = 0
+        for event in events { bus.publish(event) { _ in answered += 1 } }
+        try RunLoop.current.runUntil(timeout: .seconds(10)) { answered == events.count }
+    }
+}
+
+/// A message of `room` numbered `number`.
+func roomMessage(_ number: UInt64, in room: String, from sender: String = "ann") -> ClusterEvent {
+    .message(IMMessage(id: "\(room)-\(number)", from: sender, recipient: .room(room), text: "#\(number)", seq: number, sentAtMilliseconds: 1, conversationSeq: number))
+}
+
+/// A plain connection of the test's own to the server, for setting it up and doing harm to it.
+final class RedisProbe {
+    private let connection: RedisConnection
+
+    init(_ server: RedisServer) throws {
+        connection = RedisConnection(configuration: .unixSocket(server.socketPath))
+        connection.connect()
+        try RunLoop.current.runUntil(timeout: .seconds(10)) { self.connection.state != .connecting }
+    }
+
+    deinit { connection.close() }
+
+    /// Sends `arguments` and runs the loop until the answer came.
+    @discardableResult
+    func run(_ arguments: [String]) throws -> RedisReply {
+        var answer: Result<RedisReply, RedisError>?
+        connection.send(arguments) { answer = $0 }
+        try RunLoop.current.runUntil(timeout: .seconds(10)) { answer != nil }
+        return try answer!.get()
+    }
+
+    /// Sends `arguments` without waiting for the answer (a `DEBUG SLEEP`).
+    func start(_ arguments: [String]) { connection.send(arguments) { _ in } }
+
+    /// An `INFO` field's value.
+    func info(_ field: String) throws -> String? {
+        try run(["INFO"]).string?.split(whereSeparator: \.isNewline).first { $0.hasPrefix(field + ":") }.map { String($0.dropFirst(field.count + 1)) }
+    }
+
+    /// The client id of the connection blocked in `XREAD`: the bus reader.
+    func readerClientID() throws -> String? {
+        let clients = try run(["CLIENT", "LIST"]).string?.split(whereSeparator: \.isNewline) ?? []
+        let reader = clients.first { $0.contains("cmd=xread") }
+        return reader?.split(separator: " ").first { $0.hasPrefix("id=") }.map { String($0.dropFirst(3)) }
+    }
+}
