@@ -38,7 +38,8 @@ final class BusReader {
             RedisConnection(loop: loop, modes: modes, configuration: redis, logger: logger)
         }
         link.onConnect = { [weak self] connection in self?.connected(connection) }
-        link.onAttemptFailed = { error, wait in
+        link.onAttemptFailed = { [weak self] error, wait in
+            self?.positions.attemptFailed()
             logger.warning("bus reader lost Redis", metadata: ["error": "\(error)", "retry in": "\(wait.map { "\($0)" } ?? "never")"])
         }
     }
@@ -81,7 +82,8 @@ final class BusReader {
                 case .success(let reply):
                     guard let status = StreamStatus(reply: reply) else {
                         failed = true
-                        return self.abandon(connection, because: "XINFO STREAM answered \(reply)")
+                        return self.abandon(
+                            connection, because: "XINFO STREAM lacks Redis 7's fields (entries-added, first-entry): Redis 7 is needed")
                     }
                     statuses[index] = status
                 case .failure(.server(let message)) where message.contains("no such key"):

@@ -19,20 +19,29 @@ struct BusReaderPositions: Sendable {
     private(set) var serverRunID: String?
 
     let streamCount: Int
+    /// Whether an attempt failed before the first connection: Redis was reachable to other nodes for
+    /// a while before this reader started from the streams' ends.
+    private var startedLate = false
 
     init(streamCount: Int) {
         self.streamCount = streamCount
     }
 
+    /// A connection attempt failed.
+    mutating func attemptFailed() {
+        if positions == nil { startedLate = true }
+    }
+
     /// A connection is up and answered the checks (`statuses[shard]`, `nil` for a missing stream):
-    /// the first one starts each stream at its last id (no replay of older entries); later ones resume,
-    /// returning the shards the reader fell behind in.
+    /// the first one starts each stream at its last id (no replay of older entries); later ones resume.
+    /// Returns the shards the reader fell behind in: on the first connection none, unless attempts
+    /// failed before it (what other nodes published meanwhile was never read), then all.
     mutating func connected(runID: String, statuses: [StreamStatus?]) -> [Int] {
         precondition(statuses.count == streamCount, "one status per stream")
         defer { serverRunID = runID }
         guard let old = positions else {
             positions = statuses.map { $0?.lastGenerated ?? .zero }
-            return []
+            return startedLate ? Array(0..<streamCount) : []
         }
         let sameServer = runID == serverRunID
         var behind: [Int] = []

@@ -1,6 +1,7 @@
-@testable import RunLoopChatCluster
 import RunLoopIMCore
 import Testing
+
+@testable import RunLoopChatCluster
 
 /// Stream entries and shards: what every node must agree on.
 @Suite("Bus entries and shards")

@@ -1,6 +1,7 @@
-@testable import RunLoopChatCluster
 import RunLoopRedis
 import Testing
+
+@testable import RunLoopChatCluster
 
 /// How the reader proves it missed nothing, without a server.
 @Suite("Bus reader positions")
@@ -56,12 +57,25 @@ struct BusReaderPositionsTests {
         #expect(first.isEmpty)
         #expect(positions.positions == [id(9), .zero])
         positions.read(shard: 1, through: id(11))
-        #expect(positions.readArguments(keys: ["a", "b"], block: .milliseconds(100), count: 5) == [
-            "XREAD", "COUNT", "5", "BLOCK", "100", "STREAMS", "a", "b", "9-0", "11-0"
-        ])
+        #expect(
+            positions.readArguments(keys: ["a", "b"], block: .milliseconds(100), count: 5) == [
+                "XREAD", "COUNT", "5", "BLOCK", "100", "STREAMS", "a", "b", "9-0", "11-0"
+            ])
         let behind = positions.connected(runID: "r1", statuses: [status(last: 12, first: 1), status(last: 11, first: 10, added: 2, length: 2)])
         #expect(behind.isEmpty)
         #expect(positions.positions == [id(9), id(11)])
+    }
+
+    @Test("a reader whose first attempts failed starts from the ends all the same, and reports every stream behind")
+    func lateStart() {
+        var positions = BusReaderPositions(streamCount: 2)
+        positions.attemptFailed()
+        let first = positions.connected(runID: "r1", statuses: [status(last: 9, first: 1), nil])
+        #expect(first == [0, 1])
+        #expect(positions.positions == [id(9), .zero])
+        positions.attemptFailed()
+        let resumed = positions.connected(runID: "r1", statuses: [status(last: 9, first: 1), nil])
+        #expect(resumed.isEmpty)
     }
 
     @Test("another Redis process, trimmed entries or a reset stream: the reader fell behind there, and reads a reset stream from its start")

@@ -97,6 +97,35 @@ struct ClusterBusTests {
         #expect(heard == [.room("lobby"): [1, 2]])
     }
 
+    @Test("a bus started while Redis is down connects once it is up, and reports every stream behind")
+    func redisDownAtStart() async throws {
+        let server = try RedisServer.start()
+        server.kill()
+        let (fellBehind, heard) = try await onLoopThread {
+            let bus = ClusterBus(configuration: busConfiguration(server, node: "a", deliversOwnEvents: true))
+            defer { bus.close() }
+            var fellBehind: [[Int]] = []
+            var heard: [ClusterEvent] = []
+            bus.onReport = { report in
+                switch report {
+                case .event(let event, _): heard.append(event)
+                case .fellBehind(let shards): fellBehind.append(shards)
+                }
+            }
+            bus.start()
+            var refused: ClusterBusError?
+            bus.publish(roomMessage(1, in: "lobby")) { refused = $0.error }
+            try RunLoop.current.runUntil(timeout: .seconds(10)) { refused != nil }
+            try server.restart()
+            try RunLoop.current.runUntil(timeout: .seconds(10)) { bus.isReading && bus.isPublishing }
+            bus.publish(roomMessage(2, in: "lobby"))
+            try RunLoop.current.runUntil(timeout: .seconds(10)) { !heard.isEmpty }
+            return (fellBehind, heard)
+        }
+        #expect(fellBehind == [[0, 1, 2, 3]])
+        #expect(heard == [roomMessage(2, in: "lobby")])
+    }
+
     @Test("CLIENT KILL of the reader: it reconnects and resumes from its last entry, nothing lost, not behind")
     func readerKilled() async throws {
         let server = try RedisServer.start()

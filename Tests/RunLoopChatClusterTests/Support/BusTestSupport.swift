@@ -62,7 +62,10 @@ final class BusNode {
 
 /// A message of `room` numbered `number`.
 func roomMessage(_ number: UInt64, in room: String, from sender: String = "ann") -> ClusterEvent {
-    .message(IMMessage(id: "\(room)-\(number)", from: sender, recipient: .room(room), text: "#\(number)", seq: number, sentAtMilliseconds: 1, conversationSeq: number))
+    .message(
+        IMMessage(
+            id: "\(room)-\(number)", from: sender, recipient: .room(room), text: "#\(number)", seq: number, sentAtMilliseconds: 1,
+            conversationSeq: number))
 }
 
 /// A plain connection of the test's own to the server, for setting it up and doing harm to it.
