@@ -154,8 +154,10 @@ final class BusReader {
 
     /// Closes a connection that cannot go on; the link makes a new one after its backoff.
     private func abandon(_ connection: RedisConnection, because reason: String) {
-        logger.warning("bus reader reconnects", metadata: ["reason": "\(reason)"])
         reading = nil
+        // A connection that ended by itself is the link's to report.
+        guard connection.state != .closed else { return }
+        logger.warning("bus reader reconnects", metadata: ["reason": "\(reason)"])
         connection.close()
     }
 }

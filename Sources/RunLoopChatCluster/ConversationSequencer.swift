@@ -12,7 +12,7 @@ public import RunLoopKit
 /// - a number further ahead is held, and the missing range is asked for from the store
 ///   (``Action/fetch(_:after:before:)``); the store's answer (``fetched(_:in:now:)``) or late bus
 ///   entries fill it. A gap still open ``Configuration/gapDeadline`` after the ask is asked for
-///   again, up to ``Configuration/maxFetchAttempts`` times;
+///   again, up to ``Configuration/maxFetchAttempts`` fetches in a row that narrow nothing;
 /// - a conversation not seen before (or forgotten) starts at the first number it sees: what came
 ///   before is the store's to deliver, through the sessions' inbox reads.
 ///
@@ -28,7 +28,8 @@ public struct ConversationSequencer: Sendable {
     public struct Configuration: Sendable, Equatable {
         /// How long a fetch may take to close its gap before it is asked again.
         public var gapDeadline: Duration
-        /// How many fetches one gap gets before its conversation is handed to the store.
+        /// How many fetches in a row may leave a gap as it was before its conversation is handed to
+        /// the store.
         public var maxFetchAttempts: Int
         /// How long a conversation with nothing held is remembered after its last message.
         public var idleTimeout: Duration
@@ -121,6 +122,8 @@ public struct ConversationSequencer: Sendable {
             actions += accept(message, in: conversation)
         }
         if let track = tracks[conversation], !track.held.isEmpty, track.delivered > before {
+            // Progress: the attempts count fetches that narrowed nothing.
+            tracks[conversation]!.fetchAttempts = 0
             actions.append(ask(conversation, now: now))
         }
         return actions + enforceCap()

@@ -84,6 +84,17 @@ struct ConversationSequencerTests {
         #expect(actions == [.deliver(message(2)), .deliver(message(3)), .fetch(room, after: 3, before: 6)])
     }
 
+    @Test("answers that narrow a gap start its attempts over")
+    func progressResetsAttempts() {
+        var sequencer = ConversationSequencer(configuration: .init(gapDeadline: .seconds(2), maxFetchAttempts: 1))
+        _ = sequencer.receive(message(1), now: clock.now)
+        _ = sequencer.receive(message(5), now: clock.now)
+        #expect(sequencer.fetched([message(2)], in: room, now: clock.now) == [.deliver(message(2)), .fetch(room, after: 2, before: 5)])
+        #expect(sequencer.fetched([message(3)], in: room, now: clock.now) == [.deliver(message(3)), .fetch(room, after: 3, before: 5)])
+        clock.advance(by: .seconds(2))
+        #expect(sequencer.tick(now: clock.now) == [.reread(room)])
+    }
+
     @Test("past the cap on held messages the conversation holding most is handed to the store")
     func heldCap() {
         var sequencer = ConversationSequencer(configuration: .init(maxHeldMessages: 3))
