@@ -23,6 +23,8 @@ final class BusPublisher {
         link = ReconnectingLink(loop: loop, modes: modes, policy: configuration.reconnect) {
             RedisConnection(loop: loop, modes: modes, configuration: redis, logger: logger)
         }
+        let name = configuration.clientName("publisher")
+        link.onConnect = { connection in connection.send(["CLIENT", "SETNAME", name]) { _ in } }
         link.onAttemptFailed = { error, wait in
             logger.warning("bus publisher lost Redis", metadata: ["error": "\(error)", "retry in": "\(wait.map { "\($0)" } ?? "never")"])
         }

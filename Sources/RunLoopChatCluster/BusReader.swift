@@ -54,6 +54,7 @@ final class BusReader {
     // MARK: connecting
 
     private func connected(_ connection: RedisConnection) {
+        connection.send(["CLIENT", "SETNAME", configuration.clientName("reader")]) { _ in }
         connection.send(["INFO", "server"]) { [weak self, weak connection] result in
             guard let self, let connection, self.isCurrent(connection) else { return }
             switch result.map(redisRunID(in:)) {
@@ -116,21 +117,19 @@ final class BusReader {
     }
 
     private func handle(_ batches: [StreamBatch], on connection: RedisConnection) {
-        var checks: [(shard: Int, from: StreamID)] = []
+        var checks: [Int] = []
         for batch in batches {
-            guard let shard = shardOfKey[batch.key], let from = positions.positions?[shard], let last = batch.entries.last else { continue }
-            checks.append((shard, from))
+            guard let shard = shardOfKey[batch.key], let last = batch.entries.last else { continue }
+            checks.append(shard)
             positions.read(shard: shard, through: last.id)
             for entry in batch.entries { deliver(entry.fields, id: entry.id, shard: shard) }
         }
         // A report may have closed the bus.
         guard isCurrent(connection) else { return }
         if !checks.isEmpty {
-            askStatuses(of: checks.map(\.shard), on: connection) { statuses in
-                let behind = zip(checks, statuses).filter { check, status in
-                    self.positions.checked(shard: check.shard, from: check.from, status: status)
-                }
-                self.report(fellBehind: behind.map(\.0.shard))
+            askStatuses(of: checks, on: connection) { statuses in
+                let behind = zip(checks, statuses).filter { shard, status in self.positions.checked(shard: shard, status: status) }
+                self.report(fellBehind: behind.map(\.0))
             }
         }
         read(on: connection)

@@ -11,12 +11,15 @@ import RunLoopRedis
 /// stream is checked from the reader's position. While connected, each stream an `XREAD` reply had
 /// entries for is checked again from where that read began, because entries between that position and
 /// the reply's first one may have been trimmed before the read reached Redis; a stream the reply did
-/// not name had nothing after its position then, so it needs no check.
+/// not name had nothing after its position then, so it needs no check. A connection that ends before
+/// such a check answered leaves that stream unproven: the next connection reports it behind.
 struct BusReaderPositions: Sendable {
     /// Where each stream is read from (the last entry read); `nil` before the first connection.
     private(set) var positions: [StreamID]?
     /// The Redis process the positions were read from.
     private(set) var serverRunID: String?
+    /// Per shard, where the reads whose check has not answered yet began.
+    private(set) var unchecked: [Int: StreamID] = [:]
 
     let streamCount: Int
     /// Whether an attempt failed before the first connection: Redis was reachable to other nodes for
@@ -49,21 +52,25 @@ struct BusReaderPositions: Sendable {
         for shard in 0..<streamCount {
             let check = StreamStatus.check(position: old[shard], status: statuses[shard])
             if check == .reset { resumed[shard] = .zero }
-            if check != .intact || !sameServer { behind.append(shard) }
+            if check != .intact || !sameServer || unchecked[shard] != nil { behind.append(shard) }
         }
         positions = resumed
+        unchecked = [:]
         return behind
     }
 
-    /// The entries of a reply were read: `shard`'s position moves to `last`.
+    /// The entries of a reply were read: `shard`'s position moves to `last`, and the read waits for
+    /// its check (``checked(shard:status:)``).
     mutating func read(shard: Int, through last: StreamID) {
-        guard positions != nil, positions![shard] < last else { return }
+        guard let from = positions?[shard], from < last else { return }
+        unchecked[shard] = min(unchecked[shard] ?? from, from)
         positions![shard] = last
     }
 
-    /// The check of a stream after a reply that read it from `from`: whether the reader fell behind in
-    /// it. A reset stream is read again from its start.
-    mutating func checked(shard: Int, from: StreamID, status: StreamStatus?) -> Bool {
+    /// The check of a stream after a reply read it: whether the reader fell behind in it. A reset
+    /// stream is read again from its start.
+    mutating func checked(shard: Int, status: StreamStatus?) -> Bool {
+        guard let from = unchecked.removeValue(forKey: shard) else { return false }
         let check = StreamStatus.check(position: from, status: status)
         if check == .reset { positions?[shard] = .zero }
         return check != .intact

@@ -59,6 +59,16 @@ public struct ClusterBusConfiguration: Sendable {
     }
 }
 
+extension ClusterBusConfiguration {
+    /// The name a bus connection gives itself (`CLIENT SETNAME`), so an operator's `CLIENT LIST`
+    /// tells whose it is: `<prefix>bus-<role>:<node>`, with what Redis refuses in a name (spaces,
+    /// control characters) as `_`.
+    func clientName(_ role: String) -> String {
+        let name = "\(keyspace.prefix)bus-\(role):\(nodeID)"
+        return String(name.unicodeScalars.map { (0x21...0x7E).contains($0.value) ? Character($0) : "_" })
+    }
+}
+
 /// Why a ``ClusterBus/publish(_:completion:)`` failed. The event was committed to the store before
 /// it was published, so the node only logs this: the other nodes' sessions catch up from the store.
 public enum ClusterBusError: Error, Equatable, Sendable, CustomStringConvertible {

@@ -57,6 +57,8 @@ struct BusReaderPositionsTests {
         #expect(first.isEmpty)
         #expect(positions.positions == [id(9), .zero])
         positions.read(shard: 1, through: id(11))
+        let checked = positions.checked(shard: 1, status: status(last: 11, first: 10, added: 2, length: 2))
+        #expect(!checked)
         #expect(
             positions.readArguments(keys: ["a", "b"], block: .milliseconds(100), count: 5) == [
                 "XREAD", "COUNT", "5", "BLOCK", "100", "STREAMS", "a", "b", "9-0", "11-0"
@@ -96,11 +98,23 @@ struct BusReaderPositionsTests {
         var positions = BusReaderPositions(streamCount: 1)
         _ = positions.connected(runID: "r1", statuses: [status(last: 9, first: 1)])
         positions.read(shard: 0, through: id(30))
-        let stillHeld = positions.checked(shard: 0, from: id(9), status: status(last: 30, first: 9, added: 40, length: 22))
-        let trimmedAway = positions.checked(shard: 0, from: id(9), status: status(last: 30, first: 15, added: 40, length: 16))
+        let stillHeld = positions.checked(shard: 0, status: status(last: 30, first: 9, added: 40, length: 22))
+        positions.read(shard: 0, through: id(40))
+        let trimmedAway = positions.checked(shard: 0, status: status(last: 40, first: 35, added: 50, length: 16))
         #expect(!stillHeld)
         #expect(trimmedAway)
-        #expect(positions.positions == [id(30)])
+        #expect(positions.positions == [id(40)])
+    }
+
+    @Test("a connection lost before a read's check answered leaves the stream unproven: the next one reports it behind")
+    func uncheckedReadAtReconnect() {
+        var positions = BusReaderPositions(streamCount: 2)
+        _ = positions.connected(runID: "r1", statuses: [status(last: 9, first: 1), status(last: 9, first: 1)])
+        positions.read(shard: 1, through: id(12))
+        let behind = positions.connected(runID: "r1", statuses: [status(last: 9, first: 1), status(last: 12, first: 1)])
+        #expect(behind == [1])
+        #expect(positions.unchecked.isEmpty)
+        #expect(positions.positions == [id(9), id(12)])
     }
 
     @Test("XREAD's reply gives each stream's entries; a timed-out block gives none")

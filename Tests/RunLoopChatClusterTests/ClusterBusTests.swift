@@ -135,11 +135,11 @@ struct ClusterBusTests {
             let b = try BusNode(busConfiguration(server, node: "b"))
             try b.publishAndWait((1...5).map { roomMessage($0, in: "lobby") })
             try RunLoop.current.runUntil(timeout: .seconds(10)) { a.events.count == 5 }
-            let killed = try probe.readerClientID()
+            let killed = try probe.blockedReader(of: "a")
             try probe.run(["CLIENT", "KILL", "ID", killed ?? "none"])
             try b.publishAndWait((6...10).map { roomMessage($0, in: "lobby") })
             try RunLoop.current.runUntil(timeout: .seconds(10)) { a.events.count == 10 }
-            let reader = try probe.readerClientID()
+            let reader = try probe.blockedReader(of: "a")
             return (a.fellBehind, a.sequences, killed != nil && reader != nil && reader != killed)
         }
         #expect(reconnected)

@@ -97,10 +97,20 @@ final class RedisProbe {
         try run(["INFO"]).string?.split(whereSeparator: \.isNewline).first { $0.hasPrefix(field + ":") }.map { String($0.dropFirst(field.count + 1)) }
     }
 
-    /// The client id of the connection blocked in `XREAD`: the bus reader.
-    func readerClientID() throws -> String? {
-        let clients = try run(["CLIENT", "LIST"]).string?.split(whereSeparator: \.isNewline) ?? []
-        let reader = clients.first { $0.contains("cmd=xread") }
-        return reader?.split(separator: " ").first { $0.hasPrefix("id=") }.map { String($0.dropFirst(3)) }
+    /// The client id of `node`'s bus reader once it is blocked in `XREAD` (so whatever it sent before
+    /// has been answered); `nil` if it does not block within the time.
+    func blockedReader(of node: String) throws -> String? {
+        for _ in 0..<1_000 {
+            let clients = try run(["CLIENT", "LIST"]).string?.split(whereSeparator: \.isNewline) ?? []
+            let fields = clients.map { Set($0.split(separator: " ").map(String.init)) }
+            // `flags=bU`: blocked, on a unix socket.
+            if let reader = fields.first(where: {
+                $0.contains("name=test:bus-reader:\(node)") && $0.contains { $0.hasPrefix("flags=") && $0.contains("b") }
+            }) {
+                return reader.first { $0.hasPrefix("id=") }.map { String($0.dropFirst(3)) }
+            }
+            _ = try RunLoop.current.run(.default, timeout: .milliseconds(1))
+        }
+        return nil
     }
 }
