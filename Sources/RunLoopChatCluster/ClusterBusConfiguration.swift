@@ -4,6 +4,7 @@ public import RunLoopRedis
 /// How a ``ClusterBus`` reaches Redis, names and sizes its streams, and reads them.
 ///
 /// Every node of a cluster must agree on ``keyspace`` and ``streamCount``; the rest is each node's own.
+/// A value: it may cross threads.
 public struct ClusterBusConfiguration: Sendable {
     /// This node's id, written into every entry it publishes (so it can skip its own) and logged.
     public var nodeID: String

@@ -22,6 +22,9 @@ public import RunLoopKit
 /// all, or a gap that stays open through every attempt, the conversation holding most is dropped with
 /// ``Action/reread(_:)``: the node re-reads its sessions' inboxes from the store instead.
 ///
+/// Give it every message the node passes on locally, its own store's commits too (in order they
+/// pass at once): a number it never saw looks like a gap and costs a fetch.
+///
 /// A value; use it from one thread at a time (the loop's).
 public struct ConversationSequencer: Sendable {
     /// The sequencer's limits.
