@@ -51,7 +51,11 @@ struct BusReaderPositions: Sendable {
         var resumed = old
         for shard in 0..<streamCount {
             let check = StreamStatus.check(position: old[shard], status: statuses[shard])
-            if check == .reset { resumed[shard] = .zero }
+            switch check {
+            case .reset: resumed[shard] = .zero
+            case .trimmed: resumed[shard] = statuses[shard]!.resumePoint
+            case .intact: break
+            }
             if check != .intact || !sameServer || unchecked[shard] != nil { behind.append(shard) }
         }
         positions = resumed

@@ -18,6 +18,13 @@ struct StreamID: Comparable, Hashable, Sendable, CustomStringConvertible {
         self.init(milliseconds: milliseconds, sequence: sequence)
     }
 
+    /// The greatest id before this one (`0-0` stays): reading after it reads this entry first.
+    var predecessor: StreamID {
+        if sequence > 0 { return StreamID(milliseconds: milliseconds, sequence: sequence - 1) }
+        if milliseconds > 0 { return StreamID(milliseconds: milliseconds - 1, sequence: .max) }
+        return self
+    }
+
     static func < (lhs: StreamID, rhs: StreamID) -> Bool {
         (lhs.milliseconds, lhs.sequence) < (rhs.milliseconds, rhs.sequence)
     }

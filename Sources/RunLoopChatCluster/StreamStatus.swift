@@ -40,15 +40,18 @@ struct StreamStatus: Equatable, Sendable {
 
     /// Whether the stream still holds every entry it was given after `position`. The bus never deletes
     /// entries but by `MAXLEN` trimming, which removes the oldest: so it does when nothing was ever
-    /// trimmed, or when its oldest entry is at or before `position` (a stream holding none: when the
-    /// last id it gave is). A reader whose own last entry was trimmed cannot tell whether the entries
-    /// right after it went too, and counts as fallen behind: by then it is at least the window's
-    /// length behind anyway.
+    /// trimmed, or when no id fits between `position` and its oldest entry (a stream holding none: when
+    /// the last id it gave is at or before `position`). A reader whose own last entry was trimmed cannot
+    /// tell whether the entries right after it went too, and counts as fallen behind: by then it is at
+    /// least the window's length behind anyway.
     func holdsEverything(after position: StreamID) -> Bool {
         if entriesAdded == length { return true }
-        if let firstEntry { return firstEntry <= position }
-        return lastGenerated <= position
+        return resumePoint <= position
     }
+
+    /// Where a reader that fell behind in it reads on from: just before its oldest entry (the last id
+    /// it gave when it holds none). From there it holds everything again, so the gap is reported once.
+    var resumePoint: StreamID { firstEntry?.predecessor ?? lastGenerated }
 
     /// What reading on from `position` is worth, `status` being the stream's now (`nil`: no such key).
     static func check(position: StreamID, status: StreamStatus?) -> StreamCheck {

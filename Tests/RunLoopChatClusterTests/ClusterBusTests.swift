@@ -147,6 +147,29 @@ struct ClusterBusTests {
         #expect(heard == [.room("lobby"): Array(1...10)])
     }
 
+    @Test("entries trimmed while the reader was disconnected: the reconnect cannot prove its position and reports it behind")
+    func trimmedWhileDisconnected() async throws {
+        let server = try RedisServer.start()
+        let (fellBehind, heard) = try await onLoopThread {
+            let probe = try RedisProbe(server)
+            try probe.run(["CONFIG", "SET", "stream-node-max-entries", "2"])
+            let a = try BusNode(busConfiguration(server, node: "a", streamCount: 1, maxLength: 4, reconnectDelay: .milliseconds(300)))
+            let b = try BusNode(busConfiguration(server, node: "b", streamCount: 1, maxLength: 4))
+            try b.publishAndWait([roomMessage(1, in: "lobby")])
+            try RunLoop.current.runUntil(timeout: .seconds(10)) { a.events.count == 1 }
+            try probe.run(["CLIENT", "KILL", "ID", probe.blockedReader(of: "a") ?? "none"])
+            // Meant to land while a waits to reconnect; landing later, the check after the read finds it.
+            try b.publishAndWait((2...50).map { roomMessage($0, in: "lobby") })
+            try RunLoop.current.runUntil(timeout: .seconds(10)) { !a.fellBehind.isEmpty && a.bus.isReading }
+            try b.publishAndWait([roomMessage(51, in: "lobby")])
+            try RunLoop.current.runUntil(timeout: .seconds(10)) { a.sequences[.room("lobby")]?.last == 51 }
+            return (a.fellBehind, a.sequences[.room("lobby")] ?? [])
+        }
+        #expect(fellBehind == [[0]])
+        #expect(heard.first == 1)
+        #expect(heard.count < 20)
+    }
+
     @Test("Redis asleep for less than the reader waits: nothing is lost, nothing reconnects")
     func shortStall() async throws {
         let server = try RedisServer.start()

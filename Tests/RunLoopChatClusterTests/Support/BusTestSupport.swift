@@ -8,9 +8,10 @@ import RunLoopTesting
 /// A bus configuration for tests: a throw-away server's socket, short blocks and waits.
 func busConfiguration(
     _ server: RedisServer, node: String, streamCount: Int = 4, maxLength: Int = 1_000, blockTimeout: Duration = .milliseconds(100),
-    replyGrace: Duration = .seconds(2), publishTimeout: Duration = .seconds(2), maxPendingPublishes: Int = 1_000, deliversOwnEvents: Bool = false
+    replyGrace: Duration = .seconds(2), publishTimeout: Duration = .seconds(2), maxPendingPublishes: Int = 1_000, deliversOwnEvents: Bool = false,
+    reconnectDelay: Duration = .milliseconds(10)
 ) -> ClusterBusConfiguration {
-    let backoff = ReconnectBackoff.Policy(initialDelay: .milliseconds(10), maximumDelay: .milliseconds(50), jitter: 0)
+    let backoff = ReconnectBackoff.Policy(initialDelay: reconnectDelay, maximumDelay: reconnectDelay * 5, jitter: 0)
     return ClusterBusConfiguration(
         nodeID: node, redis: .unixSocket(server.socketPath), keyspace: ClusterKeyspace(prefix: "test:"), streamCount: streamCount,
         maxLength: maxLength, blockTimeout: blockTimeout, readCount: 64, replyGrace: replyGrace, publishTimeout: publishTimeout,
