@@ -54,9 +54,7 @@ struct ClusterBusTests {
     func trimmedWhileBehind() async throws {
         let server = try RedisServer.start()
         let (fellBehind, heard) = try await onLoopThread {
-            let probe = try RedisProbe(server)
-            // Small blocks let `MAXLEN ~ 4` trim at a few entries.
-            try probe.run(["CONFIG", "SET", "stream-node-max-entries", "2"])
+            let probe = try RedisProbe.trimmingEarly(server)
             try probe.run(["XADD", "test:stream:0", "*", "k", "p", "n", "z", "u", "old", "s", "1"])
             let node = try BusNode(busConfiguration(server, node: "a", streamCount: 1, maxLength: 4))
             // The reader is blocked in XREAD: a transaction adds 50 entries (trimming as it goes) before
@@ -151,8 +149,7 @@ struct ClusterBusTests {
     func trimmedWhileDisconnected() async throws {
         let server = try RedisServer.start()
         let (fellBehind, heard) = try await onLoopThread {
-            let probe = try RedisProbe(server)
-            try probe.run(["CONFIG", "SET", "stream-node-max-entries", "2"])
+            let probe = try RedisProbe.trimmingEarly(server)
             let a = try BusNode(busConfiguration(server, node: "a", streamCount: 1, maxLength: 4, reconnectDelay: .milliseconds(300)))
             let b = try BusNode(busConfiguration(server, node: "b", streamCount: 1, maxLength: 4))
             try b.publishAndWait([roomMessage(1, in: "lobby")])

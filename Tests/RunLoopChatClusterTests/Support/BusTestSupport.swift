@@ -81,6 +81,14 @@ final class RedisProbe {
 
     deinit { connection.close() }
 
+    /// A probe of `server` after it was told to keep stream entries in blocks of two, so that
+    /// `MAXLEN ~ 4` trims at a few entries (Redis trims whole blocks only, 100 entries by default).
+    static func trimmingEarly(_ server: RedisServer) throws -> RedisProbe {
+        let probe = try RedisProbe(server)
+        try probe.run(["CONFIG", "SET", "stream-node-max-entries", "2"])
+        return probe
+    }
+
     /// Sends `arguments` and runs the loop until the answer came.
     @discardableResult
     func run(_ arguments: [String]) throws -> RedisReply {
