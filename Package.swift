@@ -384,7 +384,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RunLoopChatClusterTests",
-            dependencies: ["RunLoopKit", "RunLoopIMCore", "RunLoopChat", "RunLoopRedis", "RunLoopChatCluster", "RunLoopTesting"],
+            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopIMCore", "RunLoopChat", "RunLoopRedis", "RunLoopChatCluster", "RunLoopTesting"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
