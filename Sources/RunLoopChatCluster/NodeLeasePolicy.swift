@@ -4,7 +4,7 @@ public import RunLoopKit
 /// for dead nodes — every interval on the loop's clock.
 ///
 /// The lease period bounds how stale presence can be: a node that dies is reaped by another within
-/// about ``ttl`` + ``reapInterval``. A value: it may cross threads.
+/// ``ttl`` + ``reapInterval`` (12 s by default) plus a few commands' time. A value: it may cross threads.
 public struct NodeLeasePolicy: Sendable, Equatable {
     /// How long a lease lives without a refresh (`SET … PX`).
     public var ttl: Duration
@@ -13,7 +13,8 @@ public struct NodeLeasePolicy: Sendable, Equatable {
     public var refreshInterval: Duration
     /// How soon a failed refresh or join is tried again.
     public var retryInterval: Duration
-    /// How often a node looks for registered nodes whose lease is gone.
+    /// How often a node looks for registered nodes whose lease is gone: a fifth of ``ttl`` by default,
+    /// so a dead node's users go offline soon after its lease lapses (two reads a time, cheap).
     public var reapInterval: Duration
     /// How long any presence command may wait for Redis before the node decides without it (a login
     /// never waits longer than this for its admission).
@@ -24,8 +25,8 @@ public struct NodeLeasePolicy: Sendable, Equatable {
 
     /// - Parameters:
     ///   - ttl: 10 s by default.
-    ///   - refreshInterval, retryInterval, reapInterval, commandTimeout: `ttl / 3`, `ttl / 10`, `ttl`
-    ///     and `ttl / 5` unless given.
+    ///   - refreshInterval, retryInterval, reapInterval, commandTimeout: `ttl / 3`, `ttl / 10`,
+    ///     `ttl / 5` and `ttl / 5` unless given.
     ///   - reconnect: unless given, from `retryInterval` growing to `refreshInterval`: a node comes
     ///     back well within a lease when Redis does.
     /// - Precondition: every interval is positive, and a refresh comes before the lease lapses.
@@ -40,7 +41,7 @@ public struct NodeLeasePolicy: Sendable, Equatable {
         self.ttl = ttl
         self.refreshInterval = refreshInterval ?? ttl / 3
         self.retryInterval = retryInterval ?? ttl / 10
-        self.reapInterval = reapInterval ?? ttl
+        self.reapInterval = reapInterval ?? ttl / 5
         self.commandTimeout = commandTimeout ?? ttl / 5
         self.reconnect =
             reconnect ?? ReconnectBackoff.Policy(initialDelay: self.retryInterval, maximumDelay: max(self.retryInterval, self.refreshInterval))

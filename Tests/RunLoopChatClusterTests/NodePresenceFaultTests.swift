@@ -82,6 +82,23 @@ struct NodePresenceFaultTests {
         }
     }
 
+    @Test("Redis asleep past the command timeout: a login is admitted alone, and counted once when Redis wakes")
+    func redisAsleep() async throws {
+        try await withCluster(["a", "b"]) { cluster in
+            let (loop, observer, a) = (cluster.loop, cluster.observer, cluster.nodes[0])
+            observer.sendAndForget(["DEBUG", "SLEEP", "0.6"])
+            let asked = loop.now
+            // The script stays on the wire and runs when Redis wakes; its answer comes too late.
+            #expect(try open("ann", on: a) == .admitted(clusterTotal: nil))
+            #expect(loop.now - asked <= shortLeases.commandTimeout + .milliseconds(100))
+            try observer.waitForTotals(["ann": "1"])
+            _ = try loop.run(.default, timeout: shortLeases.ttl)
+            #expect(try observer.totals() == ["ann": "1"])
+            #expect(try observer.hash(observer.keys.sessions("a")) == ["ann": "1"])
+            #expect(a.presence.sessionCounts == ["ann": 1])
+        }
+    }
+
     @Test("CLIENT KILL: nodes reconnect and re-register without a user going offline")
     func clientKill() async throws {
         try await withCluster(["a", "b"]) { cluster in

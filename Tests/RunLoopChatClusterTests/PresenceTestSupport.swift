@@ -69,6 +69,9 @@ final class Observer {
         return try #require(result).get()
     }
 
+    /// Sends `command` without waiting for its answer (`DEBUG SLEEP`, which holds Redis up).
+    func sendAndForget(_ command: [String]) { connection.send(command) { _ in } }
+
     /// A hash as a dictionary of strings.
     func hash(_ key: String) throws -> [String: String] {
         let flat = try call(["HGETALL", key]).array?.compactMap(\.string) ?? []
