@@ -4,7 +4,12 @@ import RunLoopRedis
 
 /// Reaping: finding registered nodes whose lease is gone and removing their counts. Every step is a
 /// read or an epoch-guarded script, so two nodes reaping at once, or a step whose answer was lost,
-/// reap each dead node once.
+/// reap each dead node once, and its users are reported offline once, by the reaper.
+///
+/// The one gap: a reap whose answer was lost (Redis slower than the command timeout) reported nobody,
+/// and a later run finds the node gone. Keeping the reaped users for a second run to report would
+/// make two reapers report them twice; presence readers that must never miss an offline user can
+/// read the totals hash (``PresenceKeys/totals``), which is always right.
 extension NodePresence {
     /// Reads the registry, then the leases of the other nodes in it, and retires each node whose lease
     /// is gone under the epoch the registry named.

@@ -209,6 +209,7 @@ public final class NodePresence {
         ) { [weak self] result in
             guard let self else { return }
             guard let answer = self.decode(result, RegisterAnswer.init, "register") else {
+                if Self.mayHaveRun(result) { self.table.registerAnswerLost() }
                 return self.perform(self.machine.registerFailed(id: id, now: self.loop.now))
             }
             self.perform(self.machine.registered(id: id, epoch: answer.epoch, now: self.loop.now))
@@ -259,7 +260,7 @@ public final class NodePresence {
         guard case .held(let epoch) = machine.state else { return run(table.failed(sync.user, remote: remote)) }
         runScript(
             .session, keys: [keys.lease(nodeID), keys.totals, keys.sessions(nodeID)],
-            arguments: ["\(epoch)", sync.user, "\(sync.base)", "\(sync.want)", "\(sync.limit ?? -1)"]
+            arguments: ["\(epoch)", sync.user, "\(sync.base)", "\(sync.want)", "\(sync.limit ?? -1)", sync.announce ? "1" : "0"]
         ) { [weak self] result in
             guard let self else { return }
             switch self.decode(result, SessionAnswer.init, "session") {
@@ -318,6 +319,15 @@ public final class NodePresence {
             }
             // Redis restarted without its script cache: EVAL runs the script and caches it again.
             again.send(["EVAL", script.source] + tail, timeout: self.policy.commandTimeout, completion: completion)
+        }
+    }
+
+    /// Whether a failed command may have run in Redis all the same: its answer timed out or the
+    /// connection broke after it went out.
+    static func mayHaveRun(_ result: Result<RedisReply, RedisError>) -> Bool {
+        switch result {
+        case .failure(.timedOut), .failure(.connectionLost): return true
+        default: return false
         }
     }
 

@@ -1,6 +1,9 @@
 /// Users whose sessions across the cluster went from none to some (online) or from some to none
-/// (offline), as one script in Redis found them: each transition is reported by exactly one node,
-/// the one whose script made it.
+/// (offline), as one script in Redis found them: each transition is reported by the one node whose
+/// script made it. When a script's answer was lost (Redis slower than the command timeout, the
+/// connection cut), the change it may have made is not lost with it: the node's next script for that
+/// user names the user online or offline as it then is — a state, which may repeat one announced
+/// before, so announce presence as states, not as toggles.
 public struct PresenceChange: Sendable, Equatable {
     /// What made the change.
     public enum Cause: Sendable, Equatable {

@@ -13,8 +13,9 @@ enum PresenceScript: CaseIterable {
     /// (extended) or 0 (gone or another epoch's: fenced).
     case refresh
     /// Sets one user's count on the node. KEYS: lease, totals, node's sessions. ARGV: epoch, user,
-    /// base, want, limit (-1: none). Answers `{-1}` when the lease is not the epoch's, else
-    /// `{1 applied | 0 refused, total, online users, offline users}`.
+    /// base, want, limit (-1: none), announce (`1`: name the user online or offline as it is, changed
+    /// or not). Answers `{-1}` when the lease is not the epoch's, else `{1 applied | 0 refused, total,
+    /// online users, offline users}`.
     case session
     /// Removes a node's counts and its registry entry if the registry still names the epoch: `reap`
     /// only when its lease is gone, `leave` deleting the lease too. KEYS: registry, totals, lease,
@@ -62,7 +63,12 @@ enum PresenceScript: CaseIterable {
                 if limit >= 0 and want > base and total - mine + want > limit then applied, value = 0, base end
                 local changes = {{}, {}}
                 local before, after = set_count(KEYS[3], KEYS[2], user, value)
-                note(changes, user, before, after)
+                if ARGV[6] == '1' then
+                  -- An earlier script's answer was lost with the change it may have made: say the state.
+                  table.insert(changes[after > 0 and 1 or 2], user)
+                else
+                  note(changes, user, before, after)
+                end
                 return {applied, after, changes[1], changes[2]}
                 """
         case .retire:

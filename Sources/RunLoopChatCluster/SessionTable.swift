@@ -40,7 +40,10 @@ struct SessionTable<Token> {
         var waiting: [Open] = []
         /// Redis may hold another count for this user than ``counts``.
         var dirty = false
-        var isSettled: Bool { sending == nil && waiting.isEmpty && !dirty }
+        /// A script for this user failed after it may have run: a presence change it made would
+        /// never be announced, so the next one announces the user's state as it finds it.
+        var unannounced = false
+        var isSettled: Bool { sending == nil && waiting.isEmpty && !dirty && !unannounced }
     }
 
     private enum Sending {
@@ -92,6 +95,7 @@ struct SessionTable<Token> {
         guard let sending = pending[user]?.sending else { return [] }
         pending[user]?.sending = nil
         pending[user]?.dirty = true
+        pending[user]?.unannounced = true
         var actions: [Action] = []
         if case .open(let open) = sending { actions.append(decideLocally(user, open)) }
         guard remote == .up else { return actions + carryOn(user, remote: remote) }
@@ -114,6 +118,12 @@ struct SessionTable<Token> {
             if pending[user]?.isSettled == true { pending[user] = nil }
         }
         return counts
+    }
+
+    /// A register may have run without its answer, and with it the presence changes it made: every
+    /// user counted here is announced by its next script.
+    mutating func registerAnswerLost() {
+        for user in counts.keys { pending[user, default: PendingUser()].unannounced = true }
     }
 
     private mutating func carryOn(_ user: String, remote: Remote) -> [Action] {
@@ -142,15 +152,15 @@ struct SessionTable<Token> {
                     actions.append(.answer(open.token, .refused(clusterTotal: count)))
                     continue
                 }
+                actions.append(.send(SessionSync(user: user, base: count, want: count + 1, limit: open.limit, announce: entry.unannounced)))
                 entry.sending = .open(open)
-                entry.dirty = false
+                (entry.dirty, entry.unannounced) = (false, false)
                 pending[user] = entry
-                actions.append(.send(SessionSync(user: user, base: count, want: count + 1, limit: open.limit)))
-            } else if entry.dirty {
+            } else if entry.dirty || entry.unannounced {
+                actions.append(.send(SessionSync(user: user, base: count, want: count, limit: nil, announce: entry.unannounced)))
                 entry.sending = .count
-                entry.dirty = false
+                (entry.dirty, entry.unannounced) = (false, false)
                 pending[user] = entry
-                actions.append(.send(SessionSync(user: user, base: count, want: count, limit: nil)))
             } else {
                 pending[user] = nil
             }
@@ -169,11 +179,21 @@ struct SessionTable<Token> {
 
 /// One user's count for Redis (the session script's arguments): set it to `want`, unless `limit` is
 /// given and that would take the user's cluster-wide total past it — then set it to `base` and refuse.
+/// With `announce`, the answer names the user online or offline as it is, changed or not.
 struct SessionSync: Equatable {
     let user: String
     let base: Int
     let want: Int
     let limit: Int?
+    let announce: Bool
+
+    init(user: String, base: Int, want: Int, limit: Int?, announce: Bool = false) {
+        self.user = user
+        self.base = base
+        self.want = want
+        self.limit = limit
+        self.announce = announce
+    }
 }
 
 /// What Redis did with a ``SessionSync``.

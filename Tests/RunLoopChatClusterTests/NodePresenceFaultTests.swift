@@ -96,6 +96,7 @@ struct NodePresenceFaultTests {
             #expect(try observer.totals() == ["ann": "1"])
             #expect(try observer.hash(observer.keys.sessions("a")) == ["ann": "1"])
             #expect(a.presence.sessionCounts == ["ann": 1])
+            #expect(a.online.contains("ann"), "announced although the answer that said so was lost")
         }
     }
 

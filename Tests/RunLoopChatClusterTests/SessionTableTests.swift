@@ -99,7 +99,9 @@ struct SessionTableTests {
         #expect(failed.answers == [1: .admitted(clusterTotal: nil)])
         #expect(failed.sent.isEmpty)
         #expect(table.isDirty("ann"))
-        #expect(split(table.flush(remote: .up)).sent == [SessionSync(user: "ann", base: 1, want: 1, limit: nil)])
+        #expect(split(table.flush(remote: .up)).sent == [SessionSync(user: "ann", base: 1, want: 1, limit: nil, announce: true)])
+        _ = table.synced("ann", .applied(total: 1), remote: .up)
+        #expect(table.flush(remote: .up).isEmpty, "announced once")
     }
 
     @Test("a failure sends the user's next waiting open at once: a login never waits for a flush")
@@ -109,7 +111,7 @@ struct SessionTableTests {
         _ = table.open("ann", limit: 3, token: 2, remote: .up)
         let failed = split(table.failed("ann", remote: .up))
         #expect(failed.answers == [1: .admitted(clusterTotal: nil)])
-        #expect(failed.sent == [SessionSync(user: "ann", base: 1, want: 2, limit: 3)])
+        #expect(failed.sent == [SessionSync(user: "ann", base: 1, want: 2, limit: 3, announce: true)])
     }
 
     @Test("opens wait while a register is awaited, then go to Redis, or are decided here if it failed")
@@ -121,6 +123,26 @@ struct SessionTableTests {
         var failing = Table()
         _ = failing.open("bob", limit: 2, token: 2, remote: .registering)
         #expect(split(failing.flush(remote: .down)).answers == [2: .admitted(clusterTotal: nil)])
+    }
+
+    @Test("a user whose script failed is announced by a later one even when a register wrote its count")
+    func unannouncedOutlivesRegister() {
+        var table = Table()
+        _ = table.open("ann", limit: 2, token: 1, remote: .up)
+        _ = table.failed("ann", remote: .up)
+        #expect(table.registerSnapshot() == ["ann": 1])
+        #expect(split(table.flush(remote: .up)).sent == [SessionSync(user: "ann", base: 1, want: 1, limit: nil, announce: true)])
+    }
+
+    @Test("after a register whose answer was lost, every user counted here is announced once")
+    func registerAnswerLost() {
+        var table = Table()
+        _ = table.open("ann", limit: 2, token: 1, remote: .down)
+        _ = table.open("bob", limit: 2, token: 2, remote: .down)
+        #expect(table.registerSnapshot() == ["ann": 1, "bob": 1])
+        table.registerAnswerLost()
+        let announced = split(table.flush(remote: .up)).sent
+        #expect(announced.map(\.user) == ["ann", "bob"] && announced.allSatisfy(\.announce))
     }
 
     @Test("a register's snapshot settles every user but one whose script is still in flight")
