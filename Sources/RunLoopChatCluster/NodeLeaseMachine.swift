@@ -101,6 +101,9 @@ struct NodeLeaseMachine {
         // their entries would otherwise wait a full interval.
         if reapDue == nil { reapDue = now }
         var actions: [Action] = []
+        // A re-register that could not keep the epoch (Redis restarted empty) lost the lease too: the
+        // owner hears it as every other loss.
+        if case .held(let held) = state, held != epoch { actions.append(.report(.fenced)) }
         if state != .held(epoch: epoch) {
             state = .held(epoch: epoch)
             actions.append(.report(state))

@@ -134,6 +134,13 @@ struct NodeLeaseMachineTests {
         #expect(machine.nextDeadline == start + .seconds(4))
     }
 
+    @Test("a re-register that comes back under a new epoch reports the lost lease before the new one")
+    func reregisterUnderNewEpoch() {
+        var machine = held()
+        _ = machine.connectionUp(now: start + .seconds(1))
+        #expect(machine.registered(id: 2, epoch: 8, now: start + .seconds(1)) == [.report(.fenced), .report(.held(epoch: 8))])
+    }
+
     @Test("a reconnect during a register that then fails registers again at once, not after the retry")
     func reconnectDuringRegister() {
         var machine = held()
