@@ -18,8 +18,8 @@ final class TestNode {
     let presence: NodePresence
     private(set) var events: [NodePresenceEvent] = []
 
-    init(_ id: String, server: RedisServer, modes: [RunLoop.Mode] = [.common]) {
-        presence = NodePresence(nodeID: id, modes: modes, redis: .unixSocket(server.socketPath), policy: shortLeases)
+    init(_ id: String, server: RedisServer, modes: [RunLoop.Mode] = [.common], policy: NodeLeasePolicy = shortLeases) {
+        presence = NodePresence(nodeID: id, modes: modes, redis: .unixSocket(server.socketPath), policy: policy)
         presence.onEvent = { [unowned self] in events.append($0) }
     }
 
@@ -81,17 +81,26 @@ final class Observer {
     /// The cluster-wide sessions per user.
     func totals() throws -> [String: String] { try hash(keys.totals) }
 
-    /// Runs the loop until the totals are `expected` (asking between runs of the loop, never from
-    /// inside one).
+    /// Runs the loop until the totals are `expected`.
     func waitForTotals(_ expected: [String: String]) throws {
+        var last: [String: String] = [:]
+        let reached = try poll {
+            last = try totals()
+            return last == expected
+        }
+        #expect(reached, "totals \(last), expected \(expected)")
+    }
+
+    /// Runs the loop in short runs until `condition`, which may ask Redis, holds; it is asked between
+    /// runs of the loop, never from inside one. Whether it held before ``patience`` ran out.
+    func poll(_ condition: () throws -> Bool) throws -> Bool {
         let loop = RunLoop.current
         let deadline = loop.now + patience
-        var last = try totals()
-        while last != expected, loop.now < deadline {
+        while try !condition() {
+            guard loop.now < deadline else { return false }
             _ = try loop.run(.default, timeout: .milliseconds(20))
-            last = try totals()
         }
-        #expect(last == expected)
+        return true
     }
 }
 
