@@ -144,6 +144,9 @@ public final class NodePresence {
     /// node (the users who went offline are reported), then the connection closes and `completion`
     /// runs on the loop's thread — also when Redis cannot be reached (the lease then lapses and
     /// another node reaps it). Logins still waiting are decided on this node's counts.
+    ///
+    /// The script names the epoch last held: a rejoin still under way when the node leaves may land
+    /// under a newer one, which then lapses and is reaped like a crashed node's.
     public func leave(completion: @escaping () -> Void) {
         checkThread()
         callbacks.ownerCall {

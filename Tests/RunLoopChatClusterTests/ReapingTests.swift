@@ -30,7 +30,7 @@ struct ReapingTests {
             var answers: [RetireAnswer?] = []
             for reaper in nodes[1...] { reaper.presence.retire("a", epoch: epoch, mode: "reap") { answers.append($0) } }
             try loop.runUntil(timeout: patience) { answers.count == 2 }
-            #expect(answers.map { $0?.retired } .filter { $0 == true }.count == 1, "\(answers)")
+            #expect(answers.map { $0?.retired }.filter { $0 == true }.count == 1, "\(answers)")
             #expect(nodes[1].offline + nodes[2].offline == ["ann"])
             #expect(try observer.totals().isEmpty)
         }
