@@ -12,10 +12,11 @@ public import RunLoopIMCore
 ///   SEND_ACK goes out;
 /// - the inbox is read in seq order and a row leaves only on the recipient's DELIVER_ACK.
 ///
-/// Loop thread only (the server's); calls are synchronous and short. A SQLite failure never passes
-/// as success: a send is refused with `internalError` (the client sends it again), an abandon gets no
-/// answer for that id (the client asks again), and it is logged at `error`.
-public final class SQLiteIMStore: ChatStore {
+/// Loop thread only (the server's); calls are synchronous and short, so every completion of the
+/// store protocols runs before the call returns. A SQLite failure never passes as success: a send is
+/// refused with `internalError` (the client sends it again), an abandon or an inbox read fails with
+/// `IMStoreFailure` (the client asks again; the session reads again), and it is logged at `error`.
+public final class SQLiteIMStore: SynchronousChatStore {
     public let database: SQLiteDatabase
     /// Accounts and passwords checked at login; `nil`: any user name logs in with any password.
     public var accounts: [String: String]?
@@ -78,7 +79,7 @@ public final class SQLiteIMStore: ChatStore {
         return roomChange(room, user, "DELETE FROM room_members WHERE room = ? AND user = ?")
     }
 
-    public func rooms(for user: String, after: String, limit: Int) -> [Room] {
+    public func rooms(for user: String, after: String, limit: Int) -> Result<[Room], IMStatusCode> {
         var rooms: [Room] = []
         do {
             try database.query(
@@ -89,8 +90,9 @@ public final class SQLiteIMStore: ChatStore {
             }
         } catch {
             logger.error("rooms not listed: \(error)")
+            return .failure(.internalError)
         }
-        return rooms
+        return .success(rooms)
     }
 
     public func history(_ query: HistoryQuery, for user: String, limit: Int) -> Result<HistoryPage, IMStatusCode> {
@@ -157,7 +159,11 @@ public final class SQLiteIMStore: ChatStore {
         do {
             return try database.transaction { () throws(SQLiteError) -> IMStoreResult in
                 if let earlier = try find(sender: sender, id: message.id) {
-                    return .stored(earlier, recipients: try recipients(of: earlier, from: sender), isNew: false)
+                    var waiting: [String] = []
+                    try database.query("SELECT user FROM inbox WHERE seq = ? ORDER BY user", [.integer(Int64(earlier.seq))]) { row in
+                        if let user = row.text(0) { waiting.append(user) }
+                    }
+                    return .stored(earlier, recipients: waiting, isNew: false)
                 }
                 var abandoned = false
                 try database.query("SELECT 1 FROM abandoned WHERE sender = ? AND client_id = ?", [.text(sender), .text(message.id)]) { _ in
@@ -194,26 +200,27 @@ public final class SQLiteIMStore: ChatStore {
         }
     }
 
-    public func abandon(_ ids: [String], from sender: String) -> [IMAbandonOutcome] {
+    public func abandon(_ ids: [String], from sender: String) -> Result<[IMAbandonOutcome], IMStoreFailure> {
         do {
-            return try database.transaction { () throws(SQLiteError) -> [IMAbandonOutcome] in
-                var results: [IMAbandonOutcome] = []
-                for id in ids {
-                    let earlier = try find(sender: sender, id: id)
-                    if earlier == nil {
-                        try database.query("INSERT OR IGNORE INTO abandoned(sender, client_id) VALUES (?, ?)", [.text(sender), .text(id)])
+            return .success(
+                try database.transaction { () throws(SQLiteError) -> [IMAbandonOutcome] in
+                    var results: [IMAbandonOutcome] = []
+                    for id in ids {
+                        let earlier = try find(sender: sender, id: id)
+                        if earlier == nil {
+                            try database.query("INSERT OR IGNORE INTO abandoned(sender, client_id) VALUES (?, ?)", [.text(sender), .text(id)])
+                        }
+                        results.append(IMAbandonOutcome(id: id, storedSeq: earlier?.seq))
                     }
-                    results.append(IMAbandonOutcome(id: id, storedSeq: earlier?.seq))
-                }
-                return results
-            }
+                    return results
+                })
         } catch {
             logger.error("abandon from \(sender) not recorded: \(error)")
-            return []
+            return .failure(IMStoreFailure("abandon from \(sender)", reason: "\(error)"))
         }
     }
 
-    public func undelivered(for user: String, after seq: UInt64, limit: Int) -> [IMMessage] {
+    public func undelivered(for user: String, after seq: UInt64, limit: Int) -> Result<[IMMessage], IMStoreFailure> {
         var messages: [IMMessage] = []
         do {
             try database.query(
@@ -224,8 +231,9 @@ public final class SQLiteIMStore: ChatStore {
             ) { row in messages.append(Self.message(from: row)) }
         } catch {
             logger.error("inbox of \(user) not read: \(error)")
+            return .failure(IMStoreFailure("read the inbox of \(user)", reason: "\(error)"))
         }
-        return messages
+        return .success(messages)
     }
 
     public func acknowledge(_ seqs: [UInt64], for user: String) {

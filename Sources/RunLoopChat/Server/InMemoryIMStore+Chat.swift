@@ -3,7 +3,7 @@ public import RunLoopIMCore
 
 /// The memory store's rooms and history: its `rooms` (which the IM layer reads to address a room's
 /// messages) and its log of every stored message.
-extension InMemoryIMStore: ChatStore {
+extension InMemoryIMStore: SynchronousChatStore {
     public func join(room: String, user: String, maximumRooms: Int?) -> Result<Room, IMStatusCode> {
         guard RoomName.isValid(room) else { return .failure(.badRequest) }
         if let maximumRooms, rooms[room]?.contains(user) != true, rooms.values.count(where: { $0.contains(user) }) >= maximumRooms {
@@ -18,9 +18,10 @@ extension InMemoryIMStore: ChatStore {
         return .success(Room(name: room, members: rooms[room]?.count ?? 0, isMember: false))
     }
 
-    public func rooms(for user: String, after: String, limit: Int) -> [Room] {
-        rooms.keys.filter { roomNameOrder(after, $0) }.sorted(by: roomNameOrder).prefix(max(0, limit))
-            .map { Room(name: $0, members: rooms[$0]?.count ?? 0, isMember: rooms[$0]?.contains(user) == true) }
+    public func rooms(for user: String, after: String, limit: Int) -> Result<[Room], IMStatusCode> {
+        .success(
+            rooms.keys.filter { roomNameOrder(after, $0) }.sorted(by: roomNameOrder).prefix(max(0, limit))
+                .map { Room(name: $0, members: rooms[$0]?.count ?? 0, isMember: rooms[$0]?.contains(user) == true) })
     }
 
     public func history(_ query: HistoryQuery, for user: String, limit: Int) -> Result<HistoryPage, IMStatusCode> {
