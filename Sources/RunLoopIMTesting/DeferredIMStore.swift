@@ -75,9 +75,9 @@ public final class DeferredIMStore: ChatStore {
     }
 
     public func undelivered(
-        for user: String, after seq: UInt64, limit: Int, completion: @escaping (Result<[IMMessage], IMStoreFailure>) -> Void
+        for user: String, after: [IMConversation: UInt64], limit: Int, completion: @escaping (Result<[IMMessage], IMStoreFailure>) -> Void
     ) {
-        var found = inner.undelivered(for: user, after: seq, limit: limit)
+        var found = inner.undelivered(for: user, after: after, limit: limit)
         if failingReads > 0 {
             failingReads -= 1
             found = .failure(IMStoreFailure("read the inbox of \(user)", reason: "the test's store is down"))

@@ -88,8 +88,8 @@ struct DomainTypesTests {
             inner.store(message, from: sender, nowMilliseconds: nowMilliseconds)
         }
         func abandon(_ ids: [String], from sender: String) -> Result<[IMAbandonOutcome], IMStoreFailure> { inner.abandon(ids, from: sender) }
-        func undelivered(for user: String, after seq: UInt64, limit: Int) -> Result<[IMMessage], IMStoreFailure> {
-            inner.undelivered(for: user, after: seq, limit: limit)
+        func undelivered(for user: String, after: [IMConversation: UInt64], limit: Int) -> Result<[IMMessage], IMStoreFailure> {
+            inner.undelivered(for: user, after: after, limit: limit)
         }
         func acknowledge(_ seqs: [UInt64], for user: String) { inner.acknowledge(seqs, for: user) }
     }

@@ -385,6 +385,7 @@ public final class IMServer {
             ack.sentAtMs = stored.sentAtMilliseconds
             session?.write(IMFrame(command: .sendAck, serial: serial, message: ack))
             if isNew { onMessageStored?(self, stored) }
+            for own in byUser[stored.from] ?? [] { own.ownMessageStored(stored) }
             // A resend too: when the store's answer to the first SEND was lost after its commit, nobody
             // was told of the message. The store names only recipients who have not acknowledged it,
             // and a session that sent it already does not send it again.

@@ -60,12 +60,18 @@ public final class IMServerSession {
     func startDelivery() { refill() }
 
     /// A message was just stored for this session's user: it goes at once if the session has caught up
-    /// with the inbox and its window has room; otherwise it waits in the inbox for its turn.
+    /// with the inbox, its window has room and it follows on in its conversation; otherwise it waits
+    /// in the inbox for its turn (read at once when the window has room: a gap in the conversation).
     func deliverLive(_ message: IMMessage) {
         guard !isEnded, machine.user != nil else { return }
         let frame = IMFrame(command: .deliver, serial: 0, message: message.wire)
-        guard window.offerLive(seq: message.seq, bytes: frame.body.count) else { return }
-        send(frame, seq: message.seq)
+        guard window.offerLive(message, bytes: frame.body.count) else { return refill() }
+        send(frame, of: message)
+    }
+
+    /// The session's user sent `message` (from any session): it is no gap in its conversation here.
+    func ownMessageStored(_ message: IMMessage) {
+        window.passed(message)
     }
 
     /// Tells the client the server is stopping, then closes gracefully.
@@ -78,13 +84,13 @@ public final class IMServerSession {
     /// How long after a failed inbox read the session reads again, if no acknowledgement came first.
     static let readRetryDelay = Duration.seconds(1)
 
-    /// Reads the inbox past the window's cursor, one read at a time: its answer is sent as far as the
+    /// Reads the inbox past what the window sent of each conversation, one read at a time: its answer is sent as far as the
     /// window admits and, while the session is still behind with room, the next read follows.
     private func refill() {
         guard let server, let user = machine.user, !isEnded, window.isRefillDue else { return }
         let asked = window.freeMessages
         window.readStarted()
-        server.callStore({ server.store.undelivered(for: user, after: self.window.cursor, limit: asked, completion: $0) }) {
+        server.callStore({ server.store.undelivered(for: user, after: self.window.sentThrough, limit: asked, completion: $0) }) {
             [weak self] result in self?.inboxRead(result, asked: asked)
         }
     }
@@ -103,7 +109,7 @@ public final class IMServerSession {
                 let frame = IMFrame(command: .deliver, serial: 0, message: message.wire)
                 // Full by bytes: the rest is read again once an acknowledgement frees room.
                 guard window.admits(bytes: frame.body.count) else { return window.stoppedRefill() }
-                send(frame, seq: message.seq)
+                send(frame, of: message)
             }
             refill()
         }
@@ -119,10 +125,10 @@ public final class IMServerSession {
         readRetry?.schedule(at: link.loop.now + Self.readRetryDelay)
     }
 
-    private func send(_ deliver: IMFrame, seq: UInt64) {
+    private func send(_ deliver: IMFrame, of message: IMMessage) {
         var frame = deliver
         frame.header.serial = machine.takeSerial()
-        window.sent(seq: seq, bytes: frame.body.count)
+        window.sent(message, bytes: frame.body.count)
         write(frame)
     }
 

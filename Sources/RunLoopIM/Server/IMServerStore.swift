@@ -28,14 +28,20 @@ public enum IMStoreResult: Equatable, Sendable {
 /// or on a later pass (a database across the network, after its commit or failure). An
 /// implementation never blocks the loop.
 ///
+/// Messages live in conversations (``IMConversation``): each stored message gets a store-wide `seq`
+/// and its place in its conversation, ``IMMessage/conversationSeq`` (1, 2, 3, … with no gap, in commit
+/// order). A user's inbox is, per conversation they are a member of, the messages past their cursor
+/// that others sent; acknowledging one message acknowledges every earlier one of its conversation.
+///
 /// The delivery guarantees rest on five rules an implementation keeps:
 /// 1. ``store(_:from:nowMilliseconds:completion:)`` is idempotent per (sender, id): a resend gets the
 ///    first `seq`. It completes with `.stored` only once the message is committed; a store that cannot
 ///    tell (a lost connection) completes `.refused(.internalError)`, which the client takes as "send it
 ///    again" — safe by this rule even when the first commit landed after all.
 /// 2. An id the sender abandoned before it was stored is refused forever after.
-/// 3. A stored message stays in each recipient's inbox until that recipient acknowledges its `seq`.
-/// 4. ``undelivered(for:after:limit:completion:)`` returns the inbox in `seq` order.
+/// 3. A stored message stays in each recipient's inbox until that recipient acknowledges it or a
+///    later message of its conversation.
+/// 4. ``undelivered(for:after:limit:completion:)`` returns each conversation in conversationSeq order.
 /// 5. A failure is never an answer: a read that failed completes with ``IMStoreFailure``, not with
 ///    an empty inbox.
 /// Persist them (``InMemoryIMStore`` does not survive a restart; the chat node's SQLite store does).
@@ -49,11 +55,16 @@ public protocol IMServerStore: AnyObject {
     func store(_ message: IMMessage, from sender: String, nowMilliseconds: UInt64, completion: @escaping (IMStoreResult) -> Void)
     /// Settles ids the sender gave up on: stored ones with their seq, the others refused from now on.
     func abandon(_ ids: [String], from sender: String, completion: @escaping (Result<[IMAbandonOutcome], IMStoreFailure>) -> Void)
-    /// At most `limit` messages stored for `user`, not acknowledged by them and with a `seq` above
-    /// `after`, in seq order: one window of the inbox (a session never holds a whole backlog).
-    func undelivered(for user: String, after seq: UInt64, limit: Int, completion: @escaping (Result<[IMMessage], IMStoreFailure>) -> Void)
-    /// `user` has these messages: drop them from their inbox. No answer: a lost acknowledgement only
-    /// means the messages come again, and the client drops what it has shown.
+    /// At most `limit` undelivered messages of `user` — others' messages past the user's cursor in each
+    /// conversation they are a member of — a conversation at a time and in conversationSeq order
+    /// within each, skipping in each conversation named in `after` what is at or below its number
+    /// (what the session sent already): one window of the inbox, read in O(`limit` + the user's
+    /// conversations), never O(backlog).
+    func undelivered(
+        for user: String, after: [IMConversation: UInt64], limit: Int, completion: @escaping (Result<[IMMessage], IMStoreFailure>) -> Void)
+    /// `user` has the messages of these `seq`s: in each one's conversation their cursor moves up to it
+    /// (cumulative; never back). No answer: a lost acknowledgement only means the messages come again,
+    /// and the client drops what it has shown.
     func acknowledge(_ seqs: [UInt64], for user: String)
 }
 
@@ -63,7 +74,7 @@ public protocol SynchronousIMServerStore: IMServerStore {
     func authenticate(_ login: IMLoginAttempt) -> IMLoginVerdict
     func store(_ message: IMMessage, from sender: String, nowMilliseconds: UInt64) -> IMStoreResult
     func abandon(_ ids: [String], from sender: String) -> Result<[IMAbandonOutcome], IMStoreFailure>
-    func undelivered(for user: String, after seq: UInt64, limit: Int) -> Result<[IMMessage], IMStoreFailure>
+    func undelivered(for user: String, after: [IMConversation: UInt64], limit: Int) -> Result<[IMMessage], IMStoreFailure>
 }
 
 extension SynchronousIMServerStore {
@@ -80,14 +91,15 @@ extension SynchronousIMServerStore {
     }
 
     public func undelivered(
-        for user: String, after seq: UInt64, limit: Int, completion: @escaping (Result<[IMMessage], IMStoreFailure>) -> Void
+        for user: String, after: [IMConversation: UInt64], limit: Int, completion: @escaping (Result<[IMMessage], IMStoreFailure>) -> Void
     ) {
-        completion(undelivered(for: user, after: seq, limit: limit))
+        completion(undelivered(for: user, after: after, limit: limit))
     }
 
-    /// The whole inbox of `user` in seq order (tests and tools: a server reads it a window at a time).
+    /// The whole inbox of `user`, a conversation at a time (tests and tools: a server reads it a
+    /// window at a time).
     public func undelivered(for user: String) throws(IMStoreFailure) -> [IMMessage] {
-        try undelivered(for: user, after: 0, limit: .max).get()
+        try undelivered(for: user, after: [:], limit: .max).get()
     }
 }
 
