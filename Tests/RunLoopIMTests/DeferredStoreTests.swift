@@ -1,9 +1,11 @@
-import RunLoopIM
+import RunLoopChat
 import RunLoopIMCore
 import RunLoopIMTesting
 import RunLoopKit
 import RunLoopTesting
 import Testing
+
+@testable import RunLoopIM
 
 /// The server over a store that answers on later loop passes (``DeferredIMStore``): the paths a
 /// synchronous store never takes. The delivery, flow-control and exactly-once tests run against it
@@ -60,6 +62,27 @@ struct DeferredStoreTests {
             #expect(ack.code == .ok && acknowledged == delivered)
             bob.settle()
             #expect(reports == 1 && store.inner.storedCount == 1 && bob.received(.deliver).count == 1, "stored and shown once")
+        }
+    }
+
+    @Test("a session that ends while its inbox read and a JOIN are out: the answers come to nothing, and nothing stays counted out")
+    func sessionEndsWithCallsOut() async throws {
+        try await onManualClockLoop { loop, _ in
+            let store = DeferredIMStore(writeDelay: .seconds(1), readDelay: .seconds(1))
+            let server = IMServer(store: store)
+            server.applicationHandler = ChatService()
+            let bob = MemoryLinkPeer()
+            server.adopt(bob.serverEnd)
+            bob.logIn("bob", settling: false)
+            try #require(try loop.runUntil(timeout: .seconds(10)) { server.onlineUsers == ["bob"] })
+            bob.send(PageLimitTests.join("lobby", serial: 2), settling: false)
+            try bob.pair.settle()
+            #expect(store.answersOut == 2, "the first inbox read and the JOIN")
+            bob.pair.apply(.reset)
+            try #require(try loop.runUntil(timeout: .seconds(10)) { store.isIdle })
+            try loop.run(.default, timeout: .milliseconds(10))
+            #expect(server.sessions.isEmpty && server.storeCallsOut == 0)
+            #expect(bob.received(.joinAck).isEmpty && store.inner.isMember("bob", of: .room("lobby")), "joined, though nobody heard")
         }
     }
 

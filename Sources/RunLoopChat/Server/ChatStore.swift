@@ -10,7 +10,8 @@ public import RunLoopIMCore
 /// ``IMStatusCode/internalError``. `InMemoryIMStore` and `RunLoopIMSQLite`'s `SQLiteIMStore` complete
 /// at once (``SynchronousChatStore``).
 public protocol ChatStore: IMServerStore {
-    /// Puts `user` in `room`, creating it; joining twice is not an error. A user already in
+    /// Puts `user` in `room`, creating it, from the room's latest message on (older ones are history,
+    /// not deliveries); joining twice is not an error. A user already in
     /// `maximumRooms` rooms (when set) may not join another: ``IMStatusCode/tooManyRooms``; a name
     /// that is not a valid ``RoomName``: ``IMStatusCode/badRequest``.
     func join(room: String, user: String, maximumRooms: Int?, completion: @escaping (Result<Room, IMStatusCode>) -> Void)
@@ -28,9 +29,13 @@ public protocol ChatStore: IMServerStore {
 /// A ``ChatStore`` whose answers are ready at once (memory, SQLite): plain functions, bridged to the
 /// completions, which then run before each call returns. Tests and tools call them directly.
 public protocol SynchronousChatStore: ChatStore, SynchronousIMServerStore {
+    /// ``ChatStore/join(room:user:maximumRooms:completion:)``'s answer, at once.
     func join(room: String, user: String, maximumRooms: Int?) -> Result<Room, IMStatusCode>
+    /// ``ChatStore/leave(room:user:completion:)``'s answer, at once.
     func leave(room: String, user: String) -> Result<Room, IMStatusCode>
+    /// ``ChatStore/rooms(for:after:limit:completion:)``'s page, at once.
     func rooms(for user: String, after: String, limit: Int) -> Result<[Room], IMStatusCode>
+    /// ``ChatStore/history(_:for:limit:completion:)``'s page, at once.
     func history(_ query: HistoryQuery, for user: String, limit: Int) -> Result<HistoryPage, IMStatusCode>
 }
 

@@ -12,8 +12,9 @@ import Glibc
 ///
 /// It answers heartbeats at once, drops clients silent for 1.5 × their announced keepalive (and
 /// reports them offline), stores each sent message once through its ``IMServerStore`` and acknowledges
-/// it with its sequence, delivers it to every online recipient at once and to the others from their
-/// inbox at their next login, in sequence order, until they acknowledge it.
+/// it with its sequence once the store committed it, delivers it to every online recipient at once and
+/// to the others from their inbox at their next login, each conversation in order, until they
+/// acknowledge it.
 ///
 /// Threads: confined to its loop's thread, like ``TCPListener``; every callback runs there.
 public final class IMServer {

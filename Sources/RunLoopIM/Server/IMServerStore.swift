@@ -71,9 +71,13 @@ public protocol IMServerStore: AnyObject {
 /// An ``IMServerStore`` whose answers are ready at once (memory, SQLite): it answers each call as a
 /// plain function, and its completions run before the call returns. Tests and tools read it directly.
 public protocol SynchronousIMServerStore: IMServerStore {
+    /// ``IMServerStore/authenticate(_:completion:)``'s verdict, at once.
     func authenticate(_ login: IMLoginAttempt) -> IMLoginVerdict
+    /// ``IMServerStore/store(_:from:nowMilliseconds:completion:)``'s result, committed before it returns.
     func store(_ message: IMMessage, from sender: String, nowMilliseconds: UInt64) -> IMStoreResult
+    /// ``IMServerStore/abandon(_:from:completion:)``'s outcomes, at once.
     func abandon(_ ids: [String], from sender: String) -> Result<[IMAbandonOutcome], IMStoreFailure>
+    /// ``IMServerStore/undelivered(for:after:limit:completion:)``'s window, at once.
     func undelivered(for user: String, after: [IMConversation: UInt64], limit: Int) -> Result<[IMMessage], IMStoreFailure>
 }
 
