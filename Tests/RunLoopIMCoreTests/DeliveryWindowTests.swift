@@ -82,6 +82,16 @@ struct DeliveryWindowTests {
         own.passed(Self.message(2, 2))
         let afterOwn = own.offerLive(Self.message(3, 3), bytes: 1)
         #expect(afterOwn, "the user's own message is no gap")
+
+        var unnumbered = DeliveryWindow(maximumMessages: 10, maximumBytes: 1000)
+        unnumbered.readStarted()
+        unnumbered.readFinished(asked: 10, got: 0)
+        for seq: UInt64 in 1...3 {
+            let live = unnumbered.offerLive(Self.message(seq, 0), bytes: 1)
+            #expect(live, "a store that does not number conversations: messages go as they come")
+            unnumbered.sent(Self.message(seq, 0), bytes: 1)
+        }
+        #expect(unnumbered.sentThrough.isEmpty)
     }
 
     @Test("a failed read leaves the session behind, ready to read again")

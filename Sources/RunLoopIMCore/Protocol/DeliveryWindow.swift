@@ -52,7 +52,9 @@ public struct DeliveryWindow: Sendable, Equatable {
     /// A DELIVER of `message` went out: a read's (which starts each conversation at the member's
     /// cursor) or a live one that followed on.
     public mutating func sent(_ message: IMMessage, bytes: Int) {
-        sentThrough[message.conversation] = max(sentThrough[message.conversation] ?? 0, message.conversationSeq)
+        if message.conversationSeq > 0 {
+            sentThrough[message.conversation] = max(sentThrough[message.conversation] ?? 0, message.conversationSeq)
+        }
         guard unacknowledged.updateValue(bytes, forKey: message.seq) == nil else { return }
         unacknowledgedBytes += bytes
     }
@@ -60,7 +62,7 @@ public struct DeliveryWindow: Sendable, Equatable {
     /// The user sent `message`, so it needs no DELIVER on this session: the next one of its
     /// conversation still follows on, if this one did.
     public mutating func passed(_ message: IMMessage) {
-        if follows(message) { sentThrough[message.conversation] = message.conversationSeq }
+        if message.conversationSeq > 0, follows(message) { sentThrough[message.conversation] = message.conversationSeq }
     }
 
     /// A message was stored for this session's user while it is online: `true` if it goes out now
@@ -70,7 +72,7 @@ public struct DeliveryWindow: Sendable, Equatable {
     /// when its sender resent it and the store's answer to the first SEND was lost).
     public mutating func offerLive(_ message: IMMessage, bytes: Int) -> Bool {
         let through = sentThrough[message.conversation]
-        if let through, message.conversationSeq <= through { return false }
+        if let through, message.conversationSeq <= through, message.conversationSeq > 0 { return false }
         if isReading { refusedLiveWhileReading = true }
         if isBehind { return false }
         // Unknown conversation past its first message, or a gap (a message whose store answer was
@@ -116,6 +118,7 @@ public struct DeliveryWindow: Sendable, Equatable {
     /// Whether `message` comes right after what this session sent of its conversation (a first
     /// message has nothing before it).
     private func follows(_ message: IMMessage) -> Bool {
-        message.conversationSeq == (sentThrough[message.conversation] ?? 0) + 1
+        // 0: a store that does not number conversations; its messages go in the order it gives them.
+        message.conversationSeq == 0 || message.conversationSeq == (sentThrough[message.conversation] ?? 0) + 1
     }
 }
