@@ -27,6 +27,7 @@ let package = Package(
         .library(name: "RunLoopRedis", targets: ["RunLoopRedis"]),
         .library(name: "RunLoopPostgres", targets: ["RunLoopPostgres"]),
         .library(name: "RunLoopChatCluster", targets: ["RunLoopChatCluster"]),
+        .library(name: "RunLoopChatPostgres", targets: ["RunLoopChatPostgres"]),
         .executable(name: "loop-demo", targets: ["LoopDemo"]),
         .executable(name: "loop-record", targets: ["LoopRecorder"]),
         .executable(name: "echo-server", targets: ["EchoServer"]),
@@ -208,6 +209,21 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .target(
+            // The chat's store in a PostgreSQL database several nodes share: its versioned schema and
+            // PostgresChatStore (messages, per-conversation sequences and cursors, rooms, history).
+            name: "RunLoopChatPostgres",
+            dependencies: [
+                "RunLoopKit",
+                "RunLoopNet",
+                "RunLoopIMCore",
+                "RunLoopIM",
+                "RunLoopChat",
+                "RunLoopPostgres",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
 
         // Samples
         .executableTarget(
@@ -368,7 +384,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RunLoopChatClusterTests",
-            dependencies: ["RunLoopKit", "RunLoopIMCore", "RunLoopChat", "RunLoopRedis", "RunLoopChatCluster", "RunLoopTesting"],
+            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopIMCore", "RunLoopChat", "RunLoopRedis", "RunLoopChatCluster", "RunLoopTesting"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -387,6 +403,15 @@ let package = Package(
         .testTarget(
             name: "RunLoopPostgresTests",
             dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopPostgres", "RunLoopTesting"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RunLoopChatPostgresTests",
+            dependencies: [
+                "RunLoopKit", "RunLoopNet", "RunLoopIMCore", "RunLoopIM", "RunLoopChat", "RunLoopPostgres", "RunLoopChatPostgres",
+                "RunLoopTesting",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
     ],

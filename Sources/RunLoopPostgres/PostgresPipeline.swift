@@ -160,7 +160,8 @@ struct PostgresPipeline<Rows> {
 
     /// Everything of the segment up to `last` committed: its results are final.
     private mutating func commitSegment(through last: Int) {
-        for index in requests.indices.prefix(through: last) where requests[index].isInSegment {
+        // `last` is -1 when a COMMIT already completed everything and the sync finds the queue empty.
+        for index in requests.indices where index <= last && requests[index].isInSegment {
             requests[index].isInSegment = false
             if requests[index].outcome == nil { requests[index].outcome = .success(requests[index].results) }
         }

@@ -72,6 +72,19 @@ import Testing
         #expect(Self.outcomes(pipeline.syncReceived()) == ["3:s3"])
     }
 
+    @Test func aSegmentEndingWithACommittedTransactionEndsAtItsSyncWithNothingLeft() {
+        var pipeline = Pipeline()
+        pipeline.enqueue(id: 1, kind: .transaction, statements: [PostgresStatement("INSERT 1")])
+        _ = pipeline.nextSegment()
+        _ = pipeline.received(.rows("begin"))
+        _ = pipeline.received(.rows("i1"))
+        #expect(Self.outcomes(pipeline.received(.rows("commit"))) == ["1:i1"])
+        // The queue is empty when the sync comes: before, this trapped on an index out of range.
+        #expect(Self.outcomes(pipeline.syncReceived()) == [])
+        #expect(!pipeline.isAwaitingResults && pipeline.isEmpty)
+        #expect(pipeline.nextSegment() == nil)
+    }
+
     @Test func aTransactionRefusedAfterItsBeginIsFollowedByRollbackBeforeAnythingElse() {
         var pipeline = Pipeline()
         pipeline.enqueue(id: 1, kind: .transaction, statements: [PostgresStatement("INSERT 1"), PostgresStatement("INSERT 2")])

@@ -1,6 +1,8 @@
 // Conversions between the public domain types and the generated Protocol Buffers messages of
 // docs/PROTOCOL.md: the only place that knows both. `package`, so the wire format never becomes API.
 
+import SwiftProtobuf
+
 extension IMRecipient {
     /// `nil` for a message without one, which a server refuses and never stores.
     package init?(_ wire: IMChatMessage.OneOf_To?) {
@@ -38,6 +40,16 @@ extension IMMessage {
         message.sentAtMs = sentAtMilliseconds
         message.conversationSeq = conversationSeq
         return message
+    }
+
+    /// The ChatMessage encoding of it, for carriers other than a frame (the cluster bus's stream
+    /// entries). Encoding our own generated message cannot fail (no required or `Any` fields).
+    package var encodedBytes: [UInt8] { try! wire.serializedBytes() }
+
+    /// The message ``encodedBytes`` made; `nil` for bytes that are not a ChatMessage's encoding.
+    package init?(encodedBytes bytes: [UInt8]) {
+        guard let wire = try? IMChatMessage(serializedBytes: bytes) else { return nil }
+        self.init(wire)
     }
 }
 

@@ -1,0 +1,27 @@
+public import RunLoopIMCore
+
+/// What one chat node tells the others through the ``ClusterBus``, after its store committed it: the
+/// other nodes pass it on to their local sessions. The bus only saves latency: a node that misses an
+/// event catches up from the store.
+///
+/// A value: it may cross threads.
+public enum ClusterEvent: Hashable, Sendable {
+    /// A stored message (its ``IMMessage/conversationSeq`` set), for the recipients' sessions.
+    case message(IMMessage)
+    /// `user` joined (`joined` true) or left `room`.
+    case membership(user: String, room: String, joined: Bool)
+    /// `user` came online (their first session in the cluster) or went offline (their last one ended).
+    case presence(user: String, online: Bool)
+
+    /// What decides the event's stream: events with one ordering key share a stream and keep their
+    /// publishing order. A message and a room's membership change order with their conversation;
+    /// presence orders per user.
+    var orderingKey: String {
+        switch self {
+        case .message(let message): return message.conversation.storageKey
+        case .membership(_, let room, _): return IMConversation.room(room).storageKey
+        // `u:` is no storage key's prefix, so a user never shares a key with a conversation.
+        case .presence(let user, _): return "u:" + user
+        }
+    }
+}

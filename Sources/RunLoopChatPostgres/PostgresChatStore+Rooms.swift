@@ -1,0 +1,121 @@
+public import RunLoopChat
+import RunLoopIM
+public import RunLoopIMCore
+import RunLoopPostgres
+
+extension PostgresChatStore {
+    /// Puts `user` in `room`, creating it, in one transaction. The new member's cursor starts at the
+    /// room's last message: what came before shows in history, never as deliveries. Joining twice is
+    /// not an error; a user already in `maximumRooms` rooms (when set) may not join another
+    /// (`tooManyRooms`); a name that is not a valid `RoomName`: `badRequest`.
+    /// Loop thread only; `completion` runs there once.
+    public func join(room: String, user: String, maximumRooms: Int?, completion: @escaping (Result<Room, IMStatusCode>) -> Void) {
+        guard RoomName.isValid(room), PostgresText.isStorable(user) else { return completion(.failure(.badRequest)) }
+        let key = IMConversation.room(room).storageKey
+        let statements = [
+            PostgresStatement(
+                """
+                INSERT INTO conversations(key, room) SELECT $1::text, $2::text
+                WHERE NOT EXISTS (SELECT 1 FROM conversations WHERE key = $1) ON CONFLICT (key) DO NOTHING
+                """, [key, room]),
+            PostgresStatement(
+                """
+                INSERT INTO members("user", conversation_id, acked_through) SELECT $2::text, c.id, c.last_seq FROM conversations c
+                WHERE c.key = $1 AND ($3::bigint IS NULL OR (
+                    SELECT count(*) FROM members mb JOIN conversations r ON r.id = mb.conversation_id
+                    WHERE mb."user" = $2 AND r.room IS NOT NULL) < $3)
+                ON CONFLICT DO NOTHING
+                """, [key, user, maximumRooms.map(String.init)]),
+            summary(key, user)
+        ]
+        transaction(statements, "join of \(room) by \(user)") { result in
+            completion(
+                result.mapError { _ in .internalError }.flatMap { rows in
+                    let joined = Self.room(room, rows[2])
+                    return joined.isMember ? .success(joined) : .failure(.tooManyRooms)
+                })
+        }
+    }
+
+    /// Takes `user` out of `room` in one transaction (`notAMember` if they were not in it).
+    /// Loop thread only; `completion` runs there once.
+    public func leave(room: String, user: String, completion: @escaping (Result<Room, IMStatusCode>) -> Void) {
+        guard PostgresText.isStorable(room, user) else { return completion(.failure(.notAMember)) }
+        let key = IMConversation.room(room).storageKey
+        let statements = [
+            PostgresStatement(
+                "DELETE FROM members WHERE \"user\" = $2 AND conversation_id = (SELECT id FROM conversations WHERE key = $1)", [key, user]),
+            summary(key, user)
+        ]
+        transaction(statements, "leave of \(room) by \(user)") { result in
+            completion(
+                result.mapError { _ in .internalError }.flatMap { rows in
+                    rows[0].affectedRows == 1 ? .success(Self.room(room, rows[1])) : .failure(.notAMember)
+                })
+        }
+    }
+
+    /// At most `limit` rooms with members whose names sort after `after` in UTF-8 byte order
+    /// ("": from the first), in that order, as `user` sees them. Loop thread only; `completion` runs
+    /// there once.
+    public func rooms(for user: String, after: String, limit: Int, completion: @escaping (Result<[Room], IMStatusCode>) -> Void) {
+        guard limit > 0, PostgresText.isStorable(user, after) else { return completion(.success([])) }
+        let statement = PostgresStatement(
+            """
+            SELECT c.room, count(*) AS members, bool_or(mb."user" = $1) AS is_member
+            FROM conversations c JOIN members mb ON mb.conversation_id = c.id
+            WHERE c.room > $2 GROUP BY c.room ORDER BY c.room LIMIT $3
+            """, [user, after, String(limit)])
+        query(statement, "room list for \(user)") { result in
+            completion(
+                result.mapError { _ in .internalError }.map { rows in
+                    (0..<rows.count).map { Room(name: rows[$0, 0] ?? "", members: rows.int($0, 1) ?? 0, isMember: rows.bool($0, 2) == true) }
+                })
+        }
+    }
+
+    /// A page of `user`'s conversation with a user, or in a room they are a member of (`notAMember`
+    /// otherwise), newest first: at most `limit` messages with `seq` below the query's `before`
+    /// (0: from the newest). One statement. Loop thread only; `completion` runs there once.
+    public func history(
+        _ query: HistoryQuery, for user: String, limit: Int, completion: @escaping (Result<HistoryPage, IMStatusCode>) -> Void
+    ) {
+        let conversation = IMConversation(from: user, to: query.conversation)
+        guard PostgresText.isStorable(user, conversation.storageKey) else { return completion(.failure(.notAMember)) }
+        let isRoom = if case .room = query.conversation { true } else { false }
+        let before = query.before == 0 ? Int64.max : Int64(clamping: query.before)
+        let statement = PostgresStatement(
+            """
+            SELECT g.allowed, \(StoredMessage.columns) FROM (
+                SELECT c.id, (NOT $3::boolean OR EXISTS (SELECT 1 FROM members WHERE "user" = $2 AND conversation_id = c.id)) AS allowed
+                FROM (SELECT 1) AS one LEFT JOIN conversations c ON c.key = $1
+            ) AS g
+            LEFT JOIN LATERAL (
+                SELECT * FROM messages WHERE conversation_id = g.id AND g.allowed AND seq < $4 ORDER BY seq DESC LIMIT $5
+            ) AS m ON true
+            """, [conversation.storageKey, user, PostgresText.bool(isRoom), String(before), String(min(max(0, limit), Int.max - 1) + 1)])
+        self.query(statement, "history of \(conversation) for \(user)") { result in
+            completion(
+                result.mapError { _ in .internalError }.flatMap { rows in
+                    guard rows.bool(0, 0) == true else { return .failure(.notAMember) }
+                    var messages = StoredMessage.messages(rows)
+                    let more = messages.count > limit
+                    if more { messages.removeLast() }
+                    return .success(HistoryPage(messages: messages, moreAvailable: more))
+                })
+        }
+    }
+
+    /// The room's member count and whether `user` is one ($1 its key, $2 the user).
+    private func summary(_ key: String, _ user: String) -> PostgresStatement {
+        PostgresStatement(
+            """
+            SELECT count(mb."user") AS members, coalesce(bool_or(mb."user" = $2), false) AS is_member
+            FROM conversations c LEFT JOIN members mb ON mb.conversation_id = c.id WHERE c.key = $1
+            """, [key, user])
+    }
+
+    private static func room(_ name: String, _ summary: PostgresRows) -> Room {
+        Room(name: name, members: summary.int(0, 0) ?? 0, isMember: summary.bool(0, 1) == true)
+    }
+}

@@ -1,0 +1,129 @@
+public import Logging
+import RunLoopChat
+public import RunLoopKit
+public import RunLoopNet
+public import RunLoopPostgres
+
+/// The chat's store in PostgreSQL, which several chat nodes share: messages with their store-wide
+/// `seq` and per-conversation `conversationSeq`, each member's cursor (the inbox), abandoned ids,
+/// rooms and history, accounts. The schema is ``ChatSchema``'s; run ``ChatSchema/migrate(on:completion:)``
+/// (`chat-node migrate`) before a node uses it, and ``ChatSchema/check(on:completion:)`` at start.
+///
+/// It has the asynchronous store protocol's methods (RunLoopIM's `IMServerStore`, RunLoopChat's
+/// `ChatStore`): each operation is one pipelined round trip — a change is one transaction sent as
+/// one pipeline — and its completion runs once on the loop's thread, after the commit or the failure.
+/// With no connection up (a ``ReconnectingLink`` between attempts) it fails at once, before returning,
+/// rather than wait for a reconnect that may not come.
+///
+/// Failures: a send the database did not confirm is answered `.refused(.internalError)`, which the
+/// client takes as temporary and resends under the same id — safe because storing is idempotent per
+/// (sender, id), also when the first commit landed after all. Reads fail with a
+/// ``PostgresStoreFailure`` (inbox, abandon) or `IMStatusCode.internalError` (rooms, history).
+/// Temporary failures are logged at `warning`, others (a refused statement: a bug or a broken
+/// schema) at `error`.
+///
+/// Threads: confined to its loop's thread, like its connection.
+public final class PostgresChatStore {
+    /// How ``authenticate(_:completion:)`` decides a login.
+    public enum Authentication: Sendable, Equatable {
+        /// Any name logs in with any password (tests, demos, a deployment that authenticates
+        /// before the store).
+        case open
+        /// The `accounts` table: the name in any case, the password checked against its scrypt
+        /// hash off the loop.
+        case accounts
+    }
+
+    /// The loop its connection runs on.
+    public let loop: RunLoop
+    public let authentication: Authentication
+    /// Whether a direct message to a name that never logged in and has no account is refused with
+    /// `unknownRecipient`. On by default with ``Authentication/accounts``.
+    public var requiresKnownRecipients: Bool
+    public var logger: Logger
+
+    private let source: Source
+    lazy var passwordWorkers = PasswordWorkers(count: passwordCheckThreads, loop: loop)
+    private let passwordCheckThreads: Int
+
+    private enum Source {
+        case connection(PostgresConnection)
+        case link(ReconnectingLink<PostgresConnection>)
+    }
+
+    /// A store over one connection (which it keeps). Loop thread only.
+    /// - Parameter passwordCheckThreads: threads for scrypt checks with ``Authentication/accounts``.
+    public convenience init(
+        connection: PostgresConnection, authentication: Authentication = .accounts, passwordCheckThreads: Int = 2,
+        logger: Logger = Logger(label: "RunLoopChat.postgres")
+    ) {
+        self.init(.connection(connection), loop: connection.loop, authentication, passwordCheckThreads, logger)
+    }
+
+    /// A store over whichever connection `link` has up (it keeps the link). Loop thread only.
+    public convenience init(
+        link: ReconnectingLink<PostgresConnection>, authentication: Authentication = .accounts, passwordCheckThreads: Int = 2,
+        logger: Logger = Logger(label: "RunLoopChat.postgres")
+    ) {
+        self.init(.link(link), loop: link.loop, authentication, passwordCheckThreads, logger)
+    }
+
+    private init(_ source: Source, loop: RunLoop, _ authentication: Authentication, _ passwordCheckThreads: Int, _ logger: Logger) {
+        self.source = source
+        self.loop = loop
+        self.authentication = authentication
+        self.passwordCheckThreads = passwordCheckThreads
+        self.logger = logger
+        requiresKnownRecipients = authentication == .accounts
+    }
+
+    /// The connection to use now; `nil` while a link has none up.
+    private var connection: PostgresConnection? {
+        switch source {
+        case .connection(let connection): return connection
+        case .link(let link): return link.connection
+        }
+    }
+
+    /// Runs `statements` as one transaction; a failure comes back logged, as what `operation` names
+    /// (at `debug` when the caller `expects` it and handles it).
+    func transaction(
+        _ statements: [PostgresStatement], _ operation: @autoclosure () -> String,
+        expecting expects: @escaping (PostgresError) -> Bool = { _ in false },
+        completion: @escaping (Result<[PostgresRows], PostgresStoreFailure>) -> Void
+    ) {
+        guard let connection else { return completion(.failure(failed(operation(), .closed))) }
+        let operation = operation()
+        connection.transaction(statements) { [weak self] result in
+            completion(
+                result.mapError { cause in
+                    self?.failed(operation, cause, expected: expects(cause)) ?? PostgresStoreFailure(operation: operation, cause: cause)
+                })
+        }
+    }
+
+    /// Runs one statement outside a transaction; a failure comes back logged.
+    func query(
+        _ statement: PostgresStatement, _ operation: @autoclosure () -> String,
+        completion: @escaping (Result<PostgresRows, PostgresStoreFailure>) -> Void
+    ) {
+        guard let connection else { return completion(.failure(failed(operation(), .closed))) }
+        let operation = operation()
+        connection.query(statement.sql, statement.parameters) { [weak self] result in
+            completion(result.mapError { self?.failed(operation, $0) ?? PostgresStoreFailure(operation: operation, cause: $0) })
+        }
+    }
+
+    /// The failure of `operation`, logged once at the level it deserves.
+    func failed(_ operation: String, _ cause: PostgresError, expected: Bool = false) -> PostgresStoreFailure {
+        let failure = PostgresStoreFailure(operation: operation, cause: cause)
+        if expected {
+            logger.debug("\(failure)")
+        } else if failure.isTemporary {
+            logger.warning("\(failure)")
+        } else {
+            logger.error("\(failure)")
+        }
+        return failure
+    }
+}
