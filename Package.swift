@@ -94,7 +94,7 @@ let package = Package(
             // The IM stack's in-memory link pair with a fault script: a target of its own in the
             // RunLoopTesting product, so tests of the loop alone do not build the IM stack.
             name: "RunLoopIMTesting",
-            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopIMCore", "RunLoopIM", "RunLoopTesting"],
+            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopIMCore", "RunLoopIM", "RunLoopChat", "RunLoopTesting"],
             swiftSettings: swiftSettings
         ),
         .target(

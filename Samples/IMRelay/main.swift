@@ -62,7 +62,7 @@ struct IMRelay: ParsableCommand {
                     return (parts[0], parts.count > 1 ? parts[1] : "")
                 }, uniquingKeysWith: { _, last in last })
         }
-        let store: any ChatStore =
+        let store: any SynchronousChatStore =
             try database.map { try SQLiteIMStore(path: $0, accounts: accounts, logger: logger) }
             ?? InMemoryIMStore(accounts: accounts)
         var settings = IMServer.Settings()

@@ -109,6 +109,17 @@ public final class SQLiteDatabase {
         }
     }
 
+    /// The work the statement of `sql` did since the last call (SQLite's statement counters, reset by
+    /// this call): rows stepped through by full table scans, and virtual-machine steps. `nil`: the
+    /// statement was never run. For tests that a query uses its indexes — a count, not a timing.
+    package func work(of sql: String) -> (fullScanSteps: Int, virtualMachineSteps: Int)? {
+        guard let statement = statements[sql] else { return nil }
+        return (
+            Int(sqlite3_stmt_status(statement, SQLITE_STMTSTATUS_FULLSCAN_STEP, 1)),
+            Int(sqlite3_stmt_status(statement, SQLITE_STMTSTATUS_VM_STEP, 1))
+        )
+    }
+
     /// Rows changed by the last INSERT, UPDATE or DELETE.
     public var changes: Int { Int(sqlite3_changes(handle)) }
     /// The rowid of the last INSERT.

@@ -3,19 +3,23 @@ public import RunLoopChat
 public import RunLoopIM
 public import RunLoopIMCore
 
-/// An `IMServerStore` and `ChatStore` in one SQLite file (WAL mode): messages, each user's undelivered inbox,
-/// abandoned ids, room members and the users seen. Every rule of the protocol's delivery guarantee is
-/// a constraint or a transaction here, so it holds across a crash of the server process:
+/// An `IMServerStore` and `ChatStore` in one SQLite file (WAL mode), in the schema the PostgreSQL store
+/// shares (`SQLiteIMStore+Schema.swift`): conversations with their last sequence, messages numbered in
+/// their conversation, one cursor per (member, conversation), abandoned ids, the users seen. Every rule
+/// of the protocol's delivery guarantee is a constraint or a transaction here, so it holds across a
+/// crash of the server process:
 /// - (sender, client id) is UNIQUE: a resend finds the first row and gets its seq back;
 /// - an abandoned (sender, id) has its own row, checked before storing;
-/// - a stored message and its recipients' inbox rows are written in one transaction, committed before
-///   SEND_ACK goes out;
-/// - the inbox is read in seq order and a row leaves only on the recipient's DELIVER_ACK.
+/// - a message gets its conversationSeq from its conversation's row in the transaction that stores
+///   it, committed before SEND_ACK goes out: one row however many members a room has;
+/// - a member's inbox is the conversation past their cursor, which moves only on their DELIVER_ACK
+///   (or their own message, when they were caught up).
 ///
-/// Loop thread only (the server's); calls are synchronous and short. A SQLite failure never passes
-/// as success: a send is refused with `internalError` (the client sends it again), an abandon gets no
-/// answer for that id (the client asks again), and it is logged at `error`.
-public final class SQLiteIMStore: ChatStore {
+/// Loop thread only (the server's); calls are synchronous and short, so every completion of the
+/// store protocols runs before the call returns. A SQLite failure never passes as success: a send is
+/// refused with `internalError` (the client sends it again), an abandon or an inbox read fails with
+/// `IMStoreFailure` (the client asks again; the session reads again), and it is logged at `error`.
+public final class SQLiteIMStore: SynchronousChatStore {
     public let database: SQLiteDatabase
     /// Accounts and passwords checked at login; `nil`: any user name logs in with any password.
     public var accounts: [String: String]?
@@ -24,7 +28,9 @@ public final class SQLiteIMStore: ChatStore {
     public var requiresKnownRecipients: Bool
     public var logger: Logger
 
-    /// Opens or creates the store at `path` (":memory:" for a throwaway one).
+    /// Opens or creates the store at `path` (":memory:" for a throwaway one), upgrading a file of an
+    /// older schema in one transaction.
+    /// - Throws: the file cannot be opened, or its schema is newer than this code knows.
     public init(
         path: String, accounts: [String: String]? = nil, durability: SQLiteDatabase.Durability = .processCrash,
         logger: Logger = Logger(label: "RunLoopIM.sqlite")
@@ -33,85 +39,88 @@ public final class SQLiteIMStore: ChatStore {
         self.accounts = accounts
         self.logger = logger
         requiresKnownRecipients = accounts != nil
-        try database.execute(
-            """
-            CREATE TABLE IF NOT EXISTS messages(
-                seq INTEGER PRIMARY KEY AUTOINCREMENT,
-                sender TEXT NOT NULL, client_id TEXT NOT NULL,
-                to_user TEXT, to_room TEXT, text TEXT NOT NULL, sent_at_ms INTEGER NOT NULL,
-                UNIQUE(sender, client_id));
-            CREATE TABLE IF NOT EXISTS inbox(user TEXT NOT NULL, seq INTEGER NOT NULL REFERENCES messages(seq),
-                PRIMARY KEY(user, seq)) WITHOUT ROWID;
-            CREATE TABLE IF NOT EXISTS abandoned(sender TEXT NOT NULL, client_id TEXT NOT NULL,
-                PRIMARY KEY(sender, client_id)) WITHOUT ROWID;
-            CREATE TABLE IF NOT EXISTS room_members(room TEXT NOT NULL, user TEXT NOT NULL,
-                PRIMARY KEY(room, user)) WITHOUT ROWID;
-            CREATE TABLE IF NOT EXISTS users(name TEXT PRIMARY KEY) WITHOUT ROWID;
-            CREATE INDEX IF NOT EXISTS messages_by_room ON messages(to_room, seq) WHERE to_room IS NOT NULL;
-            CREATE INDEX IF NOT EXISTS messages_by_pair ON messages(sender, to_user, seq) WHERE to_user IS NOT NULL;
-            """)
+        try prepareSchema()
         for user in accounts?.keys.sorted() ?? [] { try database.query("INSERT OR IGNORE INTO users(name) VALUES (?)", [.text(user)]) }
     }
+
+    // MARK: Rooms
 
     public func join(room: String, user: String, maximumRooms: Int?) -> Result<Room, IMStatusCode> {
         guard RoomName.isValid(room) else { return .failure(.badRequest) }
         if let maximumRooms {
             do {
                 var rooms = 0
-                try database.query("SELECT count(*) FROM room_members WHERE user = ?", [.text(user)]) { row in rooms = Int(row.integer(0)) }
-                if rooms >= maximumRooms, try !isMember(user, of: room) { return .failure(.tooManyRooms) }
+                try database.query(
+                    "SELECT count(*) FROM members mb JOIN conversations c ON c.id = mb.conversation_id WHERE mb.user = ? AND c.room IS NOT NULL",
+                    [.text(user)]
+                ) { row in rooms = Int(row.integer(0)) }
+                if rooms >= maximumRooms, try !isMember(user, of: .room(room)) { return .failure(.tooManyRooms) }
             } catch {
                 logger.error("rooms of \(user) not counted: \(error)")
                 return .failure(.internalError)
             }
         }
-        return roomChange(room, user, "INSERT OR IGNORE INTO room_members(room, user) VALUES (?, ?)")
+        return roomChange(room, user) { () throws(SQLiteError) in
+            let key = IMConversation.room(room).storageKey
+            try database.query("INSERT OR IGNORE INTO conversations(key, room) VALUES (?, ?)", [.text(key), .text(room)])
+            // From the room's last message on: older ones are history, not deliveries.
+            try database.query(
+                "INSERT OR IGNORE INTO members(user, conversation_id, acked_through) SELECT ?, id, last_seq FROM conversations WHERE key = ?",
+                [.text(user), .text(key)])
+        }
     }
 
     public func leave(room: String, user: String) -> Result<Room, IMStatusCode> {
         do {
-            guard try isMember(user, of: room) else { return .failure(.notAMember) }
+            guard try isMember(user, of: .room(room)) else { return .failure(.notAMember) }
         } catch {
             logger.error("membership of \(user) in \(room) not read: \(error)")
             return .failure(.internalError)
         }
-        return roomChange(room, user, "DELETE FROM room_members WHERE room = ? AND user = ?")
+        return roomChange(room, user) { () throws(SQLiteError) in
+            try database.query(
+                "DELETE FROM members WHERE user = ? AND conversation_id = (SELECT id FROM conversations WHERE key = ?)",
+                [.text(user), .text(IMConversation.room(room).storageKey)])
+        }
     }
 
-    public func rooms(for user: String, after: String, limit: Int) -> [Room] {
+    public func rooms(for user: String, after: String, limit: Int) -> Result<[Room], IMStatusCode> {
         var rooms: [Room] = []
         do {
             try database.query(
-                "SELECT room, count(*), max(user = ?) FROM room_members WHERE room > ? GROUP BY room ORDER BY room LIMIT ?",
+                """
+                SELECT c.room, count(*), max(mb.user = ?) FROM conversations c JOIN members mb ON mb.conversation_id = c.id
+                WHERE c.room IS NOT NULL AND c.room > ? GROUP BY c.room ORDER BY c.room LIMIT ?
+                """,
                 [.text(user), .text(after), .integer(Int64(clamping: limit))]
             ) { row in
                 rooms.append(Room(name: row.text(0) ?? "", members: Int(row.integer(1)), isMember: row.integer(2) != 0))
             }
         } catch {
             logger.error("rooms not listed: \(error)")
+            return .failure(.internalError)
         }
-        return rooms
+        return .success(rooms)
     }
 
     public func history(_ query: HistoryQuery, for user: String, limit: Int) -> Result<HistoryPage, IMStatusCode> {
         let before = Int64(clamping: query.before == 0 ? UInt64(Int64.max) : query.before)
-        let columns = "seq, sender, client_id, to_user, to_room, text, sent_at_ms"
-        let sql: String
-        let parameters: [SQLiteDatabase.Value]
         do {
+            let place: IMConversation
             switch query.conversation {
             case .room(let room):
-                guard try isMember(user, of: room) else { return .failure(.notAMember) }
-                sql = "SELECT \(columns) FROM messages WHERE to_room = ? AND seq < ? ORDER BY seq DESC LIMIT ?"
-                parameters = [.text(room), .integer(before), .integer(Int64(limit) + 1)]
+                guard try isMember(user, of: .room(room)) else { return .failure(.notAMember) }
+                place = .room(room)
             case .user(let other):
-                sql =
-                    "SELECT \(columns) FROM messages WHERE seq < ? AND "
-                    + "((sender = ? AND to_user = ?) OR (sender = ? AND to_user = ?)) ORDER BY seq DESC LIMIT ?"
-                parameters = [.integer(before), .text(user), .text(other), .text(other), .text(user), .integer(Int64(limit) + 1)]
+                place = .direct(between: user, and: other)
             }
             var messages: [ChatMessage] = []
-            try database.query(sql, parameters) { row in messages.append(Self.message(from: row)) }
+            try database.query(
+                """
+                SELECT \(Self.messageColumns) FROM messages m
+                WHERE m.conversation_id = (SELECT id FROM conversations WHERE key = ?) AND m.seq < ? ORDER BY m.seq DESC LIMIT ?
+                """, [.text(place.storageKey), .integer(before), .integer(Int64(limit) + 1)]
+            ) { row in messages.append(Self.message(from: row)) }
             let more = messages.count > limit
             if more { messages.removeLast() }
             return .success(HistoryPage(messages: messages, moreAvailable: more))
@@ -121,13 +130,17 @@ public final class SQLiteIMStore: ChatStore {
         }
     }
 
-    private func roomChange(_ room: String, _ user: String, _ sql: String) -> Result<Room, IMStatusCode> {
+    private func roomChange(_ room: String, _ user: String, _ change: () throws(SQLiteError) -> Void) -> Result<Room, IMStatusCode> {
         do {
             var info = Room(name: room, members: 0, isMember: false)
             try database.transaction { () throws(SQLiteError) in
-                try database.query(sql, [.text(room), .text(user)])
-                try database.query("SELECT count(*), coalesce(max(user = ?), 0) FROM room_members WHERE room = ?", [.text(user), .text(room)]) {
-                    row in
+                try change()
+                try database.query(
+                    """
+                    SELECT count(*), coalesce(max(user = ?), 0) FROM members
+                    WHERE conversation_id = (SELECT id FROM conversations WHERE key = ?)
+                    """, [.text(user), .text(IMConversation.room(room).storageKey)]
+                ) { row in
                     info = Room(name: room, members: Int(row.integer(0)), isMember: row.integer(1) != 0)
                 }
             }
@@ -137,6 +150,8 @@ public final class SQLiteIMStore: ChatStore {
             return .failure(.internalError)
         }
     }
+
+    // MARK: Messages
 
     public func authenticate(_ login: IMLoginAttempt) -> IMLoginVerdict {
         if let accounts, accounts[login.user] != login.password {
@@ -153,40 +168,24 @@ public final class SQLiteIMStore: ChatStore {
 
     public func store(_ message: IMMessage, from sender: String, nowMilliseconds: UInt64) -> IMStoreResult {
         guard !message.id.isEmpty else { return .refused(.badRequest) }
-        let target = message.recipient
         do {
             return try database.transaction { () throws(SQLiteError) -> IMStoreResult in
                 if let earlier = try find(sender: sender, id: message.id) {
-                    return .stored(earlier, recipients: try recipients(of: earlier, from: sender), isNew: false)
+                    return .stored(earlier, recipients: try members(waitingFor: earlier), isNew: false)
                 }
                 var abandoned = false
                 try database.query("SELECT 1 FROM abandoned WHERE sender = ? AND client_id = ?", [.text(sender), .text(message.id)]) { _ in
                     abandoned = true
                 }
                 if abandoned { return .refused(.badRequest) }
-                switch target {
+                switch message.recipient {
                 case .user(let name):
                     guard try isKnown(name) else { return .refused(.unknownRecipient) }
                 case .room(let name):
-                    guard try isMember(sender, of: name) else { return .refused(.unknownRecipient) }
+                    guard try isMember(sender, of: .room(name)) else { return .refused(.unknownRecipient) }
                 }
-                var stored = message
-                stored.from = sender
-                stored.sentAtMilliseconds = nowMilliseconds
-                let (toUser, toRoom): (SQLiteDatabase.Value, SQLiteDatabase.Value)
-                switch target {
-                case .user(let name): (toUser, toRoom) = (.text(name), .null)
-                case .room(let name): (toUser, toRoom) = (.null, .text(name))
-                }
-                try database.query(
-                    "INSERT INTO messages(sender, client_id, to_user, to_room, text, sent_at_ms) VALUES (?, ?, ?, ?, ?, ?)",
-                    [.text(sender), .text(message.id), toUser, toRoom, .text(stored.text), .integer(Int64(nowMilliseconds))])
-                stored.seq = UInt64(database.lastInsertedRowID)
-                let targets = try recipients(of: stored, from: sender)
-                for user in targets {
-                    try database.query("INSERT INTO inbox(user, seq) VALUES (?, ?)", [.text(user), .integer(Int64(stored.seq))])
-                }
-                return .stored(stored, recipients: targets, isNew: true)
+                let stored = try insert(message, from: sender, nowMilliseconds: nowMilliseconds)
+                return .stored(stored, recipients: try members(waitingFor: stored), isNew: true)
             }
         } catch {
             logger.error("message \(message.id) from \(sender) not stored: \(error)")
@@ -194,38 +193,109 @@ public final class SQLiteIMStore: ChatStore {
         }
     }
 
-    public func abandon(_ ids: [String], from sender: String) -> [IMAbandonOutcome] {
-        do {
-            return try database.transaction { () throws(SQLiteError) -> [IMAbandonOutcome] in
-                var results: [IMAbandonOutcome] = []
-                for id in ids {
-                    let earlier = try find(sender: sender, id: id)
-                    if earlier == nil {
-                        try database.query("INSERT OR IGNORE INTO abandoned(sender, client_id) VALUES (?, ?)", [.text(sender), .text(id)])
-                    }
-                    results.append(IMAbandonOutcome(id: id, storedSeq: earlier?.seq))
-                }
-                return results
+    /// Numbers and inserts a new message inside the caller's transaction: the conversation's row first
+    /// (its `last_seq` is the number, and the write serialises senders), then the message, the members
+    /// a direct conversation's first message brings, and the sender's own cursor.
+    private func insert(_ message: IMMessage, from sender: String, nowMilliseconds: UInt64) throws(SQLiteError) -> IMMessage {
+        var stored = message
+        stored.from = sender
+        stored.sentAtMilliseconds = nowMilliseconds
+        let place = stored.conversation
+        let (toUser, toRoom): (SQLiteDatabase.Value, SQLiteDatabase.Value)
+        switch stored.recipient {
+        case .user(let name): (toUser, toRoom) = (.text(name), .null)
+        case .room(let name): (toUser, toRoom) = (.null, .text(name))
+        }
+        var conversationID: Int64 = 0
+        try database.query(
+            """
+            INSERT INTO conversations(key, room, last_seq) VALUES (?, ?, 1)
+            ON CONFLICT(key) DO UPDATE SET last_seq = last_seq + 1 RETURNING id, last_seq
+            """, [.text(place.storageKey), toRoom]
+        ) { row in
+            conversationID = row.integer(0)
+            stored.conversationSeq = UInt64(row.integer(1))
+        }
+        let number = Int64(stored.conversationSeq)
+        try database.query(
+            """
+            INSERT INTO messages(conversation_id, conversation_seq, sender, client_id, to_user, to_room, text, sent_at_ms)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [
+                .integer(conversationID), .integer(number), .text(sender), .text(message.id), toUser, toRoom, .text(stored.text),
+                .integer(Int64(nowMilliseconds))
+            ])
+        stored.seq = UInt64(database.lastInsertedRowID)
+        if case .user(let name) = stored.recipient {
+            for member in [sender, name] {
+                try database.query(
+                    "INSERT OR IGNORE INTO members(user, conversation_id, acked_through) VALUES (?, ?, 0)", [.text(member), .integer(conversationID)])
             }
+        }
+        // A sender caught up with the conversation stays caught up: their own message is no backlog.
+        try database.query(
+            "UPDATE members SET acked_through = ?3 WHERE user = ?1 AND conversation_id = ?2 AND acked_through = ?3 - 1",
+            [.text(sender), .integer(conversationID), .integer(number)])
+        return stored
+    }
+
+    public func abandon(_ ids: [String], from sender: String) -> Result<[IMAbandonOutcome], IMStoreFailure> {
+        do {
+            return .success(
+                try database.transaction { () throws(SQLiteError) -> [IMAbandonOutcome] in
+                    var results: [IMAbandonOutcome] = []
+                    for id in ids {
+                        let earlier = try find(sender: sender, id: id)
+                        if earlier == nil {
+                            try database.query("INSERT OR IGNORE INTO abandoned(sender, client_id) VALUES (?, ?)", [.text(sender), .text(id)])
+                        }
+                        results.append(IMAbandonOutcome(id: id, storedSeq: earlier?.seq))
+                    }
+                    return results
+                })
         } catch {
             logger.error("abandon from \(sender) not recorded: \(error)")
-            return []
+            return .failure(IMStoreFailure("abandon from \(sender)", reason: "\(error)"))
         }
     }
 
-    public func undelivered(for user: String, after seq: UInt64, limit: Int) -> [IMMessage] {
+    /// The conversations of a user with something past their cursor, in id order, with where the
+    /// cursor and the conversation are: one index range of `members` and a row of `conversations` each.
+    package static let conversationsBehindSQL = """
+        SELECT mb.conversation_id, c.key, mb.acked_through, c.last_seq FROM members mb JOIN conversations c ON c.id = mb.conversation_id
+        WHERE mb.user = ? AND c.last_seq > mb.acked_through ORDER BY mb.conversation_id
+        """
+
+    /// Others' messages of one conversation past a number, in order: one index range of `messages`.
+    package static let conversationMessagesSQL = """
+        SELECT \(messageColumns) FROM messages m
+        WHERE m.conversation_id = ? AND m.conversation_seq > ? AND m.sender <> ? ORDER BY m.conversation_seq LIMIT ?
+        """
+
+    public func undelivered(for user: String, after: [IMConversation: UInt64], limit: Int) -> Result<[IMMessage], IMStoreFailure> {
         var messages: [IMMessage] = []
+        guard limit > 0 else { return .success(messages) }
+        // `after` by storage key: the rows carry the key, not the value.
+        var sent: [String: UInt64] = [:]
+        for (place, through) in after { sent[place.storageKey] = through }
         do {
-            try database.query(
-                """
-                SELECT m.seq, m.sender, m.client_id, m.to_user, m.to_room, m.text, m.sent_at_ms
-                FROM inbox i JOIN messages m ON m.seq = i.seq WHERE i.user = ? AND i.seq > ? ORDER BY i.seq LIMIT ?
-                """, [.text(user), .integer(Int64(clamping: seq)), .integer(Int64(clamping: limit))]
-            ) { row in messages.append(Self.message(from: row)) }
+            var behind: [(id: Int64, from: Int64)] = []
+            try database.query(Self.conversationsBehindSQL, [.text(user)]) { row in
+                let from = max(row.integer(2), Int64(clamping: sent[row.text(1) ?? ""] ?? 0))
+                if from < row.integer(3) { behind.append((row.integer(0), from)) }
+            }
+            for conversation in behind where messages.count < limit {
+                try database.query(
+                    Self.conversationMessagesSQL,
+                    [.integer(conversation.id), .integer(conversation.from), .text(user), .integer(Int64(clamping: limit - messages.count))]
+                ) { row in messages.append(Self.message(from: row)) }
+            }
         } catch {
             logger.error("inbox of \(user) not read: \(error)")
+            return .failure(IMStoreFailure("read the inbox of \(user)", reason: "\(error)"))
         }
-        return messages
+        return .success(messages)
     }
 
     public func acknowledge(_ seqs: [UInt64], for user: String) {
@@ -235,7 +305,12 @@ public final class SQLiteIMStore: ChatStore {
                 // signed), and converting it would trap and take the node down.
                 for seq in seqs {
                     guard let key = Int64(exactly: seq) else { continue }
-                    try database.query("DELETE FROM inbox WHERE user = ? AND seq = ?", [.text(user), .integer(key)])
+                    try database.query(
+                        """
+                        UPDATE members SET acked_through = m.conversation_seq
+                        FROM (SELECT conversation_id, conversation_seq FROM messages WHERE seq = ?2) AS m
+                        WHERE members.user = ?1 AND members.conversation_id = m.conversation_id AND members.acked_through < m.conversation_seq
+                        """, [.text(user), .integer(key)])
                 }
             }
         } catch {
@@ -251,14 +326,28 @@ public final class SQLiteIMStore: ChatStore {
         return count
     }
 
+    // MARK: Reading
+
+    static let messageColumns = "m.seq, m.sender, m.client_id, m.to_user, m.to_room, m.text, m.sent_at_ms, m.conversation_seq"
+
     private func find(sender: String, id: String) throws(SQLiteError) -> IMMessage? {
         var found: IMMessage?
+        try database.query("SELECT \(Self.messageColumns) FROM messages m WHERE m.sender = ? AND m.client_id = ?", [.text(sender), .text(id)]) {
+            row in found = Self.message(from: row)
+        }
+        return found
+    }
+
+    /// The members of a stored message's conversation, but its sender, who have not acknowledged it.
+    private func members(waitingFor message: IMMessage) throws(SQLiteError) -> [String] {
+        var members: [String] = []
         try database.query(
             """
-            SELECT seq, sender, client_id, to_user, to_room, text, sent_at_ms FROM messages WHERE sender = ? AND client_id = ?
-            """, [.text(sender), .text(id)]
-        ) { row in found = Self.message(from: row) }
-        return found
+            SELECT mb.user FROM messages m JOIN members mb ON mb.conversation_id = m.conversation_id
+            WHERE m.seq = ? AND mb.user <> m.sender AND mb.acked_through < m.conversation_seq ORDER BY mb.user
+            """, [.integer(Int64(message.seq))]
+        ) { row in if let user = row.text(0) { members.append(user) } }
+        return members
     }
 
     private func isKnown(_ user: String) throws(SQLiteError) -> Bool {
@@ -268,23 +357,13 @@ public final class SQLiteIMStore: ChatStore {
         return known
     }
 
-    private func isMember(_ user: String, of room: String) throws(SQLiteError) -> Bool {
+    private func isMember(_ user: String, of place: IMConversation) throws(SQLiteError) -> Bool {
         var member = false
-        try database.query("SELECT 1 FROM room_members WHERE room = ? AND user = ?", [.text(room), .text(user)]) { _ in member = true }
+        try database.query(
+            "SELECT 1 FROM members mb JOIN conversations c ON c.id = mb.conversation_id WHERE c.key = ? AND mb.user = ?",
+            [.text(place.storageKey), .text(user)]
+        ) { _ in member = true }
         return member
-    }
-
-    private func recipients(of message: IMMessage, from sender: String) throws(SQLiteError) -> [String] {
-        switch message.recipient {
-        case .user(let name):
-            return name == sender ? [] : [name]
-        case .room(let name):
-            var members: [String] = []
-            try database.query("SELECT user FROM room_members WHERE room = ? AND user != ? ORDER BY user", [.text(name), .text(sender)]) { row in
-                if let user = row.text(0) { members.append(user) }
-            }
-            return members
-        }
     }
 
     private static func message(from row: SQLiteDatabase.Row) -> IMMessage {
@@ -292,6 +371,6 @@ public final class SQLiteIMStore: ChatStore {
         let recipient: IMRecipient = row.text(3).map { .user($0) } ?? row.text(4).map { .room($0) } ?? .user("")
         return IMMessage(
             id: row.text(2) ?? "", from: row.text(1) ?? "", recipient: recipient, text: row.text(5) ?? "",
-            seq: UInt64(row.integer(0)), sentAtMilliseconds: UInt64(row.integer(6)))
+            seq: UInt64(row.integer(0)), sentAtMilliseconds: UInt64(row.integer(6)), conversationSeq: UInt64(row.integer(7)))
     }
 }

@@ -68,10 +68,11 @@ public final class MemoryLinkPair {
     /// empty, stalled or dropped).
     public var isIdle: Bool { wire.isIdle }
 
-    /// Runs the loop until ``isIdle`` (at most `timeout` of the loop's clock); whether it got there.
+    /// Runs the loop until ``isIdle`` and `alsoIdle` holds (at most `timeout` of the loop's clock);
+    /// whether it got there.
     @discardableResult
-    public func settle(timeout: Duration = .seconds(10)) throws -> Bool {
-        try wire.loop.runUntil(timeout: timeout) { [wire] in wire.isIdle }
+    public func settle(timeout: Duration = .seconds(10), alsoIdle: @escaping () -> Bool = { true }) throws -> Bool {
+        try wire.loop.runUntil(timeout: timeout) { [wire] in wire.isIdle && alsoIdle() }
     }
 }
 

@@ -159,16 +159,16 @@ struct ChatClientTests {
     /// A server that answers LIST_ROOMS with the same page forever and every other request with a
     /// status code no version of the protocol has.
     struct MisbehavingApplication: IMApplicationHandler {
-        func answer(_ request: IMFrame, from user: String, on server: IMServer) throws(IMFrameError) -> IMFrame {
+        func answer(_ request: IMFrame, from user: String, on server: IMServer, reply: @escaping (IMFrame) -> Void) throws(IMFrameError) {
             guard request.command == .listRooms else {
                 var frame = IMFrame(command: .joinAck, serial: request.serial)
                 frame.header.code = 999
-                return frame
+                return reply(frame)
             }
             var list = IMRoomList()
             list.rooms = [IMRoomInfo(name: "a", members: 1, joined: false)]
             list.moreAvailable = true
-            return IMFrame(command: .roomList, serial: request.serial, message: list)
+            reply(IMFrame(command: .roomList, serial: request.serial, message: list))
         }
     }
 

@@ -14,9 +14,9 @@ struct ApplicationHandlerTests {
     final class RecordingHandler: IMApplicationHandler {
         var asked: [(user: String, command: IMCommand?)] = []
 
-        func answer(_ request: IMFrame, from user: String, on server: IMServer) throws(IMFrameError) -> IMFrame {
+        func answer(_ request: IMFrame, from user: String, on server: IMServer, reply: @escaping (IMFrame) -> Void) throws(IMFrameError) {
             asked.append((user, request.command))
-            return IMFrame(command: .roomList, serial: request.serial, code: .internalError)
+            reply(IMFrame(command: .roomList, serial: request.serial, code: .internalError))
         }
     }
 

@@ -81,15 +81,15 @@ struct DomainTypesTests {
     }
 
     /// An IM store that keeps no rooms: not a `ChatStore`.
-    final class MessagesOnlyStore: IMServerStore {
+    final class MessagesOnlyStore: SynchronousIMServerStore {
         let inner = InMemoryIMStore()
         func authenticate(_ login: IMLoginAttempt) -> IMLoginVerdict { inner.authenticate(login) }
         func store(_ message: IMMessage, from sender: String, nowMilliseconds: UInt64) -> IMStoreResult {
             inner.store(message, from: sender, nowMilliseconds: nowMilliseconds)
         }
-        func abandon(_ ids: [String], from sender: String) -> [IMAbandonOutcome] { inner.abandon(ids, from: sender) }
-        func undelivered(for user: String, after seq: UInt64, limit: Int) -> [IMMessage] {
-            inner.undelivered(for: user, after: seq, limit: limit)
+        func abandon(_ ids: [String], from sender: String) -> Result<[IMAbandonOutcome], IMStoreFailure> { inner.abandon(ids, from: sender) }
+        func undelivered(for user: String, after: [IMConversation: UInt64], limit: Int) -> Result<[IMMessage], IMStoreFailure> {
+            inner.undelivered(for: user, after: after, limit: limit)
         }
         func acknowledge(_ seqs: [UInt64], for user: String) { inner.acknowledge(seqs, for: user) }
     }

@@ -20,16 +20,15 @@ struct FlowControlTests {
     @Test(
         "a 36 MB offline backlog (600 × 60 KB) goes out a window at a time, in seq order, once each, and all of it over one login",
         .disabled(if: isRunningUnderThreadSanitizer, "a volume test of one loop: run in the plain pass"),
-        arguments: RoomsAndLimitsTests.StoreKind.allCases)
-    func backlogIsWindowed(kind: RoomsAndLimitsTests.StoreKind) async throws {
+        arguments: StoreKind.allCases)
+    func backlogIsWindowed(kind: StoreKind) async throws {
         try await onLoopThread {
-            let (store, path) = try RoomsAndLimitsTests.makeStore(kind)
-            defer { if let path { removeDatabase(path) } }
+            let store = try TestStore(kind)
             var settings = IMServer.Settings()
             settings.deliveryWindowMessages = 16
             settings.deliveryWindowBytes = 256 * 1024
-            let server = IMServer(store: store, settings: settings)
-            let reader = MemoryLinkPeer()
+            let server = IMServer(store: store.server, settings: settings)
+            let reader = store.peer()
             server.adopt(reader.serverEnd)
             reader.logIn("bob")
             reader.pair.apply(.reset)
@@ -37,13 +36,13 @@ struct FlowControlTests {
             // 600 × 60,000 B while bob is offline, stored as the server stores SENDs (decoding a
             // 60 KB SEND costs ~55 ms in a debug build; the SEND path has its own tests).
             for index in 0..<600 {
-                guard case .stored = store.store(Self.message(index, bytes: 60_000, to: "bob"), from: "alice", nowMilliseconds: 1) else {
+                guard case .stored = store.direct.store(Self.message(index, bytes: 60_000, to: "bob"), from: "alice", nowMilliseconds: 1) else {
                     Issue.record("message \(index) not stored")
                     return
                 }
             }
 
-            let bob = MemoryLinkPeer()
+            let bob = store.peer()
             server.adopt(bob.serverEnd)
             #expect(bob.logIn("bob")?.header.code == 0)
             var received: [UInt64] = []
@@ -62,19 +61,21 @@ struct FlowControlTests {
             #expect(received == received.sorted() && Set(received).count == 600, "in seq order, once each")
             #expect(largestUnacknowledgedBytes <= 256 * 1024, "the server held at most one window of it: \(largestUnacknowledgedBytes) B")
             #expect(bob.isOpen)
-            #expect(store.undelivered(for: "bob").isEmpty)
+            #expect(try store.direct.undelivered(for: "bob").isEmpty)
         }
     }
 
-    @Test("a room member who stops acknowledging is paused at the window, stays connected, and gets the rest in order once it reads again")
-    func slowReaderIsPausedNotKilled() async throws {
+    @Test(
+        "a room member who stops acknowledging is paused at the window, stays connected, and gets the rest in order once it reads again",
+        arguments: StoreKind.allCases)
+    func slowReaderIsPausedNotKilled(kind: StoreKind) async throws {
         try await onLoopThread {
-            let store = InMemoryIMStore()
+            let store = try TestStore(kind)
             var settings = IMServer.Settings()
             settings.deliveryWindowMessages = 8
-            let server = IMServer(store: store, settings: settings)
+            let server = IMServer(store: store.server, settings: settings)
             server.applicationHandler = ChatService()
-            let talker = MemoryLinkPeer(), quiet = MemoryLinkPeer()
+            let talker = store.peer(), quiet = store.peer()
             for (link, user) in [(talker, "ann"), (quiet, "ben")] {
                 server.adopt(link.serverEnd)
                 link.logIn(user)
@@ -97,13 +98,13 @@ struct FlowControlTests {
         }
     }
 
-    @Test("a client that leaves the server's output unread gets ERROR tooSlow and is closed; its inbox stays intact")
-    func unreadOutputEndsWithTooSlow() async throws {
+    @Test("a client that leaves the server's output unread gets ERROR tooSlow and is closed; its inbox stays intact", arguments: StoreKind.allCases)
+    func unreadOutputEndsWithTooSlow(kind: StoreKind) async throws {
         try await onLoopThread {
-            let store = InMemoryIMStore()
-            let server = IMServer(store: store)
+            let store = try TestStore(kind)
+            let server = IMServer(store: store.server)
             server.applicationHandler = ChatService()
-            let alice = MemoryLinkPeer(), bob = MemoryLinkPeer()
+            let alice = store.peer(), bob = store.peer()
             server.adopt(alice.serverEnd)
             alice.logIn("alice")
             server.adopt(bob.serverEnd)
@@ -114,7 +115,7 @@ struct FlowControlTests {
             bob.send(IMFrame(command: .listRooms, serial: 9))
             #expect(bob.received.last?.command == .error && bob.received.last?.code == .tooSlow)
             #expect(bob.closedFor == .tooSlow(bufferedBytes: server.settings.maximumBufferedOutput))
-            #expect(store.undelivered(for: "bob").count == 1, "the unacknowledged message waits for the next login")
+            #expect(try store.direct.undelivered(for: "bob").count == 1, "the unacknowledged message waits for the next login")
         }
     }
 }

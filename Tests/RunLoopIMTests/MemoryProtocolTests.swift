@@ -10,10 +10,11 @@ import Testing
 /// the real sockets.
 @Suite("IM over in-memory links (manual clock)")
 struct MemoryProtocolTests {
-    @Test("login, a direct message each way, exactly once, in order; offline delivery at the next login")
-    func directMessagesAndOfflineDelivery() async throws {
+    @Test("login, a direct message each way, exactly once, in order; offline delivery at the next login", arguments: StoreKind.allCases)
+    func directMessagesAndOfflineDelivery(kind: StoreKind) async throws {
         try await onManualClockLoop { loop, clock in
-            let bench = MemoryIMBench(loop: loop, clock: clock)
+            let store = try TestStore(kind)
+            let bench = MemoryIMBench(loop: loop, clock: clock, store: store.server)
             let alice = bench.client(clientConfiguration("alice"))
             let aliceLog = ClientRecorder()
             aliceLog.attach(to: alice)
@@ -31,7 +32,7 @@ struct MemoryProtocolTests {
             try bob.send("hi alice", to: .user("alice"))
             try #require(try bench.runUntil { aliceLog.messages.count == 1 })
             #expect(aliceLog.messages.first?.text == "hi alice")
-            try #require(try bench.runUntil { bench.server.store.undelivered(for: "bob").isEmpty })
+            try #require(try bench.runUntil { (try? store.direct.undelivered(for: "bob"))?.isEmpty == true })
             #expect(aliceLog.deliveries[ids[0]] == [.queued, .sent(attempt: 1), .stored(seq: 1)])
             try bench.close()
             #expect(alice.state == .closed(.userClosed) && bob.state == .closed(.userClosed))

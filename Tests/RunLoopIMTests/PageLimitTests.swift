@@ -27,14 +27,13 @@ struct PageLimitTests {
 
     @Test(
         "1,100 rooms with 64-character names: every ROOM_LIST page fits the limit, and the pages list every room once, in order",
-        arguments: RoomsAndLimitsTests.StoreKind.allCases)
-    func roomListIsPaged(kind: RoomsAndLimitsTests.StoreKind) async throws {
+        arguments: StoreKind.allCases)
+    func roomListIsPaged(kind: StoreKind) async throws {
         try await onLoopThread {
-            let (store, path) = try RoomsAndLimitsTests.makeStore(kind)
-            defer { if let path { removeDatabase(path) } }
-            let server = IMServer(store: store)
+            let store = try TestStore(kind)
+            let server = IMServer(store: store.server)
             server.applicationHandler = ChatService()
-            let link = MemoryLinkPeer()
+            let link = store.peer()
             server.adopt(link.serverEnd)
             link.logIn("hoarder")
             // 64 code points of a 3-byte character: 192 bytes a name.

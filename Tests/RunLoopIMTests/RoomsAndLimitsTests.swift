@@ -28,23 +28,11 @@ final class Responses {
 
 @Suite("Rooms, history, presence and limits")
 struct RoomsAndLimitsTests {
-    enum StoreKind: String, CaseIterable { case memory, sqlite }
-
-    static func makeStore(_ kind: StoreKind) throws -> (any IMServerStore, String?) {
-        switch kind {
-        case .memory: return (InMemoryIMStore(), nil)
-        case .sqlite:
-            let path = temporaryPath("rooms.db")
-            return (try SQLiteIMStore(path: path), path)
-        }
-    }
-
     @Test("join, list, room fan-out to every member but the sender, leave, and history paged by sequence", arguments: StoreKind.allCases)
     func roomsAndHistory(kind: StoreKind) async throws {
         try await onManualClockLoop { loop, _ in
-            let (store, path) = try Self.makeStore(kind)
-            defer { if let path { removeDatabase(path) } }
-            let server = IMServer(store: store)
+            let store = try TestStore(kind)
+            let server = IMServer(store: store.server)
             server.applicationHandler = ChatService()
             let users = ["ann", "ben", "cid"]
             let clients = users.map { makeClient(clientConfiguration($0), server: server) }
@@ -189,7 +177,8 @@ struct RoomsAndLimitsTests {
             var settings = IMServer.Settings()
             settings.session.maximumMessagesPerSecond = 200
             settings.session.messageBurst = 5
-            let server = IMServer(store: InMemoryIMStore(), settings: settings)
+            let store = InMemoryIMStore()
+            let server = IMServer(store: store, settings: settings)
             server.applicationHandler = ChatService()
             var sends = 0
             let sender = makeClient(clientConfiguration("fast"), server: server)
@@ -211,7 +200,7 @@ struct RoomsAndLimitsTests {
             #expect(log.failedCount == 0 && log.settledTwice.isEmpty)
             #expect(sends > 40, "some SENDs were refused and sent again (\(sends) sends)")
             #expect(elapsed >= .milliseconds(150), "40 messages at 200/s after a burst of 5 take at least 175 ms, took \(elapsed)")
-            let inbox = server.store.undelivered(for: "slow").map(\.text)
+            let inbox = try store.undelivered(for: "slow").map(\.text)
             #expect(inbox == (0..<40).map { "\($0)" } || Set(inbox) == Set((0..<40).map { "\($0)" }))
             sender.close()
             server.shutdown()

@@ -33,10 +33,10 @@ public struct ChatService: IMApplicationHandler, Sendable {
         self.settings = settings
     }
 
-    /// Answers JOIN, LEAVE, LIST_ROOMS or HISTORY (``IMApplicationHandler``): the server passes
-    /// nothing else (``IMCommand/isApplicationRequest``). With a server whose store is not a
-    /// ``ChatStore`` — a wiring mistake, not the client's — every answer is `internalError`.
-    public func answer(_ request: IMFrame, from user: String, on server: IMServer) throws(IMFrameError) -> IMFrame {
+    /// Answers JOIN, LEAVE, LIST_ROOMS or HISTORY (``IMApplicationHandler``) once the store has: the
+    /// server passes nothing else (``IMCommand/isApplicationRequest``). With a server whose store is
+    /// not a ``ChatStore`` — a wiring mistake, not the client's — every answer is `internalError`.
+    public func answer(_ request: IMFrame, from user: String, on server: IMServer, reply: @escaping (IMFrame) -> Void) throws(IMFrameError) {
         let answerCommand: IMCommand
         switch request.command {
         case .join: answerCommand = .joinAck
@@ -46,43 +46,53 @@ public struct ChatService: IMApplicationHandler, Sendable {
         default: preconditionFailure("IMServer passes application requests only, not \(request.header.command)")
         }
         guard let store = server.store as? any ChatStore else {
-            return IMFrame(command: answerCommand, serial: request.serial, code: .internalError)
+            return reply(IMFrame(command: answerCommand, serial: request.serial, code: .internalError))
         }
         let frameBody = server.settings.maximumFrameBody
+        func answer<Body: SwiftProtobuf.Message>(_ result: Result<Body, IMStatusCode>) {
+            reply(Self.frame(answerCommand, request, result))
+        }
         switch request.command {
         case .join:
             let room = try request.decode(IMRoomRequest.self).room
-            let joined = store.join(room: room, user: user, maximumRooms: server.settings.maximumRoomsPerUser)
-            return reply(to: request, answerCommand, joined.map(\.wire))
+            store.join(room: room, user: user, maximumRooms: server.settings.maximumRoomsPerUser) { answer($0.map(\.wire)) }
         case .leave:
             let room = try request.decode(IMRoomRequest.self).room
-            return reply(to: request, answerCommand, store.leave(room: room, user: user).map(\.wire))
+            store.leave(room: room, user: user) { answer($0.map(\.wire)) }
         case .listRooms:
             let asked = try request.decode(IMListRoomsRequest.self)
             let limit = PageFit.size(asked: asked.limit, default: settings.roomListPageSize, maximum: settings.maximumRoomListPageSize)
-            var list = IMRoomList()
             // One more than the page holds: whether it is there says if more are available.
-            list.rooms = store.rooms(for: user, after: asked.after, limit: limit + 1).map(\.wire)
-            list.moreAvailable = PageFit.cut(&list.rooms, limit: limit, frameBody: frameBody)
-            return IMFrame(command: answerCommand, serial: request.serial, message: list)
+            store.rooms(for: user, after: asked.after, limit: limit + 1) { found in
+                answer(
+                    found.map { rooms in
+                        var list = IMRoomList()
+                        list.rooms = rooms.map(\.wire)
+                        list.moreAvailable = PageFit.cut(&list.rooms, limit: limit, frameBody: frameBody)
+                        return list
+                    })
+            }
         default:  // .history, the only request left (the first switch let no other through)
             let asked = try request.decode(IMHistoryRequest.self)
             guard var conversation = Recipient(asked.with) else {
-                return reply(to: request, answerCommand, Result<IMHistoryPage, IMStatusCode>.failure(.badRequest))
+                return answer(Result<IMHistoryPage, IMStatusCode>.failure(.badRequest))
             }
             if case .user(let name) = conversation, let canonical = server.canonicalUserName { conversation = .user(canonical(name)) }
             let limit = PageFit.size(asked: asked.limit, default: settings.historyPageSize, maximum: settings.maximumHistoryPageSize)
             let query = HistoryQuery(conversation: conversation, before: asked.beforeSeq)
-            let page = store.history(query, for: user, limit: limit).map { found in
-                var page = found.wire
-                if PageFit.cut(&page.messages, limit: limit, frameBody: frameBody) { page.moreAvailable = true }
-                return page
+            store.history(query, for: user, limit: limit) { found in
+                answer(
+                    found.map { found in
+                        var page = found.wire
+                        if PageFit.cut(&page.messages, limit: limit, frameBody: frameBody) { page.moreAvailable = true }
+                        return page
+                    })
             }
-            return reply(to: request, answerCommand, page)
         }
     }
 
-    private func reply<M: SwiftProtobuf.Message>(to request: IMFrame, _ command: IMCommand, _ result: Result<M, IMStatusCode>) -> IMFrame {
+    private static func frame<Body: SwiftProtobuf.Message>(_ command: IMCommand, _ request: IMFrame, _ result: Result<Body, IMStatusCode>) -> IMFrame
+    {
         switch result {
         case .success(let message): return IMFrame(command: command, serial: request.serial, message: message)
         case .failure(let code): return IMFrame(command: command, serial: request.serial, code: code)

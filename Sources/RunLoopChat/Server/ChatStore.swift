@@ -3,29 +3,63 @@ public import RunLoopIMCore
 
 /// An ``IMServerStore`` that also keeps the chat's rooms and reads conversation history: what
 /// ``ChatService`` answers JOIN, LEAVE, LIST_ROOMS and HISTORY from. The IM layer needs only room
-/// membership, to address a room's messages, and knows it through ``IMServerStore/store(_:from:nowMilliseconds:)``.
+/// membership, to address a room's messages, and knows it through ``IMServerStore/store(_:from:nowMilliseconds:completion:)``.
 ///
-/// Like the IM store, it is called on the server loop's thread only, synchronously. `InMemoryIMStore`
-/// and `RunLoopIMSQLite`'s `SQLiteIMStore` are both.
+/// Asynchronous like the IM store: called on the server loop's thread only, each call completes
+/// exactly once on that thread, at once or later; a store that failed completes with
+/// ``IMStatusCode/internalError``. `InMemoryIMStore` and `RunLoopIMSQLite`'s `SQLiteIMStore` complete
+/// at once (``SynchronousChatStore``).
 public protocol ChatStore: IMServerStore {
-    /// Puts `user` in `room`, creating it; joining twice is not an error. A user already in
+    /// Puts `user` in `room`, creating it, from the room's latest message on (older ones are history,
+    /// not deliveries); joining twice is not an error. A user already in
     /// `maximumRooms` rooms (when set) may not join another: ``IMStatusCode/tooManyRooms``; a name
     /// that is not a valid ``RoomName``: ``IMStatusCode/badRequest``.
-    func join(room: String, user: String, maximumRooms: Int?) -> Result<Room, IMStatusCode>
+    func join(room: String, user: String, maximumRooms: Int?, completion: @escaping (Result<Room, IMStatusCode>) -> Void)
     /// Takes `user` out of `room` (``IMStatusCode/notAMember`` if they were not in it).
-    func leave(room: String, user: String) -> Result<Room, IMStatusCode>
+    func leave(room: String, user: String, completion: @escaping (Result<Room, IMStatusCode>) -> Void)
     /// At most `limit` rooms whose names sort after `after` in UTF-8 byte order ("" : from the first),
     /// in that order, as `user` sees them.
-    func rooms(for user: String, after: String, limit: Int) -> [Room]
+    func rooms(for user: String, after: String, limit: Int, completion: @escaping (Result<[Room], IMStatusCode>) -> Void)
     /// A page of `user`'s conversation with a user or in a room they are a member of
     /// (``IMStatusCode/notAMember`` otherwise), newest first: at most `limit` messages with `seq`
     /// below the query's `before` (0: from the newest).
+    func history(_ query: HistoryQuery, for user: String, limit: Int, completion: @escaping (Result<HistoryPage, IMStatusCode>) -> Void)
+}
+
+/// A ``ChatStore`` whose answers are ready at once (memory, SQLite): plain functions, bridged to the
+/// completions, which then run before each call returns. Tests and tools call them directly.
+public protocol SynchronousChatStore: ChatStore, SynchronousIMServerStore {
+    /// ``ChatStore/join(room:user:maximumRooms:completion:)``'s answer, at once.
+    func join(room: String, user: String, maximumRooms: Int?) -> Result<Room, IMStatusCode>
+    /// ``ChatStore/leave(room:user:completion:)``'s answer, at once.
+    func leave(room: String, user: String) -> Result<Room, IMStatusCode>
+    /// ``ChatStore/rooms(for:after:limit:completion:)``'s page, at once.
+    func rooms(for user: String, after: String, limit: Int) -> Result<[Room], IMStatusCode>
+    /// ``ChatStore/history(_:for:limit:completion:)``'s page, at once.
     func history(_ query: HistoryQuery, for user: String, limit: Int) -> Result<HistoryPage, IMStatusCode>
 }
 
-extension ChatStore {
+extension SynchronousChatStore {
+    public func join(room: String, user: String, maximumRooms: Int?, completion: @escaping (Result<Room, IMStatusCode>) -> Void) {
+        completion(join(room: room, user: user, maximumRooms: maximumRooms))
+    }
+
+    public func leave(room: String, user: String, completion: @escaping (Result<Room, IMStatusCode>) -> Void) {
+        completion(leave(room: room, user: user))
+    }
+
+    public func rooms(for user: String, after: String, limit: Int, completion: @escaping (Result<[Room], IMStatusCode>) -> Void) {
+        completion(rooms(for: user, after: after, limit: limit))
+    }
+
+    public func history(
+        _ query: HistoryQuery, for user: String, limit: Int, completion: @escaping (Result<HistoryPage, IMStatusCode>) -> Void
+    ) {
+        completion(history(query, for: user, limit: limit))
+    }
+
     /// Every room, as `user` sees it (tests and tools: a server answers LIST_ROOMS a page at a time).
-    public func rooms(for user: String) -> [Room] { rooms(for: user, after: "", limit: .max) }
+    public func rooms(for user: String) -> Result<[Room], IMStatusCode> { rooms(for: user, after: "", limit: .max) }
 
     /// Joins with no cap on rooms per user.
     public func join(room: String, user: String) -> Result<Room, IMStatusCode> {

@@ -1,47 +1,61 @@
 public import RunLoopIM
 public import RunLoopIMCore
 
-/// The memory store's rooms and history: its `rooms` (which the IM layer reads to address a room's
-/// messages) and its log of every stored message.
-extension InMemoryIMStore: ChatStore {
+/// The memory store's rooms and history: a room is a conversation, its members the conversation's.
+extension InMemoryIMStore: SynchronousChatStore {
     public func join(room: String, user: String, maximumRooms: Int?) -> Result<Room, IMStatusCode> {
         guard RoomName.isValid(room) else { return .failure(.badRequest) }
-        if let maximumRooms, rooms[room]?.contains(user) != true, rooms.values.count(where: { $0.contains(user) }) >= maximumRooms {
+        let place = IMConversation.room(room)
+        if let maximumRooms, !isMember(user, of: place), conversations(of: user).count(where: \.isRoom) >= maximumRooms {
             return .failure(.tooManyRooms)
         }
-        rooms[room, default: []].insert(user)
-        return .success(Room(name: room, members: rooms[room]?.count ?? 0, isMember: true))
+        // From now on: older messages are history, not deliveries.
+        addMember(user, to: place, ackedThrough: UInt64(messages(of: place).count))
+        return .success(Room(name: room, members: members(of: place), isMember: true))
     }
 
     public func leave(room: String, user: String) -> Result<Room, IMStatusCode> {
-        guard rooms[room]?.remove(user) != nil else { return .failure(.notAMember) }
-        return .success(Room(name: room, members: rooms[room]?.count ?? 0, isMember: false))
+        guard removeMember(user, from: .room(room)) else { return .failure(.notAMember) }
+        return .success(Room(name: room, members: members(of: .room(room)), isMember: false))
     }
 
-    public func rooms(for user: String, after: String, limit: Int) -> [Room] {
-        rooms.keys.filter { roomNameOrder(after, $0) }.sorted(by: roomNameOrder).prefix(max(0, limit))
-            .map { Room(name: $0, members: rooms[$0]?.count ?? 0, isMember: rooms[$0]?.contains(user) == true) }
+    public func rooms(for user: String, after: String, limit: Int) -> Result<[Room], IMStatusCode> {
+        let names = allConversations.compactMap { place -> String? in
+            guard case .room(let name) = place.kind, members(of: place) > 0, roomNameOrder(after, name) else { return nil }
+            return name
+        }
+        return .success(
+            names.sorted(by: roomNameOrder).prefix(max(0, limit))
+                .map { Room(name: $0, members: members(of: .room($0)), isMember: isMember(user, of: .room($0))) })
     }
 
     public func history(_ query: HistoryQuery, for user: String, limit: Int) -> Result<HistoryPage, IMStatusCode> {
-        let matches: (ChatMessage) -> Bool
+        let place: IMConversation
         switch query.conversation {
         case .room(let room):
-            guard rooms[room]?.contains(user) == true else { return .failure(.notAMember) }
-            matches = { $0.recipient == .room(room) }
+            guard isMember(user, of: .room(room)) else { return .failure(.notAMember) }
+            place = .room(room)
         case .user(let other):
-            matches = { ($0.from == user && $0.recipient == .user(other)) || ($0.from == other && $0.recipient == .user(user)) }
+            place = .direct(between: user, and: other)
         }
         let before = query.before == 0 ? UInt64.max : query.before
-        var messages: [ChatMessage] = []
+        var page: [ChatMessage] = []
         var more = false
-        for message in log.reversed() where message.seq < before && matches(message) {
-            if messages.count == limit {
+        for message in messages(of: place).reversed() where message.seq < before {
+            if page.count == limit {
                 more = true
                 break
             }
-            messages.append(message)
+            page.append(message)
         }
-        return .success(HistoryPage(messages: messages, moreAvailable: more))
+        return .success(HistoryPage(messages: page, moreAvailable: more))
+    }
+}
+
+extension IMConversation {
+    /// Whether it is a room's.
+    var isRoom: Bool {
+        if case .room = kind { return true }
+        return false
     }
 }

@@ -9,12 +9,14 @@ public import RunLoopIMCore
 /// then closes the connection (docs/PROTOCOL.md §3).
 ///
 /// Threads: called on the server's loop thread, one request at a time in the order they arrive; it
-/// must not block (the store it reads lives on that thread too).
+/// must not block (the store it reads lives on that thread too) and answers on that thread, at once
+/// or once its store has answered.
 public protocol IMApplicationHandler {
-    /// The answer to `request` from the logged-in `user`: a frame with the answer command and the
-    /// request's serial, `code` 0 and a body, or a non-zero `code` and no body. It should not be larger
-    /// than ``IMServer/Settings/maximumFrameBody``.
-    /// - Throws: the request's body is not a valid message; the session then ends with ERROR
-    ///   `badRequest`.
-    func answer(_ request: IMFrame, from user: String, on server: IMServer) throws(IMFrameError) -> IMFrame
+    /// Answers `request` from the logged-in `user` through `reply`, exactly once, on the loop's
+    /// thread (before returning or later): a frame with the answer command and the request's serial,
+    /// `code` 0 and a body, or a non-zero `code` and no body. It should not be larger than
+    /// ``IMServer/Settings/maximumFrameBody``. A session that ended meanwhile drops the answer.
+    /// - Throws: the request's body is not a valid message (then `reply` is never called); the
+    ///   session ends with ERROR `badRequest`.
+    func answer(_ request: IMFrame, from user: String, on server: IMServer, reply: @escaping (IMFrame) -> Void) throws(IMFrameError)
 }

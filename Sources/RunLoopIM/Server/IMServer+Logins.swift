@@ -132,7 +132,9 @@ extension IMServer {
                 continue
             }
             guard let authenticator else {
-                checkFinished(ticket, store.authenticate(login.request))
+                callStore({ self.store.authenticate(login.request, completion: $0) }) { [weak self] verdict in
+                    self?.checkFinished(ticket, verdict)
+                }
                 continue
             }
             authenticator(login.request) { [weak self] verdict in self?.checkFinished(ticket, verdict) }

@@ -12,8 +12,9 @@ import Glibc
 ///
 /// It answers heartbeats at once, drops clients silent for 1.5 × their announced keepalive (and
 /// reports them offline), stores each sent message once through its ``IMServerStore`` and acknowledges
-/// it with its sequence, delivers it to every online recipient at once and to the others from their
-/// inbox at their next login, in sequence order, until they acknowledge it.
+/// it with its sequence once the store committed it, delivers it to every online recipient at once and
+/// to the others from their inbox at their next login, each conversation in order, until they
+/// acknowledge it.
 ///
 /// Threads: confined to its loop's thread, like ``TCPListener``; every callback runs there.
 public final class IMServer {
@@ -119,8 +120,10 @@ public final class IMServer {
     /// The PRESENCE "online" frame of each user announced online, encoded once for every snapshot.
     private var announcedOnline: [String: IMFrame] = [:]
     private var isPresenceAnnouncementScheduled = false
-    /// What ``shutdown(completion:)`` runs once no session is left.
+    /// What ``shutdown(completion:)`` runs once no session is left and no store call is out.
     private var shutdownCompletions: [() -> Void] = []
+    /// Store calls (and application requests, which call the store) made and not answered yet.
+    package private(set) var storeCallsOut = 0
     /// Login admission state (IMServer+Logins).
     lazy var loginGate = LoginGate(limits: settings.logins, loop: loop, modes: listener.modes) { [weak self] event in
         self?.loginEventDue(event)
@@ -164,7 +167,9 @@ public final class IMServer {
     /// Stops accepting, tells every client the server is stopping (ERROR `shuttingDown`) and closes
     /// them gracefully. Loop thread only.
     /// - Parameter completion: runs on the loop's thread, in the server's modes, once the last session
-    ///   has ended (``sessions`` is empty): on a later pass of the loop, never inside this call.
+    ///   has ended (``sessions`` is empty) and every store call out has been answered (a message whose
+    ///   commit is under way is stored or refused before the server says it is done): on a later pass
+    ///   of the loop, never inside this call.
     public func shutdown(completion: (() -> Void)? = nil) {
         listener.close()
         for session in open.values { session.shutdown() }
@@ -172,9 +177,9 @@ public final class IMServer {
         completeShutdownIfIdle()
     }
 
-    /// Runs the shutdown's completions once no session is left.
+    /// Runs the shutdown's completions once no session is left and no store call is out.
     private func completeShutdownIfIdle() {
-        guard open.isEmpty, !shutdownCompletions.isEmpty else { return }
+        guard open.isEmpty, storeCallsOut == 0, !shutdownCompletions.isEmpty else { return }
         let completions = shutdownCompletions
         shutdownCompletions.removeAll()
         // Loop thread by construction (every session callback and public call runs there).
@@ -255,17 +260,48 @@ public final class IMServer {
             session.acknowledged(seqs)
         case .abandon:
             let ids = try frame.decode(IMAbandonRequest.self).ids
-            var response = IMAbandonResponse()
-            response.results = store.abandon(ids, from: user).map(\.wire)
-            session.write(IMFrame(command: .abandonAck, serial: frame.serial, message: response))
+            callStore({ self.store.abandon(ids, from: user, completion: $0) }) { [weak self, weak session] result in
+                var response = IMAbandonResponse()
+                switch result {
+                case .success(let outcomes): response.results = outcomes.map(\.wire)
+                case .failure(let failure):
+                    // No outcome for any id: the client asks again, as after a lost answer.
+                    self?.logger.error("abandon from \(user) not settled: \(failure)")
+                }
+                session?.write(IMFrame(command: .abandonAck, serial: frame.serial, message: response))
+            }
         case let command? where command.isApplicationRequest:
             guard let applicationHandler else {
                 return session.end(with: .unknownCommand, "no application serves \(command)", serial: frame.serial)
             }
-            session.write(try applicationHandler.answer(frame, from: user, on: self))
+            storeCallsOut += 1
+            do {
+                try applicationHandler.answer(frame, from: user, on: self) { [weak self, weak session] answer in
+                    session?.write(answer)
+                    self?.storeCallAnswered()
+                }
+            } catch {
+                storeCallAnswered()
+                throw error
+            }
         default:
             break
         }
+    }
+
+    /// Makes a store call and hands its answer to `then`, counting the call out until it is answered
+    /// (``shutdown(completion:)`` waits for every answer). The answer may come before this returns.
+    func callStore<Answer>(_ call: (@escaping (Answer) -> Void) -> Void, then: @escaping (Answer) -> Void) {
+        storeCallsOut += 1
+        call { [weak self] answer in
+            then(answer)
+            self?.storeCallAnswered()
+        }
+    }
+
+    private func storeCallAnswered() {
+        storeCallsOut -= 1
+        completeShutdownIfIdle()
     }
 
     // MARK: Presence
@@ -332,18 +368,33 @@ public final class IMServer {
         // Only what the client may set is kept: `from`, `seq`, `sent_at_ms` are the server's, and
         // unknown fields would be stored and delivered to every recipient unchecked.
         let sent = IMMessage(id: message.id, from: "", recipient: recipient, text: message.text, seq: 0, sentAtMilliseconds: 0)
-        switch store.store(sent, from: user, nowMilliseconds: wallClockMilliseconds()) {
+        let now = wallClockMilliseconds()
+        callStore({ self.store.store(sent, from: user, nowMilliseconds: now, completion: $0) }) { [weak self, weak session] result in
+            // SEND_ACK only now, after the commit. A session that ended meanwhile gets nothing: its
+            // client sends the message again on its next connection, and storing is idempotent.
+            self?.sendStored(result, ack: ack, serial: serial, to: session)
+        }
+    }
+
+    /// A SEND's answer from the store: SEND_ACK to the sender, and a new message live to every
+    /// recipient online here, in the order the store answers.
+    private func sendStored(_ result: IMStoreResult, ack: IMSendAck, serial: UInt32, to session: IMServerSession?) {
+        var ack = ack
+        switch result {
         case .stored(let stored, let recipients, let isNew):
             ack.seq = stored.seq
             ack.sentAtMs = stored.sentAtMilliseconds
-            session.write(IMFrame(command: .sendAck, serial: serial, message: ack))
-            guard isNew else { return }
-            onMessageStored?(self, stored)
+            session?.write(IMFrame(command: .sendAck, serial: serial, message: ack))
+            if isNew { onMessageStored?(self, stored) }
+            for own in byUser[stored.from] ?? [] { own.ownMessageStored(stored) }
+            // A resend too: when the store's answer to the first SEND was lost after its commit, nobody
+            // was told of the message. The store names only recipients who have not acknowledged it,
+            // and a session that sent it already does not send it again.
             for recipient in recipients {
                 for target in byUser[recipient] ?? [] { target.deliverLive(stored) }
             }
         case .refused(let code):
-            session.write(IMFrame(command: .sendAck, serial: serial, code: code, message: ack))
+            session?.write(IMFrame(command: .sendAck, serial: serial, code: code, message: ack))
         }
     }
 

@@ -19,6 +19,8 @@ public final class IMServerSession {
     weak var server: IMServer?
     private(set) var machine: IMServerSessionMachine
     private var timer: ProtocolTimer!
+    /// Reads the inbox again after a failed read, should no acknowledgement come first.
+    private var readRetry: ProtocolTimer?
     /// What this connection owes the client from the user's inbox, and what waits for its DELIVER_ACK.
     private(set) var window: DeliveryWindow
     private(set) var isEnded = false
@@ -58,12 +60,18 @@ public final class IMServerSession {
     func startDelivery() { refill() }
 
     /// A message was just stored for this session's user: it goes at once if the session has caught up
-    /// with the inbox and its window has room; otherwise it waits in the inbox for its turn.
+    /// with the inbox, its window has room and it follows on in its conversation; otherwise it waits
+    /// in the inbox for its turn (read at once when the window has room: a gap in the conversation).
     func deliverLive(_ message: IMMessage) {
         guard !isEnded, machine.user != nil else { return }
         let frame = IMFrame(command: .deliver, serial: 0, message: message.wire)
-        guard window.offerLive(bytes: frame.body.count) else { return }
-        send(frame, seq: message.seq)
+        guard window.offerLive(message, bytes: frame.body.count) else { return refill() }
+        send(frame, of: message)
+    }
+
+    /// The session's user sent `message` (from any session): it is no gap in its conversation here.
+    func ownMessageStored(_ message: IMMessage) {
+        window.passed(message)
     }
 
     /// Tells the client the server is stopping, then closes gracefully.
@@ -73,27 +81,54 @@ public final class IMServerSession {
         if window.acknowledged(seqs) { refill() }
     }
 
-    /// Reads the inbox past the window's cursor and sends what the window admits, until it is full or
-    /// the inbox is exhausted.
+    /// How long after a failed inbox read the session reads again, if no acknowledgement came first.
+    static let readRetryDelay = Duration.seconds(1)
+
+    /// Reads the inbox past what the window sent of each conversation, one read at a time: its answer is sent as far as the
+    /// window admits and, while the session is still behind with room, the next read follows.
     private func refill() {
-        guard let server, let user = machine.user else { return }
-        while !isEnded, window.isBehind, window.freeMessages > 0 {
-            let asked = window.freeMessages
-            let batch = server.store.undelivered(for: user, after: window.cursor, limit: asked)
-            for message in batch {
-                let frame = IMFrame(command: .deliver, serial: 0, message: message.wire)
-                guard window.admits(bytes: frame.body.count) else { return window.stoppedRefill() }
-                send(frame, seq: message.seq)
-                if isEnded { return }
-            }
-            window.refilled(asked: asked, got: batch.count)
+        guard let server, let user = machine.user, !isEnded, window.isRefillDue else { return }
+        let asked = window.freeMessages
+        window.readStarted()
+        server.callStore({ server.store.undelivered(for: user, after: self.window.sentThrough, limit: asked, completion: $0) }) {
+            [weak self] result in self?.inboxRead(result, asked: asked)
         }
     }
 
-    private func send(_ deliver: IMFrame, seq: UInt64) {
+    private func inboxRead(_ result: Result<[IMMessage], IMStoreFailure>, asked: Int) {
+        switch result {
+        case .failure(let failure):
+            window.readFailed()
+            guard !isEnded else { return }
+            server?.logger.error("inbox of \(user ?? "?") not read, again in \(formatSeconds(Self.readRetryDelay)): \(failure)")
+            scheduleReadRetry()
+        case .success(let batch):
+            window.readFinished(asked: asked, got: batch.count)
+            for message in batch {
+                guard !isEnded else { return }
+                let frame = IMFrame(command: .deliver, serial: 0, message: message.wire)
+                // Full by bytes: the rest is read again once an acknowledgement frees room.
+                guard window.admits(bytes: frame.body.count) else { return window.stoppedRefill() }
+                send(frame, of: message)
+            }
+            refill()
+        }
+    }
+
+    private func scheduleReadRetry() {
+        if readRetry == nil {
+            readRetry = ProtocolTimer(loop: link.loop, modes: link.modes, label: "im.session inbox retry") { [weak self] in
+                self?.readRetry?.schedule(at: nil)
+                self?.refill()
+            }
+        }
+        readRetry?.schedule(at: link.loop.now + Self.readRetryDelay)
+    }
+
+    private func send(_ deliver: IMFrame, of message: IMMessage) {
         var frame = deliver
         frame.header.serial = machine.takeSerial()
-        window.sent(seq: seq, bytes: frame.body.count)
+        window.sent(message, bytes: frame.body.count)
         write(frame)
     }
 
@@ -185,6 +220,7 @@ public final class IMServerSession {
         guard !isEnded else { return }
         isEnded = true
         timer.cancel()
+        readRetry?.cancel()
         link.close(for: reason)
         server?.sessionEnded(self, reason: reason)
     }

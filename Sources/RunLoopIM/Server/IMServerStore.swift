@@ -14,42 +14,96 @@ public enum IMLoginVerdict: Equatable, Sendable {
 /// What storing a sent message gave.
 public enum IMStoreResult: Equatable, Sendable {
     /// Stored (or stored before, for a resend: `isNew` false) as `message` — with `seq`, `from` and
-    /// `sentAtMilliseconds` filled in — for `recipients` (the sender excluded).
+    /// `sentAtMilliseconds` filled in — for `recipients` (the sender excluded): all of them for a new
+    /// message, those who have not acknowledged it yet for a resend.
     case stored(IMMessage, recipients: [String], isNew: Bool)
     /// Not stored, and never will be under this id (unknown recipient, abandoned id, …).
     case refused(IMStatusCode)
 }
 
-/// Where an ``IMServer`` keeps accounts, messages and each user's undelivered inbox. The server calls it
-/// on its loop's thread only, synchronously; an implementation that blocks blocks the loop.
+/// Where an ``IMServer`` keeps accounts, messages and each user's undelivered inbox.
 ///
-/// The delivery guarantees rest on four rules an implementation keeps:
-/// 1. ``store(_:from:nowMilliseconds:)`` is idempotent per (sender, id): a resend gets the first `seq`.
+/// Asynchronous: the server calls it on its loop's thread only, and each call completes **exactly
+/// once, on that thread** — at once, before returning (memory, SQLite: ``SynchronousIMServerStore``),
+/// or on a later pass (a database across the network, after its commit or failure). An
+/// implementation never blocks the loop.
+///
+/// Messages live in conversations (``IMConversation``): each stored message gets a store-wide `seq`
+/// and its place in its conversation, ``IMMessage/conversationSeq`` (1, 2, 3, … with no gap, in commit
+/// order). A user's inbox is, per conversation they are a member of, the messages past their cursor
+/// that others sent; acknowledging one message acknowledges every earlier one of its conversation.
+///
+/// The delivery guarantees rest on five rules an implementation keeps:
+/// 1. ``store(_:from:nowMilliseconds:completion:)`` is idempotent per (sender, id): a resend gets the
+///    first `seq`. It completes with `.stored` only once the message is committed; a store that cannot
+///    tell (a lost connection) completes `.refused(.internalError)`, which the client takes as "send it
+///    again" — safe by this rule even when the first commit landed after all.
 /// 2. An id the sender abandoned before it was stored is refused forever after.
-/// 3. A stored message stays in each recipient's inbox until that recipient acknowledges its `seq`.
-/// 4. ``undelivered(for:after:limit:)`` returns the inbox in `seq` order.
-/// Persist all four (``InMemoryIMStore`` does not survive a restart; the chat node's SQLite store does).
+/// 3. A stored message stays in each recipient's inbox until that recipient acknowledges it or a
+///    later message of its conversation.
+/// 4. ``undelivered(for:after:limit:completion:)`` returns each conversation in conversationSeq order.
+/// 5. A failure is never an answer: a read that failed completes with ``IMStoreFailure``, not with
+///    an empty inbox.
+/// Persist them (``InMemoryIMStore`` does not survive a restart; the chat node's SQLite store does).
 ///
 /// Rooms and history are the chat application's: `RunLoopChat`'s `ChatStore` adds them to this.
 public protocol IMServerStore: AnyObject {
-    /// Checks credentials.
-    func authenticate(_ login: IMLoginAttempt) -> IMLoginVerdict
+    /// Checks credentials (unless the server's ``IMServer/authenticator`` does).
+    func authenticate(_ login: IMLoginAttempt, completion: @escaping (IMLoginVerdict) -> Void)
     /// Stores a message from `sender` (its `from`, `seq` and `sentAtMilliseconds` are the store's to
-    /// fill in).
-    func store(_ message: IMMessage, from sender: String, nowMilliseconds: UInt64) -> IMStoreResult
+    /// fill in). The server writes SEND_ACK from `completion`, so only after the commit.
+    func store(_ message: IMMessage, from sender: String, nowMilliseconds: UInt64, completion: @escaping (IMStoreResult) -> Void)
     /// Settles ids the sender gave up on: stored ones with their seq, the others refused from now on.
-    func abandon(_ ids: [String], from sender: String) -> [IMAbandonOutcome]
-    /// At most `limit` messages stored for `user`, not acknowledged by them and with a `seq` above
-    /// `after`, in seq order: one window of the inbox (a session never holds a whole backlog).
-    func undelivered(for user: String, after seq: UInt64, limit: Int) -> [IMMessage]
-    /// `user` has these messages: drop them from their inbox.
+    func abandon(_ ids: [String], from sender: String, completion: @escaping (Result<[IMAbandonOutcome], IMStoreFailure>) -> Void)
+    /// At most `limit` undelivered messages of `user` — others' messages past the user's cursor in each
+    /// conversation they are a member of — a conversation at a time and in conversationSeq order
+    /// within each, skipping in each conversation named in `after` what is at or below its number
+    /// (what the session sent already): one window of the inbox, read in O(`limit` + the user's
+    /// conversations), never O(backlog).
+    func undelivered(
+        for user: String, after: [IMConversation: UInt64], limit: Int, completion: @escaping (Result<[IMMessage], IMStoreFailure>) -> Void)
+    /// `user` has the messages of these `seq`s: in each one's conversation their cursor moves up to it
+    /// (cumulative; never back). No answer: a lost acknowledgement only means the messages come again,
+    /// and the client drops what it has shown.
     func acknowledge(_ seqs: [UInt64], for user: String)
 }
 
-extension IMServerStore {
-    /// The whole inbox of `user` in seq order (tests and tools: a server reads it a window at a time).
-    public func undelivered(for user: String) -> [IMMessage] {
-        undelivered(for: user, after: 0, limit: .max)
+/// An ``IMServerStore`` whose answers are ready at once (memory, SQLite): it answers each call as a
+/// plain function, and its completions run before the call returns. Tests and tools read it directly.
+public protocol SynchronousIMServerStore: IMServerStore {
+    /// ``IMServerStore/authenticate(_:completion:)``'s verdict, at once.
+    func authenticate(_ login: IMLoginAttempt) -> IMLoginVerdict
+    /// ``IMServerStore/store(_:from:nowMilliseconds:completion:)``'s result, committed before it returns.
+    func store(_ message: IMMessage, from sender: String, nowMilliseconds: UInt64) -> IMStoreResult
+    /// ``IMServerStore/abandon(_:from:completion:)``'s outcomes, at once.
+    func abandon(_ ids: [String], from sender: String) -> Result<[IMAbandonOutcome], IMStoreFailure>
+    /// ``IMServerStore/undelivered(for:after:limit:completion:)``'s window, at once.
+    func undelivered(for user: String, after: [IMConversation: UInt64], limit: Int) -> Result<[IMMessage], IMStoreFailure>
+}
+
+extension SynchronousIMServerStore {
+    public func authenticate(_ login: IMLoginAttempt, completion: @escaping (IMLoginVerdict) -> Void) {
+        completion(authenticate(login))
+    }
+
+    public func store(_ message: IMMessage, from sender: String, nowMilliseconds: UInt64, completion: @escaping (IMStoreResult) -> Void) {
+        completion(store(message, from: sender, nowMilliseconds: nowMilliseconds))
+    }
+
+    public func abandon(_ ids: [String], from sender: String, completion: @escaping (Result<[IMAbandonOutcome], IMStoreFailure>) -> Void) {
+        completion(abandon(ids, from: sender))
+    }
+
+    public func undelivered(
+        for user: String, after: [IMConversation: UInt64], limit: Int, completion: @escaping (Result<[IMMessage], IMStoreFailure>) -> Void
+    ) {
+        completion(undelivered(for: user, after: after, limit: limit))
+    }
+
+    /// The whole inbox of `user`, a conversation at a time (tests and tools: a server reads it a
+    /// window at a time).
+    public func undelivered(for user: String) throws(IMStoreFailure) -> [IMMessage] {
+        try undelivered(for: user, after: [:], limit: .max).get()
     }
 }
 
@@ -77,89 +131,5 @@ public enum RoomName {
 extension String {
     var trimmingWhitespace: String {
         String(drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
-    }
-}
-
-/// An ``IMServerStore`` in memory: for tests, samples and benchmarks. Everything is lost with the
-/// process, so across a server restart only the clients' own resends and de-duplication hold.
-public final class InMemoryIMStore: IMServerStore {
-    /// Accounts and passwords; with `nil`, any user name logs in with any password.
-    public var accounts: [String: String]?
-    /// Room name → members.
-    public var rooms: [String: Set<String>] = [:]
-    private var nextSeq: UInt64 = 1
-    private var accepted: [String: IMMessage] = [:]
-    private var abandoned: Set<String> = []
-    private var inboxes: [String: [IMMessage]] = [:]
-    private var known: Set<String> = []
-    /// Every stored message in seq order, for history (RunLoopChat's `ChatStore` conformance).
-    package private(set) var log: [IMMessage] = []
-
-    public init(accounts: [String: String]? = nil) {
-        self.accounts = accounts
-        known = Set(accounts?.keys.map { $0 } ?? [])
-    }
-
-    /// Every message stored so far, by seq (for tests and samples).
-    public private(set) var storedCount = 0
-
-    public func authenticate(_ login: IMLoginAttempt) -> IMLoginVerdict {
-        if let accounts, accounts[login.user] != login.password {
-            return .refused(.authenticationFailed, reason: "unknown user or wrong password")
-        }
-        known.insert(login.user)
-        return .accepted
-    }
-
-    public func store(_ message: IMMessage, from sender: String, nowMilliseconds: UInt64) -> IMStoreResult {
-        let key = sender + "\u{0}" + message.id
-        if let earlier = accepted[key] { return .stored(earlier, recipients: recipients(of: earlier, from: sender), isNew: false) }
-        if abandoned.contains(key) { return .refused(.badRequest) }
-        guard !message.id.isEmpty else { return .refused(.badRequest) }
-        var stored = message
-        stored.from = sender
-        stored.seq = nextSeq
-        stored.sentAtMilliseconds = nowMilliseconds
-        let targets = recipients(of: stored, from: sender)
-        if case .user(let name) = stored.recipient, accounts != nil, !known.contains(name) { return .refused(.unknownRecipient) }
-        if case .room(let name) = stored.recipient, rooms[name]?.contains(sender) != true { return .refused(.unknownRecipient) }
-        nextSeq += 1
-        storedCount += 1
-        accepted[key] = stored
-        log.append(stored)
-        for user in targets { inboxes[user, default: []].append(stored) }
-        return .stored(stored, recipients: targets, isNew: true)
-    }
-
-    public func abandon(_ ids: [String], from sender: String) -> [IMAbandonOutcome] {
-        ids.map { id in
-            let key = sender + "\u{0}" + id
-            if let earlier = accepted[key] { return IMAbandonOutcome(id: id, storedSeq: earlier.seq) }
-            abandoned.insert(key)
-            return IMAbandonOutcome(id: id, storedSeq: nil)
-        }
-    }
-
-    public func undelivered(for user: String, after seq: UInt64, limit: Int) -> [IMMessage] {
-        guard let inbox = inboxes[user], limit > 0 else { return [] }
-        // The inbox is in seq order: find the first entry past `seq` by bisection.
-        var low = 0, high = inbox.count
-        while low < high {
-            let middle = (low + high) / 2
-            if inbox[middle].seq <= seq { low = middle + 1 } else { high = middle }
-        }
-        return Array(inbox[low..<(low + min(inbox.count - low, limit))])
-    }
-
-    public func acknowledge(_ seqs: [UInt64], for user: String) {
-        let done = Set(seqs)
-        inboxes[user]?.removeAll { done.contains($0.seq) }
-    }
-
-    private func recipients(of message: IMMessage, from sender: String) -> [String] {
-        switch message.recipient {
-        case .user(let name): return name == sender ? [] : [name]
-        case .room(let name): return (rooms[name] ?? []).filter { $0 != sender }.sorted()
-        }
     }
 }
