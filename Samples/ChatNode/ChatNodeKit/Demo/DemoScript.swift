@@ -215,10 +215,20 @@ final class DemoScript {
         try people.indices.allSatisfy { index in try on(index) { condition($0) } }
     }
 
-    /// Waits until every own message of everyone is settled.
+    /// Waits until every own message of everyone is settled and every acknowledged one has reached each
+    /// of its recipients — deliveries trail acknowledgements, by more than any fixed pause on a loaded
+    /// machine. A delivery still missing after the step limit stays missing: the summary counts it lost.
     private func settle() throws {
         try waitUntil("every message settled") { try self.all { $0.unsettled == 0 } }
-        try pause(.milliseconds(400))  // let the last deliveries print
+        let end = DemoClock.now() + options.stepLimit
+        while DemoClock.now() < end, try missingDeliveries() > 0 { usleep(10_000) }
+        try pause(.milliseconds(100))  // let the last deliveries print
+    }
+
+    private func missingDeliveries() throws -> Int {
+        var probe = ChatDemo.Summary()
+        try count(into: &probe)
+        return probe.lost
     }
 
     private func waitUntil(_ what: String, _ condition: () throws -> Bool) throws {
