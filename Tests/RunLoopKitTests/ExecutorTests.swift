@@ -158,41 +158,34 @@ import Testing
 
     @Test("jobs wait while a nested run runs a private mode, and run once the common mode is back")
     func jobsWaitDuringANestedRunInAPrivateMode() async throws {
-        let log = try await onManualClockLoop { loop, _ in
-            let log = LockedBox<[String]>([])
-            let modal = RunLoop.Mode("modal")
-            loop.add(
-                RunLoopTimer(after: .seconds(1)) { _ in
-                    Task(executorPreference: loop) { log.update { $0.append("job") } }
-                    loop.add(RunLoopTimer(after: .seconds(1)) { _ in log.update { $0.append("modal timer") } }, forMode: modal)
-                    _ = try? loop.run(modal, timeout: .seconds(5))
-                    log.update { $0.append("modal run returned") }
-                }, forMode: .default)
-            try loop.runUntil(timeout: .seconds(10)) { log.get().contains("job") }
-            return log.get()
-        }
-        #expect(log == ["modal timer", "modal run returned", "job"])
+        let log = try await Self.logOfANestedRun(in: RunLoop.Mode("modal"), common: false)
+        #expect(log == ["modal timer", "nested run returned", "job in \(RunLoop.Mode.default.rawValue)"])
     }
 
     @Test("a mode made common runs jobs in a nested run")
     func jobsRunInAModeMadeCommon() async throws {
-        let log = try await onManualClockLoop { loop, _ in
+        let log = try await Self.logOfANestedRun(in: RunLoop.Mode("panel"), common: true)
+        #expect(log == ["job in panel", "panel timer", "nested run returned"])
+    }
+
+    /// A timer callout of the default mode enqueues a job, then runs `mode` (one timer in it) nested:
+    /// the log says where the job ran, before or after the nested run returned.
+    static func logOfANestedRun(in mode: RunLoop.Mode, common: Bool) async throws -> [String] {
+        try await onManualClockLoop { loop, _ in
             let log = LockedBox<[String]>([])
-            let panel = RunLoop.Mode("panel")
-            loop.addCommonMode(panel)
+            if common { loop.addCommonMode(mode) }
             loop.add(
                 RunLoopTimer(after: .seconds(1)) { _ in
                     Task(executorPreference: loop) {
                         log.update { $0.append("job in \(loop.currentMode?.rawValue ?? "none")") }
                     }
-                    loop.add(RunLoopTimer(after: .seconds(1)) { _ in log.update { $0.append("panel timer") } }, forMode: panel)
-                    _ = try? loop.run(panel, timeout: .seconds(5))
-                    log.update { $0.append("panel run returned") }
+                    loop.add(RunLoopTimer(after: .seconds(1)) { _ in log.update { $0.append("\(mode.rawValue) timer") } }, forMode: mode)
+                    _ = try? loop.run(mode, timeout: .seconds(5))
+                    log.update { $0.append("nested run returned") }
                 }, forMode: .default)
-            try loop.runUntil(timeout: .seconds(10)) { log.get().contains("panel run returned") }
+            try loop.runUntil(timeout: .seconds(10)) { log.get().count == 3 }
             return log.get()
         }
-        #expect(log == ["job in panel", "panel timer", "panel run returned"])
     }
 
     @Test("a nested run started by a job runs no other job: jobs are not re-entered")
