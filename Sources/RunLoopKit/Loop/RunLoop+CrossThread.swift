@@ -29,6 +29,18 @@ extension RunLoop {
         if running { wakePort.wake() }
     }
 
+    /// Ends the activation at `index` (0 the outermost) when control comes back to it, as ``stopAll()``
+    /// does for each; ignored when no such activation runs. For a caller that must end its own run
+    /// although nested runs may be on top of it (``run(_:untilComplete:)``). Loop thread only.
+    func stop(activationAt index: Int) {
+        lock.withLock {
+            if index < activations.count { requestStopLocked(index) }
+        }
+    }
+
+    /// How many activations run now: the index the next run's activation will have. Loop thread only.
+    var activationCount: Int { lock.withLock { activations.count } }
+
     private func requestStopLocked(_ index: Int) {
         lock.assertHeld()
         guard !activations[index].stopRequested else { return }

@@ -69,6 +69,8 @@ public final class RunLoop: @unchecked Sendable {
     /// would wait for the next wake-up (§9.13), which ``performFromLoopThread(inModes:label:_:)`` avoids.
     /// Loop thread only.
     @exclusivity(unchecked) var isRunningBlocks = false
+    /// The jobs Swift concurrency hands the loop as an executor (Concurrency/RunLoop+Executor.swift).
+    let jobs = ExecutorJobQueue()
 
     private init(thread: pthread_t, isMain: Bool) {
         self.thread = thread

@@ -30,6 +30,12 @@ public enum RunLoopError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The mode was never created on this loop (no item was ever added to it, no block queued for
     /// it), so running it could only return at once: almost always a misspelt name.
     case unknownMode(RunLoop.Mode)
+    /// ``RunLoop/run(_:untilComplete:)`` was asked to run a mode outside the common set, where the
+    /// loop runs no executor job: the operation could never start.
+    case notACommonMode(RunLoop.Mode)
+    /// ``RunLoop/run(_:untilComplete:)`` was called from inside an executor job of the same loop: jobs
+    /// do not run re-entrantly, so the operation could never start.
+    case insideExecutorJob
 
     public var description: String {
         switch self {
@@ -44,6 +50,9 @@ public enum RunLoopError: Error, Equatable, Sendable, CustomStringConvertible {
         case .loopTornDown: return "the run loop's thread has ended"
         case .clockInUse: return "the clock can only be replaced while the loop is idle and holds no timers"
         case .resourceUnavailable(let what): return "could not create \(what)"
+        case .notACommonMode(let mode):
+            return "run-loop mode \"\(mode)\" is not a common mode, so no executor job runs in it; add it with addCommonMode first"
+        case .insideExecutorJob: return "run(untilComplete:) cannot be called from an executor job of the same loop: it would wait for itself"
         case .unknownMode(let mode):
             let hint =
                 ["default", "common"].contains(mode.rawValue.lowercased())
