@@ -59,6 +59,10 @@ public final class TLSContext: @unchecked Sendable {
         SSL_CTX_set_options(context, rlk_SSL_OP_NO_RENEGOTIATION() | rlk_SSL_OP_NO_COMPRESSION())
         // An idle connection then holds no 16 KiB record buffers, which is most of a session's memory.
         _ = rlk_SSL_CTX_set_mode(context, Int(SSL_MODE_RELEASE_BUFFERS))
+        // No resumption: our clients keep no sessions, so a server's cache would only hold closed
+        // connections' sessions (up to 20,000), and tickets would only be sessions a client holds.
+        _ = SSL_CTX_ctrl(context, SSL_CTRL_SET_SESS_CACHE_MODE, Int(SSL_SESS_CACHE_OFF), nil)
+        _ = SSL_CTX_set_num_tickets(context, 0)
         guard !wireProtocols.isEmpty else { return }
         if let serverProtocols {
             SSL_CTX_set_alpn_select_cb(context, Self.selectProtocol, UnsafeMutableRawPointer(serverProtocols.baseAddress))

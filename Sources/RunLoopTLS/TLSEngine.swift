@@ -20,7 +20,11 @@ final class TLSEngine {
     }
 
     private let ssl: OpaquePointer
-    private let writeBIO: OpaquePointer
+    /// Bytes each BIO took since it was last made: a memory BIO keeps the buffer of its largest
+    /// burst for ever, so one that took more than ``bufferReleaseThreshold`` is replaced once empty.
+    private var fedSinceFresh = 0
+    private var takenSinceFresh = 0
+    private static let bufferReleaseThreshold = 1024
     /// Keeps the context alive as long as the session (OpenSSL counts its own reference too).
     let context: TLSContext
     private var shutdownSent = false
@@ -34,7 +38,6 @@ final class TLSEngine {
             throw .handshakeFailed(OpenSSLErrorQueue.takeFirst().text)
         }
         self.ssl = ssl
-        self.writeBIO = writeBIO
         SSL_set_bio(ssl, readBIO, writeBIO)
         guard case .client = context.configuration.role else {
             SSL_set_accept_state(ssl)
@@ -64,21 +67,45 @@ final class TLSEngine {
     func feed(_ bytes: [UInt8]) {
         guard !bytes.isEmpty else { return }
         _ = bytes.withUnsafeBytes { BIO_write(SSL_get_rbio(ssl), $0.baseAddress, Int32($0.count)) }
+        fedSinceFresh += bytes.count
     }
 
     /// Takes the records OpenSSL has for the peer.
     func takeOutput() -> [UInt8] {
+        let writeBIO = SSL_get_wbio(ssl)
         let pending = Int(BIO_ctrl_pending(writeBIO))
         guard pending > 0 else { return [] }
-        return [UInt8](unsafeUninitializedCapacity: pending) { buffer, count in
+        let output = [UInt8](unsafeUninitializedCapacity: pending) { buffer, count in
             count = Int(max(0, BIO_read(writeBIO, buffer.baseAddress, Int32(pending))))
         }
+        takenSinceFresh += output.count
+        if takenSinceFresh > Self.bufferReleaseThreshold, BIO_ctrl_pending(writeBIO) == 0, let fresh = BIO_new(BIO_s_mem()) {
+            SSL_set0_wbio(ssl, fresh)
+            takenSinceFresh = 0
+        }
+        return output
+    }
+
+    /// Whether a BIO may hold a buffer grown past ``bufferReleaseThreshold``: never once a session is
+    /// idle.
+    var mayHoldLargeBuffers: Bool { max(fedSinceFresh, takenSinceFresh) > Self.bufferReleaseThreshold }
+
+    /// Replaces the read BIO once OpenSSL has consumed a large burst from it (see ``fedSinceFresh``).
+    private func releaseReadBuffer() {
+        guard fedSinceFresh > Self.bufferReleaseThreshold, BIO_ctrl_pending(SSL_get_rbio(ssl)) == 0,
+            let fresh = BIO_new(BIO_s_mem())
+        else { return }
+        SSL_set0_rbio(ssl, fresh)
+        fedSinceFresh = 0
     }
 
     func handshake() -> TLSSessionMachine.HandshakeStep {
         OpenSSLErrorQueue.clear()
         let result = SSL_do_handshake(ssl)
-        if result == 1 { return .finished }
+        if result == 1 {
+            releaseReadBuffer()
+            return .finished
+        }
         switch SSL_get_error(ssl, result) {
         case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE: return .needsMoreInput
         default: return .failed(failure(handshaking: true))
@@ -101,7 +128,9 @@ final class TLSEngine {
                 continue
             }
             switch SSL_get_error(ssl, result) {
-            case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE: return .needsMoreInput
+            case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE:
+                releaseReadBuffer()
+                return .needsMoreInput
             case SSL_ERROR_ZERO_RETURN: return .closeNotify
             default: return .failed(failure(handshaking: false))
             }
@@ -131,6 +160,12 @@ final class TLSEngine {
         SSL_get0_alpn_selected(ssl, &data, &length)
         guard let data, length > 0 else { return nil }
         return String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
+    }
+
+    /// Whether the peer left this side a session it could resume (a ticket, a cached session).
+    var hasResumableSession: Bool {
+        guard let session = SSL_get_session(ssl) else { return false }
+        return SSL_SESSION_is_resumable(session) == 1
     }
 
     /// The version the handshake settled on.
