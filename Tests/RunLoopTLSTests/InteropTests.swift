@@ -7,8 +7,10 @@ import Testing
 /// Other TLS implementations as peers, as processes the test starts: OpenSSL's `s_client` and
 /// `s_server`, and Python's `ssl` module.
 @Suite struct InteropTests {
-    @Test("openssl s_client verifies our server's chain and exchanges data both ways")
-    func opensslClientAgainstOurServer() async throws {
+    @Test(
+        "openssl s_client verifies our server's chain and exchanges data both ways, over TLS 1.2 and 1.3",
+        arguments: ["TLSv1.2", "TLSv1.3"])
+    func opensslClientAgainstOurServer(version: String) async throws {
         let pki = try TestPKI()
         defer { pki.remove() }
         let (output, serverReceived) = try await onLoopThread {
@@ -18,7 +20,10 @@ import Testing
             server.onOpen = { session in try? session.write(Array("welcome\n".utf8)) }
             let peer = try PeerProcess(
                 "/usr/bin/openssl",
-                ["s_client", "-connect", "127.0.0.1:\(server.port)", "-CAfile", pki.caFile, "-verify_return_error", "-ign_eof"],
+                [
+                    "s_client", "-connect", "127.0.0.1:\(server.port)", "-CAfile", pki.caFile, "-verify_return_error", "-ign_eof",
+                    version == "TLSv1.2" ? "-tls1_2" : "-tls1_3"
+                ],
                 directory: pki.directory)
             peer.send("hello\n")
             try spin(loop) { server.receivedBytes >= 6 && peer.output.contains("welcome") }
@@ -30,6 +35,36 @@ import Testing
         #expect(serverReceived == 6)
         #expect(output.contains("Verify return code: 0 (ok)"))
         #expect(output.contains("welcome"))
+        #expect(output.contains("New, \(version), Cipher is"))
+    }
+
+    @Test("our client answers openssl s_server's renegotiation request (its r command) with no_renegotiation")
+    func renegotiationIsRefused() async throws {
+        let pki = try TestPKI()
+        defer { pki.remove() }
+        // -msg: s_server prints every handshake message and alert it sends and receives.
+        let peer = try PeerProcess(
+            "/usr/bin/openssl",
+            ["s_server", "-accept", "127.0.0.1:0", "-cert", pki.certificate(.server), "-key", pki.key(.server), "-tls1_2", "-msg"],
+            directory: pki.directory)
+        let port = try peer.acceptPort()
+        let (opened, closeReason) = try await onLoopThread {
+            let loop = RunLoop.current
+            let client = CollectingClient(context: try pki.clientContext())
+            client.connect(port: port)
+            try spin(loop) { client.opened || client.closeReason != nil }
+            peer.send("r\n")
+            // s_server takes the refusal as the end of the session.
+            try spin(loop) { client.closeReason != nil }
+            return (client.opened, client.closeReason)
+        }
+        #expect(opened)
+        #expect(peer.output.contains("HelloRequest"))
+        #expect(peer.output.contains("<<< TLS 1.2, Alert [length 0002], warning no_renegotiation"))
+        guard case .failed(.alertReceived) = closeReason else {
+            Issue.record("the client's session ended \(String(describing: closeReason))")
+            return
+        }
     }
 
     @Test("our client verifies openssl s_server's certificate and gets its reversed echo")
