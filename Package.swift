@@ -22,6 +22,7 @@ let package = Package(
         .library(name: "RunLoopIM", targets: ["RunLoopIM"]),
         .library(name: "RunLoopIMSQLite", targets: ["RunLoopIMSQLite"]),
         .library(name: "RunLoopWebSocket", targets: ["RunLoopWebSocket"]),
+        .library(name: "RunLoopTLS", targets: ["RunLoopTLS"]),
         .library(name: "RunLoopIMWebSocket", targets: ["RunLoopIMWebSocket"]),
         .library(name: "RunLoopChat", targets: ["RunLoopChat"]),
         .library(name: "RunLoopRedis", targets: ["RunLoopRedis"]),
@@ -51,7 +52,7 @@ let package = Package(
         ),
         .target(name: "CRunLoopSupport"),
         .systemLibrary(
-            // libcrypto only, for now: SHA-1 (WebSocket handshake) and scrypt (passwords).
+            // libcrypto (SHA-1 for the WebSocket handshake, scrypt for passwords) and libssl (TLS).
             name: "COpenSSL",
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
@@ -144,6 +145,17 @@ let package = Package(
                 "RunLoopNet",
                 .product(name: "Logging", package: "swift-log"),
                 "COpenSSL",
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            // TLS through OpenSSL's memory BIOs, on a RunLoopNet TCP connection and driven by its loop.
+            name: "RunLoopTLS",
+            dependencies: [
+                "RunLoopKit",
+                "RunLoopNet",
+                "COpenSSL",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -380,6 +392,11 @@ let package = Package(
         .testTarget(
             name: "RunLoopWebSocketTests",
             dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopWebSocket", "RunLoopTesting"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RunLoopTLSTests",
+            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopTLS", "RunLoopTesting"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -3,7 +3,8 @@
 # SQLite, OpenSSL 3, hiredis and libpq headers. With --tests, also what the test suite uses: redis-server (the
 # Redis tests start their own, on a unix socket; a system one the package may start on 6379 does not matter),
 # the PostgreSQL server (the RunLoopPostgres tests start throw-away servers from its binaries), iproute2
-# (network-namespace tests, which need root), Debian's Chromium (the browser test), and a Python venv
+# (network-namespace tests, which need root), Debian's Chromium (the browser test), the openssl command
+# line and python3 (RunLoopTLSTests make certificates with one and use both as TLS peers), and a Python venv
 # with the protobuf runtime (the outside-client test) and Playwright (which drives that Chromium; it downloads
 # no browser).
 # Idempotent: installs only what is missing. Works as root or through sudo.
@@ -16,7 +17,7 @@ packages=(libevent-dev libsqlite3-dev libssl-dev libhiredis-dev libpq-dev pkg-co
 with_tests=false
 if [ "${1:-}" = "--tests" ]; then
   with_tests=true
-  packages+=(redis-server postgresql iproute2 python3-venv chromium)
+  packages+=(redis-server postgresql iproute2 openssl python3 python3-venv chromium)
 fi
 
 missing=()
