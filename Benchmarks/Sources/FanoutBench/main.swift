@@ -78,7 +78,9 @@ let serverCPU = ProcessStats.cpuNanoseconds(of: options.pid) - serverCPUStart
 let serverWait = ProcessStats.runQueueWaitNanoseconds(of: options.pid) - serverWaitStart
 let ownCPU = ProcessStats.ownCPUNanoseconds() - ownCPUStart
 let rssAfter = ProcessStats.residentBytes(of: options.pid)
-// The publisher's last acknowledgements come with the last deliveries; wait for its report.
+// The publisher's last acknowledgements come with the last deliveries; wait for its report (asked for
+// at once when deliveries are missing: the window closed on a timeout).
+if subscribers.received < expected { publisher.stop() }
 _ = bs_sem_wait_ms(publisher.done, 10_000)
 let sent = publisher.report
 
