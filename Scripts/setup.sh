@@ -6,7 +6,9 @@
 # (network-namespace tests, which need root), Debian's Chromium (the browser test), the openssl command
 # line and python3 (RunLoopTLSTests make certificates with one and use both as TLS peers), and a Python venv
 # with the protobuf runtime (the outside-client test) and Playwright (which drives that Chromium; it downloads
-# no browser).
+# no browser). With --fanout, also what Benchmarks/Scripts/fanout.sh runs beside the chat node: the mosquitto
+# broker and its C clients (the script starts its own broker on a port of its own; a system one the package
+# may start on 1883 does not matter) and python3-venv (its paho-mqtt venv). The flags combine.
 # Idempotent: installs only what is missing. Works as root or through sudo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,10 +17,16 @@ as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
 packages=(libevent-dev libsqlite3-dev libssl-dev libhiredis-dev libpq-dev pkg-config)
 with_tests=false
-if [ "${1:-}" = "--tests" ]; then
-  with_tests=true
-  packages+=(redis-server postgresql iproute2 openssl python3 python3-venv chromium)
-fi
+for flag in "$@"; do
+  case "$flag" in
+    --tests)
+      with_tests=true
+      packages+=(redis-server postgresql iproute2 openssl python3 python3-venv chromium)
+      ;;
+    --fanout) packages+=(mosquitto mosquitto-clients python3-venv) ;;
+    *) echo "usage: Scripts/setup.sh [--tests] [--fanout]" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for package in "${packages[@]}"; do

@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 """The fan-out table (issue 10): reads the `fanout.<figure> <value>` lines that `fanout-bench` and
 Scripts/mqtt_fanout.py print, one file per system, the chat node's first, and prints one markdown
-table with the ratio chat-node ÷ each mosquitto run.
+table with the ratio chat-node ÷ each mosquitto run; then every system's counts, checked: all
+M × N deliveries arrived, each subscriber got all M messages, and all M were acknowledged to the
+publisher (so nothing acknowledged was lost). Exits 1 if any count is wrong or a system reported
+nothing.
 
-    fanout_table.py chat-node.txt mosquitto-paho.txt [mosquitto-c.txt]
+    fanout_table.py [--counts-only] chat-node.txt mosquitto-paho.txt [mosquitto-c.txt]
 """
+import os
 import sys
 
 
@@ -51,6 +55,7 @@ ROWS = [
     ("client-side CPU during the fan-out (all client processes)", lambda f: f.get("client_cpu_ms"), 0, " ms"),
     ("client-side CPU, share of one core", lambda f: cpu_share(f, "client_cpu_ms"), 0, " %"),
     ("clients online before sending (ramp)", lambda f: f.get("ramp_s"), 2, " s"),
+    ("logins refused for now during the ramp, each retried", lambda f: f.get("login_retries"), 0, ""),
 ]
 
 
@@ -68,8 +73,48 @@ def ratio(mine, theirs):
     return f"{mine / theirs:.2f}x"
 
 
-def main(paths):
+def count_problems(f):
+    """What is wrong with one system's counts (empty: every delivery arrived and was acknowledged)."""
+    if "deliveries" not in f:
+        return ["it reported no counts (the run failed before its report)"]
+    n, m = int(f["subscribers"]), int(f["messages"])
+    problems = []
+    if int(f["deliveries"]) != n * m:
+        problems.append(f"{int(f['deliveries']):,} deliveries, not N × M = {n * m:,}")
+    if int(f.get("subscribers_complete", -1)) != n:
+        problems.append(f"{int(f.get('subscribers_complete', 0))} of {n} subscribers got all {m:,} messages")
+    if int(f.get("published", -1)) != m or f.get("publish_failed", 0):
+        problems.append(f"{int(f.get('published', 0)):,} of {m:,} messages acknowledged, {int(f.get('publish_failed', 0))} failed")
+    if f.get("unreadable", 0):
+        problems.append(f"{int(f['unreadable'])} deliveries not from the publisher")
+    return problems
+
+
+def check_counts(systems, paths):
+    """Prints one line of counts per system; returns whether all are right."""
+    print("\ncounts:")
+    right = True
+    for figures, path in zip(systems, paths):
+        name = figures.get("system", os.path.basename(path))
+        problems = count_problems(figures)
+        if problems:
+            right = False
+            print(f"  {name}: WRONG: " + "; ".join(problems))
+        else:
+            n, m = int(figures["subscribers"]), int(figures["messages"])
+            print(f"  {name}: {n * m:,} of {n * m:,} deliveries, all {m:,} messages to each of {n} subscribers, "
+                  f"{m:,} of {m:,} acknowledged to the publisher: nothing acknowledged was lost")
+    return right
+
+
+def main(paths, counts_only):
     systems = [load(path) for path in paths]
+    if not counts_only:
+        print_table(systems)
+    return 0 if check_counts(systems, paths) else 1
+
+
+def print_table(systems):
     chat, others = systems[0], systems[1:]
     first = chat
     print(f"N = {int(first.get('subscribers', 0))} subscribers + 1 publisher, M = {int(first.get('messages', 0)):,} messages, "
@@ -89,6 +134,9 @@ def main(paths):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 3:
+    arguments = sys.argv[1:]
+    counts_only = arguments[:1] == ["--counts-only"]
+    paths = arguments[1:] if counts_only else arguments
+    if len(paths) < 2:
         sys.exit(__doc__)
-    main(sys.argv[1:])
+    sys.exit(main(paths, counts_only))

@@ -1,4 +1,5 @@
-/// `fanout-bench --port P --pid PID [--subscribers N] [--messages M] [--window W] [--payload B] [--timeout S]`
+/// `fanout-bench --port P --pid PID [--subscribers N] [--messages M] [--window W] [--payload B] [--timeout S]
+/// [--logins-in-flight L]`
 struct Options {
     /// The chat node's port on 127.0.0.1 (the script started it and read "listening on …").
     var port: UInt16 = 0
@@ -16,6 +17,13 @@ struct Options {
     var payload = 64
     /// The whole fan-out must finish within this, or the run reports what arrived and fails.
     var timeout = 90
+    /// Subscribers logging in at once: the node admits at most 4 logins in progress from one address
+    /// (docs/PROTOCOL.md, section 5, item 6) and refuses the next "for now"; every client here comes
+    /// from 127.0.0.1, so the ramp opens a client only when another one's login is answered, as a
+    /// well-behaved client crowd behind one address would. A refusal still happens (the node also
+    /// refuses a login it expects to wait too long in its queue) and is retried after its
+    /// `retry_after_ms`, by IMClient itself.
+    var loginsInFlight = 4
     /// Logging in and joining must finish within this.
     var readyTimeout = 30
     /// The room every client joins.
@@ -23,8 +31,10 @@ struct Options {
 
     static let usage = """
         usage: fanout-bench --port P --pid PID [--subscribers N] [--messages M] [--window W] [--payload BYTES] [--timeout SECONDS]
+                           [--logins-in-flight L]
           N subscribers and one publisher (IMClient) join one room of the chat node at 127.0.0.1:P; the
           publisher sends M messages with at most W unacknowledged; prints `fanout.<figure> <value>` lines.
+          Subscribers log in at most L at a time (default 4: the node's published limit per address).
         """
 
     init(_ arguments: [String]) throws(UsageError) {
@@ -39,6 +49,7 @@ struct Options {
             case "--window": window = max(1, value)
             case "--payload": payload = max(20, value)
             case "--timeout": timeout = max(1, value)
+            case "--logins-in-flight": loginsInFlight = max(1, value)
             default: throw UsageError(flag)
             }
         }

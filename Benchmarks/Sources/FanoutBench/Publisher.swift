@@ -21,7 +21,9 @@ final class Publisher {
     /// CLOCK_MONOTONIC of the first send and of the last acknowledgement.
     private(set) var firstSend: UInt64 = 0
     private(set) var lastAck: UInt64 = 0
-    var isFinished: Bool { acknowledged + failed >= options.messages }
+    /// Set when the fan-out's window closed with messages still unsettled: the report is due now.
+    var isStopped = false
+    var isFinished: Bool { isStopped || acknowledged + failed >= options.messages }
 
     init(options: Options) {
         self.options = options

@@ -7,7 +7,8 @@ final class PublisherThread: @unchecked Sendable {
     let options: Options
     /// Posted once the publisher is online and in the room (or failed to be).
     let ready = bs_sem_new()!
-    /// Posted once every message is settled (acknowledged or failed) or the timeout passed.
+    /// Posted once every message is settled (acknowledged or failed), ``stop()`` came, or the timeout
+    /// passed.
     let done = bs_sem_new()!
     // Set by the publisher's thread before it posts `ready`.
     var loop: RunLoop?
@@ -30,6 +31,12 @@ final class PublisherThread: @unchecked Sendable {
     /// Tells the publisher, on its own loop, to start sending.
     func go() {
         loop?.perform(inModes: [.common]) { [self] in publisher?.go() }
+    }
+
+    /// Tells the publisher, on its own loop, that the window closed: it reports what was acknowledged
+    /// so far and posts `done`, so a run that timed out still reports its acknowledgements.
+    func stop() {
+        loop?.perform(inModes: [.common]) { [self] in publisher?.isStopped = true }
     }
 
     private func main() {

@@ -7,11 +7,14 @@ import RunLoopNet
 
 /// The N receiving clients, all on the calling thread's loop: each logs in as a user of its own (a
 /// room message has one inbox row per recipient user, as in a real room), joins the room, and records
-/// for every message it receives the delivery latency (now − the send time in its text).
+/// for every message it receives the delivery latency (now − the send time in its text). They log in
+/// `loginsInFlight` at a time (the node's limit per address), each opened when an earlier one is online.
 final class Subscribers {
     let options: Options
     let loop = RunLoop.current
     private var clients: [ChatClient] = []
+    /// Subscribers whose login was answered `ok` (counted once, not again after a reconnect).
+    private var loggedIn = 0
     /// Subscribers whose JOIN was answered `ok`.
     private(set) var joined = 0
     /// Logins the node refused for now during the ramp (each retried by its client).
@@ -39,9 +42,14 @@ final class Subscribers {
     /// Incoming duplicates the clients' de-duplication dropped (a resend the server made).
     var duplicatesDropped: Int { clients.reduce(0) { $0 + $1.connection.duplicatesDropped } }
 
-    /// Opens every client; they come online and join as the loop runs.
-    func connect() {
-        for index in 0..<options.subscribers { open(index) }
+    /// Opens the first clients; they, and the ones opened as they come online, log in and join as the
+    /// loop runs.
+    func connect() { openWhileLoginsAllow() }
+
+    private func openWhileLoginsAllow() {
+        while clients.count < options.subscribers, clients.count - loggedIn < options.loginsInFlight {
+            open(clients.count)
+        }
     }
 
     private func open(_ index: Int) {
@@ -52,9 +60,15 @@ final class Subscribers {
             connector: TCPFrameLink.connector(host: "127.0.0.1", port: options.port))
         let chat = ChatClient(connection: client)
         let room = options.room
+        var wasOnline = false
         chat.onStateChange = { [unowned self] chat, state in
             switch state {
             case .online:
+                if !wasOnline {
+                    wasOnline = true
+                    loggedIn += 1
+                    openWhileLoginsAllow()
+                }
                 chat.join(room: room) { [unowned self] result in
                     switch result {
                     case .success: joined += 1
@@ -69,8 +83,9 @@ final class Subscribers {
             }
         }
         client.onDisconnect = { [unowned self] _, reason in
-            // A login refused for now (the node admits a burst of logins from one address a few at a
-            // time, with a retry time) is retried by the client itself: part of the ramp, not a failure.
+            // A login refused for now (rateLimited: say the node's login queue looked too long; or
+            // tooManyConnections) is retried by the client itself after the refusal's retry time: part of
+            // the ramp, not a failure, and counted.
             if case .loginRefused(let code, _) = reason, [.rateLimited, .tooManyConnections].contains(code) {
                 loginRetries += 1
                 return

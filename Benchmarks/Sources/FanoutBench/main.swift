@@ -4,6 +4,7 @@
 // main thread's loop, the publisher on a second thread with its own loop.
 //
 //   fanout-bench --port P --pid PID [--subscribers 50] [--messages 5000] [--window 100] [--payload 64]
+//                [--logins-in-flight 4]
 //
 // Prints `fanout.<figure> <value>` lines for Scripts/fanout_table.py. Loopback only; it ends by itself
 // (ready timeout, then the fan-out timeout) and exits without logging out.
@@ -56,7 +57,6 @@ guard subscribers.joined == options.subscribers else {
     exit(1)
 }
 let rampSeconds = Double(bs_now_ns() - rampStart) / 1e9
-if subscribers.loginRetries > 0 { print("fanout-bench: \(subscribers.loginRetries) logins refused for now during the ramp, each retried") }
 // Let the login fan-out settle (each login sends PRESENCE to every session) before measuring RSS.
 _ = try? loop.run(.default, timeout: .milliseconds(500))
 let rssOnline = ProcessStats.residentBytes(of: options.pid)
@@ -78,7 +78,9 @@ let serverCPU = ProcessStats.cpuNanoseconds(of: options.pid) - serverCPUStart
 let serverWait = ProcessStats.runQueueWaitNanoseconds(of: options.pid) - serverWaitStart
 let ownCPU = ProcessStats.ownCPUNanoseconds() - ownCPUStart
 let rssAfter = ProcessStats.residentBytes(of: options.pid)
-// The publisher's last acknowledgements come with the last deliveries; wait for its report.
+// The publisher's last acknowledgements come with the last deliveries; wait for its report (asked for
+// at once when deliveries are missing: the window closed on a timeout).
+if subscribers.received < expected { publisher.stop() }
 _ = bs_sem_wait_ms(publisher.done, 10_000)
 let sent = publisher.report
 
@@ -98,6 +100,8 @@ emit("messages", options.messages)
 emit("window", options.window)
 emit("payload_bytes", options.payload)
 emit("ramp_s", rampSeconds)
+emit("logins_in_flight", options.loginsInFlight)
+emit("login_retries", subscribers.loginRetries)
 emit("published", sent.acknowledged)
 emit("publish_failed", sent.failed)
 emit("deliveries_expected", expected)
