@@ -160,7 +160,11 @@ public final class ChatCluster {
         server.onAdmittedSessionEnd = { [weak self] user in self?.sessionEnded(user) }
         bus.onReport = { [weak self] report in self?.busReported(report) }
         presence.onEvent = { [weak self] event in
-            if case .presence(let change) = event { self?.presenceChanged(change) }
+            switch event {
+            case .presence(let change): self?.presenceChanged(change)
+            case .lease(.held): self?.readClusterPresence()
+            case .lease: break
+            }
         }
     }
 
@@ -259,6 +263,23 @@ public final class ChatCluster {
         for user in change.offline {
             server.setClusterPresence(user, online: false)
             publish(.presence(user: user, online: false))
+        }
+    }
+
+    /// Who is online anywhere, from the cluster's totals: what a node that joined (or came back after
+    /// Redis did) announces, since the bus brings only changes from now on.
+    private func readClusterPresence() {
+        guard let connection = presence.link.connection else { return }
+        connection.send(["HGETALL", presence.keys.totals], timeout: configuration.lease.commandTimeout) { [weak self] result in
+            guard let self else { return }
+            guard case .success(let reply) = result, let flat = reply.array?.compactMap(\.string) else {
+                return self.logger.notice(
+                    "the cluster's presence could not be read; changes still come from the bus", metadata: ["reply": "\(result)"])
+            }
+            var online: Set<String> = []
+            for index in stride(from: 0, to: flat.count - 1, by: 2) where (Int(flat[index + 1]) ?? 0) > 0 { online.insert(flat[index]) }
+            for user in online.sorted() { self.server.setClusterPresence(user, online: true) }
+            for user in self.server.clusterOnlineUsers.subtracting(online).sorted() { self.server.setClusterPresence(user, online: false) }
         }
     }
 

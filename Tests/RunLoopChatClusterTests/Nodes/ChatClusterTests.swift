@@ -65,6 +65,19 @@ struct ChatClusterTests {
         }
     }
 
+    @Test("a node that joins later announces who is online already on the others")
+    func lateNodeKnowsWhoIsOnline() async throws {
+        try await withNodes(["a"]) { servers, nodes in
+            let alice = nodes[0].client("alice")
+            try wait("alice online") { alice.isOnline && nodes[0].server.clusterOnlineUsers.contains("alice") }
+            let late = ChatNodeUnderTest("b", servers: servers)
+            defer { late.kill() }
+            try wait("the late node ready") { late.isReady }
+            let bob = late.client("bob")
+            try wait("bob told alice is online") { bob.presence["alice"] == true }
+        }
+    }
+
     @Test("the per-user session limit holds across nodes: a second session on another node is refused like a local one")
     func sessionLimitAcrossNodes() async throws {
         try await withNodes(["a", "b"], maximumSessionsPerUser: 1) { _, nodes in
