@@ -215,9 +215,12 @@ let package = Package(
                 "RunLoopKit",
                 "RunLoopNet",
                 "RunLoopIMCore",
+                "RunLoopIM",
                 "RunLoopChat",
+                "RunLoopChatPostgres",
                 "RunLoopRedis",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -401,7 +404,11 @@ let package = Package(
         ),
         .testTarget(
             name: "RunLoopChatClusterTests",
-            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopIMCore", "RunLoopChat", "RunLoopRedis", "RunLoopChatCluster", "RunLoopTesting"],
+            dependencies: [
+                "RunLoopKit", "RunLoopNet", "RunLoopIMCore", "RunLoopIM", "RunLoopChat", "RunLoopRedis", "RunLoopPostgres", "RunLoopChatPostgres",
+                "RunLoopChatCluster", "RunLoopTesting", "RunLoopIMTesting",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -38,7 +38,7 @@ extension PostgresChatStore {
     /// exists under any case; completes with whether it was created. The name joins `users` too.
     /// Loop thread only; `completion` runs there once.
     public func createAccount(
-        _ user: String, passwordHash: String, completion: @escaping (Result<Bool, PostgresStoreFailure>) -> Void
+        _ user: String, passwordHash: String, completion: @escaping (Result<Bool, IMStoreFailure>) -> Void
     ) {
         guard PostgresText.isStorable(user, passwordHash) else { return completion(.success(false)) }
         let statements = [

@@ -5,8 +5,9 @@ import RunLoopPostgres
 extension PostgresChatStore {
     /// Stores a message from `sender` in one transaction and completes with what the IM server
     /// answers the SEND: `.stored` after the commit (`isNew` false for a resend, with the first
-    /// `seq` and `conversationSeq`); `.refused(.badRequest)` for an empty or abandoned id (or text
-    /// PostgreSQL cannot hold: NUL); `.refused(.unknownRecipient)` for a room the sender is not in
+    /// `seq` and `conversationSeq`, naming only the recipients who have not acknowledged it yet);
+    /// `.refused(.badRequest)` for an empty or abandoned id (or text PostgreSQL cannot hold: NUL);
+    /// `.refused(.unknownRecipient)` for a room the sender is not in
     /// or, with ``requiresKnownRecipients``, a user never seen; `.refused(.internalError)` when the
     /// database did not confirm the commit — temporary: the client resends under the same id.
     ///
@@ -29,8 +30,8 @@ extension PostgresChatStore {
             switch result {
             case .success(let rows):
                 completion(
-                    send.outcome(inserted: rows[rows.count - 3].int(0, 0) == 1, found: rows[rows.count - 2], roomMembers: rows[rows.count - 1]))
-            case .failure(let failure) where Send.isRace(failure.cause):
+                    send.outcome(inserted: rows[rows.count - 3].int(0, 0) == 1, found: rows[rows.count - 2], waiting: rows[rows.count - 1]))
+            case .failure(let failure) where Send.isRace(failure):
                 // Stored meanwhile by another transaction that the (sender, id) lock did not hold
                 // back (a writer that does not take it): its row is the answer, as for any resend.
                 self.readBack(send, completion: completion)
@@ -46,7 +47,7 @@ extension PostgresChatStore {
     private func readBack(_ send: Send, completion: @escaping (IMStoreResult) -> Void) {
         transaction(send.readStatements, "message \(send.message.id) from \(send.sender), read back") { result in
             guard case .success(let rows) = result else { return completion(.refused(.internalError)) }
-            completion(send.outcome(inserted: false, found: rows[0], roomMembers: rows[1]))
+            completion(send.outcome(inserted: false, found: rows[0], waiting: rows[1]))
         }
     }
 
@@ -54,7 +55,7 @@ extension PostgresChatStore {
     /// others are refused from now on (a SEND of one of them later: `.refused(.badRequest)`). One
     /// outcome per id, in order. Loop thread only; `completion` runs there once.
     public func abandon(
-        _ ids: [String], from sender: String, completion: @escaping (Result<[IMAbandonOutcome], PostgresStoreFailure>) -> Void
+        _ ids: [String], from sender: String, completion: @escaping (Result<[IMAbandonOutcome], IMStoreFailure>) -> Void
     ) {
         guard !ids.isEmpty else { return completion(.success([])) }
         guard PostgresText.isStorable([sender] + ids) else {
@@ -97,7 +98,7 @@ extension PostgresChatStore {
     /// (conversation, conversation_seq) key lead every step). Loop thread only; `completion` runs there once.
     public func undelivered(
         for user: String, after: [IMConversation: UInt64], limit: Int,
-        completion: @escaping (Result<[IMMessage], PostgresStoreFailure>) -> Void
+        completion: @escaping (Result<[IMMessage], IMStoreFailure>) -> Void
     ) {
         guard limit > 0, PostgresText.isStorable(user) else { return completion(.success([])) }
         // A key PostgreSQL cannot hold names no stored conversation: nothing to skip there.

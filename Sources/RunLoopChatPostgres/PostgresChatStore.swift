@@ -1,5 +1,6 @@
 public import Logging
-import RunLoopChat
+public import RunLoopChat
+import RunLoopIMCore
 public import RunLoopKit
 public import RunLoopNet
 public import RunLoopPostgres
@@ -18,12 +19,12 @@ public import RunLoopPostgres
 /// Failures: a send the database did not confirm is answered `.refused(.internalError)`, which the
 /// client takes as temporary and resends under the same id — safe because storing is idempotent per
 /// (sender, id), also when the first commit landed after all. Reads fail with a
-/// ``PostgresStoreFailure`` (inbox, abandon) or `IMStatusCode.internalError` (rooms, history).
+/// `IMStoreFailure` (inbox, abandon) or `IMStatusCode.internalError` (rooms, history).
 /// Temporary failures are logged at `warning`, others (a refused statement: a bug or a broken
 /// schema) at `error`.
 ///
 /// Threads: confined to its loop's thread, like its connection.
-public final class PostgresChatStore {
+public final class PostgresChatStore: ChatStore {
     /// How ``authenticate(_:completion:)`` decides a login.
     public enum Authentication: Sendable, Equatable {
         /// Any name logs in with any password (tests, demos, a deployment that authenticates
@@ -86,37 +87,47 @@ public final class PostgresChatStore {
     }
 
     /// Runs `statements` as one transaction; a failure comes back logged, as what `operation` names
-    /// (at `debug` when the caller `expects` it and handles it).
+    /// (at `debug` when the caller `expects` it and handles it), with the database's error (a SEND
+    /// tells a race from other failures by it).
     func transaction(
         _ statements: [PostgresStatement], _ operation: @autoclosure () -> String,
-        expecting expects: @escaping (PostgresError) -> Bool = { _ in false },
-        completion: @escaping (Result<[PostgresRows], PostgresStoreFailure>) -> Void
+        expecting expects: @escaping (PostgresError) -> Bool,
+        completion: @escaping (Result<[PostgresRows], PostgresError>) -> Void
     ) {
         guard let connection else { return completion(.failure(failed(operation(), .closed))) }
         let operation = operation()
         connection.transaction(statements) { [weak self] result in
-            completion(
-                result.mapError { cause in
-                    self?.failed(operation, cause, expected: expects(cause)) ?? PostgresStoreFailure(operation: operation, cause: cause)
-                })
+            completion(result.mapError { cause in self?.failed(operation, cause, expected: expects(cause)) ?? cause })
+        }
+    }
+
+    /// Runs `statements` as one transaction; a failure comes back logged, as the server's protocol
+    /// names it.
+    func transaction(
+        _ statements: [PostgresStatement], _ operation: @autoclosure () -> String,
+        completion: @escaping (Result<[PostgresRows], IMStoreFailure>) -> Void
+    ) {
+        let operation = operation()
+        transaction(statements, operation, expecting: { _ in false }) { result in
+            completion(result.mapError { IMStoreFailure(operation, cause: $0) })
         }
     }
 
     /// Runs one statement outside a transaction; a failure comes back logged.
     func query(
         _ statement: PostgresStatement, _ operation: @autoclosure () -> String,
-        completion: @escaping (Result<PostgresRows, PostgresStoreFailure>) -> Void
+        completion: @escaping (Result<PostgresRows, IMStoreFailure>) -> Void
     ) {
-        guard let connection else { return completion(.failure(failed(operation(), .closed))) }
+        guard let connection else { return completion(.failure(IMStoreFailure(operation(), cause: failed(operation(), .closed)))) }
         let operation = operation()
         connection.query(statement.sql, statement.parameters) { [weak self] result in
-            completion(result.mapError { self?.failed(operation, $0) ?? PostgresStoreFailure(operation: operation, cause: $0) })
+            completion(result.mapError { IMStoreFailure(operation, cause: self?.failed(operation, $0) ?? $0) })
         }
     }
 
-    /// The failure of `operation`, logged once at the level it deserves.
-    func failed(_ operation: String, _ cause: PostgresError, expected: Bool = false) -> PostgresStoreFailure {
-        let failure = PostgresStoreFailure(operation: operation, cause: cause)
+    /// Logs the failure of `operation` once, at the level it deserves, and returns its cause.
+    func failed(_ operation: String, _ cause: PostgresError, expected: Bool = false) -> PostgresError {
+        let failure = IMStoreFailure(operation, cause: cause)
         if expected {
             logger.debug("\(failure)")
         } else if failure.isTemporary {
@@ -124,6 +135,6 @@ public final class PostgresChatStore {
         } else {
             logger.error("\(failure)")
         }
-        return failure
+        return cause
     }
 }

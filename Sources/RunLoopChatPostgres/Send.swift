@@ -28,7 +28,7 @@ struct Send {
     private var toRoom: String? { if case .room(let name) = message.recipient { name } else { nil } }
 
     /// Lock, create the direct conversation, store, read back. The last three statements' rows are
-    /// what ``outcome(inserted:found:roomMembers:)`` takes.
+    /// what ``outcome(inserted:found:waiting:)`` takes.
     var statements: [PostgresStatement] {
         let key = conversation.storageKey
         var statements = [PostgresStatement("SELECT pg_advisory_xact_lock(\(Self.lockKey("$1", "$2")))", [sender, message.id])]
@@ -78,8 +78,9 @@ struct Send {
         return statements + readStatements
     }
 
-    /// The stored row of (sender, id) with whether the id is abandoned, then the room's members but
-    /// the sender (none for a direct message).
+    /// The stored row of (sender, id) with whether the id is abandoned, then the members it waits for:
+    /// those but the sender whose cursor is below it — every other member for a new message, those
+    /// who have not acknowledged it for a resend (as the other stores answer).
     var readStatements: [PostgresStatement] {
         [
             PostgresStatement(
@@ -90,21 +91,17 @@ struct Send {
             PostgresStatement(
                 """
                 SELECT mb."user" FROM messages m JOIN members mb ON mb.conversation_id = m.conversation_id
-                WHERE m.sender = $1 AND m.client_id = $2 AND m.to_room IS NOT NULL AND mb."user" <> $1 ORDER BY mb."user"
+                WHERE m.sender = $1 AND m.client_id = $2 AND mb."user" <> $1 AND mb.acked_through < m.conversation_seq
+                ORDER BY mb."user"
                 """, [sender, message.id])
         ]
     }
 
     /// What the SEND is answered: the stored row (new or earlier), else refused — for good, since
     /// an abandoned id or a recipient refused now is no temporary state the client could wait out.
-    func outcome(inserted: Bool, found: PostgresRows, roomMembers: PostgresRows) -> IMStoreResult {
+    func outcome(inserted: Bool, found: PostgresRows, waiting: PostgresRows) -> IMStoreResult {
         if let stored = StoredMessage.message(found, 0) {
-            let recipients: [String]
-            switch stored.recipient {
-            case .user(let name): recipients = name == sender ? [] : [name]
-            case .room: recipients = (0..<roomMembers.count).compactMap { roomMembers[$0, 0] }
-            }
-            return .stored(stored, recipients: recipients, isNew: inserted)
+            return .stored(stored, recipients: (0..<waiting.count).compactMap { waiting[$0, 0] }, isNew: inserted)
         }
         if found.bool(0, found.columns.count - 1) == true { return .refused(.badRequest) }
         return .refused(.unknownRecipient)

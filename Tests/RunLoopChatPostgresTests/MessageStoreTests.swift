@@ -34,6 +34,28 @@ import Testing
         #expect(count == 1)
     }
 
+    @Test("a resend names only the recipients who have not acknowledged it, as the other stores do")
+    func resendRecipients() async throws {
+        let database = try await ChatDatabase.start()
+        let (directAgain, roomAgain) = try await onLoopThread {
+            let store = try database.store()
+            let direct = try store.stored("hi", id: "d1", from: "alice", to: .user("bob"))
+            store.acknowledge([direct.seq], for: "bob")
+            for user in ["alice", "bob", "cid"] { _ = try store.joining("r", user) }
+            let room = try store.stored("all", id: "r1", from: "alice", to: .room("r"))
+            store.acknowledge([room.seq], for: "cid")
+            return (
+                try store.send("hi", id: "d1", from: "alice", to: .user("bob")), try store.send("all", id: "r1", from: "alice", to: .room("r"))
+            )
+        }
+        guard case .stored(_, let direct, false) = directAgain, case .stored(_, let room, false) = roomAgain else {
+            Issue.record("\(directAgain) \(roomAgain)")
+            return
+        }
+        #expect(direct.isEmpty, "bob acknowledged it")
+        #expect(room == ["bob"], "cid acknowledged it, the sender is never one")
+    }
+
     @Test("ids with the characters an array literal quotes round-trip; an empty abandon asks nothing")
     func awkwardIDs() async throws {
         let database = try await ChatDatabase.start()

@@ -1,4 +1,5 @@
 import RunLoopChatPostgres
+import RunLoopIMCore
 import RunLoopPostgres
 import Testing
 
@@ -12,8 +13,8 @@ import Testing
             server("40001"), server("40P01"), server("57P01"), server("53300"), server("08006")
         ]
         let permanent: [PostgresError] = [.protocolMisuse("?"), server("23505"), server("42P01"), server("42601")]
-        #expect(temporary.allSatisfy { PostgresStoreFailure(operation: "x", cause: $0).isTemporary })
-        #expect(!permanent.contains { PostgresStoreFailure(operation: "x", cause: $0).isTemporary })
-        #expect("\(PostgresStoreFailure(operation: "inbox read for bob", cause: .closed))".contains("inbox read for bob failed (temporary)"))
+        #expect(temporary.allSatisfy { IMStoreFailure("x", cause: $0).isTemporary })
+        #expect(!permanent.contains { IMStoreFailure("x", cause: $0).isTemporary })
+        #expect("\(IMStoreFailure("inbox read for bob", cause: .closed))".contains("inbox read for bob failed (temporary)"))
     }
 }

@@ -35,6 +35,23 @@ struct DeliveryWindowTests {
         #expect(!foreignAck, "a foreign seq frees nothing")
     }
 
+    @Test("the store may have more (a cluster's bus lost messages): behind again, and a read already out does not count as caught up")
+    func storeMayHaveMore() {
+        var window = DeliveryWindow(maximumMessages: 4, maximumBytes: 100)
+        window.readStarted()
+        window.readFinished(asked: 4, got: 0)
+        #expect(!window.isBehind && !window.isRefillDue)
+        window.storeMayHaveMore()
+        #expect(window.isRefillDue, "caught up no more: the next read is due")
+        window.readStarted()
+        window.storeMayHaveMore()
+        window.readFinished(asked: 4, got: 0)
+        #expect(window.isBehind, "the read's snapshot may predate what the bus lost")
+        window.readStarted()
+        window.readFinished(asked: 4, got: 0)
+        #expect(!window.isBehind)
+    }
+
     @Test("one read at a time; a live message refused while a read is out keeps the session behind however short the answer")
     func liveOfferDuringRead() {
         var window = DeliveryWindow(maximumMessages: 4, maximumBytes: 100)

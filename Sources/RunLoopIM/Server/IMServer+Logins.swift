@@ -208,6 +208,28 @@ extension IMServer {
         if let refusal = sessionLimitRefusal(for: user, replacing: replaced, now: loop.now) {
             return session.loginRefused(.tooManyConnections, reason: refusal.reason, retryAfter: refusal.retryAfter)
         }
+        guard let sessionAdmission else { return goOnline(session, as: user, instance: key, replacing: replaced) }
+        // The replaced session still counts in the cluster until it ends, right after this one is online.
+        let limit = settings.maximumSessionsPerUser.map { replaced == nil ? $0 : $0 + 1 }
+        callStore({ sessionAdmission(user, limit, $0) }) { [weak self, weak session] admitted in
+            guard let self else { return }
+            guard let session, !session.isEnded else {
+                if admitted { self.onAdmittedSessionEnd?(user) }
+                return
+            }
+            guard admitted else {
+                let refusal = self.limitRefusal(for: user, limit: limit ?? 0, staying: self.byUser[user] ?? [], now: self.loop.now)
+                return session.loginRefused(.tooManyConnections, reason: refusal.reason, retryAfter: refusal.retryAfter)
+            }
+            self.goOnline(session, as: user, instance: key, replacing: replaced.flatMap { $0.isEnded ? nil : $0 })
+            // Ended on the way (its LOGIN_ACK could not be written): it never went online to end later.
+            if session.user == nil { self.onAdmittedSessionEnd?(user) }
+        }
+    }
+
+    /// A login passed every check: the session goes online as `user`, replacing the older session of
+    /// its client instance.
+    private func goOnline(_ session: IMServerSession, as user: String, instance key: LoginGate.InstanceKey?, replacing replaced: IMServerSession?) {
         settleConnection(session, loggedIn: true)
         // Online first, then the replaced session ends: the user never looks offline in between.
         session.loginAccepted(as: user)
@@ -239,7 +261,14 @@ extension IMServer {
         guard let limit = settings.maximumSessionsPerUser else { return nil }
         let staying = (byUser[user] ?? []).filter { $0 !== replaced }
         guard staying.count >= limit else { return nil }
-        let earliest = staying.compactMap { $0.machine.nextDeadline }.min().map { $0 - now } ?? .seconds(60)
+        return limitRefusal(for: user, limit: limit, staying: staying, now: now)
+    }
+
+    /// What a login past the per-user limit is told — here or across the cluster: the retry time is
+    /// when the earliest `staying` session here would be dropped for silence; with none here (the
+    /// sessions that count are on other nodes, and may end any moment) 1 s.
+    private func limitRefusal(for user: String, limit: Int, staying: [IMServerSession], now: LoopInstant) -> (reason: String, retryAfter: Duration) {
+        let earliest = staying.compactMap { $0.machine.nextDeadline }.min().map { $0 - now } ?? .seconds(1)
         let wait = min(.seconds(60), max(.seconds(1), earliest))
         return ("\(user) already has \(limit) session\(limit == 1 ? "" : "s")", wait)
     }

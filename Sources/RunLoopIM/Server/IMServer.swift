@@ -106,6 +106,12 @@ public final class IMServer {
     /// canonical name, for deployments whose names ignore case (``IMLoginVerdict/acceptedAs(user:)``
     /// names sessions the same way). `nil`: names are taken as written. Loop thread; must not block.
     public var canonicalUserName: ((String) -> String)?
+    /// Asks the cluster this server is a node of whether one more session of a user may open, for a
+    /// limit that holds across nodes (see IMServer+Cluster); `nil`: a server on its own decides alone.
+    public var sessionAdmission: IMSessionAdmission?
+    /// A session that ``sessionAdmission`` admitted ended (or never went online), with its user: the
+    /// cluster counts it no more. Runs on the loop's thread.
+    public var onAdmittedSessionEnd: ((String) -> Void)?
     /// Answers the application's requests (rooms, history) from logged-in sessions; `nil`: the server
     /// answers them as unknown commands (ERROR `unknownCommand`, close). Set it before ``listen(host:port:)``.
     public var applicationHandler: (any IMApplicationHandler)?
@@ -120,6 +126,8 @@ public final class IMServer {
     /// The PRESENCE "online" frame of each user announced online, encoded once for every snapshot.
     private var announcedOnline: [String: IMFrame] = [:]
     private var isPresenceAnnouncementScheduled = false
+    /// Users the cluster says are online, on this node or another (IMServer+Cluster).
+    var clusterOnline: Set<String> = []
     /// What ``shutdown(completion:)`` runs once no session is left and no store call is out.
     private var shutdownCompletions: [() -> Void] = []
     /// Store calls (and application requests, which call the store) made and not answered yet.
@@ -241,6 +249,7 @@ public final class IMServer {
                 presenceChanged(user)
             }
             logger.debug("\(user) session ended: \(reason)")
+            if sessionAdmission != nil { onAdmittedSessionEnd?(user) }
         }
         onSessionEnd?(self, session, reason)
         completeShutdownIfIdle()
@@ -314,7 +323,7 @@ public final class IMServer {
     }
 
     /// Notes that `user` may have come online or gone offline; announced at the end of the pass.
-    private func presenceChanged(_ user: String) {
+    func presenceChanged(_ user: String) {
         presenceChanges.append(user)
         guard !isPresenceAnnouncementScheduled else { return }
         isPresenceAnnouncementScheduled = true
@@ -333,7 +342,8 @@ public final class IMServer {
         presenceChanges.removeAll()
         var notices: [(user: String, online: Bool, frame: IMFrame)] = []
         for user in changed {
-            let online = byUser[user] != nil
+            // Online with a session here, or anywhere in the cluster.
+            let online = byUser[user] != nil || clusterOnline.contains(user)
             guard online != (announcedOnline[user] != nil) else { continue }
             let frame = Self.presenceFrame(user, online: online)
             announcedOnline[user] = online ? frame : nil
@@ -386,13 +396,10 @@ public final class IMServer {
             ack.sentAtMs = stored.sentAtMilliseconds
             session?.write(IMFrame(command: .sendAck, serial: serial, message: ack))
             if isNew { onMessageStored?(self, stored) }
-            for own in byUser[stored.from] ?? [] { own.ownMessageStored(stored) }
             // A resend too: when the store's answer to the first SEND was lost after its commit, nobody
             // was told of the message. The store names only recipients who have not acknowledged it,
             // and a session that sent it already does not send it again.
-            for recipient in recipients {
-                for target in byUser[recipient] ?? [] { target.deliverLive(stored) }
-            }
+            deliverStored(stored, to: recipients)
         case .refused(let code):
             session?.write(IMFrame(command: .sendAck, serial: serial, code: code, message: ack))
         }

@@ -74,6 +74,13 @@ public final class IMServerSession {
         window.passed(message)
     }
 
+    /// The store may hold messages for this user that no live delivery brought (another node's, which
+    /// the cluster's bus lost): read the inbox again.
+    func rereadInbox() {
+        window.storeMayHaveMore()
+        refill()
+    }
+
     /// Tells the client the server is stopping, then closes gracefully.
     func shutdown() { apply(machine.shutdown()) }
 

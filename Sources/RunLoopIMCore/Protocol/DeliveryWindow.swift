@@ -104,6 +104,13 @@ public struct DeliveryWindow: Sendable, Equatable {
     /// The read failed: still behind; the next trigger (an acknowledgement, a retry) reads again.
     public mutating func readFailed() { isReading = false }
 
+    /// The store may hold messages no live offer brought (a cluster's bus lost some): behind again, and
+    /// a read in flight does not count as caught up, since its snapshot may predate them.
+    public mutating func storeMayHaveMore() {
+        isBehind = true
+        if isReading { refusedLiveWhileReading = true }
+    }
+
     /// The window filled before a read's messages were all sent: the rest are read again later.
     public mutating func stoppedRefill() { isBehind = true }
 

@@ -1,0 +1,317 @@
+public import Logging
+import RunLoopChat
+public import RunLoopIM
+import RunLoopIMCore
+public import RunLoopKit
+import RunLoopNet
+public import RunLoopRedis
+
+/// Makes one chat node's ``IMServer`` a node of a cluster: nodes share a PostgreSQL store (the truth)
+/// and a Redis, through which they tell each other what they committed (``ClusterBus``) and who is
+/// online (``NodePresence``).
+///
+/// Once attached (``init(server:configuration:modes:logger:)``) and started (``start()``):
+/// - **Messages**: each message the server stores is published after its commit; each message from
+///   the bus, and each of the node's own commits, passes through a ``ConversationSequencer`` and goes
+///   to this node's sessions of the conversation's members — a direct message's two users, a room's
+///   members with a session here (their rooms are loaded from the store when their first session here
+///   logs in, and follow JOIN and LEAVE on every node, which the bus orders with the room's messages).
+///   A room message never reaches a non-member. A gap in a conversation is read from the store; when
+///   the bus fell behind or a gap stays open, every session here reads its inbox again.
+/// - **Sessions and presence**: every login is admitted by ``NodePresence`` against the server's
+///   per-user limit across the cluster (``IMServer/Settings/maximumSessionsPerUser``); users coming
+///   online or going offline anywhere in the cluster (also when a dead node is reaped) are announced
+///   by every node's server as its own users are.
+///
+/// Faults cost latency, never messages: with Redis down, SENDs are acknowledged after their commit as
+/// ever and other nodes' sessions catch up from the store when the bus is back (it reports that it
+/// fell behind); logins are decided on this node's counts. With PostgreSQL down, SENDs are answered
+/// `internalError` and resent by the clients. Each fault is logged (`warning` for an outage, `debug`
+/// for its repeats; the bus, presence and store log theirs).
+///
+/// Threads: create, start and end it on the server's loop thread; everything runs there.
+public final class ChatCluster {
+    /// How a node joins its cluster.
+    public struct Configuration: Sendable {
+        /// The bus: the node's id, where Redis is, the keyspace every node shares, the streams.
+        public var bus: ClusterBusConfiguration
+        /// The node's lease, its refreshes and reaping.
+        public var lease: NodeLeasePolicy
+        /// The limits of the per-conversation ordering of what comes from the bus.
+        public var sequencer: ConversationSequencer.Configuration
+
+        /// - Parameters:
+        ///   - nodeID: unique among the live nodes (a restarted node may reuse its id).
+        ///   - redis: where the shared Redis is.
+        ///   - keyspace: the key prefix every node of the cluster uses.
+        public init(
+            nodeID: String, redis: RedisConfiguration, keyspace: ClusterKeyspace = ClusterKeyspace(),
+            lease: NodeLeasePolicy = NodeLeasePolicy(), sequencer: ConversationSequencer.Configuration = ConversationSequencer.Configuration()
+        ) {
+            bus = ClusterBusConfiguration(nodeID: nodeID, redis: redis, keyspace: keyspace)
+            self.lease = lease
+            self.sequencer = sequencer
+        }
+    }
+
+    public let server: IMServer
+    public let configuration: Configuration
+    /// The bus to the other nodes (for health checks: ``ClusterBus/isPublishing``, ``ClusterBus/isReading``).
+    public let bus: ClusterBus
+    /// The node's lease and session counts (for health checks: ``NodePresence/leaseState``).
+    public let presence: NodePresence
+    public var logger: Logger
+
+    private let store: any ClusterChatStore
+    private var sequencer: ConversationSequencer
+    private var rooms = LocalRooms()
+    /// Admitted sessions per user on this node.
+    private var sessions: [String: Int] = [:]
+    private var isPublishFailing = false
+    /// Events whose publish failed, oldest first, sent again once the bus publishes: a conversation's
+    /// last message must not wait for the next one to be noticed as a gap elsewhere.
+    private var unpublished: [ClusterEvent] = []
+    /// At most this many events wait to be published again; older ones are dropped (their
+    /// conversations' next messages show the gap, and inbox reads bring them).
+    static let maximumUnpublished = 10_000
+    private lazy var republishTimer = DeadlineTimer(loop: server.loop, modes: modes, label: "chat cluster republish") { [weak self] in
+        self?.republish()
+    }
+    private lazy var sequencerTimer = DeadlineTimer(loop: server.loop, modes: modes, label: "chat cluster sequencer") { [weak self] in
+        guard let self else { return }
+        self.perform(self.sequencer.tick(now: self.server.loop.now))
+    }
+    private let modes: [RunLoop.Mode]
+
+    /// Attaches to `server`, whose store must be a ``ClusterChatStore`` (PostgreSQL's) and whose hooks
+    /// it takes over: ``IMServer/sessionAdmission`` and ``IMServer/onAdmittedSessionEnd`` it sets;
+    /// ``IMServer/onMessageStored`` and ``IMServer/applicationHandler`` (set that first) it wraps,
+    /// calling what was there. Nothing reaches Redis before ``start()``. Must be called on the
+    /// server's loop thread.
+    public init(
+        server: IMServer, configuration: Configuration, modes: [RunLoop.Mode] = [.common],
+        logger: Logger = Logger(label: "RunLoopChatCluster.node")
+    ) {
+        guard let store = server.store as? any ClusterChatStore else {
+            preconditionFailure("a cluster node's store is shared: a ClusterChatStore (PostgresChatStore), not \(type(of: server.store))")
+        }
+        self.server = server
+        self.store = store
+        self.configuration = configuration
+        self.modes = modes
+        self.logger = logger
+        sequencer = ConversationSequencer(configuration: configuration.sequencer)
+        bus = ClusterBus(loop: server.loop, modes: modes, configuration: configuration.bus, logger: logger)
+        presence = NodePresence(
+            nodeID: configuration.bus.nodeID, loop: server.loop, modes: modes, redis: configuration.bus.redis,
+            keyspace: configuration.bus.keyspace, policy: configuration.lease, logger: logger)
+        attach()
+    }
+
+    /// Joins the cluster: connects the bus and the presence (both retry by themselves while Redis is
+    /// out of reach).
+    public func start() {
+        presence.start()
+        bus.start()
+    }
+
+    /// Leaves the cluster cleanly: this node's sessions stop counting at once (users with none left
+    /// anywhere go offline everywhere), the bus closes; `completion` runs on the loop's thread. Shut
+    /// the server down first, so no session opens meanwhile.
+    public func leave(completion: @escaping () -> Void = {}) {
+        sequencerTimer.cancel()
+        republishTimer.cancel()
+        presence.leave { [weak self] in
+            self?.bus.close()
+            completion()
+        }
+    }
+
+    /// Stops without a word to Redis, as a crash would: the lease lapses and another node reaps this
+    /// one, taking its users offline. For tests and demos.
+    public func close() {
+        sequencerTimer.cancel()
+        republishTimer.cancel()
+        presence.close()
+        bus.close()
+    }
+
+    // MARK: hooks
+
+    private func attach() {
+        let stored = server.onMessageStored
+        server.onMessageStored = { [weak self] server, message in
+            stored?(server, message)
+            self?.committedHere(message)
+        }
+        if let handler = server.applicationHandler {
+            server.applicationHandler = MembershipReporter(inner: handler) { [weak self] user, room, joined in
+                self?.membershipChangedHere(user, room: room, joined: joined)
+            }
+        }
+        server.sessionAdmission = { [weak self] user, limit, answer in
+            guard let self else { return answer(true) }
+            self.presence.sessionOpened(user, limit: limit ?? .max) { [weak self] admission in
+                guard case .admitted = admission else { return answer(false) }
+                self?.sessionAdmitted(user)
+                answer(true)
+            }
+        }
+        server.onAdmittedSessionEnd = { [weak self] user in self?.sessionEnded(user) }
+        bus.onReport = { [weak self] report in self?.busReported(report) }
+        presence.onEvent = { [weak self] event in
+            switch event {
+            case .presence(let change): self?.presenceChanged(change)
+            case .lease(.held): self?.readClusterPresence()
+            case .lease: break
+            }
+        }
+    }
+
+    // MARK: messages
+
+    private func committedHere(_ message: IMMessage) {
+        publish(.message(message))
+        // The server delivered it to its sessions already; the sequencer learns its number, and may
+        // pass on others' messages that were waiting for it.
+        perform(sequencer.receive(message, now: server.loop.now), skipping: message.seq)
+    }
+
+    private func busReported(_ report: ClusterBusReport) {
+        switch report {
+        case .event(.message(let message), _):
+            perform(sequencer.receive(message, now: server.loop.now))
+        case .event(.membership(let user, let room, let joined), _):
+            rooms.membershipChanged(user, room: room, joined: joined)
+        case .event(.presence(let user, let online), _):
+            server.setClusterPresence(user, online: online)
+        case .fellBehind(let shards):
+            logger.notice("the bus fell behind: every session here reads its inbox again", metadata: ["shards": "\(shards)"])
+            server.rereadInboxes()
+        }
+    }
+
+    private func perform(_ actions: [ConversationSequencer.Action], skipping own: UInt64? = nil) {
+        for action in actions {
+            switch action {
+            case .deliver(let message) where message.seq != own:
+                deliverHere(message)
+            case .deliver:
+                break
+            case .fetch(let conversation, let after, let before):
+                store.messages(in: conversation, after: after, before: before) { [weak self] result in
+                    guard let self else { return }
+                    // A failure is the store's to log; the gap's deadline asks again.
+                    guard case .success(let messages) = result else { return }
+                    self.perform(self.sequencer.fetched(messages, in: conversation, now: self.server.loop.now))
+                }
+            case .reread(let conversation):
+                logger.notice("a gap stayed open: every session here reads its inbox again", metadata: ["conversation": "\(conversation)"])
+                server.rereadInboxes()
+            }
+        }
+        if let deadline = sequencer.nextDeadline { sequencerTimer.arm(at: deadline) } else { sequencerTimer.disarm() }
+    }
+
+    /// Passes a message on to this node's sessions of its conversation's members.
+    private func deliverHere(_ message: IMMessage) {
+        switch message.recipient {
+        case .user(let name): server.deliverStored(message, to: [name])
+        case .room(let room): server.deliverStored(message, to: rooms.members(of: room).sorted())
+        }
+    }
+
+    // MARK: rooms
+
+    private func membershipChangedHere(_ user: String, room: String, joined: Bool) {
+        rooms.membershipChanged(user, room: room, joined: joined)
+        publish(.membership(user: user, room: room, joined: joined))
+    }
+
+    private func sessionAdmitted(_ user: String) {
+        sessions[user, default: 0] += 1
+        guard rooms.userArrived(user) else { return }
+        store.rooms(of: user) { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .success(let joined):
+                self.rooms.loaded(user, rooms: joined)
+                // Room messages committed between the login and now came to nobody here.
+                self.server.rereadInboxes(of: [user])
+            case .failure:
+                // Logged by the store. Untracked, the user gets room messages from the inbox reads.
+                self.rooms.loadFailed(user)
+            }
+        }
+    }
+
+    private func sessionEnded(_ user: String) {
+        presence.sessionClosed(user)
+        sessions[user, default: 1] -= 1
+        guard sessions[user] == 0 else { return }
+        sessions[user] = nil
+        rooms.userLeft(user)
+    }
+
+    // MARK: presence
+
+    private func presenceChanged(_ change: PresenceChange) {
+        for user in change.online {
+            server.setClusterPresence(user, online: true)
+            publish(.presence(user: user, online: true))
+        }
+        for user in change.offline {
+            server.setClusterPresence(user, online: false)
+            publish(.presence(user: user, online: false))
+        }
+    }
+
+    /// Who is online anywhere, from the cluster's totals: what a node that joined (or came back after
+    /// Redis did) announces, since the bus brings only changes from now on.
+    private func readClusterPresence() {
+        guard let connection = presence.link.connection else { return }
+        connection.send(["HGETALL", presence.keys.totals], timeout: configuration.lease.commandTimeout) { [weak self] result in
+            guard let self else { return }
+            guard case .success(let reply) = result, let flat = reply.array?.compactMap(\.string) else {
+                return self.logger.notice(
+                    "the cluster's presence could not be read; changes still come from the bus", metadata: ["reply": "\(result)"])
+            }
+            var online: Set<String> = []
+            for index in stride(from: 0, to: flat.count - 1, by: 2) where (Int(flat[index + 1]) ?? 0) > 0 { online.insert(flat[index]) }
+            for user in online.sorted() { self.server.setClusterPresence(user, online: true) }
+            for user in self.server.clusterOnlineUsers.subtracting(online).sorted() { self.server.setClusterPresence(user, online: false) }
+        }
+    }
+
+    // MARK: bus
+
+    private func publish(_ event: ClusterEvent) {
+        bus.publish(event) { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .success:
+                if self.isPublishFailing { self.logger.notice("publishing to the bus again") }
+                self.isPublishFailing = false
+            case .failure(let error):
+                // Committed already: the other nodes catch up from the store when their bus reader
+                // reports the gap. The first failure of an outage is the operator's line.
+                self.logger.log(
+                    level: self.isPublishFailing ? .debug : .warning, "bus publish failed; sent again once Redis is back",
+                    metadata: ["error": "\(error)"])
+                self.isPublishFailing = true
+                self.unpublished.append(event)
+                if self.unpublished.count > Self.maximumUnpublished { self.unpublished.removeFirst() }
+                self.republishTimer.arm(at: self.server.loop.now + self.configuration.lease.retryInterval)
+            }
+        }
+    }
+
+    /// Sends the events that failed again, in order, once the bus publishes; until then waits on.
+    private func republish() {
+        guard !unpublished.isEmpty else { return }
+        guard bus.isPublishing else { return republishTimer.arm(at: server.loop.now + configuration.lease.retryInterval) }
+        let events = unpublished
+        unpublished.removeAll()
+        for event in events { publish(event) }
+    }
+}

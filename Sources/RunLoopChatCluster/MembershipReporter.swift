@@ -1,0 +1,25 @@
+import RunLoopIM
+import RunLoopIMCore
+import SwiftProtobuf
+
+/// The server's application handler with one addition: a JOIN or LEAVE the store accepted is
+/// reported (user, room, joined) once its answer is on its way — what the cluster tells the other
+/// nodes. Everything else passes through unchanged.
+struct MembershipReporter: IMApplicationHandler {
+    let inner: any IMApplicationHandler
+    let changed: (_ user: String, _ room: String, _ joined: Bool) -> Void
+
+    func answer(_ request: IMFrame, from user: String, on server: IMServer, reply: @escaping (IMFrame) -> Void) throws(IMFrameError) {
+        let joined: Bool
+        switch request.command {
+        case .join: joined = true
+        case .leave: joined = false
+        default: return try inner.answer(request, from: user, on: server, reply: reply)
+        }
+        let room = try request.decode(IMRoomRequest.self).room
+        try inner.answer(request, from: user, on: server) { [changed] answer in
+            reply(answer)
+            if answer.code == .ok { changed(user, room, joined) }
+        }
+    }
+}

@@ -1,0 +1,38 @@
+public import RunLoopIMCore
+import RunLoopPostgres
+
+/// What a cluster node reads besides a user's inbox: a stretch of one conversation (a gap its bus
+/// left) and the rooms a user is in (which room messages its sessions get).
+extension PostgresChatStore {
+    /// The messages of `conversation` numbered strictly between `after` and `before`, in
+    /// `conversationSeq` order: one read along the (conversation, conversation_seq) key. Loop thread
+    /// only; `completion` runs there once.
+    public func messages(
+        in conversation: IMConversation, after: UInt64, before: UInt64, completion: @escaping (Result<[IMMessage], IMStoreFailure>) -> Void
+    ) {
+        let key = conversation.storageKey
+        guard after < before, PostgresText.isStorable(key) else { return completion(.success([])) }
+        let statement = PostgresStatement(
+            """
+            SELECT \(StoredMessage.columns) FROM conversations c JOIN messages m ON m.conversation_id = c.id
+            WHERE c.key = $1 AND m.conversation_seq > $2 AND m.conversation_seq < $3 ORDER BY m.conversation_seq
+            """, [key, String(Int64(clamping: after)), String(Int64(clamping: before))])
+        query(statement, "messages \(after)<…<\(before) of \(conversation)") { result in
+            completion(result.map(StoredMessage.messages))
+        }
+    }
+
+    /// The names of the rooms `user` is a member of, in no particular order. Loop thread only;
+    /// `completion` runs there once.
+    public func rooms(of user: String, completion: @escaping (Result<[String], IMStoreFailure>) -> Void) {
+        guard PostgresText.isStorable(user) else { return completion(.success([])) }
+        let statement = PostgresStatement(
+            """
+            SELECT c.room FROM members mb JOIN conversations c ON c.id = mb.conversation_id
+            WHERE mb."user" = $1 AND c.room IS NOT NULL
+            """, [user])
+        query(statement, "rooms of \(user)") { result in
+            completion(result.map { rows in (0..<rows.count).compactMap { rows[$0, 0] } })
+        }
+    }
+}
