@@ -37,19 +37,17 @@ struct PostgresNodeTests {
             try alice.send("while you were away", to: .user("bob"))
             try #require(try spin(loop) { stored == 2 })
             alice.close()
-            var stopped = false
-            node.stop { stopped = true }
-            try #require(try spin(loop) { stopped })
+            try node.stopGracefully()
 
             let restarted = try ChatNode(configuration: nodeConfiguration(database, port: port))
             try restarted.start()
+            received.removeAll()
             let bobAgain = client("bob", port: port)
-            var again: [String] = []
-            bobAgain.onMessage = { _, message in again.append(message.text) }
+            bobAgain.onMessage = bob.onMessage
             bobAgain.start()
-            try #require(try spin(loop) { again == ["while you were away"] })
+            try #require(try spin(loop) { received == ["while you were away"] })
             try loop.run(.default, timeout: .milliseconds(100))
-            #expect(again == ["while you were away"], "only the undelivered one comes")
+            #expect(received == ["while you were away"], "only the undelivered one comes")
             let store = try #require(restarted.postgres?.store)
             let page = try completion(of: loop) {
                 store.history(HistoryQuery(conversation: .user("alice")), for: "bob", limit: 10, completion: $0)
@@ -60,7 +58,9 @@ struct PostgresNodeTests {
         }
     }
 
-    @Test("PostgreSQL stopped under a running node: the SEND is refused as temporary and resent; after the restart it is stored once and delivered once")
+    @Test(
+        "PostgreSQL stopped under a running node: the SEND is refused as temporary and resent; after the restart it is stored once and delivered once"
+    )
     func sendWhileDatabaseIsDown() async throws {
         let database = try await ChatPostgres.start()
         let rows = try await onLoopThread {
@@ -132,7 +132,8 @@ struct PostgresNodeTests {
             _ = try database.migrate().get()
             try database.execute("UPDATE schema_version SET version = \(ChatSchema.version + 1)")
             let tooOld = try ChatNode(configuration: nodeConfiguration(database))
-            #expect(try completion(of: loop, tooOld.connectStorage).failure == .newerThanKnown(found: ChatSchema.version + 1, known: ChatSchema.version))
+            #expect(
+                try completion(of: loop, tooOld.connectStorage).failure == .newerThanKnown(found: ChatSchema.version + 1, known: ChatSchema.version))
 
             // Started without asking first, it stops itself when the connection finds the schema.
             let started = try ChatNode(configuration: nodeConfiguration(database))
@@ -163,14 +164,13 @@ struct PostgresNodeTests {
             let carol = client("CAROL", port: node.port)
             carol.start()
             try #require(try spin(loop) { carol.state == .online })
-            let impostor = client("carol", password: "guess", port: node.port)
-            impostor.start()
-            try #require(try spin(loop) { if case .closed = impostor.state { return true } else { return false } })
-            #expect(impostor.state == .closed(.loginRefused(.authenticationFailed, "unknown user or wrong password")))
-            let stranger = client("stranger", port: node.port)
-            stranger.start()
-            try #require(try spin(loop) { if case .closed = stranger.state { return true } else { return false } })
-            #expect(stranger.state == .closed(.loginRefused(.authenticationFailed, "unknown user or wrong password")))
+            let refused = IMConnectionState.closed(.loginRefused(.authenticationFailed, "unknown user or wrong password"))
+            for (user, password) in [("carol", "guess"), ("stranger", "pw")] {
+                let attempt = client(user, password: password, port: node.port)
+                attempt.start()
+                try spin(loop) { if case .closed = attempt.state { true } else { false } }
+                #expect(attempt.state == refused, "\(user)")
+            }
             carol.close()
         }
     }

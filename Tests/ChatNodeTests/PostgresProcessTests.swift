@@ -1,4 +1,3 @@
-import class Foundation.Process
 import Glibc
 import RunLoopIM
 import RunLoopIMCore
@@ -6,6 +5,8 @@ import RunLoopKit
 import RunLoopPostgres
 import RunLoopTesting
 import Testing
+
+import class Foundation.Process
 
 /// `chat-node migrate`, `account` and `serve` against PostgreSQL, as processes.
 @Suite("chat-node on PostgreSQL, the process")

@@ -60,7 +60,10 @@ struct StoreURLTests {
         #expect(v6.host == "::1" && v6.port == 6379)
         #expect(try RedisURL.parse("unix:///tmp/redis.sock").host == "/tmp/redis.sock")
         #expect(RedisURL.describe(v6) == "redis://[::1]:6379")
-        for bad in ["redis://localhost:6379", "redis://:pw@127.0.0.1", "redis://127.0.0.1/2", "http://127.0.0.1", "unix://relative", "redis://1.2.3.4:0"] {
+        let refused = [
+            "redis://localhost:6379", "redis://:pw@127.0.0.1", "redis://127.0.0.1/2", "http://127.0.0.1", "unix://relative", "redis://1.2.3.4:0"
+        ]
+        for bad in refused {
             #expect(throws: StoreURLError.self, "\(bad)") { try RedisURL.parse(bad) }
         }
     }

@@ -67,6 +67,13 @@ func completion<Value>(of loop: RunLoop, _ operation: (@escaping (Value) -> Void
     return value
 }
 
+extension ChatNode {
+    /// ``stop(_:)``, run on the loop until it is done.
+    func stopGracefully() throws {
+        try completion(of: loop) { done in stop { done(()) } }
+    }
+}
+
 struct NodeTestFailure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }

@@ -47,7 +47,8 @@ public final class PostgresNodeDatabase {
         link.onConnect = { [weak self] connection in self?.connected(connection, address: address) }
         link.onAttemptFailed = { [weak self] failure, wait in
             guard let self else { return }
-            let next = wait.map { "trying again in \($0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000) ms" } ?? "giving up"
+            let next =
+                wait.map { "trying again in \($0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000) ms" } ?? "giving up"
             // libpq's messages span lines ("…\n\tIs the server running…"): one line per failure.
             let cause = "\(failure)".split(whereSeparator: \.isNewline).map { $0.trimmed(of: "\t ") }.joined(separator: " ")
             self.logger.error("PostgreSQL \(address): \(cause); logins and SENDs are refused as temporary until it is back; \(next)")

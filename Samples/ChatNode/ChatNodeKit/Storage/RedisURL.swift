@@ -1,6 +1,5 @@
-public import RunLoopRedis
-
 import RunLoopNet
+public import RunLoopRedis
 
 /// `--redis` and `CHAT_NODE_REDIS`: `redis://IP[:port]` (an IPv6 address in brackets) or
 /// `unix:///path/to/socket`. No name, as RunLoopRedis connects to addresses only (hiredis would

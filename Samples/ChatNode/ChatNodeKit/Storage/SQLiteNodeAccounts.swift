@@ -33,7 +33,10 @@ final class SQLiteNodeAccounts: NodeAccounts {
     }
 
     func create(_ user: String, passwordHash: String, completion: @escaping (Result<Bool, IMStoreFailure>) -> Void) {
-        completion(Result { try accounts.create(user: user, passwordHash: passwordHash) }.mapError { IMStoreFailure("create account \(user)", reason: "\($0)") })
+        completion(
+            Result { try accounts.create(user: user, passwordHash: passwordHash) }.mapError {
+                IMStoreFailure("create account \(user)", reason: "\($0)")
+            })
     }
 
     func names(completion: @escaping (Result<[String], IMStoreFailure>) -> Void) {
