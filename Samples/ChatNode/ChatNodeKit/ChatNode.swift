@@ -71,7 +71,9 @@ public final class ChatNode {
 
     /// The store a node runs on, opened.
     public enum Backend {
+        /// The file's store and its accounts table, read and written at once.
         case sqlite(SQLiteIMStore, AccountStore)
+        /// The shared database, answered later.
         case postgres(PostgresNodeDatabase)
     }
 

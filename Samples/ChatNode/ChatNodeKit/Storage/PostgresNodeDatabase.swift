@@ -20,7 +20,9 @@ public final class PostgresNodeDatabase {
     /// server that went silent) ends the connection after it, and the link reconnects.
     public static let defaultQueryTimeout: Duration = .seconds(10)
 
+    /// The one connection, reconnected with the policy's backoff after each failure.
     public let link: ReconnectingLink<PostgresConnection>
+    /// The chat store over ``link`` (accounts checked in its `accounts` table).
     public let store: PostgresChatStore
     /// Where it connects, with ``defaultQueryTimeout`` filled in.
     public let configuration: PostgresConfiguration

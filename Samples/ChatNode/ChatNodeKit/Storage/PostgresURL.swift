@@ -81,6 +81,7 @@ public struct StoreURLError: Error, Equatable, Sendable, CustomStringConvertible
         case redis = "Redis"
     }
 
+    /// Which address was refused.
     public var kind: Kind
     /// What is wrong, in the parser's words (libpq's, for PostgreSQL).
     public var reason: String
