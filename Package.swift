@@ -297,6 +297,7 @@ let package = Package(
                 "RunLoopWebSocket",
                 "RunLoopIMWebSocket",
                 "RunLoopChat",
+                "RunLoopPostgres", "RunLoopChatPostgres", "RunLoopRedis", "CLibpq",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Samples/ChatNode/ChatNodeKit",
@@ -312,6 +313,7 @@ let package = Package(
                 "RunLoopIMSQLite",
                 "RunLoopKit",
                 "RunLoopNet",
+                "RunLoopPostgres", "RunLoopChatPostgres", "RunLoopRedis",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -364,7 +366,8 @@ let package = Package(
             name: "ChatNodeTests",
             dependencies: [
                 "ChatNodeKit", "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopWebSocket",
-                "RunLoopIMWebSocket", "RunLoopChat", "RunLoopTesting", "RunLoopIMTesting",
+                "RunLoopIMWebSocket", "RunLoopChat", "RunLoopTesting", "RunLoopIMTesting", "RunLoopPostgres", "RunLoopChatPostgres",
+                "RunLoopRedis",
             ],
             swiftSettings: swiftSettings
         ),

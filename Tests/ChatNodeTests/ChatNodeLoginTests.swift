@@ -36,7 +36,7 @@ struct ChatNodeLoginTests {
             #expect(verdicts["first"] == .acceptedAs(user: "newbie"))
             #expect(verdicts["second"] == .acceptedAs(user: "newbie"))
             #expect(verdicts["third"] == .refused(.authenticationFailed, reason: "unknown user or wrong password"))
-            #expect(try node.accounts.names() == ["newbie"])
+            #expect(try #require(node.sqliteAccounts).names() == ["newbie"])
             var stopped = false
             node.stop { stopped = true }
             try #require(try spin(loop) { stopped })
@@ -57,7 +57,7 @@ struct ChatNodeLoginTests {
             first.start()
             try #require(try spin(loop) { first.state == .online })
             #expect(node.server.onlineUsers == ["alice"])
-            #expect(try node.accounts.names() == ["alice"])
+            #expect(try #require(node.sqliteAccounts).names() == ["alice"])
 
             let impostor = client("ALICE", password: "nope", port: node.port)
             impostor.start()
@@ -70,8 +70,9 @@ struct ChatNodeLoginTests {
             #expect(node.server.sessions.filter { $0.user == "alice" }.count == 2, "one account, two sessions")
 
             // A database from before: a mixed-case name keeps its spelling.
-            try node.store.database.query("INSERT INTO accounts(name, password_hash) VALUES ('Bob', ?)", [.text(PasswordHasher.forTests.hash("pw2"))])
-            try node.store.database.query("INSERT INTO users(name) VALUES ('Bob')")
+            try #require(node.sqliteStore).database.query(
+                "INSERT INTO accounts(name, password_hash) VALUES ('Bob', ?)", [.text(PasswordHasher.forTests.hash("pw2"))])
+            try #require(node.sqliteStore).database.query("INSERT INTO users(name) VALUES ('Bob')")
             let bob = client("bOB", password: "pw2", port: node.port)
             bob.start()
             try #require(try spin(loop) { bob.state == .online })
@@ -90,7 +91,7 @@ struct ChatNodeLoginTests {
             #expect(try node.addAccount(user: "CAROL", password: "pw3"))
             #expect(try !node.addAccount(user: "Carol", password: "pw4"))
             #expect(try !node.addAccount(user: "bob", password: "pw4"))
-            #expect(try node.accounts.names() == ["Bob", "alice", "carol"])
+            #expect(try #require(node.sqliteAccounts).names() == ["Bob", "alice", "carol"])
             for each in [first, second, bob] { each.close() }
             var stopped = false
             node.stop { stopped = true }

@@ -53,7 +53,8 @@ struct ChatNodeTests {
             let alice = client("alice", password: "s3cret", port: node.port)
             alice.start()
             try #require(try spin(loop) { alice.state == .online })
-            let hash = try #require(try node.accounts.passwordHash(of: "alice"))
+            let accounts = try #require(node.sqliteAccounts)
+            let hash = try #require(try accounts.passwordHash(of: "alice"))
             #expect(hash.hasPrefix("scrypt$") && !hash.contains("s3cret"))
             let impostor = client("alice", password: "guess", port: node.port)
             impostor.start()
@@ -156,7 +157,7 @@ struct ChatNodeTests {
             bobAgain.start()
             try #require(try spin(loop) { received.count == 10 })
             #expect(received == (0..<10).map { "offline \($0)" })
-            try #require(try spin(loop) { (try? restarted.store.undelivered(for: "bob"))?.isEmpty == true }, "acknowledged, then forgotten")
+            try #require(try spin(loop) { (try? restarted.sqliteStore?.undelivered(for: "bob"))?.isEmpty == true }, "acknowledged, then forgotten")
             bobAgain.close()
             try spin(loop) { bobAgain.state == .closed(.userClosed) }
             let third = client("bob", port: port)

@@ -283,7 +283,7 @@ struct WebJSONClientTests {
         let message = try deliver.decode(IMChatMessage.self)
         #expect(message.from == "tom" && message.text == "hi jo")
         try browser.connection.send(text: #"{"command":"DELIVER_ACK","serial":3,"body":{"seqs":["\#(message.seq)"]}}"#)
-        try #require(try spin(loop) { (try? node.store.undelivered(for: "jo"))?.isEmpty == true })
+        try #require(try spin(loop) { (try? node.sqliteStore?.undelivered(for: "jo"))?.isEmpty == true })
         tom.close()
         try spin(loop) { tom.state == .closed(.userClosed) }
     }

@@ -3,10 +3,12 @@ import ChatNodeKit
 import Glibc
 import Logging
 import RunLoopChat
+import RunLoopChatPostgres
 import RunLoopIMCore
 import RunLoopIMSQLite
 import RunLoopKit
 import RunLoopNet
+import RunLoopRedis
 
 /// `chat-node`: the demo chat node on RunLoopKit — a thin main over ChatNodeKit.
 @main
@@ -14,7 +16,7 @@ struct ChatNodeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "chat-node",
         abstract: "A small chat service on RunLoopKit's run loop: server, terminal client, demo.",
-        subcommands: [Demo.self, Serve.self, Client.self, Account.self]
+        subcommands: [Demo.self, Serve.self, Client.self, Account.self, Migrate.self]
     )
 }
 
@@ -52,8 +54,13 @@ struct Serve: ParsableCommand {
     @Flag(help: "Serve no browser page and no WebSocket, only IM over TCP.")
     var noHttp = false
 
-    @Option(help: "SQLite file for accounts, rooms, history and undelivered messages.")
-    var database = "chat-node.db"
+    @OptionGroup var storage: StorageOptions
+
+    @Option(
+        help: ArgumentHelp(
+            "Redis of a cluster of nodes: redis://IP[:PORT] or unix:///PATH (also CHAT_NODE_REDIS).",
+            discussion: "Checked and noted only: clustering comes with the cluster integration; until then the node serves alone."))
+    var redis: String?
 
     @Flag(inversion: .prefixedNo, help: "Create an account at the first login of an unknown name.")
     var registration = true
@@ -86,16 +93,29 @@ struct Serve: ParsableCommand {
             throw ValidationError("limits must be positive")
         }
         guard (4...20).contains(scryptCost) else { throw ValidationError("--scrypt-cost must be 4...20") }
+        _ = try redisConfiguration()
+    }
+
+    /// `--redis`, else `CHAT_NODE_REDIS`.
+    func redisConfiguration() throws -> RedisConfiguration? {
+        guard let url = redis ?? environment("CHAT_NODE_REDIS") else { return nil }
+        do {
+            return try RedisURL.parse(url)
+        } catch {
+            throw ValidationError("\(error)")
+        }
     }
 
     func run() throws {
         log.bootstrap()
+        unblockStopSignals()
         // Every client is a descriptor: the stock soft limit (1024) is usually far below the hard one,
         // and the node fits its connection limit to the limit in force when it starts listening.
         let softLimitBefore = DescriptorLimit.current.soft
         let softLimit = DescriptorLimit.raiseSoftLimitToHard()
         let loop = RunLoop.current
-        var configuration = ChatNode.Configuration(databasePath: database)
+        var configuration = ChatNode.Configuration(storage: try storage.storage())
+        configuration.redis = try redisConfiguration()
         configuration.host = host
         configuration.port = port
         configuration.httpPort = noHttp ? nil : httpPort
@@ -109,6 +129,15 @@ struct Serve: ParsableCommand {
         configuration.passwordHasher = PasswordHasher(rounds: 1 << scryptCost)
         let node = try ChatNode(configuration: configuration, loop: loop)
         if softLimit != softLimitBefore { node.logger.info("descriptor limit raised from \(softLimitBefore) to \(softLimit)") }
+        if case .failure(let refusal) = try loop.runUntilFinished(node.connectStorage) {
+            printError("chat-node: \(refusal)")
+            throw ExitCode.failure
+        }
+        var refusal: ChatSchemaError?
+        node.onStorageRefused = { refused in
+            refusal = refused
+            loop.stopAll()
+        }
         try node.start()
         print("listening on \(host):\(node.port)")
         if let page = node.pageURL { print("page: \(page)") }
@@ -125,7 +154,23 @@ struct Serve: ParsableCommand {
         }
         try loop.run()
         signals.forEach { $0.invalidate() }
+        if let refusal {
+            printError("chat-node: \(refusal)")
+            throw ExitCode.failure
+        }
     }
+}
+
+/// A process inherits its parent's signal mask, and some parents block everything (Swift
+/// concurrency's threads do, and a program they spawn starts so): a SIGTERM would then wait
+/// unseen for ever. The node stops on SIGTERM and SIGINT whoever started it; threads made later
+/// inherit the unblocked mask.
+private func unblockStopSignals() {
+    var stopSignals = sigset_t()
+    sigemptyset(&stopSignals)
+    sigaddset(&stopSignals, SIGTERM)
+    sigaddset(&stopSignals, SIGINT)
+    pthread_sigmask(SIG_UNBLOCK, &stopSignals, nil)
 }
 
 struct Account: ParsableCommand {
@@ -137,30 +182,48 @@ struct Account: ParsableCommand {
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Create an account; the password is read from standard input.")
 
-        @Option(help: "SQLite file of the node.")
-        var database = "chat-node.db"
+        @OptionGroup var storage: StorageOptions
+        @OptionGroup var log: LogOptions
 
         @Option(help: "The user name (1-32 letters, digits, _ - .).")
         var user: String
 
         func run() throws {
+            log.bootstrap()
             guard let password = readLine(strippingNewline: true), !password.isEmpty else {
                 throw ValidationError("no password on standard input")
             }
-            let node = try ChatNode(configuration: ChatNode.Configuration(databasePath: database))
-            print(try node.addAccount(user: user, password: password) ? "created \(user)" : "\(user) exists already")
+            let node = try Account.node(storage)
+            let created = try RunLoop.current.runUntilFinished { node.addAccount(user: user, password: password, completion: $0) }.get()
+            print(created ? "created \(user)" : "\(user) exists already")
         }
     }
 
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List the accounts.")
 
-        @Option(help: "SQLite file of the node.")
-        var database = "chat-node.db"
+        @OptionGroup var storage: StorageOptions
+        @OptionGroup var log: LogOptions
 
         func run() throws {
-            let node = try ChatNode(configuration: ChatNode.Configuration(databasePath: database))
-            for name in try node.accounts.names() { print(name) }
+            log.bootstrap()
+            let node = try Account.node(storage)
+            for name in try RunLoop.current.runUntilFinished(node.accountNames).get() { print(name) }
         }
     }
+
+    /// A node that does not listen, its store open (PostgreSQL: connected, its schema checked).
+    static func node(_ storage: StorageOptions) throws -> ChatNode {
+        let node = try ChatNode(configuration: ChatNode.Configuration(storage: try storage.storage()))
+        if case .failure(let refusal) = try RunLoop.current.runUntilFinished(node.connectStorage) {
+            throw ValidationError(refusal.description)
+        }
+        return node
+    }
+}
+
+/// A line on standard error, for what an operator must read even when stdout is piped away.
+func printError(_ line: String) {
+    let text = line + "\n"
+    _ = text.withCString { write(STDERR_FILENO, $0, strlen($0)) }
 }

@@ -1,10 +1,12 @@
 public import Logging
 public import RunLoopChat
+public import RunLoopChatPostgres
 public import RunLoopIM
 public import RunLoopIMCore
 public import RunLoopIMSQLite
 public import RunLoopKit
 public import RunLoopNet
+public import RunLoopRedis
 import RunLoopWebSocket
 
 #if canImport(Glibc)
@@ -12,7 +14,8 @@ import Glibc
 #endif
 
 /// The demo chat node: an ``IMServer`` with accounts (scrypt), rooms, history and offline delivery in
-/// one SQLite file, and limits on everything a client can overuse.
+/// one SQLite file or in a PostgreSQL database (``ChatNodeStorage``), and limits on everything a
+/// client can overuse.
 ///
 /// Loop thread only: create it, start it, stop it and read it on one thread, whose loop must run.
 public final class ChatNode {
@@ -27,8 +30,13 @@ public final class ChatNode {
         public var httpPort: UInt16?
         /// How often the node pings each WebSocket client.
         public var webSocketPingInterval: Duration = .seconds(20)
-        /// The SQLite file (created if missing).
-        public var databasePath: String
+        /// Where accounts, rooms, history and undelivered messages live.
+        public var storage: ChatNodeStorage
+        /// How the PostgreSQL link waits between attempts after a failure (its backoff).
+        public var postgresReconnect = ReconnectingLinkPolicy()
+        /// The Redis of a cluster of nodes. Validated and kept: clustering (the bus between nodes and
+        /// shared presence) comes with RunLoopChatCluster's integration; until then a node serves alone.
+        public var redis: RedisConfiguration?
         /// Create an account at the first login of an unknown name (with that password); otherwise
         /// only accounts made with `chat-node account add` log in.
         public var registersOnFirstLogin = true
@@ -47,8 +55,13 @@ public final class ChatNode {
         /// How long a stop waits for sessions to close gracefully before it closes the database anyway.
         public var shutdownGrace: Duration = .seconds(5)
 
+        /// A node on one SQLite file (created if missing).
         public init(databasePath: String) {
-            self.databasePath = databasePath
+            self.init(storage: .sqlite(path: databasePath))
+        }
+
+        public init(storage: ChatNodeStorage) {
+            self.storage = storage
             session.loginTimeout = .seconds(10)
             session.maximumMessagesPerSecond = 50
             session.messageBurst = 100
@@ -56,18 +69,29 @@ public final class ChatNode {
         }
     }
 
+    /// The store a node runs on, opened.
+    public enum Backend {
+        /// The file's store and its accounts table, read and written at once.
+        case sqlite(SQLiteIMStore, AccountStore)
+        /// The shared database, answered later.
+        case postgres(PostgresNodeDatabase)
+    }
+
     public let configuration: Configuration
     public let loop: RunLoop
-    public let store: SQLiteIMStore
-    public let accounts: AccountStore
+    public let backend: Backend
     public let server: IMServer
     /// The page and WebSocket listener, when ``Configuration/httpPort`` is set.
     public let web: ChatWebServer?
     public var logger: Logger
     /// What the node reports: presence changes, refused logins, session ends (for the demo's narration).
     public var onEvent: ((String) -> Void)?
+    /// Runs on the loop's thread after the node stopped itself because its PostgreSQL database holds
+    /// a schema it cannot run against (older: `chat-node migrate`; newer: a newer node).
+    public var onStorageRefused: ((ChatSchemaError) -> Void)?
     /// The threads that hash passwords: as many as the server runs checks at once.
     let passwordWorkers: PasswordWorkers
+    let accounts: any NodeAccounts
     private var isStopping = false
 
     /// Opens the database and prepares the server; ``start()`` listens.
@@ -76,9 +100,24 @@ public final class ChatNode {
         self.configuration = configuration
         self.loop = loop
         self.logger = logger
-        store = try SQLiteIMStore(path: configuration.databasePath, logger: logger)
-        store.requiresKnownRecipients = true
-        accounts = try AccountStore(database: store.database)
+        passwordWorkers = PasswordWorkers(count: configuration.logins.concurrentChecks, loop: loop)
+        let store: any ChatStore
+        switch configuration.storage {
+        case .sqlite(let path):
+            let sqlite = try SQLiteIMStore(path: path, logger: logger)
+            sqlite.requiresKnownRecipients = true
+            let accounts = try AccountStore(database: sqlite.database)
+            backend = .sqlite(sqlite, accounts)
+            self.accounts = SQLiteNodeAccounts(accounts: accounts, passwordWorkers: passwordWorkers, logger: logger)
+            store = sqlite
+        case .postgres(let postgres):
+            let database = PostgresNodeDatabase(
+                configuration: postgres, loop: loop, policy: configuration.postgresReconnect,
+                passwordCheckThreads: configuration.logins.concurrentChecks, logger: logger)
+            backend = .postgres(database)
+            accounts = PostgresNodeAccounts(database: database)
+            store = database.store.chatStore
+        }
         var settings = IMServer.Settings()
         settings.session = configuration.session
         settings.maximumFrameBody = configuration.maximumFrameBody
@@ -86,7 +125,6 @@ public final class ChatNode {
         settings.maximumSessionsPerUser = configuration.maximumSessionsPerUser
         settings.maximumRoomsPerUser = configuration.maximumRoomsPerUser
         settings.logins = configuration.logins
-        passwordWorkers = PasswordWorkers(count: configuration.logins.concurrentChecks, loop: loop)
         server = IMServer(store: store, settings: settings, loop: loop, logger: logger)
         server.applicationHandler = ChatService()
         if configuration.httpPort != nil {
@@ -100,10 +138,16 @@ public final class ChatNode {
             guard let self else { return verdict(.refused(.shuttingDown, reason: "node stopped")) }
             self.authenticate(request, verdict: verdict)
         }
-        // Names ignore case: a message to "ALICE" reaches the account alice (or a legacy "Alice").
-        server.canonicalUserName = { [weak self] name in
-            guard AccountStore.isValidName(name), let account = try? self?.accounts.account(named: name) else { return name }
-            return account.name
+        switch backend {
+        case .sqlite(_, let accounts):
+            // Names ignore case: a message to "ALICE" reaches the account alice (or a legacy "Alice").
+            // The server asks synchronously, which only a local file can answer.
+            server.canonicalUserName = { name in
+                guard AccountStore.isValidName(name), let account = try? accounts.account(named: name) else { return name }
+                return account.name
+            }
+        case .postgres(let database):
+            database.onIncompatibleSchema = { [weak self] refusal in self?.refuse(refusal) }
         }
         server.onPresenceChange = { [weak self] _, user, online in self?.report("\(user) is \(online ? "online" : "offline")") }
         server.onSessionEnd = { [weak self] _, session, reason in
@@ -128,8 +172,39 @@ public final class ChatNode {
         return "http://\(host):\(webPort)/"
     }
 
-    /// Listens: IM over TCP, and HTTP (page and WebSocket) when configured.
+    /// The SQLite store, on a node that keeps its data in a file (tests and tools read it directly).
+    public var sqliteStore: SQLiteIMStore? {
+        guard case .sqlite(let store, _) = backend else { return nil }
+        return store
+    }
+
+    /// The SQLite file's accounts, on a node that keeps its data in a file.
+    public var sqliteAccounts: AccountStore? {
+        guard case .sqlite(_, let accounts) = backend else { return nil }
+        return accounts
+    }
+
+    /// The PostgreSQL link and store, on a node that keeps its data there.
+    public var postgres: PostgresNodeDatabase? {
+        guard case .postgres(let database) = backend else { return nil }
+        return database
+    }
+
+    /// Connects to the store before ``start()``, so a node that must not run is refused before it
+    /// listens: `ready` runs on the loop's thread with success once PostgreSQL answered with a schema
+    /// this node runs against, or once the first attempt failed (the node serves while it is down,
+    /// SENDs refused as temporary, and checks the schema when it comes), or with the schema's
+    /// refusal. A SQLite node was opened already: `ready` runs at once.
+    public func connectStorage(_ ready: @escaping (Result<Void, ChatSchemaError>) -> Void) {
+        guard let postgres else { return ready(.success(())) }
+        postgres.onFirstOutcome = ready
+        postgres.start()
+    }
+
+    /// Listens: IM over TCP, and HTTP (page and WebSocket) when configured; connects to PostgreSQL
+    /// unless ``connectStorage(_:)`` did.
     public func start() throws(NetError) {
+        postgres?.start()
         try server.listen(host: configuration.host, port: configuration.port)
         if let web, let httpPort = configuration.httpPort {
             do {
@@ -140,22 +215,43 @@ public final class ChatNode {
             }
         }
         logger.info(
-            "chat node listening on \(configuration.host):\(server.port)\(pageURL.map { ", page \($0)" } ?? ""), database \(configuration.databasePath)"
+            "chat node listening on \(configuration.host):\(server.port)\(pageURL.map { ", page \($0)" } ?? ""), \(configuration.storage)"
         )
+        if let redis = configuration.redis {
+            logger.notice("Redis \(RedisURL.describe(redis)) noted: clustering comes with the cluster integration; this node serves alone")
+        }
     }
 
-    /// Stops at once, the way a crash looks to clients (``IMServer/abort()``), and frees both ports.
-    /// For demos and fault tests; a real stop is ``stop(_:)``.
+    /// Stops at once, the way a crash looks to clients (``IMServer/abort()``), and frees both ports
+    /// and the PostgreSQL connection (a SQLite file stays open for the caller to close). For demos and
+    /// fault tests; a real stop is ``stop(_:)``.
     public func abort() {
         web?.close()
         server.abort()
+        postgres?.close()
     }
 
     /// Creates an account (for `chat-node account add` and tests); hashes on this thread. The name is
-    /// stored in lower case; false if an account of that name exists in any case.
+    /// stored in lower case; `completion` gets false if an account of that name exists in any case.
+    /// Loop thread only; `completion` runs there once (at once on a SQLite node).
+    public func addAccount(user: String, password: String, completion: @escaping (Result<Bool, any Error>) -> Void) {
+        guard AccountStore.isValidName(user) else { return completion(.failure(ChatNodeError.invalidUserName(user))) }
+        accounts.create(user, passwordHash: configuration.passwordHasher.hash(password)) { completion($0.mapError { $0 as any Error }) }
+    }
+
+    /// ``addAccount(user:password:completion:)`` on a SQLite node, whose answer is ready at once.
     public func addAccount(user: String, password: String) throws -> Bool {
-        guard AccountStore.isValidName(user) else { throw ChatNodeError.invalidUserName(user) }
-        return try accounts.create(user: user, passwordHash: configuration.passwordHasher.hash(password))
+        // Refused before it starts: a creation answered later would still happen, unseen.
+        guard sqliteStore != nil else { throw ChatNodeError.asynchronousStorage }
+        var answer: Result<Bool, any Error>?
+        addAccount(user: user, password: password) { answer = $0 }
+        guard let answer else { throw ChatNodeError.asynchronousStorage }
+        return try answer.get()
+    }
+
+    /// Every account's name. Loop thread only; `completion` runs there once (at once on a SQLite node).
+    public func accountNames(completion: @escaping (Result<[String], IMStoreFailure>) -> Void) {
+        accounts.names(completion: completion)
     }
 
     /// Stops gracefully: no new connections, every client told the node is stopping (ERROR
@@ -183,9 +279,25 @@ public final class ChatNode {
     }
 
     private func stopped(_ done: () -> Void) {
-        store.database.close()
+        closeStorage()
         logger.info("chat node stopped")
         done()
+    }
+
+    private func closeStorage() {
+        switch backend {
+        case .sqlite(let store, _): store.database.close()
+        case .postgres(let database): database.close()
+        }
+    }
+
+    /// The database holds a schema this node must not use: stop at once (what was stored stays
+    /// stored; clients reconnect elsewhere or later) and say why.
+    private func refuse(_ refusal: ChatSchemaError) {
+        guard !isStopping else { return }
+        isStopping = true
+        abort()
+        onStorageRefused?(refusal)
     }
 
     // MARK: Logins
@@ -196,51 +308,51 @@ public final class ChatNode {
         guard AccountStore.isValidName(request.user) else {
             return verdict(.refused(.authenticationFailed, reason: "user names are 1-32 letters, digits, _ - ."))
         }
-        let account: AccountStore.Account?
-        do {
-            account = try accounts.account(named: request.user)
-        } catch {
-            logger.error("account \(request.user) not read: \(error)")
-            return verdict(.refused(.internalError, reason: "storage failure"))
-        }
-        let password = request.password
-        if let account {
-            let stored = account.passwordHash
-            return passwordWorkers.run({ PasswordHasher.verify(password, against: stored) }) { [weak self] matched in
-                verdict(matched ? .acceptedAs(user: account.name) : self?.wrongPassword(account.name) ?? Self.stopped)
-            }
-        }
-        guard configuration.registersOnFirstLogin else {
-            onEvent?("login refused for \(request.user): no such account")
-            return verdict(Self.unknownOrWrong)
-        }
-        let name = request.user.lowercased()
-        let hasher = configuration.passwordHasher
-        passwordWorkers.run({ hasher.hash(password) }) { [weak self] hash in
+        accounts.check(request) { [weak self] outcome in
             guard let self else { return verdict(Self.stopped) }
-            self.register(name, hash: hash, password: password, verdict: verdict)
+            if let known = self.verdict(for: outcome) { return verdict(known) }
+            guard self.configuration.registersOnFirstLogin else {
+                self.onEvent?("login refused for \(request.user): no such account")
+                return verdict(Self.unknownOrWrong)
+            }
+            self.register(request, verdict: verdict)
         }
     }
 
-    /// A first login's account, made unless another first login of the same name made it meanwhile:
-    /// then this login is checked against the hash that won, so two first logins with the same
-    /// password both succeed.
-    private func register(_ name: String, hash: String, password: String, verdict: @escaping (IMLoginVerdict) -> Void) {
-        let winner: AccountStore.Account?
-        do {
-            if try accounts.create(user: name, passwordHash: hash) {
-                report("account \(name) created at first login")
-                return verdict(.acceptedAs(user: name))
+    /// A first login's account, made unless another first login of the same name made it meanwhile
+    /// (here or on another node): then this login is checked against the account that won, so two
+    /// first logins with the same password both succeed.
+    private func register(_ request: IMLoginAttempt, verdict: @escaping (IMLoginVerdict) -> Void) {
+        let name = request.user.lowercased()
+        let password = request.password
+        let hasher = configuration.passwordHasher
+        passwordWorkers.run({ hasher.hash(password) }) { [weak self] hash in
+            guard let self else { return verdict(Self.stopped) }
+            self.accounts.create(name, passwordHash: hash) { [weak self] created in
+                guard let self else { return verdict(Self.stopped) }
+                switch created {
+                case .success(true):
+                    self.report("account \(name) created at first login")
+                    verdict(.acceptedAs(user: name))
+                case .success(false):
+                    self.accounts.check(request) { [weak self] outcome in
+                        verdict(self?.verdict(for: outcome) ?? .refused(.internalError, reason: "account vanished while being created"))
+                    }
+                case .failure(let failure):
+                    self.logger.error("account \(name) not created: \(failure)")
+                    verdict(Self.storageFailure)
+                }
             }
-            winner = try accounts.account(named: name)
-        } catch {
-            logger.error("account \(name) not created: \(error)")
-            return verdict(.refused(.internalError, reason: "storage failure"))
         }
-        guard let winner else { return verdict(.refused(.internalError, reason: "account vanished while being created")) }
-        let stored = winner.passwordHash
-        passwordWorkers.run({ PasswordHasher.verify(password, against: stored) }) { [weak self] matched in
-            verdict(matched ? .acceptedAs(user: winner.name) : self?.wrongPassword(winner.name) ?? Self.stopped)
+    }
+
+    /// The verdict an account check gives; `nil` when there is no such account.
+    private func verdict(for outcome: AccountCheck) -> IMLoginVerdict? {
+        switch outcome {
+        case .accepted(let name): return .acceptedAs(user: name)
+        case .wrongPassword(let name): return wrongPassword(name)
+        case .failed: return Self.storageFailure
+        case .noSuchAccount: return nil
         }
     }
 
@@ -252,6 +364,7 @@ public final class ChatNode {
 
     private static let unknownOrWrong = IMLoginVerdict.refused(.authenticationFailed, reason: "unknown user or wrong password")
     private static let stopped = IMLoginVerdict.refused(.shuttingDown, reason: "node stopped")
+    private static let storageFailure = IMLoginVerdict.refused(.internalError, reason: "storage failure")
 
     private func report(_ text: String) {
         logger.info("\(text)")
@@ -262,10 +375,14 @@ public final class ChatNode {
 /// Why a node operation was refused.
 public enum ChatNodeError: Error, Equatable, CustomStringConvertible {
     case invalidUserName(String)
+    /// A call that answers at once was made on a node whose store answers later (PostgreSQL): use
+    /// the one with a completion.
+    case asynchronousStorage
 
     public var description: String {
         switch self {
         case .invalidUserName(let name): return "invalid user name \"\(name)\": use 1-32 letters, digits, _ - ."
+        case .asynchronousStorage: return "this node's store answers later: use the call with a completion"
         }
     }
 }

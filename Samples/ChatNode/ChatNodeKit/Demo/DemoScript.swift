@@ -141,7 +141,7 @@ final class DemoScript {
         try host.sync {
             node.value.onEvent = nil  // a crashed process says nothing more
             node.value.abort()
-            node.value.store.database.close()
+            node.value.sqliteStore?.database.close()
         }
         host.stop()
         nodeHost = nil
