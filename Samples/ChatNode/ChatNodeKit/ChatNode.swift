@@ -116,7 +116,7 @@ public final class ChatNode {
                 passwordCheckThreads: configuration.logins.concurrentChecks, logger: logger)
             backend = .postgres(database)
             accounts = PostgresNodeAccounts(database: database)
-            store = database.store.chatStore
+            store = database.store
         }
         var settings = IMServer.Settings()
         settings.session = configuration.session

@@ -33,7 +33,7 @@ final class PostgresNodeAccounts: NodeAccounts {
     }
 
     func create(_ user: String, passwordHash: String, completion: @escaping (Result<Bool, IMStoreFailure>) -> Void) {
-        store.createAccount(user, passwordHash: passwordHash, failure: completion)
+        store.createAccount(user, passwordHash: passwordHash, completion: completion)
     }
 
     func names(completion: @escaping (Result<[String], IMStoreFailure>) -> Void) {
