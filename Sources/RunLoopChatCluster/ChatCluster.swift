@@ -68,6 +68,12 @@ public final class ChatCluster {
     /// Admitted sessions per user on this node.
     private var sessions: [String: Int] = [:]
     private var isPublishFailing = false
+    /// Publishes sent and not answered yet: a leave closes the bus only once its own offline
+    /// announcements are out (each publish is answered within the bus's publish timeout).
+    private var publishesInFlight = 0
+    /// What runs once ``publishesInFlight`` is zero, set while leaving.
+    private var whenPublished: (() -> Void)?
+    private var hasLeft = false
     /// Events whose publish failed, oldest first, sent again once the bus publishes: a conversation's
     /// last message must not wait for the next one to be noticed as a gap elsewhere.
     private var unpublished: [ClusterEvent] = []
@@ -121,15 +127,21 @@ public final class ChatCluster {
     public func leave(completion: @escaping () -> Void = {}) {
         sequencerTimer.cancel()
         republishTimer.cancel()
+        hasLeft = true
         presence.leave { [weak self] in
-            self?.bus.close()
-            completion()
+            guard let self else { return completion() }
+            let closeBus = { [weak self] in
+                self?.bus.close()
+                completion()
+            }
+            if self.publishesInFlight == 0 { closeBus() } else { self.whenPublished = closeBus }
         }
     }
 
     /// Stops without a word to Redis, as a crash would: the lease lapses and another node reaps this
     /// one, taking its users offline. For tests and demos.
     public func close() {
+        hasLeft = true
         sequencerTimer.cancel()
         republishTimer.cancel()
         presence.close()
@@ -286,8 +298,17 @@ public final class ChatCluster {
     // MARK: bus
 
     private func publish(_ event: ClusterEvent) {
+        publishesInFlight += 1
         bus.publish(event) { [weak self] result in
             guard let self else { return }
+            self.publishesInFlight -= 1
+            defer {
+                if self.publishesInFlight == 0, let waiting = self.whenPublished {
+                    self.whenPublished = nil
+                    waiting()
+                }
+            }
+            guard !self.hasLeft else { return }
             switch result {
             case .success:
                 if self.isPublishFailing { self.logger.notice("publishing to the bus again") }
