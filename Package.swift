@@ -297,7 +297,7 @@ let package = Package(
                 "RunLoopWebSocket",
                 "RunLoopIMWebSocket",
                 "RunLoopChat",
-                "RunLoopPostgres", "RunLoopChatPostgres", "RunLoopRedis", "CLibpq",
+                "RunLoopPostgres", "RunLoopChatPostgres", "RunLoopRedis", "RunLoopChatCluster", "CLibpq",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Samples/ChatNode/ChatNodeKit",
@@ -367,7 +367,7 @@ let package = Package(
             dependencies: [
                 "ChatNodeKit", "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopWebSocket",
                 "RunLoopIMWebSocket", "RunLoopChat", "RunLoopTesting", "RunLoopIMTesting", "RunLoopPostgres", "RunLoopChatPostgres",
-                "RunLoopRedis",
+                "RunLoopRedis", "RunLoopChatCluster",
             ],
             swiftSettings: swiftSettings
         ),

@@ -59,8 +59,13 @@ struct Serve: ParsableCommand {
     @Option(
         help: ArgumentHelp(
             "Redis of a cluster of nodes: redis://IP[:PORT] or unix:///PATH (also CHAT_NODE_REDIS).",
-            discussion: "Checked and noted only: clustering comes with the cluster integration; until then the node serves alone."))
+            discussion:
+                "Needs --postgres: every node on the same database and Redis delivers the others' messages live and shares presence and the sessions-per-user limit."
+        ))
     var redis: String?
+
+    @Option(help: "This node's name in its cluster, unique among the live nodes (default: HOST-PID-RANDOM).")
+    var nodeID: String?
 
     @Flag(inversion: .prefixedNo, help: "Create an account at the first login of an unknown name.")
     var registration = true
@@ -93,7 +98,10 @@ struct Serve: ParsableCommand {
             throw ValidationError("limits must be positive")
         }
         guard (4...20).contains(scryptCost) else { throw ValidationError("--scrypt-cost must be 4...20") }
-        _ = try redisConfiguration()
+        if try redisConfiguration() != nil, case .sqlite = try storage.storage() {
+            throw ValidationError(ChatNodeError.clusterNeedsPostgres.description)
+        }
+        guard nodeID?.isEmpty != true else { throw ValidationError("--node-id must not be empty") }
     }
 
     /// `--redis`, else `CHAT_NODE_REDIS`.
@@ -116,6 +124,7 @@ struct Serve: ParsableCommand {
         let loop = RunLoop.current
         var configuration = ChatNode.Configuration(storage: try storage.storage())
         configuration.redis = try redisConfiguration()
+        if let nodeID { configuration.nodeID = nodeID }
         configuration.host = host
         configuration.port = port
         configuration.httpPort = noHttp ? nil : httpPort

@@ -1,5 +1,6 @@
 public import Logging
 public import RunLoopChat
+public import RunLoopChatCluster
 public import RunLoopChatPostgres
 public import RunLoopIM
 public import RunLoopIMCore
@@ -15,7 +16,9 @@ import Glibc
 
 /// The demo chat node: an ``IMServer`` with accounts (scrypt), rooms, history and offline delivery in
 /// one SQLite file or in a PostgreSQL database (``ChatNodeStorage``), and limits on everything a
-/// client can overuse.
+/// client can overuse. On PostgreSQL with a Redis (``Configuration/redis``) it is a node of a
+/// cluster (``ChatCluster``): the nodes on one database and one Redis deliver each other's messages
+/// live and share presence and the per-user session limit.
 ///
 /// Loop thread only: create it, start it, stop it and read it on one thread, whose loop must run.
 public final class ChatNode {
@@ -34,9 +37,14 @@ public final class ChatNode {
         public var storage: ChatNodeStorage
         /// How the PostgreSQL link waits between attempts after a failure (its backoff).
         public var postgresReconnect = ReconnectingLinkPolicy()
-        /// The Redis of a cluster of nodes. Validated and kept: clustering (the bus between nodes and
-        /// shared presence) comes with RunLoopChatCluster's integration; until then a node serves alone.
+        /// The Redis of a cluster of nodes (PostgreSQL storage only): set, the node joins the cluster
+        /// of every node on the same database and Redis when it starts; `nil`: it serves alone.
         public var redis: RedisConfiguration?
+        /// This node's name in its cluster, unique among the live nodes: by default the host's name,
+        /// the process id and a random suffix, so two nodes in one process differ too.
+        public var nodeID = ChatNode.uniqueNodeID()
+        /// The cluster lease's period, refreshes and reaping (tests shorten it).
+        public var lease = NodeLeasePolicy()
         /// Create an account at the first login of an unknown name (with that password); otherwise
         /// only accounts made with `chat-node account add` log in.
         public var registersOnFirstLogin = true
@@ -83,6 +91,8 @@ public final class ChatNode {
     public let server: IMServer
     /// The page and WebSocket listener, when ``Configuration/httpPort`` is set.
     public let web: ChatWebServer?
+    /// The node's membership in its cluster, when ``Configuration/redis`` is set.
+    public let cluster: ChatCluster?
     public var logger: Logger
     /// What the node reports: presence changes, refused logins, session ends (for the demo's narration).
     public var onEvent: ((String) -> Void)?
@@ -102,6 +112,7 @@ public final class ChatNode {
         self.logger = logger
         passwordWorkers = PasswordWorkers(count: configuration.logins.concurrentChecks, loop: loop)
         let store: any ChatStore
+        if configuration.redis != nil, case .sqlite = configuration.storage { throw ChatNodeError.clusterNeedsPostgres }
         switch configuration.storage {
         case .sqlite(let path):
             let sqlite = try SQLiteIMStore(path: path, logger: logger)
@@ -127,6 +138,13 @@ public final class ChatNode {
         settings.logins = configuration.logins
         server = IMServer(store: store, settings: settings, loop: loop, logger: logger)
         server.applicationHandler = ChatService()
+        // After the application handler, which the cluster wraps to see JOIN and LEAVE.
+        if let redis = configuration.redis {
+            let membership = ChatCluster.Configuration(nodeID: configuration.nodeID, redis: redis, lease: configuration.lease)
+            cluster = ChatCluster(server: server, configuration: membership, logger: logger)
+        } else {
+            cluster = nil
+        }
         if configuration.httpPort != nil {
             let web = ChatWebServer(server: server, loop: loop, pingInterval: configuration.webSocketPingInterval, logger: logger)
             web.webSocket.listener.maximumConnections = configuration.maximumConnections
@@ -217,17 +235,35 @@ public final class ChatNode {
         logger.info(
             "chat node listening on \(configuration.host):\(server.port)\(pageURL.map { ", page \($0)" } ?? ""), \(configuration.storage)"
         )
-        if let redis = configuration.redis {
-            logger.notice("Redis \(RedisURL.describe(redis)) noted: clustering comes with the cluster integration; this node serves alone")
-        }
+        if let cluster, let redis = configuration.redis { join(cluster, redis: redis) }
     }
 
-    /// Stops at once, the way a crash looks to clients (``IMServer/abort()``), and frees both ports
-    /// and the PostgreSQL connection (a SQLite file stays open for the caller to close). For demos and
-    /// fault tests; a real stop is ``stop(_:)``.
+    private func join(_ cluster: ChatCluster, redis: RedisConfiguration) {
+        // The cluster reacts to its presence's events itself; the node only adds the operator's line.
+        let clusterHandler = cluster.presence.onEvent
+        cluster.presence.onEvent = { [weak self] event in
+            clusterHandler?(event)
+            guard case .lease(.held(let epoch)) = event, let self else { return }
+            self.logger.notice("joined the cluster as \(self.configuration.nodeID), epoch \(epoch), Redis \(RedisURL.describe(redis))")
+        }
+        cluster.start()
+    }
+
+    /// A node name no other live process uses: host, process id, and a random suffix.
+    public static func uniqueNodeID() -> String {
+        var host = [CChar](repeating: 0, count: 256)
+        let name = gethostname(&host, 255) == 0 ? String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "node"
+        return "\(name)-\(getpid())-\(String(UInt32.random(in: 0...UInt32.max), radix: 36))"
+    }
+
+    /// Stops at once, the way a crash looks to clients (``IMServer/abort()``) and to the cluster (its
+    /// lease lapses and another node reaps it), and frees both ports and the PostgreSQL and Redis
+    /// connections (a SQLite file stays open for the caller to close). For demos and fault tests; a
+    /// real stop is ``stop(_:)``.
     public func abort() {
         web?.close()
         server.abort()
+        cluster?.close()
         postgres?.close()
     }
 
@@ -258,6 +294,7 @@ public final class ChatNode {
     /// `shuttingDown`, after which they reconnect with backoff), their connections flushed and closed.
     /// Each SEND_ACK already went out after its transaction committed, so nothing acknowledged is lost.
     /// Calls `done` on the loop's thread once every session ended or the grace period passed, after
+    /// leaving the cluster (its users with no session elsewhere go offline everywhere at once) and
     /// closing the database.
     public func stop(_ done: @escaping () -> Void = {}) {
         guard !isStopping else { return }
@@ -278,7 +315,13 @@ public final class ChatNode {
         }
     }
 
-    private func stopped(_ done: () -> Void) {
+    /// Leaves the cluster once the server is down (no session opens meanwhile), then closes the store.
+    private func stopped(_ done: @escaping () -> Void) {
+        guard let cluster else { return closed(done) }
+        cluster.leave { [weak self] in self?.closed(done) }
+    }
+
+    private func closed(_ done: () -> Void) {
         closeStorage()
         logger.info("chat node stopped")
         done()
@@ -378,11 +421,14 @@ public enum ChatNodeError: Error, Equatable, CustomStringConvertible {
     /// A call that answers at once was made on a node whose store answers later (PostgreSQL): use
     /// the one with a completion.
     case asynchronousStorage
+    /// A cluster (``ChatNode/Configuration/redis``) shares its store: it needs PostgreSQL, not a file.
+    case clusterNeedsPostgres
 
     public var description: String {
         switch self {
         case .invalidUserName(let name): return "invalid user name \"\(name)\": use 1-32 letters, digits, _ - ."
         case .asynchronousStorage: return "this node's store answers later: use the call with a completion"
+        case .clusterNeedsPostgres: return "a cluster's nodes share their store: --redis needs --postgres (or CHAT_NODE_POSTGRES), not a SQLite file"
         }
     }
 }

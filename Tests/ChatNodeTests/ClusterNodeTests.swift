@@ -1,0 +1,127 @@
+import ChatNodeKit
+import Glibc
+import RunLoopChat
+import RunLoopChatCluster
+import RunLoopIM
+import RunLoopIMCore
+import RunLoopKit
+import RunLoopNet
+import RunLoopRedis
+import RunLoopTesting
+import Testing
+
+import class Foundation.Process
+
+/// Chat nodes given a Redis as well as PostgreSQL: one cluster, in one process and as processes.
+@Suite("Chat node in a cluster")
+struct ClusterNodeTests {
+    @Test(
+        "two nodes on one database and Redis: a direct message from A reaches bob on B live, once; alice's presence is seen on B; A's stop takes her offline at once"
+    )
+    func messageAndPresenceAcrossNodes() async throws {
+        let database = try await ChatPostgres.start()
+        let redis = try RedisServer.start()
+        try await onLoopThread {
+            let loop = RunLoop.current
+            let a = try ChatNode(configuration: clusterConfiguration(database, redis: redis))
+            let b = try ChatNode(configuration: clusterConfiguration(database, redis: redis))
+            defer {
+                a.abort()
+                b.abort()
+            }
+            #expect(a.configuration.nodeID != b.configuration.nodeID, "two nodes in one process get distinct ids")
+            try a.start()
+            try b.start()
+            try #require(try spin(loop, for: .seconds(5)) { a.hasJoined && b.hasJoined })
+
+            let bob = ChatClient(connection: client("bob", port: b.port))
+            var received: [String] = []
+            var seen: [String: Bool] = [:]
+            bob.onMessage = { _, message in received.append(message.text) }
+            bob.onPresence = { _, change in seen[change.user] = change.isOnline }
+            bob.connection.start()
+            try #require(try spin(loop, for: .seconds(5)) { bob.connection.state == .online })
+            let alice = ChatClient(connection: client("alice", port: a.port))
+            alice.connection.start()
+            try #require(try spin(loop, for: .seconds(5)) { seen["alice"] == true }, "alice's login on A announced on B")
+
+            _ = try alice.send("across the cluster", to: .user("bob"))
+            try #require(try spin(loop, for: .seconds(5)) { !received.isEmpty }, "delivered live, without a new login")
+            try loop.run(.default, timeout: .milliseconds(200))
+            #expect(received == ["across the cluster"])
+
+            // A lease lasts 10 s: offline within 3 s is the clean leave, not the reaping of a dead node.
+            try completion(of: loop) { done in a.stop { done(()) } }
+            #expect(try spin(loop, for: .seconds(3)) { seen["alice"] == false }, "A left: alice offline on B")
+            bob.connection.close()
+            try b.stopGracefully()
+        }
+    }
+
+    @Test("a node with a Redis but a SQLite file is refused: a cluster shares its store")
+    func clusterNeedsPostgres() async throws {
+        try await onLoopThread {
+            var configuration = ChatNode.Configuration(databasePath: temporaryPath("cluster") + ".db")
+            configuration.redis = .unixSocket("/nonexistent/redis.sock")
+            #expect(throws: ChatNodeError.clusterNeedsPostgres) { try ChatNode(configuration: configuration) }
+        }
+    }
+
+    @Test("two `chat-node serve --postgres --redis` processes: a message across them arrives live; SIGTERM stops both cleanly")
+    func twoProcesses() async throws {
+        let database = try await ChatPostgres.start()
+        let redis = try RedisServer.start()
+        let refused = try runCommand(["/usr/bin/timeout", "60", ChatNodeBinary.path, "serve", "--redis", "unix://\(redis.socketPath)", "--port", "0"])
+        #expect(refused.status != 0 && refused.errorOutput.contains("--redis needs --postgres"), "\(refused)")
+
+        let arguments = [
+            "serve", "--postgres", database.url, "--redis", "unix://\(redis.socketPath)", "--port", "0", "--no-http", "--scrypt-cost", "4",
+            "--log-level", "error"
+        ]
+        let nodeA = try ServerProcess(executable: ChatNodeBinary.path, arguments + ["--node-id", "a"])
+        defer { nodeA.kill() }
+        let nodeB = try ServerProcess(executable: ChatNodeBinary.path, arguments + ["--node-id", "b"])
+        defer { nodeB.kill() }
+        let (portA, portB) = (nodeA.port, nodeB.port)
+        let received = try await onLoopThread {
+            let loop = RunLoop.current
+            let bob = ChatClient(connection: client("bob", port: portB))
+            var received: [String] = []
+            var seen: [String: Bool] = [:]
+            bob.onMessage = { _, message in received.append(message.text) }
+            bob.onPresence = { _, change in seen[change.user] = change.isOnline }
+            bob.connection.start()
+            try #require(try spin(loop, for: .seconds(5)) { bob.connection.state == .online })
+            let alice = ChatClient(connection: client("alice", port: portA))
+            alice.connection.start()
+            // Announced over the bus: B reads it, so what A publishes next reaches bob live.
+            try #require(try spin(loop, for: .seconds(5)) { seen["alice"] == true })
+            _ = try alice.send("from process A", to: .user("bob"))
+            try spin(loop, for: .seconds(5)) { !received.isEmpty }
+            try loop.run(.default, timeout: .milliseconds(200))
+            alice.connection.close()
+            bob.connection.close()
+            return received
+        }
+        #expect(received == ["from process A"])
+        nodeA.signal(SIGTERM)
+        nodeB.signal(SIGTERM)
+        #expect(nodeA.process.terminationStatus == 0)
+        #expect(nodeB.process.terminationStatus == 0)
+    }
+}
+
+/// A test node on `database` that joins the cluster on `redis`.
+private func clusterConfiguration(_ database: ChatPostgres, redis: RedisServer) -> ChatNode.Configuration {
+    var configuration = nodeConfiguration(database)
+    configuration.redis = .unixSocket(redis.socketPath)
+    return configuration
+}
+
+extension ChatNode {
+    /// Whether it holds its cluster lease and reads the bus: what others publish from now on reaches it.
+    fileprivate var hasJoined: Bool {
+        guard let cluster, case .held = cluster.presence.leaseState else { return false }
+        return cluster.bus.isReading
+    }
+}
