@@ -34,26 +34,21 @@ struct ClusterNodeTests {
             try b.start()
             try #require(try spin(loop, for: .seconds(5)) { a.hasJoined && b.hasJoined })
 
-            let bob = ChatClient(connection: client("bob", port: b.port))
-            var received: [String] = []
-            var seen: [String: Bool] = [:]
-            bob.onMessage = { _, message in received.append(message.text) }
-            bob.onPresence = { _, change in seen[change.user] = change.isOnline }
-            bob.connection.start()
-            try #require(try spin(loop, for: .seconds(5)) { bob.connection.state == .online })
+            let bob = WatchingClient("bob", port: b.port)
+            try #require(try spin(loop, for: .seconds(5)) { bob.chat.connection.state == .online })
             let alice = ChatClient(connection: client("alice", port: a.port))
             alice.connection.start()
-            try #require(try spin(loop, for: .seconds(5)) { seen["alice"] == true }, "alice's login on A announced on B")
+            try #require(try spin(loop, for: .seconds(5)) { bob.seen["alice"] == true }, "alice's login on A announced on B")
 
             _ = try alice.send("across the cluster", to: .user("bob"))
-            try #require(try spin(loop, for: .seconds(5)) { !received.isEmpty }, "delivered live, without a new login")
+            try #require(try spin(loop, for: .seconds(5)) { !bob.received.isEmpty }, "delivered live, without a new login")
             try loop.run(.default, timeout: .milliseconds(200))
-            #expect(received == ["across the cluster"])
+            #expect(bob.received == ["across the cluster"])
 
             // A lease lasts 10 s: offline within 3 s is the clean leave, not the reaping of a dead node.
             try completion(of: loop) { done in a.stop { done(()) } }
-            #expect(try spin(loop, for: .seconds(3)) { seen["alice"] == false }, "A left: alice offline on B")
-            bob.connection.close()
+            #expect(try spin(loop, for: .seconds(3)) { bob.seen["alice"] == false }, "A left: alice offline on B")
+            bob.chat.connection.close()
             try b.stopGracefully()
         }
     }
@@ -85,29 +80,38 @@ struct ClusterNodeTests {
         let (portA, portB) = (nodeA.port, nodeB.port)
         let received = try await onLoopThread {
             let loop = RunLoop.current
-            let bob = ChatClient(connection: client("bob", port: portB))
-            var received: [String] = []
-            var seen: [String: Bool] = [:]
-            bob.onMessage = { _, message in received.append(message.text) }
-            bob.onPresence = { _, change in seen[change.user] = change.isOnline }
-            bob.connection.start()
-            try #require(try spin(loop, for: .seconds(5)) { bob.connection.state == .online })
+            let bob = WatchingClient("bob", port: portB)
+            try #require(try spin(loop, for: .seconds(5)) { bob.chat.connection.state == .online })
             let alice = ChatClient(connection: client("alice", port: portA))
             alice.connection.start()
             // Announced over the bus: B reads it, so what A publishes next reaches bob live.
-            try #require(try spin(loop, for: .seconds(5)) { seen["alice"] == true })
+            try #require(try spin(loop, for: .seconds(5)) { bob.seen["alice"] == true })
             _ = try alice.send("from process A", to: .user("bob"))
-            try spin(loop, for: .seconds(5)) { !received.isEmpty }
+            try spin(loop, for: .seconds(5)) { !bob.received.isEmpty }
             try loop.run(.default, timeout: .milliseconds(200))
             alice.connection.close()
-            bob.connection.close()
-            return received
+            bob.chat.connection.close()
+            return bob.received
         }
         #expect(received == ["from process A"])
         nodeA.signal(SIGTERM)
         nodeB.signal(SIGTERM)
         #expect(nodeA.process.terminationStatus == 0)
         #expect(nodeB.process.terminationStatus == 0)
+    }
+}
+
+/// A started client that keeps the texts it receives and whom it was told is online.
+private final class WatchingClient {
+    let chat: ChatClient
+    private(set) var received: [String] = []
+    private(set) var seen: [String: Bool] = [:]
+
+    init(_ user: String, port: UInt16) {
+        chat = ChatClient(connection: client(user, port: port))
+        chat.onMessage = { [weak self] _, message in self?.received.append(message.text) }
+        chat.onPresence = { [weak self] _, change in self?.seen[change.user] = change.isOnline }
+        chat.connection.start()
     }
 }
 
