@@ -92,6 +92,9 @@ struct NodePresenceFaultTests {
         try await withCluster(["a", "b"]) { cluster in
             let (loop, observer, a) = (cluster.loop, cluster.observer, cluster.nodes[0])
             observer.sendAndForget(["DEBUG", "SLEEP", "0.6"])
+            // Let the sleep reach Redis before the node's script does (two connections: no order
+            // between them otherwise — under the thread sanitizer the script came first).
+            _ = try loop.run(.default, timeout: .milliseconds(50))
             let asked = loop.now
             // The script stays on the wire and runs when Redis wakes; its answer comes too late.
             #expect(try open("ann", on: a) == .admitted(clusterTotal: nil))
