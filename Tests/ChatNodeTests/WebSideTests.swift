@@ -462,3 +462,34 @@ struct WebOversizedSendTests {
         try spin(loop) { tom.state == .closed(.userClosed) }
     }
 }
+
+@Suite("Chat node: a graceful stop over WebSocket")
+struct WebGracefulStopTests {
+    @Test(
+        "a node's graceful stop tells a WebSocket client shuttingDown, closes with 1001 and finishes the close handshake before it reports itself stopped (an exit then cannot turn it into 1006)"
+    )
+    func stopClosesWithGoingAway() async throws {
+        try await onLoopThread { try Self.stopOnLoop() }
+    }
+
+    static func stopOnLoop() throws {
+        let loop = RunLoop.current
+        let path = temporaryDatabase()
+        defer { removeDatabase(path) }
+        let node = try ChatNode(configuration: nodeConfiguration(path, httpPort: 0))
+        try node.start()
+        let web = try #require(node.web)
+        let browser = WebSocketPeer(port: try #require(node.webPort))
+        try #require(try spin(loop) { browser.isOpen })
+        try browser.connection.send(text: #"{"command":"LOGIN","serial":1,"body":{"user":"jo","password":"pw","keepaliveSeconds":30}}"#)
+        try #require(try spin(loop) { browser.frames.contains { $0.command == .loginAck } })
+
+        var handshakesOpenAtStop: Int?
+        node.stop { handshakesOpenAtStop = web.webSocket.connectionCount }
+        try #require(try spin(loop) { handshakesOpenAtStop != nil && browser.closeInfo != nil }, "\(browser.diagnosis)")
+        #expect(handshakesOpenAtStop == 0, "the node called itself stopped with a close handshake still under way")
+        #expect(browser.lastError?.code == .shuttingDown, "\(browser.messages)")
+        let closed = try #require(browser.closeInfo)
+        #expect(closed.code == .goingAway && closed.initiatedByPeer && closed.wasClean, "\(closed)")
+    }
+}

@@ -291,7 +291,8 @@ public final class ChatNode {
     }
 
     /// Stops gracefully: no new connections, every client told the node is stopping (ERROR
-    /// `shuttingDown`, after which they reconnect with backoff), their connections flushed and closed.
+    /// `shuttingDown`, after which they reconnect with backoff), their connections flushed and closed
+    /// (a WebSocket's with 1001, its close handshake finished).
     /// Each SEND_ACK already went out after its transaction committed, so nothing acknowledged is lost.
     /// Calls `done` on the loop's thread once every session ended or the grace period passed, after
     /// leaving the cluster (its users with no session elsewhere go offline everywhere at once) and
@@ -310,9 +311,19 @@ public final class ChatNode {
         loop.add(grace, forMode: .common)
         server.shutdown { [weak self] in
             guard grace.isValid else { return }
-            grace.invalidate()
-            self?.stopped(done)
+            // A session's end only starts its WebSocket's close handshake (1001): stopping before
+            // the browsers answered would reset their connections, and they would see 1006.
+            self?.afterWebSocketsClosed {
+                guard grace.isValid else { return }
+                grace.invalidate()
+                self?.stopped(done)
+            }
         }
+    }
+
+    private func afterWebSocketsClosed(_ next: @escaping () -> Void) {
+        guard let web else { return next() }
+        web.webSocket.whenConnectionsClosed(next)
     }
 
     /// Leaves the cluster once the server is down (no session opens meanwhile), then closes the store.

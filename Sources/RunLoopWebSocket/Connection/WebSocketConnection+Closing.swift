@@ -113,6 +113,9 @@ extension WebSocketConnection {
         onClosing = nil
         onClose = nil
         callback?(self, info)
+        let server = onClosedForServer
+        onClosedForServer = nil
+        server?()
     }
 
 }

@@ -80,6 +80,8 @@ public final class WebSocketConnection {
     var peerStartedClose = false
     var failure: WebSocketError?
     var closeTimer: RunLoopTimer?
+    /// The server that handed this connection out, told when it closed (after ``onClose``).
+    var onClosedForServer: (() -> Void)?
     var handshakeKey: String?
 
     /// Creates a client connection; call ``connect(host:port:target:extraFields:timeout:)`` next.

@@ -30,6 +30,9 @@ public final class WebSocketServer {
     /// `nil` (the default): every request is taken for an upgrade.
     public var handleRequest: ((WebSocketServer, TCPConnection, [UInt8]) -> Bool)?
 
+    private var handedOut: [ObjectIdentifier: WebSocketConnection] = [:]
+    private var closedWaiters: [() -> Void] = []
+
     /// Must be called on the loop's thread.
     /// - Parameters:
     ///   - connectionLimits: each TCP connection's buffers; its water marks are the backpressure
@@ -70,6 +73,33 @@ public final class WebSocketServer {
     /// Stops accepting; open connections carry on.
     public func close() { listener.close() }
 
+    /// Connections handed to ``onConnection`` and not yet closed.
+    public var connectionCount: Int { handedOut.count }
+
+    /// Runs `done` (on the loop's thread, never inside this call) once every connection handed to
+    /// ``onConnection`` has closed: its close handshake over, failed, or cut at its
+    /// ``WebSocketConfiguration/closeTimeout``. A server that closed its connections calls this before
+    /// its process ends: an exit while a handshake is under way resets the connection, and the peer
+    /// sees 1006 (abnormal closure) instead of the code it was sent.
+    public func whenConnectionsClosed(_ done: @escaping () -> Void) {
+        closedWaiters.append(done)
+        try? listener.loop.performFromLoopThread(inModes: listener.modes, label: "websocket.server closed") { [weak self] in
+            self?.notifyIfAllClosed()
+        }
+    }
+
+    private func connectionClosed(_ connection: WebSocketConnection) {
+        handedOut[ObjectIdentifier(connection)] = nil
+        notifyIfAllClosed()
+    }
+
+    private func notifyIfAllClosed() {
+        guard handedOut.isEmpty, !closedWaiters.isEmpty else { return }
+        let waiters = closedWaiters
+        closedWaiters.removeAll()
+        for done in waiters { done() }
+    }
+
     private func accepted(_ tcp: TCPConnection) {
         let configuration = self.configuration
         // A client that is slow or sends a head too large still learns why it is turned away.
@@ -107,6 +137,8 @@ public final class WebSocketServer {
             do { try tcp.write(WebSocketHandshake.acceptResponse(for: request)) } catch { return tcp.close(immediately: true) }
             let connection = WebSocketConnection(role: .server, tcp: tcp, configuration: configuration, logger: logger)
             connection.upgradeRequest = request
+            handedOut[ObjectIdentifier(connection)] = connection
+            connection.onClosedForServer = { [weak self, unowned connection] in self?.connectionClosed(connection) }
             onConnection?(self, connection)
             connection.startReceiving()
         }
