@@ -32,6 +32,44 @@ struct BrowserEnvironment: Sendable {
         return found
     }
 
+    /// Runs `Tests/BrowserClient/<script>` against the built `chat-node`, screenshots into `screenshots`,
+    /// killed after 90 s, and expects it to pass: exit 0 and a last line `{"ok": true, …}`. Its
+    /// screenshots' lines (`screenshot: PATH`) are printed in the test log.
+    func expectPasses(_ script: String, screenshots: String) async throws {
+        let binary = ChatNodeBinary.path
+        try #require(FileManager.default.isExecutableFile(atPath: binary), "chat-node not built at \(binary)")
+        let path = Self.repository.appendingPathComponent("Tests/BrowserClient/\(script)").path
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("\(script)-\(getpid()).out")
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: output) }
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = [path, "--chat-node", binary, "--chromium", chromium, "--screenshots", screenshots]
+        var childEnvironment = ProcessInfo.processInfo.environment
+        childEnvironment["PYTHONDONTWRITEBYTECODE"] = "1"
+        childEnvironment["PYTHONUNBUFFERED"] = "1"
+        process.environment = childEnvironment
+        process.standardInput = FileHandle.nullDevice
+        // A file, not a pipe: nobody drains a pipe while the script runs.
+        let sink = try FileHandle(forWritingTo: output)
+        process.standardOutput = sink
+        process.standardError = sink
+        try process.run()
+        let deadline = ContinuousClock.now + .seconds(90)
+        while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)  // its finally-block cannot run: the node dies with its pipe
+        }
+        process.waitUntilExit()
+        try sink.close()
+        let transcript = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+        for line in transcript.split(separator: "\n") where line.hasPrefix("screenshot: ") { print(line) }
+        #expect(process.terminationStatus == 0, "\(script) failed:\n\(transcript)")
+        let summary = transcript.split(separator: "\n").last.map(String.init) ?? ""
+        #expect(summary.hasPrefix("{\"ok\": true"), "\(transcript)")
+    }
+
     private static func run(_ executable: String, _ arguments: [String]) throws -> Int32 {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
@@ -54,40 +92,7 @@ struct BrowserTests {
         .timeLimit(.minutes(2))
     )
     func browserChat() async throws {
-        let environment = BrowserEnvironment.shared
-        let binary = ChatNodeBinary.path
-        try #require(FileManager.default.isExecutableFile(atPath: binary), "chat-node not built at \(binary)")
-        let script = BrowserEnvironment.repository.appendingPathComponent("Tests/BrowserClient/browser_chat.py").path
-        let screenshots = BrowserEnvironment.repository.appendingPathComponent(".build/browser-test").path
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("browser-chat-\(getpid()).out")
-        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-        defer { try? FileManager.default.removeItem(at: output) }
-
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: environment.python)
-        process.arguments = [script, "--chat-node", binary, "--chromium", environment.chromium, "--screenshots", screenshots]
-        var childEnvironment = ProcessInfo.processInfo.environment
-        childEnvironment["PYTHONDONTWRITEBYTECODE"] = "1"
-        childEnvironment["PYTHONUNBUFFERED"] = "1"
-        process.environment = childEnvironment
-        process.standardInput = FileHandle.nullDevice
-        // A file, not a pipe: nobody drains a pipe while the script runs.
-        let sink = try FileHandle(forWritingTo: output)
-        process.standardOutput = sink
-        process.standardError = sink
-        try process.run()
-        let deadline = ContinuousClock.now + .seconds(90)
-        while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)  // its finally-block cannot run: the node dies with its pipe
-        }
-        process.waitUntilExit()
-        try sink.close()
-        let transcript = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
-        // The screenshots' paths, in the test log.
-        for line in transcript.split(separator: "\n") where line.hasPrefix("screenshot: ") { print(line) }
-        #expect(process.terminationStatus == 0, "browser_chat.py failed:\n\(transcript)")
-        let summary = transcript.split(separator: "\n").last.map(String.init) ?? ""
-        #expect(summary.hasPrefix("{\"ok\": true"), "\(transcript)")
+        try await BrowserEnvironment.shared.expectPasses(
+            "browser_chat.py", screenshots: BrowserEnvironment.repository.appendingPathComponent(".build/browser-test").path)
     }
 }

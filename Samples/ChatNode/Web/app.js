@@ -11,7 +11,8 @@ const HEARTBEAT_MS = 8000;       // a HEARTBEAT after this long without sending 
 const ANSWER_TIMEOUT_MS = 8000;  // after a request some frame must arrive within this, or the link is dead
 const ACK_TIMEOUT_MS = 10000;    // a SEND without SEND_ACK this long is sent again (same id)
 const BACKOFF_FIRST_MS = 500;
-const BACKOFF_MAX_MS = 30000;
+// A person waits at most about this long after the node is back (a click on the badge: at once).
+const BACKOFF_MAX_MS = 10000;
 const STABLE_SESSION_MS = 10000;  // only a session online this long resets the backoff
 const MIN_RATE_PAUSE_MS = 50;     // the shortest rate-limit pause, whatever the node says
 // The largest SEND body (the ChatMessage as protobuf) until LOGIN_ACK announces limits.maxSendBody:
@@ -40,6 +41,9 @@ const app = {
   lastSent: 0,
   attempts: 0,
   onlineSince: null,        // when the current session logged in
+  everOnline: false,        // a session of this login was online: the next one is a reconnect
+  closingWhy: null,         // what the node's ERROR said: why the close that follows it happened
+  restarting: false,        // the node said it stops (shuttingDown, close 1001): said until the next login
   retryFloor: 0,            // the node's retryAfterMs for the next reconnect (a refusal for now, an ERROR)
   reconnectAt: null,
   reconnectTimer: null,
@@ -59,6 +63,7 @@ function connect() {
   clearTimeout(app.reconnectTimer);
   app.reconnectAt = null;
   setConnection("connecting", "connecting…");
+  if (app.restarting) notice("the node is restarting; reconnecting…");
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
   const ws = new WebSocket(`${scheme}//${location.host}/ws`);
   app.ws = ws;
@@ -83,6 +88,7 @@ function connect() {
   };
   ws.onclose = (event) => {
     if (ws !== app.ws) return;
+    if (event.code === 1001) app.restarting = true;  // going away: the node stops
     lost(`closed ${event.code}${event.reason ? ` (${event.reason})` : ""}`);
   };
 }
@@ -97,6 +103,9 @@ function dropConnection(why) {
 }
 
 function lost(why) {
+  // The node's own words, when it said why before closing, tell more than the close code.
+  const said = app.closingWhy;
+  app.closingWhy = null;
   app.ws = null;
   app.online = false;
   app.pending.clear();
@@ -120,7 +129,7 @@ function lost(why) {
   app.attempts += 1;
   app.reconnectAt = Date.now() + wait;
   app.reconnectTimer = setTimeout(connect, wait);
-  notice(`connection lost: ${why}`);
+  if (!app.restarting) notice(`connection lost: ${said || why}`);
   showCountdown();
 }
 
@@ -128,12 +137,18 @@ function showCountdown() {
   if (app.reconnectAt === null) return;
   const seconds = Math.max(0, (app.reconnectAt - Date.now()) / 1000);
   setConnection("reconnecting", `reconnecting in ${seconds.toFixed(1)} s`);
+  if (app.restarting) notice(`the node is restarting; reconnecting in ${Math.ceil(seconds)} s`);
 }
 
+/// The badge: hidden until the first login attempt; a click on it while waiting to reconnect retries now.
 function setConnection(state, text) {
   const element = $("conn");
+  element.hidden = false;
   element.dataset.state = state;
   element.textContent = text;
+  element.title = state === "reconnecting" ? "click to retry now" : "";
+  // Offline, the page no longer hears who comes and goes: what it shows is greyed, not trusted.
+  $("online").classList.toggle("stale", state !== "online");
 }
 
 /// Sends one frame; requests (anything that expects an answer) start the answer deadline.
@@ -204,7 +219,12 @@ function received(frame) {
     case "ERROR":
       // tooManyConnections, shuttingDown: the node may say when to come back.
       if (body.retryAfterMs) app.retryFloor = Number(body.retryAfterMs);
-      return notice(`the node closes the connection: ${body.message || STATUS[code] || code}`);
+      if (code === 10) {
+        app.restarting = true;
+        return notice("the node is restarting");
+      }
+      app.closingWhy = body.message || STATUS[code] || String(code);
+      return notice(`the node closes the connection: ${app.closingWhy}`);
     default: return undefined;  // a command this page does not know: ignored, as the protocol asks
   }
 }
@@ -228,18 +248,25 @@ function loginAnswered(code, body) {
     // Too many sessions, too many logins at once, stopping: the node closes; we retry, no sooner
     // than it says.
     if (body.retryAfterMs) app.retryFloor = Number(body.retryAfterMs);
+    if (code === 10) app.restarting = true;
     return notice(`login refused for now: ${body.reason || STATUS[code] || code}`);
   }
   app.online = true;
   app.onlineSince = Date.now();
   app.maxSendBody = (body.limits && Number(body.limits.maxSendBody)) || DEFAULT_MAX_SEND_BODY;
+  // Who is online comes again right after this answer (a snapshot): what this page knew is dropped.
+  app.onlineUsers.clear();
+  $("online").replaceChildren();
   setConnection("online", "online");
-  notice(app.serial > 1 ? "reconnected" : "");
+  notice(app.everOnline ? "reconnected" : "");
+  app.everOnline = true;
+  app.restarting = false;
   $("login-form").hidden = true;
   $("chat").hidden = false;
   $("logout").hidden = false;
   $("me").textContent = app.user;
   setComposer();
+  if (app.current === null) setDrawer(true);  // on a phone: nothing to read yet, the rooms to pick from
   request("LIST_ROOMS");
   for (const entry of app.outbox.values()) {
     // Queued while away and over the limit the node just announced: it would be refused.
@@ -298,7 +325,7 @@ function submitMessage(text) {
   entry.element = messageElement({ from: app.user, id: entry.id, text }, conversation);
   conversation.list.append(entry.element);
   setMessageState(entry, "queued");
-  scrollDown(conversation);
+  scrollDown(conversation);  // one's own message is always shown, wherever the view was
   if (app.online && !isPaused()) transmit(entry);
   return true;
 }
@@ -386,6 +413,9 @@ function open(conversation) {
   renderRooms();
   renderDirects();
   setComposer();
+  setDrawer(false);
+  // The node announces no joins and leaves: the member counts are fetched again whenever a room is opened.
+  if (conversation.kind === "room" && app.online) request("LIST_ROOMS");
   if (!conversation.loaded && app.online) loadHistory(conversation, "latest");
   scrollDown(conversation);
 }
@@ -422,13 +452,14 @@ function show(message, fromHistory = false) {
     element.dataset.state = "acked";
     element.querySelector(".state").textContent = "acked";
   }
+  const following = isShowingNewest();
   insertBySeq(conversation.list, element, seq);
   if (app.current !== conversation.key && !fromHistory) {
     conversation.unread += 1;
     renderRooms();
     renderDirects();
   } else if (!fromHistory) {
-    scrollDown(conversation);
+    follow(conversation, following);
   }
 }
 
@@ -463,8 +494,23 @@ function insertBySeq(list, element, seq) {
   return list.append(element);
 }
 
+/// Whether the message pane shows its end (give or take a few pixels): the view then follows what arrives.
+function isShowingNewest() {
+  const pane = $("messages");
+  return pane.scrollHeight - pane.scrollTop - pane.clientHeight < 24;
+}
+
 function scrollDown(conversation) {
-  if (app.current === conversation.key) $("messages").scrollTop = $("messages").scrollHeight;
+  if (app.current !== conversation.key) return;
+  $("messages").scrollTop = $("messages").scrollHeight;
+  $("new-messages").hidden = true;
+}
+
+/// After something new in the open conversation: down to it if the view was at the end; otherwise the
+/// reader scrolled up to read, and is not moved: a marker says there is more below.
+function follow(conversation, wasShowingNewest) {
+  if (wasShowingNewest) scrollDown(conversation);
+  else if (app.current === conversation.key) $("new-messages").hidden = false;
 }
 
 function loadHistory(conversation, which) {
@@ -478,21 +524,22 @@ function historyAnswered(code, body, context) {
   if (!context) return;
   const conversation = app.conversations.get(context.conv);
   if (code !== 0) return notice(`history of ${conversation.name}: ${STATUS[code] || code}`);
+  const following = isShowingNewest();
   for (const message of body.messages || []) show(message, true);
   // The newest page tells whether older ones exist only the first time; an "older" page always does.
   if (context.which === "older" || !conversation.loaded) conversation.more = body.moreAvailable === true;
   conversation.loaded = true;
   if (app.current === conversation.key) $("older").hidden = !conversation.more;
-  if (context.which === "latest") scrollDown(conversation);
+  if (context.which === "latest") follow(conversation, following);
 }
 
 // MARK: rooms and people
 
 function roomAnswered(command, code, body, context) {
   if (code !== 0) return notice(`${command === "JOIN_ACK" ? "join" : "leave"} ${context ? context.room : ""}: ${STATUS[code] || code}`);
+  if (command === "JOIN_ACK") return open(conversationFor("room", body.name));  // open() lists the rooms
   request("LIST_ROOMS");
-  if (command === "JOIN_ACK") open(conversationFor("room", body.name));
-  else notice(`left ${body.name}`);
+  notice(`left ${body.name}`);
 }
 
 function showRooms(rooms) {
@@ -556,6 +603,12 @@ function notice(text) {
   $("notice").textContent = text;
 }
 
+/// The rooms drawer of the narrow layout (CSS ignores it on a wide one).
+function setDrawer(open) {
+  $("chat").classList.toggle("drawer-open", open);
+  $("menu").setAttribute("aria-expanded", String(open));
+}
+
 // MARK: the page's controls
 
 $("login-form").onsubmit = (event) => {
@@ -565,7 +618,25 @@ $("login-form").onsubmit = (event) => {
   $("login-error").textContent = "";
   app.wantsConnection = true;
   app.attempts = 0;
+  app.everOnline = false;
+  app.restarting = false;
   connect();
+};
+
+$("conn").onclick = () => {
+  // Waiting out the backoff helps nobody who can see the node is back.
+  if (app.wantsConnection && app.ws === null && app.reconnectAt !== null) connect();
+};
+
+$("menu").onclick = () => setDrawer(!$("chat").classList.contains("drawer-open"));
+
+$("messages").onscroll = () => {
+  if (isShowingNewest()) $("new-messages").hidden = true;
+};
+
+$("new-messages").onclick = () => {
+  const conversation = app.conversations.get(app.current);
+  if (conversation) scrollDown(conversation);
 };
 
 $("logout").onclick = () => {

@@ -17,7 +17,8 @@ const HEARTBEAT_MS = 8000;       // a HEARTBEAT after this long without sending 
 const ANSWER_TIMEOUT_MS = 8000;  // after a request some frame must arrive within this, or the link is dead
 const ACK_TIMEOUT_MS = 10000;    // a SEND without SEND_ACK this long is sent again (same id)
 const BACKOFF_FIRST_MS = 500;
-const BACKOFF_MAX_MS = 30000;
+// A person waits at most about this long after the node is back (a click on the badge: at once).
+const BACKOFF_MAX_MS = 10000;
 const STABLE_SESSION_MS = 10000;  // only a session online this long resets the backoff
 const MIN_RATE_PAUSE_MS = 50;     // the shortest rate-limit pause, whatever the node says
 // The largest SEND body (the ChatMessage as protobuf) until LOGIN_ACK announces limits.maxSendBody:
@@ -46,6 +47,9 @@ const app = {
   lastSent: 0,
   attempts: 0,
   onlineSince: null,        // when the current session logged in
+  everOnline: false,        // a session of this login was online: the next one is a reconnect
+  closingWhy: null,         // what the node's ERROR said: why the close that follows it happened
+  restarting: false,        // the node said it stops (shuttingDown, close 1001): said until the next login
   retryFloor: 0,            // the node's retryAfterMs for the next reconnect (a refusal for now, an ERROR)
   reconnectAt: null,
   reconnectTimer: null,
@@ -65,6 +69,7 @@ function connect() {
   clearTimeout(app.reconnectTimer);
   app.reconnectAt = null;
   setConnection("connecting", "connecting…");
+  if (app.restarting) notice("the node is restarting; reconnecting…");
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
   const ws = new WebSocket(`${scheme}//${location.host}/ws`);
   app.ws = ws;
@@ -89,6 +94,7 @@ function connect() {
   };
   ws.onclose = (event) => {
     if (ws !== app.ws) return;
+    if (event.code === 1001) app.restarting = true;  // going away: the node stops
     lost(`closed ${event.code}${event.reason ? ` (${event.reason})` : ""}`);
   };
 }
@@ -103,6 +109,9 @@ function dropConnection(why) {
 }
 
 function lost(why) {
+  // The node's own words, when it said why before closing, tell more than the close code.
+  const said = app.closingWhy;
+  app.closingWhy = null;
   app.ws = null;
   app.online = false;
   app.pending.clear();
@@ -126,7 +135,7 @@ function lost(why) {
   app.attempts += 1;
   app.reconnectAt = Date.now() + wait;
   app.reconnectTimer = setTimeout(connect, wait);
-  notice(`connection lost: ${why}`);
+  if (!app.restarting) notice(`connection lost: ${said || why}`);
   showCountdown();
 }
 
@@ -134,12 +143,18 @@ function showCountdown() {
   if (app.reconnectAt === null) return;
   const seconds = Math.max(0, (app.reconnectAt - Date.now()) / 1000);
   setConnection("reconnecting", `reconnecting in ${seconds.toFixed(1)} s`);
+  if (app.restarting) notice(`the node is restarting; reconnecting in ${Math.ceil(seconds)} s`);
 }
 
+/// The badge: hidden until the first login attempt; a click on it while waiting to reconnect retries now.
 function setConnection(state, text) {
   const element = $("conn");
+  element.hidden = false;
   element.dataset.state = state;
   element.textContent = text;
+  element.title = state === "reconnecting" ? "click to retry now" : "";
+  // Offline, the page no longer hears who comes and goes: what it shows is greyed, not trusted.
+  $("online").classList.toggle("stale", state !== "online");
 }
 
 /// Sends one frame; requests (anything that expects an answer) start the answer deadline.
@@ -210,7 +225,12 @@ function received(frame) {
     case "ERROR":
       // tooManyConnections, shuttingDown: the node may say when to come back.
       if (body.retryAfterMs) app.retryFloor = Number(body.retryAfterMs);
-      return notice(`the node closes the connection: ${body.message || STATUS[code] || code}`);
+      if (code === 10) {
+        app.restarting = true;
+        return notice("the node is restarting");
+      }
+      app.closingWhy = body.message || STATUS[code] || String(code);
+      return notice(`the node closes the connection: ${app.closingWhy}`);
     default: return undefined;  // a command this page does not know: ignored, as the protocol asks
   }
 }
@@ -234,18 +254,25 @@ function loginAnswered(code, body) {
     // Too many sessions, too many logins at once, stopping: the node closes; we retry, no sooner
     // than it says.
     if (body.retryAfterMs) app.retryFloor = Number(body.retryAfterMs);
+    if (code === 10) app.restarting = true;
     return notice(`login refused for now: ${body.reason || STATUS[code] || code}`);
   }
   app.online = true;
   app.onlineSince = Date.now();
   app.maxSendBody = (body.limits && Number(body.limits.maxSendBody)) || DEFAULT_MAX_SEND_BODY;
+  // Who is online comes again right after this answer (a snapshot): what this page knew is dropped.
+  app.onlineUsers.clear();
+  $("online").replaceChildren();
   setConnection("online", "online");
-  notice(app.serial > 1 ? "reconnected" : "");
+  notice(app.everOnline ? "reconnected" : "");
+  app.everOnline = true;
+  app.restarting = false;
   $("login-form").hidden = true;
   $("chat").hidden = false;
   $("logout").hidden = false;
   $("me").textContent = app.user;
   setComposer();
+  if (app.current === null) setDrawer(true);  // on a phone: nothing to read yet, the rooms to pick from
   request("LIST_ROOMS");
   for (const entry of app.outbox.values()) {
     // Queued while away and over the limit the node just announced: it would be refused.
@@ -304,7 +331,7 @@ function submitMessage(text) {
   entry.element = messageElement({ from: app.user, id: entry.id, text }, conversation);
   conversation.list.append(entry.element);
   setMessageState(entry, "queued");
-  scrollDown(conversation);
+  scrollDown(conversation);  // one's own message is always shown, wherever the view was
   if (app.online && !isPaused()) transmit(entry);
   return true;
 }
@@ -392,6 +419,9 @@ function open(conversation) {
   renderRooms();
   renderDirects();
   setComposer();
+  setDrawer(false);
+  // The node announces no joins and leaves: the member counts are fetched again whenever a room is opened.
+  if (conversation.kind === "room" && app.online) request("LIST_ROOMS");
   if (!conversation.loaded && app.online) loadHistory(conversation, "latest");
   scrollDown(conversation);
 }
@@ -428,13 +458,14 @@ function show(message, fromHistory = false) {
     element.dataset.state = "acked";
     element.querySelector(".state").textContent = "acked";
   }
+  const following = isShowingNewest();
   insertBySeq(conversation.list, element, seq);
   if (app.current !== conversation.key && !fromHistory) {
     conversation.unread += 1;
     renderRooms();
     renderDirects();
   } else if (!fromHistory) {
-    scrollDown(conversation);
+    follow(conversation, following);
   }
 }
 
@@ -469,8 +500,23 @@ function insertBySeq(list, element, seq) {
   return list.append(element);
 }
 
+/// Whether the message pane shows its end (give or take a few pixels): the view then follows what arrives.
+function isShowingNewest() {
+  const pane = $("messages");
+  return pane.scrollHeight - pane.scrollTop - pane.clientHeight < 24;
+}
+
 function scrollDown(conversation) {
-  if (app.current === conversation.key) $("messages").scrollTop = $("messages").scrollHeight;
+  if (app.current !== conversation.key) return;
+  $("messages").scrollTop = $("messages").scrollHeight;
+  $("new-messages").hidden = true;
+}
+
+/// After something new in the open conversation: down to it if the view was at the end; otherwise the
+/// reader scrolled up to read, and is not moved: a marker says there is more below.
+function follow(conversation, wasShowingNewest) {
+  if (wasShowingNewest) scrollDown(conversation);
+  else if (app.current === conversation.key) $("new-messages").hidden = false;
 }
 
 function loadHistory(conversation, which) {
@@ -484,21 +530,22 @@ function historyAnswered(code, body, context) {
   if (!context) return;
   const conversation = app.conversations.get(context.conv);
   if (code !== 0) return notice(`history of ${conversation.name}: ${STATUS[code] || code}`);
+  const following = isShowingNewest();
   for (const message of body.messages || []) show(message, true);
   // The newest page tells whether older ones exist only the first time; an "older" page always does.
   if (context.which === "older" || !conversation.loaded) conversation.more = body.moreAvailable === true;
   conversation.loaded = true;
   if (app.current === conversation.key) $("older").hidden = !conversation.more;
-  if (context.which === "latest") scrollDown(conversation);
+  if (context.which === "latest") follow(conversation, following);
 }
 
 // MARK: rooms and people
 
 function roomAnswered(command, code, body, context) {
   if (code !== 0) return notice(`${command === "JOIN_ACK" ? "join" : "leave"} ${context ? context.room : ""}: ${STATUS[code] || code}`);
+  if (command === "JOIN_ACK") return open(conversationFor("room", body.name));  // open() lists the rooms
   request("LIST_ROOMS");
-  if (command === "JOIN_ACK") open(conversationFor("room", body.name));
-  else notice(`left ${body.name}`);
+  notice(`left ${body.name}`);
 }
 
 function showRooms(rooms) {
@@ -562,6 +609,12 @@ function notice(text) {
   $("notice").textContent = text;
 }
 
+/// The rooms drawer of the narrow layout (CSS ignores it on a wide one).
+function setDrawer(open) {
+  $("chat").classList.toggle("drawer-open", open);
+  $("menu").setAttribute("aria-expanded", String(open));
+}
+
 // MARK: the page's controls
 
 $("login-form").onsubmit = (event) => {
@@ -571,7 +624,25 @@ $("login-form").onsubmit = (event) => {
   $("login-error").textContent = "";
   app.wantsConnection = true;
   app.attempts = 0;
+  app.everOnline = false;
+  app.restarting = false;
   connect();
+};
+
+$("conn").onclick = () => {
+  // Waiting out the backoff helps nobody who can see the node is back.
+  if (app.wantsConnection && app.ws === null && app.reconnectAt !== null) connect();
+};
+
+$("menu").onclick = () => setDrawer(!$("chat").classList.contains("drawer-open"));
+
+$("messages").onscroll = () => {
+  if (isShowingNewest()) $("new-messages").hidden = true;
+};
+
+$("new-messages").onclick = () => {
+  const conversation = app.conversations.get(app.current);
+  if (conversation) scrollDown(conversation);
 };
 
 $("logout").onclick = () => {
@@ -631,13 +702,13 @@ setInterval(tick, 250);
 <header>
   <h1>chat node</h1>
   <span id="me"></span>
-  <span id="conn" data-state="offline">offline</span>
+  <button id="conn" type="button" data-state="idle" hidden></button>
   <button id="logout" hidden>log out</button>
 </header>
 
 <form id="login-form">
-  <p>Log in with an account of this node (the first login of a new name creates it, unless the node
-  runs with <code>--no-registration</code>; see <code>chat-node account</code>).</p>
+  <p>Log in with your name and password. New here? Pick a name and a password: your first login
+  makes the account, if this chat takes new members (otherwise ask whoever runs it for one).</p>
   <label>user <input id="user" autocomplete="username" required maxlength="32"></label>
   <label>password <input id="password" type="password" autocomplete="current-password" required></label>
   <button id="login" type="submit">log in</button>
@@ -645,7 +716,7 @@ setInterval(tick, 250);
 </form>
 
 <main id="chat" hidden>
-  <nav>
+  <nav id="sidebar">
     <h2>rooms</h2>
     <ul id="rooms"></ul>
     <form id="join-form">
@@ -664,11 +735,15 @@ setInterval(tick, 250);
   </nav>
   <section id="conversation">
     <div id="conversation-head">
+      <button id="menu" type="button" aria-controls="sidebar" aria-expanded="false">rooms</button>
       <h2 id="title">pick or join a room</h2>
       <button id="leave" type="button" hidden>leave</button>
     </div>
     <button id="older" type="button" hidden>older messages</button>
-    <div id="messages"></div>
+    <div id="pane">
+      <div id="messages"></div>
+      <button id="new-messages" type="button" hidden>new messages ↓</button>
+    </div>
     <form id="composer">
       <input id="text" placeholder="message" autocomplete="off" disabled>
       <button id="send" type="submit" disabled>send</button>
@@ -683,21 +758,28 @@ setInterval(tick, 250);
 
 """#,
         "style.css": #"""
-/* The chat node's page: one column of rooms and people, one of the conversation. */
+/* The chat node's page: one column of rooms and people, one of the conversation; on a phone, one column
+   with the rooms in a drawer. */
 * { box-sizing: border-box; }
 [hidden] { display: none !important; }  /* the layouts below set display; hidden must still hide */
 body { margin: 0; font: 15px/1.4 system-ui, sans-serif; color: #1d2330; background: #f4f5f7; }
-header { display: flex; align-items: center; gap: 1em; padding: .5em 1em; background: #24324a; color: #fff; }
+header { flex: none; display: flex; flex-wrap: wrap; align-items: center; gap: .3em 1em; padding: .5em 1em; background: #24324a; color: #fff; }
 header h1 { font-size: 1.1em; margin: 0; flex: 1; }
-#conn { padding: .1em .6em; border-radius: 1em; background: #777; font-size: .9em; }
+#conn { padding: .1em .6em; border: 0; border-radius: 1em; background: #777; color: #fff; font: inherit; font-size: .9em; }
+#conn[data-state="reconnecting"] { cursor: pointer; }
 #conn[data-state="online"] { background: #2e8b57; }
 #conn[data-state="connecting"], #conn[data-state="reconnecting"] { background: #c98a12; }
 #conn[data-state="offline"], #conn[data-state="refused"] { background: #a33; }
 form#login-form { max-width: 26em; margin: 3em auto; padding: 1.5em; background: #fff; border-radius: .5em; display: grid; gap: .7em; }
 label { display: grid; gap: .2em; }
 .error { color: #a33; min-height: 1.2em; }
-main { display: grid; grid-template-columns: 15em 1fr; height: calc(100vh - 2.6em); }
+/* The page is exactly the window's height: the conversation scrolls inside it, the composer stays in view. */
+html, body { height: 100%; }
+body { display: flex; flex-direction: column; }
+body > form#login-form { flex: none; }
+main { flex: 1; min-height: 0; display: grid; grid-template-columns: 15em minmax(0, 1fr); }
 nav { padding: .5em 1em; background: #e8eaee; overflow-y: auto; }
+#menu { display: none; }
 nav h2 { font-size: .85em; text-transform: uppercase; color: #556; margin: 1em 0 .3em; }
 nav ul { list-style: none; margin: 0; padding: 0; }
 nav li { display: flex; justify-content: space-between; padding: .15em .3em; border-radius: .3em; cursor: pointer; }
@@ -706,10 +788,15 @@ nav li .unread { background: #24324a; color: #fff; border-radius: 1em; padding: 
 nav li.not-joined { color: #778; }
 nav form { display: flex; gap: .3em; margin: .4em 0; }
 nav input { min-width: 0; flex: 1; }
-#conversation { display: flex; flex-direction: column; padding: .5em 1em; min-width: 0; }
-#conversation-head { display: flex; align-items: center; justify-content: space-between; }
-#conversation-head h2 { margin: .2em 0; font-size: 1.1em; }
-#messages { flex: 1; overflow-y: auto; background: #fff; border-radius: .4em; padding: .4em; }
+/* min-height: 0 down the chain of flex and grid items: without it the message list grows to its content
+   and pushes the composer out of the window instead of scrolling. */
+#conversation { display: flex; flex-direction: column; padding: .5em 1em; min-width: 0; min-height: 0; }
+#conversation-head { display: flex; align-items: center; gap: .5em; }
+#conversation-head h2 { margin: .2em 0; font-size: 1.1em; flex: 1; min-width: 0; overflow-wrap: anywhere; }
+#pane { flex: 1; min-height: 0; position: relative; display: flex; }
+#messages { flex: 1; min-height: 0; overflow-y: auto; background: #fff; border-radius: .4em; padding: .4em; }
+#new-messages { position: absolute; bottom: .6em; left: 50%; transform: translateX(-50%); padding: .3em 1em;
+  border: 0; border-radius: 1em; background: #24324a; color: #fff; box-shadow: 0 1px 4px #0004; cursor: pointer; }
 #messages ul { list-style: none; margin: 0; padding: 0; }
 li.msg { padding: .2em .4em; border-bottom: 1px solid #eef; display: flex; gap: .5em; align-items: baseline; }
 li.msg .from { font-weight: 600; }
@@ -721,9 +808,24 @@ li.msg[data-state="sent"] .state { background: #bcd4f6; }
 li.msg[data-state="acked"] .state { background: #b9e3c6; }
 li.msg[data-state="failed"] .state { background: #f3b4b4; }
 li.msg.own { background: #f6f9ff; }
-#composer { display: flex; gap: .4em; margin-top: .5em; }
-#composer input { flex: 1; padding: .4em; }
-#notice { color: #556; min-height: 1.2em; margin: .3em 0; }
+#composer { flex: none; display: flex; gap: .4em; margin-top: .5em; }
+#composer input { flex: 1; min-width: 0; padding: .4em; }
+#notice { color: #556; min-height: 1.2em; }
+#composer-error, #notice { flex: none; margin: .3em 0 0; }
+#composer-error:empty { display: none; }
+/* Disconnected, the page no longer knows who is online: the list stays, greyed, until the next login. */
+#online.stale { opacity: .4; }
+
+/* A phone: the rooms become a drawer over the conversation, opened from the "rooms" button. */
+@media (max-width: 600px) {
+  main { grid-template-columns: minmax(0, 1fr); position: relative; }
+  #menu { display: inline-block; }
+  nav { position: absolute; inset: 0 25% 0 0; z-index: 2; box-shadow: 2px 0 8px #0003; transform: translateX(-105%); }
+  main.drawer-open nav { transform: none; }
+  #conversation { padding: .3em .4em; }
+  form#login-form { margin: 1em; }
+  li.msg { flex-wrap: wrap; }
+}
 
 """#,
     ]
