@@ -93,6 +93,46 @@ class Node:
                 self.process.kill()
 
 
+class ScriptRun:
+    """One run of a browser script: its command line, a work directory with the node's database and
+    log, the node, and the numbered checks it passed; ends with a last line `{"ok": ...}`."""
+
+    def __init__(self, prefix):
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--chat-node", required=True)
+        parser.add_argument("--chromium", default="/usr/bin/chromium")
+        parser.add_argument("--screenshots", default=None, help="directory for the screenshots (default: a temporary one)")
+        self.arguments = parser.parse_args()
+        self.started = time.monotonic()
+        self.workdir = tempfile.mkdtemp(prefix=prefix)
+        self.screenshots = self.arguments.screenshots or self.workdir
+        os.makedirs(self.screenshots, exist_ok=True)
+        self.node_log = open(os.path.join(self.workdir, "node.log"), "w")
+        self.node = Node(self.arguments.chat_node, os.path.join(self.workdir, "chat.db"), self.node_log)
+        self.checks = []
+
+    def check(self, name):
+        self.checks.append(name)
+        print(f"ok {len(self.checks)}: {name} ({time.monotonic() - self.started:.1f} s)", flush=True)
+
+    def screenshot(self, page, name, full_page=False):
+        path = os.path.join(self.screenshots, name)
+        page.screenshot(path=path, full_page=full_page)
+        print(f"screenshot: {path}", flush=True)
+
+    def passed(self):
+        print(json.dumps({"ok": True, "checks": len(self.checks), "seconds": round(time.monotonic() - self.started, 1)}), flush=True)
+        return 0
+
+    def failed(self, error):
+        """Reports the failure with the end of the node's log."""
+        self.node_log.flush()
+        print(f"FAILED: {error!r}", file=sys.stderr)
+        print(open(os.path.join(self.workdir, "node.log")).read()[-3000:], file=sys.stderr)
+        print(json.dumps({"ok": False, "checks": len(self.checks)}), flush=True)
+        return 1
+
+
 def room_message(page, sender, text, conv="room:lobby"):
     return page.locator(f'li.msg[data-conv="{conv}"][data-from="{sender}"]').filter(has_text=text)
 
@@ -111,24 +151,9 @@ def say(page, text):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--chat-node", required=True)
-    parser.add_argument("--chromium", default="/usr/bin/chromium")
-    parser.add_argument("--screenshots", default=None, help="directory for the screenshots (default: a temporary one)")
-    arguments = parser.parse_args()
-    started = time.monotonic()
-    workdir = tempfile.mkdtemp(prefix="chat-node-browser-")
-    screenshots = arguments.screenshots or workdir
-    os.makedirs(screenshots, exist_ok=True)
-    node_log = open(os.path.join(workdir, "node.log"), "w")
-    node = Node(arguments.chat_node, os.path.join(workdir, "chat.db"), node_log)
+    run = ScriptRun("chat-node-browser-")
+    arguments, node, check = run.arguments, run.node, run.check
     terminal = None
-    checks = []
-
-    def check(name):
-        checks.append(name)
-        print(f"ok {len(checks)}: {name} ({time.monotonic() - started:.1f} s)", flush=True)
-
     try:
         node.start()
         check(f"node up: IM on {node.port}, page {node.url}")
@@ -265,21 +290,14 @@ def main():
             check("a burst over the node's rate limit arrives in order, each message once")
 
             for name, page in (("ann", ann), ("bob", bob)):
-                path = os.path.join(screenshots, f"browser-chat-{name}.png")
-                page.screenshot(path=path, full_page=True)
-                print(f"screenshot: {path}", flush=True)
+                run.screenshot(page, f"browser-chat-{name}.png", full_page=True)
             browser.close()
 
         terminal.stdin.close()
         terminal.wait(timeout=15)
-        print(json.dumps({"ok": True, "checks": len(checks), "seconds": round(time.monotonic() - started, 1)}), flush=True)
-        return 0
+        return run.passed()
     except Exception as error:  # report, with the node's log, and fail
-        node_log.flush()
-        print(f"FAILED: {error}", file=sys.stderr)
-        print(open(os.path.join(workdir, "node.log")).read()[-3000:], file=sys.stderr)
-        print(json.dumps({"ok": False, "checks": len(checks)}), flush=True)
-        return 1
+        return run.failed(error)
     finally:
         if terminal and terminal.poll() is None:
             terminal.kill()

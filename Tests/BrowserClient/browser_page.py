@@ -17,17 +17,12 @@ Run by Tests/ChatNodeTests/BrowserPageTests.swift; by hand:
     .build-python/bin/python Tests/BrowserClient/browser_page.py --chat-node .build/debug/chat-node
 Exit 0 and a last line `{"ok": true, ...}` when every check held.
 """
-import argparse
-import json
-import os
 import re
 import sys
-import tempfile
-import time
 
 from playwright.sync_api import expect, sync_playwright
 
-from browser_chat import Node, log_in, room_message
+from browser_chat import ScriptRun, log_in, room_message
 
 # Every WebSocket close code the page sees, in order (the page's own socket, wrapped before it loads).
 RECORD_CLOSES = """
@@ -94,28 +89,8 @@ def check_conversation_fits(layout, what):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--chat-node", required=True)
-    parser.add_argument("--chromium", default="/usr/bin/chromium")
-    parser.add_argument("--screenshots", default=None, help="directory for the screenshots (default: a temporary one)")
-    arguments = parser.parse_args()
-    started = time.monotonic()
-    workdir = tempfile.mkdtemp(prefix="chat-node-page-")
-    screenshots = arguments.screenshots or workdir
-    os.makedirs(screenshots, exist_ok=True)
-    node_log = open(os.path.join(workdir, "node.log"), "w")
-    node = Node(arguments.chat_node, os.path.join(workdir, "chat.db"), node_log)
-    checks = []
-
-    def check(name):
-        checks.append(name)
-        print(f"ok {len(checks)}: {name} ({time.monotonic() - started:.1f} s)", flush=True)
-
-    def screenshot(page, name):
-        path = os.path.join(screenshots, name)
-        page.screenshot(path=path)
-        print(f"screenshot: {path}", flush=True)
-
+    run = ScriptRun("chat-node-page-")
+    arguments, node, check, screenshot = run.arguments, run.node, run.check, run.screenshot
     try:
         node.start()
         check(f"node up: IM on {node.port}, page {node.url}")
@@ -226,15 +201,9 @@ def main():
             assert ann.evaluate("Date.now()") < planned, "online only when the wait was over: the click did nothing"
             check("after a long outage the wait is at most 10 s, and a click on the badge reconnects at once")
             browser.close()
-
-        print(json.dumps({"ok": True, "checks": len(checks), "seconds": round(time.monotonic() - started, 1)}), flush=True)
-        return 0
+        return run.passed()
     except Exception as error:  # report, with the node's log, and fail
-        node_log.flush()
-        print(f"FAILED: {error!r}", file=sys.stderr)
-        print(open(os.path.join(workdir, "node.log")).read()[-3000:], file=sys.stderr)
-        print(json.dumps({"ok": False, "checks": len(checks)}), flush=True)
-        return 1
+        return run.failed(error)
     finally:
         node.stop()
 

@@ -82,14 +82,20 @@ struct BrowserEnvironment: Sendable {
     }
 }
 
+extension Trait where Self == ConditionTrait {
+    /// Runs the test only where ``BrowserEnvironment`` found Playwright and Chromium.
+    static var browserAvailable: Self {
+        .enabled(
+            if: BrowserEnvironment.shared.problem == nil,
+            "needs Playwright (bash Scripts/setup.sh --tests, or RUNLOOPKIT_PYTHON) and Chromium at /usr/bin/chromium")
+    }
+}
+
 @Suite("Chat node in a browser")
 struct BrowserTests {
     @Test(
         "two Chromium pages and a terminal client chat in a room through a real node that is killed and restarted; the pages reconnect, resend, and show what arrived while away, once each",
-        .enabled(
-            if: BrowserEnvironment.shared.problem == nil,
-            "needs Playwright (bash Scripts/setup.sh --tests, or RUNLOOPKIT_PYTHON) and Chromium at /usr/bin/chromium"),
-        .timeLimit(.minutes(2))
+        .browserAvailable, .timeLimit(.minutes(2))
     )
     func browserChat() async throws {
         try await BrowserEnvironment.shared.expectPasses(
