@@ -10,6 +10,7 @@ serve`: judged by layout (getBoundingClientRect, scroll metrics), not only by th
 - A graceful node stop (SIGTERM) closes the WebSocket with 1001 and the page says "the node is
   restarting; reconnecting in N s", never "connection lost: closed 1006"; the online list is greyed
   while disconnected.
+- A close after the node's ERROR shows the node's reason, not the close code.
 - The reconnect wait is capped at 10 s, and a click on the badge retries at once.
 
 Screenshots at 1280x800 and at 400 px wide go to --screenshots (the lines `screenshot: PATH` name them).
@@ -186,6 +187,12 @@ def main():
             seen = ann.evaluate("window.noticesSeen")
             assert not any("connection lost" in text or "1006" in text for text in seen), seen
             check("graceful stop: close 1001, \"the node is restarting; reconnecting in N s\" until back, online list greyed meanwhile")
+
+            # The node closes for a reason it gives in an ERROR first: the page says the reason, not the code.
+            ann.evaluate('app.ws.send(JSON.stringify({ command: "NO_SUCH_COMMAND", serial: 4242 }))')
+            expect(ann.locator("#notice")).to_have_text(re.compile(r"^connection lost: (?!closed ).*NO_SUCH_COMMAND"))
+            expect(ann.locator("#conn")).to_have_attribute("data-state", "online")
+            check("a close that follows the node's ERROR shows the node's reason, not the close code")
 
             # A long outage: the wait is capped at 10 s, and a click on the badge does not wait it out.
             node.kill()
