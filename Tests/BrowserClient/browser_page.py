@@ -108,7 +108,16 @@ def main():
             expect(ann.locator("#conn")).to_be_hidden()
             form = ann.locator("#login-form").inner_text()
             assert "--no-registration" not in form and "chat-node" not in form, form
-            check("before any login: no connection badge, and a login form without operator words")
+            phone = browser.new_context(viewport={"width": 400, "height": 700}).new_page()
+            phone.goto(node.url)
+            fits = phone.evaluate("""() => {
+              const r = document.getElementById("login").getBoundingClientRect();
+              return document.documentElement.scrollWidth <= innerWidth && r.left >= 0 && r.right <= innerWidth
+                && r.bottom <= innerHeight;
+            }""")
+            assert fits, "the login form does not fit a 400 px window"
+            phone.context.close()
+            check("before any login: no connection badge, and a login form without operator words that fits 400 px")
 
             # ann's first login makes her account; a wrong password is then refused and the right one
             # is a first login, not a reconnect.
