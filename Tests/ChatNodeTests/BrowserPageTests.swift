@@ -8,7 +8,7 @@ struct BrowserPageTests {
 
     @Test(
         "in Chromium at 1280×800 and 400 px wide: the conversation scrolls inside its pane with the composer in view and a \"new messages\" marker for a reader who scrolled up; the rooms fold into a drawer, nothing wider than the window; no badge before login, no \"reconnected\" after a wrong password; a graceful node stop closes with 1001 and reads \"the node is restarting\"; the reconnect wait is capped at 10 s and a click on the badge retries at once",
-        .browserAvailable, .timeLimit(.minutes(2))
+        .browserAvailable, .timeLimit(.minutes(3))
     )
     func whatAPersonSees() async throws {
         print("screenshots in \(Self.artifacts)")
