@@ -66,7 +66,8 @@ struct TerminalClientPersonTests {
             type("/history", into: alice)
             try #require(try node.runUntil { seen.contains("… /history [lobby] waits for the connection") }, "\(seen.dump)")
             type("typed while /history waits", into: alice)
-            try #require(try node.runUntil(timeout: .milliseconds(20)) { seen.contains("→ m1 queued [lobby]: typed while /history waits") }, "\(seen.dump)")
+            let queued = try node.runUntil(timeout: .milliseconds(20)) { seen.contains("→ m1 queued [lobby]: typed while /history waits") }
+            try #require(queued, "\(seen.dump)")
             type("/join kitchen", into: alice)
             type("for the kitchen", into: alice)
             #expect(!(try node.runUntil(timeout: .seconds(1)) { seen.contains("for the kitchen") }), "its room is known only once /join ran")

@@ -40,7 +40,8 @@ enum StartupFailure: Error, CustomStringConvertible {
         case .cannotListen(let listener, let host, let port, let error):
             return "cannot listen on \(host) port \(port) (\(listener.name)): \(error); \(listener.remedy)"
         case .databaseDirectoryMissing(let path, let directory):
-            return "the database \(path) cannot be created: its directory \(directory) does not exist (create it, or give another file with --database)"
+            return "the database \(path) cannot be created: its directory \(directory) does not exist "
+                + "(create it, or give another file with --database)"
         case .database(let path, let error) where error.code == 26:  // SQLITE_NOTADB
             return "\(path) is not a SQLite database (\(error)): give the node's database with --database, or a new file name to start empty"
         case .database(let path, let error) where error.code == 14:  // SQLITE_CANTOPEN
