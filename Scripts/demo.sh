@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's main job: install what is missing, build, and run the chat node demo (about 15 s).
+# The README's main job: install what is missing, build, and run the chat node demo (about 13 s).
 # Arguments go to `chat-node demo` (e.g. --timeline FILE, --no-timeline).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -248,7 +248,7 @@ struct TerminalClientTests {
         }
     }
 
-    @Test("history pages newest first; /more goes on with before_seq until the start; direct history too")
+    @Test("history pages come newest first, each shown oldest first; /more goes on with before_seq until the start; direct history too")
     func historyPaging() async throws {
         try await onManualClockLoop { loop, clock in
             let node = MemoryChatNode(loop: loop, clock: clock)
@@ -263,20 +263,20 @@ struct TerminalClientTests {
             try #require(try node.runUntil { aliceSees.contains("→ m6 stored") }, "\(aliceSees.dump)")
 
             type("/history 2", into: alice)
-            try #require(try node.runUntil { aliceSees.contains("(more: /more)") }, "\(aliceSees.dump)")
+            try #require(try node.runUntil { aliceSees.contains("(older: /more)") }, "\(aliceSees.dump)")
             type("/more", into: alice)
-            try #require(try node.runUntil { aliceSees.count("(more: /more)") == 2 }, "\(aliceSees.dump)")
+            try #require(try node.runUntil { aliceSees.count("(older: /more)") == 2 }, "\(aliceSees.dump)")
             type("/more", into: alice)
             try #require(try node.runUntil { aliceSees.contains("(start of the conversation)") }, "\(aliceSees.dump)")
-            let start = try #require(aliceSees.index(of: "[lobby] history, newest first:"))
+            let start = try #require(aliceSees.index(of: "[lobby] history, oldest first:"))
             let entries = aliceSees.lines[start...].filter { $0.hasPrefix("  #") }.map { $0.split(separator: " ").last.map(String.init) ?? "" }
-            #expect(entries == ["five", "four", "three", "two", "one"], "\(aliceSees.dump)")
-            #expect(aliceSees.count("[lobby] older history, newest first:") == 2)
+            #expect(entries == ["four", "five", "two", "three", "one"], "\(aliceSees.dump)")
+            #expect(aliceSees.count("[lobby] older history, oldest first:") == 2)
             type("/more", into: alice)
             try #require(try node.runUntil { aliceSees.contains("! /more: no older messages in [lobby]") })
 
             type("/history @alice", into: bob)
-            try #require(try node.runUntil { bobSees.contains("[@alice] history, newest first:") }, "\(bobSees.dump)")
+            try #require(try node.runUntil { bobSees.contains("[@alice] history, oldest first:") }, "\(bobSees.dump)")
             try #require(try node.runUntil { bobSees.contains("  (start of the conversation)") })
             #expect(bobSees.lines.contains { $0.hasPrefix("  #") && $0.hasSuffix(" alice: direct") }, "\(bobSees.dump)")
             type("/history #lobby", into: bob)
@@ -325,7 +325,7 @@ struct TerminalClientTests {
             try #require(try node.runUntil { seen.contains("→ m1 queued [lobby]: while you were away") })
             #expect(!seen.contains("→ m1 sent"), "nowhere to send it yet")
             // Down long enough for several refused attempts.
-            try #require(try node.runUntil { seen.count("* reconnecting in ") >= 3 }, "\(seen.dump)")
+            try #require(try node.runUntil { seen.count("* cannot connect to ") >= 2 }, "\(seen.dump)")
 
             node.restart()
             try #require(try node.runUntil { seen.contains("→ m1 stored") }, "\(seen.dump)")
@@ -333,8 +333,8 @@ struct TerminalClientTests {
             try #require(try node.runUntil { seen.contains("  (start of the conversation)") }, "\(seen.dump)")
             let down = try #require(seen.index(of: "* disconnected:"))
             let back = try #require(seen.index(of: "* connected", from: down))
-            let retrying = seen.lines[down..<back].filter { $0.hasPrefix("* reconnecting in ") }
-            #expect(!retrying.isEmpty && retrying.allSatisfy { $0.contains(" s (attempt ") }, "\(retrying)")
+            let retrying = seen.lines[down..<back].filter { $0.hasPrefix("* reconnecting in ") || $0.hasPrefix("* cannot connect to ") }
+            #expect(retrying.count >= 3 && retrying.dropFirst().allSatisfy { $0.contains(" s (attempt ") }, "\(retrying)")
             #expect(try #require(seen.index(of: "→ m1 sent")) > back)
             #expect(seen.contains("  #") && seen.contains("alice: while you were away"))
             alice.endOfInput()

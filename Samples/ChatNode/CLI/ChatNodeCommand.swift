@@ -18,6 +18,46 @@ struct ChatNodeCommand: ParsableCommand {
         abstract: "A small chat service on RunLoopKit's run loop: server, terminal client, demo.",
         subcommands: [Demo.self, Serve.self, Client.self, Account.self, Migrate.self]
     )
+
+    /// A first word that is no subcommand: usage on standard error and a failure, with the nearest
+    /// command when one is close ("did you mean serve?"). ArgumentParser would only call it unexpected.
+    static func main() {
+        let names = configuration.subcommands.map { $0._commandName } + ["help"]
+        if let word = CommandLine.arguments.dropFirst().first, !word.hasPrefix("-"), !names.contains(word) {
+            let guess = closestWord(to: word, among: names).map { " — did you mean \($0)?" } ?? ""
+            printError("chat-node: no command \(word)\(guess)")
+            printError(helpMessage())
+            Self.exit(withError: ExitCode.validationFailure)
+        }
+        main(nil)
+    }
+
+    /// No subcommand: usage on standard error and a failure, as git and systemctl do, so a script
+    /// that forgot the command does not go on as if it had run.
+    func run() throws {
+        printError(Self.helpMessage())
+        throw ExitCode.validationFailure
+    }
+}
+
+/// The candidate within two edits of `word` (insert, delete, replace a letter), the nearest first;
+/// none if none is that close.
+func closestWord(to word: String, among candidates: [String]) -> String? {
+    let typed = Array(word.lowercased())
+    let scored = candidates.map { candidate -> (String, Int) in
+        let target = Array(candidate)
+        var previous = Array(0...target.count)
+        for (i, letter) in typed.enumerated() {
+            var row = [i + 1]
+            for (j, other) in target.enumerated() {
+                row.append(min(previous[j + 1] + 1, row[j] + 1, previous[j] + (letter == other ? 0 : 1)))
+            }
+            previous = row
+        }
+        return (candidate, previous[target.count])
+    }
+    guard let best = scored.min(by: { $0.1 < $1.1 }), best.1 <= 2 else { return nil }
+    return best.0
 }
 
 /// Options every subcommand that logs shares.
@@ -122,6 +162,9 @@ struct Serve: ParsableCommand {
         let softLimitBefore = DescriptorLimit.current.soft
         let softLimit = DescriptorLimit.raiseSoftLimitToHard()
         let loop = RunLoop.current
+        // A port in use is refused before the database file is created or opened.
+        try StartupFailure.checkListen(.im, host: host, port: port)
+        if !noHttp { try StartupFailure.checkListen(.http, host: host, port: httpPort) }
         var configuration = ChatNode.Configuration(storage: try storage.storage())
         configuration.redis = try redisConfiguration()
         if let nodeID { configuration.nodeID = nodeID }
@@ -136,7 +179,7 @@ struct Serve: ParsableCommand {
         configuration.maximumRoomsPerUser = maximumRoomsPerUser > 0 ? maximumRoomsPerUser : nil
         configuration.session.loginTimeout = .seconds(loginSeconds)
         configuration.passwordHasher = PasswordHasher(rounds: 1 << scryptCost)
-        let node = try ChatNode(configuration: configuration, loop: loop)
+        let node = try StartupFailure.openingDatabase(configuration.storage) { try ChatNode(configuration: configuration, loop: loop) }
         if softLimit != softLimitBefore { node.logger.info("descriptor limit raised from \(softLimitBefore) to \(softLimit)") }
         if case .failure(let refusal) = try loop.runUntilFinished(node.connectStorage) {
             printError("chat-node: \(refusal)")
@@ -223,7 +266,8 @@ struct Account: ParsableCommand {
 
     /// A node that does not listen, its store open (PostgreSQL: connected, its schema checked).
     static func node(_ storage: StorageOptions) throws -> ChatNode {
-        let node = try ChatNode(configuration: ChatNode.Configuration(storage: try storage.storage()))
+        let configuration = ChatNode.Configuration(storage: try storage.storage())
+        let node = try StartupFailure.openingDatabase(configuration.storage) { try ChatNode(configuration: configuration) }
         if case .failure(let refusal) = try RunLoop.current.runUntilFinished(node.connectStorage) {
             throw ValidationError(refusal.description)
         }

@@ -4,7 +4,7 @@ import Glibc
 
 struct Demo: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "A node and three clients chat while the node crashes and a link goes silent; ends with a count (about 25 s).")
+        abstract: "A node and three clients chat while the node crashes and a link goes silent; ends with a count (about 13 s).")
 
     @Option(help: "Write the loops' activity during the demo as an HTML timeline to this file.")
     var timeline: String = "chat-node-demo.html"

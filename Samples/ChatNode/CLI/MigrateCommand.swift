@@ -21,7 +21,7 @@ struct Migrate: ParsableCommand {
         let outcome: ChatNodeMigration.Outcome
         switch storage {
         case .sqlite(let path):
-            outcome = try ChatNodeMigration.migrate(sqlitePath: path)
+            outcome = try StartupFailure.openingDatabase(storage) { try ChatNodeMigration.migrate(sqlitePath: path) }
             print("\(storage): \(outcome) (as a node does when it opens the file)")
             return
         case .postgres(let configuration):

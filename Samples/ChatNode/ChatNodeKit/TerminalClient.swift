@@ -16,22 +16,29 @@ import RunLoopNet
 /// and one that needs the connection while the client is not connected waits for the connection. So a
 /// script `/join lobby` + `hello` sends `hello` to lobby, whatever the timing. Messages never wait for
 /// the connection: ``IMClient`` queues them. In an interactive session `/status`, `/help` and `/quit` jump
-/// the line.
+/// the line, and so does a message when no line ahead of it changes the current room (a person typing
+/// during a slow `/history` sees the message queued at once).
 ///
 /// Output lines (stable; scripts and tests match them):
 /// - incoming: `[lobby] bob: hello`, `[@bob] bob: hi` (direct); control characters escaped (`\0`, `\e`, `\x07`)
 /// - own messages, `mN` numbering them in this session: `→ m3 queued [lobby]: hello`, `→ m3 sent`,
-///   `→ m3 stored (seq 42)`, `→ m3 failed: refused by the server (unknown recipient)`
+///   `→ m3 stored (seq 42)`, `→ m3 failed: refused by the server (unknown recipient)`,
+///   `→ m3 failed: you are not in lobby (/join lobby)` (the node's unknownRecipient for a room)
 ///   `→ m3 failed: too large (70012 bytes; the limit is 65408 bytes)`; a message over the node's
 ///   size limit is refused before it is queued: `! m3 not sent: message too large (…; the limit is N bytes)`
-/// - the connection: `* connected`, `* reconnecting in 2.0 s (attempt 3)`,
+/// - the connection: `* connected`, `* reconnecting in 2.0 s (attempt 3)` after a drop,
+///   `* cannot connect to 127.0.0.1:7100: connection refused (is the node running?) — retrying in 0.5 s`
+///   for an attempt that never reached the node,
 ///   `* offline — network down (link eth0 down)`, `* disconnected: <reason>`, `* closed: <reason>`;
 ///   a login refused for now (`* disconnected: login refused (too many connections): …`) is retried
 /// - the node's rate limit: `* rate limited, retrying in 0.4 s`, once per pause; the messages it put
 ///   back go out again in order without lines of their own
-/// - presence and answers: `* bob is online`, `* joined lobby (2 members)`, `* left lobby (1 member)`
-/// - history: a header `[lobby] history, newest first:`, entries `  #42 14:03:05 bob: hello`, and
-///   `  (more: /more)` or `  (start of the conversation)`
+/// - presence and answers: `* bob is online`, `* joined lobby (2 members)`, `* left lobby (1 member)`;
+///   at a login without a current room, the room the user is in from before: `* current room: lobby
+///   (joined earlier)`
+/// - history, a page oldest first: a header `[lobby] history, oldest first:`, `  (older: /more)` or
+///   `  (start of the conversation)`, then entries `  #42 14:03:05 bob: hello` (a date before the time
+///   when not from today)
 /// - errors: `! …`
 ///
 /// Finishing: after ``endOfInput()`` or `/quit`, the remaining lines run, then it waits until every own
@@ -132,6 +139,8 @@ public final class TerminalClient {
     private enum Waiting: Equatable {
         case connection
         case answer
+        /// Plain text without a current room, while the node is asked for the room from before.
+        case roomRestore
     }
 
     private enum Phase {
@@ -150,6 +159,17 @@ public final class TerminalClient {
     private let idPrefix = "tc-" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
     private var pendingInput: [TerminalCommand] = []
     private var waiting: Waiting?
+    /// The line whose answer ``waiting`` waits for.
+    private var askedCommand: TerminalCommand?
+    /// Set at a login without a current room; the next pump asks the node for the user's rooms.
+    private var restoresRoom = false
+    /// The node is being asked for the user's rooms; plain text without a current room waits.
+    private var restoringRoom = false
+    /// Whether the connection attempt under way reached the node (got as far as logging in): an
+    /// attempt that did not is reported as "cannot connect", with why.
+    private var attemptReachedNode = false
+    /// Logged in at least once: the rooms from before are known (or being asked for).
+    private var hasLoggedIn = false
     private var historyCursor: (conversation: TerminalConversation, limit: Int, before: UInt64, more: Bool)?
     private var joinedRooms: [String] = []
     private var inputEnded = false
@@ -217,7 +237,7 @@ public final class TerminalClient {
     public func receive(line: String) {
         checkThread()
         guard phase == .created || phase == .running, !inputEnded, let command = TerminalCommand.parse(line) else { return }
-        if configuration.isInteractive, command.isLocal, waiting != nil {
+        if configuration.isInteractive, waiting != nil, command.isLocal || (command.isMessage && !roomMayChangeAhead) {
             run(command)
         } else {
             pendingInput.append(command)
@@ -246,7 +266,7 @@ public final class TerminalClient {
                 closeNow()
             } else {
                 pendingInput.removeAll()
-                if waiting == .connection { waiting = nil }
+                if waiting != .answer { waiting = nil }
                 beginQuitting()
             }
         case .closing:
@@ -260,6 +280,14 @@ public final class TerminalClient {
 
     // MARK: Running input
 
+    /// Whether a line not run yet (or the one waiting for its answer) may change the current room, so
+    /// a message typed now must wait to learn where it goes.
+    private var roomMayChangeAhead: Bool {
+        if currentRoom == nil, !hasLoggedIn || restoringRoom { return true }  // the room from before is not known yet
+        if waiting == .answer, askedCommand?.changesCurrentRoom ?? true { return true }
+        return pendingInput.contains { $0.changesCurrentRoom }
+    }
+
     private func schedulePump() {
         guard phase == .running, !deferral.hasWaitingCallbacks else { return }
         deferral.runLater { [weak self] in self?.pump() }
@@ -268,6 +296,10 @@ public final class TerminalClient {
     /// Runs queued lines until one has to wait; then, once input has ended and nothing is left, closes.
     private func pump() {
         guard phase == .running else { return }
+        if restoresRoom {
+            restoresRoom = false
+            if currentRoom == nil, client.state == .online { restoreRoom() }
+        }
         while waiting == nil, !pendingInput.isEmpty {
             run(pendingInput.removeFirst())
         }
@@ -286,6 +318,13 @@ public final class TerminalClient {
         switch command {
         case .say(let text):
             guard let room = currentRoom else {
+                // Before the first login the room from before is not known yet: wait for it.
+                guard hasLoggedIn else { return waitForConnection(command, name: "text without a room") }
+                if restoringRoom {
+                    pendingInput.insert(command, at: 0)
+                    waiting = .roomRestore
+                    return
+                }
                 return fail("no current room: /join ROOM first (or /msg USER TEXT)")
             }
             send(text, to: .room(room))
@@ -313,7 +352,7 @@ public final class TerminalClient {
             showStatus()
         case .quit:
             pendingInput.removeAll()
-            if waiting == .connection { waiting = nil }
+            if waiting != .answer { waiting = nil }
             beginQuitting()
         case .help:
             TerminalCommand.helpLines.forEach(emit)
@@ -325,13 +364,9 @@ public final class TerminalClient {
     /// Sends a request and holds the following lines until its answer; while not connected, holds this
     /// line (and the rest) until the connection is back.
     private func ask(_ request: Request, command: TerminalCommand) {
-        guard client.state == .online else {
-            pendingInput.insert(command, at: 0)
-            waiting = .connection
-            if configuration.isInteractive { emit("… \(request.name) waits for the connection (\(client.state))") }
-            return
-        }
+        guard client.state == .online else { return waitForConnection(command, name: request.name) }
         waiting = .answer
+        askedCommand = command
         let answered: (Result<Answer, ChatRequestError>) -> Void = { [weak self] in self?.answered(request, $0) }
         switch request {
         case .join(let room): chat.join(room: room) { answered($0.map(Answer.room)) }
@@ -340,6 +375,13 @@ public final class TerminalClient {
         case .history(let conversation, let limit, let before):
             chat.history(with: conversation.recipient, before: before, limit: limit) { answered($0.map(Answer.history)) }
         }
+    }
+
+    /// Holds `command` (and the lines after it) until the connection is back.
+    private func waitForConnection(_ command: TerminalCommand, name: String) {
+        pendingInput.insert(command, at: 0)
+        waiting = .connection
+        if configuration.isInteractive { emit("… \(name) waits for the connection (\(client.state))") }
     }
 
     private func send(_ text: String, to recipient: IMRecipient) {
@@ -439,15 +481,26 @@ public final class TerminalClient {
 
     private func stateChanged(_ state: IMConnectionState) {
         switch state {
-        case .idle, .connecting, .loggingIn, .closing:
+        case .connecting:
+            attemptReachedNode = false
+        case .loggingIn:
+            attemptReachedNode = true
+        case .idle, .closing:
             return  // steps on the way; the outcome gets the line
         case .online:
             emit("* connected")
             if waiting == .connection { waiting = nil }
+            if currentRoom == nil { restoresRoom = true }
+            hasLoggedIn = true
             schedulePump()
-        case .reconnecting(let delay, _):
+        case .reconnecting(let delay, let attempt):
             nextAttempt = loop.now + delay
-            emit("* \(state)")
+            if attemptReachedNode {
+                emit("* \(state)")
+            } else {
+                let node = "\(configuration.host):\(configuration.port)"
+                emit(TerminalConnectFailure.line(node: node, reason: client.lastFailure, retryIn: delay, attempt: attempt))
+            }
             if inputEnded { schedulePump() }  // an attempt concluded: finishing may go on
         case .waitingForNetwork:
             emit("* \(state)")
@@ -475,7 +528,7 @@ public final class TerminalClient {
             emitText(prefix: "→ m\(message.number) queued \(message.conversation): ", text)
             message.shown = state
         } else if state != .queued, state != message.shown {
-            emit("→ m\(message.number) \(state)")
+            emit("→ m\(message.number) \(Self.describe(state, of: message.conversation))")
             message.shown = state
         }
         if state.isFinal {
@@ -491,6 +544,7 @@ public final class TerminalClient {
     private func answered(_ request: Request, _ result: Result<Answer, ChatRequestError>) {
         if waiting == .answer {
             waiting = nil
+            askedCommand = nil
             schedulePump()
         }
         let answer: Answer
@@ -521,15 +575,49 @@ public final class TerminalClient {
         }
     }
 
+    /// Asks the node for the user's rooms from before: with exactly one, plain text goes there again;
+    /// with several, none is guessed and the person picks. Only plain text waits for the answer.
+    private func restoreRoom() {
+        restoringRoom = true
+        chat.rooms { [weak self] result in
+            guard let self else { return }
+            self.restoringRoom = false
+            switch result {
+            case .success(let rooms):
+                self.restore(from: rooms)
+                if self.waiting == .roomRestore { self.waiting = nil }
+            case .failure(let error):
+                // Lost with the connection: plain text waits for the next login, which asks again.
+                self.logger.debug("rooms from before not read: \(error)")
+                if self.waiting == .roomRestore { self.waiting = self.client.state == .online ? nil : .connection }
+            }
+            self.schedulePump()
+        }
+    }
+
+    private func restore(from rooms: [Room]) {
+        let member = rooms.filter(\.isMember).map(\.name)
+        joinedRooms = member
+        guard currentRoom == nil, !member.isEmpty else { return }
+        if member.count == 1 {
+            currentRoom = member[0]
+            emit("* current room: \(member[0]) (joined earlier)")
+        } else {
+            emit("* you are in \(member.joined(separator: ", ")): /join ROOM picks where plain text goes")
+        }
+    }
+
+    /// A page in reading order, oldest first (the node sends newest first); whether older ones exist
+    /// comes first, where they would be.
     private func showHistory(_ page: HistoryPage, of conversation: TerminalConversation, limit: Int, continuing: Bool) {
         historyCursor = (conversation, limit, page.nextBefore ?? 0, page.moreAvailable)
-        emit("\(conversation) \(continuing ? "older history" : "history"), newest first:")
+        emit("\(conversation) \(continuing ? "older history" : "history"), oldest first:")
+        emit(historyCursor?.more == true ? "  (older: /more)" : "  (start of the conversation)")
         if page.messages.isEmpty { emit("  (no messages)") }
         let now = time(nil)
-        for message in page.messages {
+        for message in page.messages.reversed() {
             emitText(prefix: "  #\(message.seq) \(clockTime(milliseconds: message.sentAtMilliseconds, now: now)) \(message.from): ", message.text)
         }
-        emit(historyCursor?.more == true ? "  (more: /more)" : "  (start of the conversation)")
     }
 
     private func showStatus() {
@@ -608,6 +696,15 @@ public final class TerminalClient {
     private static func hex(_ value: UInt32) -> String {
         let digits = String(value, radix: 16, uppercase: true)
         return digits.count == 1 ? "0" + digits : digits
+    }
+
+    /// A delivery state as the line shows it. The node refuses a message to a room the sender is not in
+    /// as unknownRecipient (rooms are made by joining, so the room itself is never unknown): say so.
+    static func describe(_ state: IMDeliveryState, of conversation: TerminalConversation) -> String {
+        if case .failed(.refused(.unknownRecipient)) = state, case .room(let room) = conversation {
+            return "failed: you are not in \(room) (/join \(room))"
+        }
+        return "\(state)"
     }
 
     private func members(_ count: Int) -> String { "\(count) member\(count == 1 ? "" : "s")" }

@@ -37,7 +37,8 @@ public enum TerminalCommand: Equatable, Sendable {
     case direct(user: String, text: String)
     /// `/room ROOM TEXT`: a message to a room without changing the current room.
     case room(String, text: String)
-    /// `/history [#ROOM|@USER] [N]`: the newest page of a conversation (default: the current room).
+    /// `/history [#ROOM|@USER] [N]`: the newest page of a conversation (default: the current room),
+    /// shown oldest first.
     case history(TerminalConversation?, limit: Int?)
     /// `/more`: the next (older) page of the last `/history`.
     case more
@@ -123,6 +124,22 @@ public enum TerminalCommand: Equatable, Sendable {
         }
     }
 
+    /// A message to send (plain text, `/msg`, `/room`).
+    var isMessage: Bool {
+        switch self {
+        case .say, .direct, .room: return true
+        default: return false
+        }
+    }
+
+    /// Whether running it may change the current room, where plain text after it goes.
+    var changesCurrentRoom: Bool {
+        switch self {
+        case .join, .leave: return true
+        default: return false
+        }
+    }
+
     /// The help text, one line per entry.
     public static let helpLines = [
         "commands:",
@@ -132,7 +149,7 @@ public enum TerminalCommand: Equatable, Sendable {
         "  /rooms                  list the rooms",
         "  /msg USER TEXT          direct message",
         "  /room ROOM TEXT         message a room without switching to it",
-        "  /history [#ROOM|@USER] [N]  the newest N messages (default 20), newest first",
+        "  /history [#ROOM|@USER] [N]  the newest N messages (default 20), oldest first",
         "  /more                   the next older page of the last /history",
         "  /status                 connection state and messages not yet delivered",
         "  /quit                   wait for own messages to settle, then leave",

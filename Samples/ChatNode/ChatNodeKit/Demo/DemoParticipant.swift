@@ -16,9 +16,18 @@ final class DemoParticipant {
     let recorder = ActivityRecorder()
     private let narrate: (String) -> Void
 
+    /// How often an idle participant sends a heartbeat, and how long anything it sends may wait for
+    /// its answer: together they bound how soon a silent link is noticed (the summary says so).
+    static let heartbeat = Duration.seconds(1)
+    static let answerTimeout = Duration.milliseconds(1500)
+
     /// Own messages: id → (recipient, final state if settled).
     private(set) var sent: [String: (to: IMRecipient, final: IMDeliveryState?)] = [:]
-    private(set) var sendOrder: [String] = []
+    /// Own messages' texts, by id: the narration names a message by what it says.
+    private var texts: [String: String] = [:]
+    /// Whether the connection under way got as far as a login: one that ends before it never
+    /// reached the node (carol's relay accepts, then finds the node down).
+    private var loggedIn = false
     /// (sender, id) of every message the application received, in order.
     private(set) var received: [(from: String, id: String, text: String)] = []
     private(set) var disconnects: [(at: LoopInstant, reason: IMDisconnectReason)] = []
@@ -28,8 +37,8 @@ final class DemoParticipant {
         self.name = name
         self.narrate = narrate
         var configuration = IMClientConfiguration(user: name, password: "\(name)-password")
-        configuration.heartbeat = .fixed(.seconds(1))
-        configuration.answerTimeout = .milliseconds(1500)
+        configuration.heartbeat = .fixed(Self.heartbeat)
+        configuration.answerTimeout = Self.answerTimeout
         configuration.loginTimeout = .seconds(2)
         configuration.ackTimeout = .seconds(3)
         configuration.backoff = ReconnectBackoff.Policy(initialDelay: .milliseconds(300), maximumDelay: .seconds(3))
@@ -43,14 +52,17 @@ final class DemoParticipant {
         chat.onStateChange = { [weak self] chat, state in
             guard let self else { return }
             if state == .online { self.onlineAt.append(chat.connection.loop.now) }
+            if case .connecting = state { self.loggedIn = false }
+            if state == .online { self.loggedIn = true }
             switch state {
             case .online, .reconnecting, .waitingForNetwork, .closed: self.narrate("* \(state)")
             default: break
             }
         }
         client.onDisconnect = { [weak self] client, reason in
-            self?.disconnects.append((client.loop.now, reason))
-            self?.narrate("* disconnected: \(reason)")
+            guard let self else { return }
+            self.disconnects.append((client.loop.now, reason))
+            self.narrate(self.loggedIn ? "* disconnected: \(reason)" : "* did not reach the node: \(Self.beforeLogin(reason))")
         }
         chat.onMessage = { [weak self] _, message in
             guard let self else { return }
@@ -72,7 +84,7 @@ final class DemoParticipant {
     func say(_ text: String, to recipient: IMRecipient) throws {
         let id = try client.send(text, to: recipient)
         sent[id] = (recipient, nil)
-        sendOrder.append(id)
+        texts[id] = text
         let queued = client.state != .online
         narrate("→ \(recipient) \"\(text)\"\(queued ? "  (queued: \(client.state))" : "")")
     }
@@ -88,7 +100,16 @@ final class DemoParticipant {
     var unsettled: Int { sent.values.filter { $0.final == nil }.count }
 
     private func label(_ id: String) -> String {
-        guard let index = sendOrder.firstIndex(of: id) else { return id }
-        return "message \(index + 1)"
+        texts[id].map { "\"\($0)\"" } ?? id
+    }
+
+    /// Why a connection that never logged in ended, for the narration: the link opened (to the
+    /// relay, or to a node's port still being torn down) and closed before the node answered.
+    static func beforeLogin(_ reason: IMDisconnectReason) -> String {
+        switch reason {
+        case .transport(.failed(let failure)): return "the link opened, then failed before the login was answered (\(failure))"
+        case .transport(.peerClosed): return "the link opened, then closed before the login was answered"
+        default: return "\(reason)"
+        }
     }
 }

@@ -133,7 +133,11 @@ final class DemoScript {
         nodeHost = host
         node = started
         nodeRecorders.append(recorder)
-        narrator("node")("listening on 127.0.0.1:\(self.port); page \(page ?? "-") (open it in a browser to watch)")
+        guard let page else { return narrator("node")("listening on 127.0.0.1:\(self.port)") }
+        if port != 0 { return narrator("node")("listening again on 127.0.0.1:\(self.port); an open page reconnects by itself") }
+        narrator("node")(
+            "listening on 127.0.0.1:\(self.port); page \(page) — to watch, open it now and log in with any new name and password: "
+                + "a throw-away node on a random port, gone with its accounts when the demo ends")
     }
 
     private func crashNode() throws {
