@@ -123,4 +123,55 @@ import Testing
         #expect(differs)
         #expect(sameMain)
     }
+
+    /// An item's closure can hold the last reference to something whose deinit uses the loop (an
+    /// `IMClient` invalidating its timer, say). The loop thread refreshes its own copies of a mode's
+    /// observers and sources under the loop's lock, and teardown empties the block queue under it: what
+    /// they drop must be let go after the lock, or that deinit takes the lock again on the same thread
+    /// and hangs the loop.
+    @Test(
+        "a dropped observer, source or unrun block that owns the last reference to a loop user is released outside the loop's lock",
+        arguments: ["observer", "source", "block at teardown"])
+    func releaseOutsideTheLock(item: String) {
+        final class TimerOwner {
+            let timer: RunLoopTimer
+            let released: Latch
+            init(on loop: RunLoop, released: Latch) {
+                timer = RunLoopTimer(after: .seconds(60)) { _ in }
+                self.released = released
+                loop.add(timer, forMode: .default)
+            }
+            deinit {
+                timer.invalidate()
+                released.open()
+            }
+        }
+        let released = Latch()
+        startThread {
+            let loop = RunLoop.current
+            do {
+                let owner = TimerOwner(on: loop, released: released)
+                let note: () -> Void = { [owner] in _ = owner }
+                switch item {
+                case "observer":
+                    let observer = RunLoopObserver(activities: .entry) { _, _ in note() }
+                    loop.add(observer, forMode: .default)
+                    _ = try? loop.run(.default, timeout: .zero)
+                    loop.remove(observer, forMode: .default)
+                case "source":
+                    let source = RunLoopSource { _ in note() }
+                    loop.add(source, forMode: .default)
+                    source.signal()
+                    _ = try? loop.run(.default, timeout: .zero)
+                    loop.remove(source, forMode: .default)
+                default:
+                    try? loop.performFromLoopThread(inModes: ["never run"]) { note() }
+                }
+            }
+            // The loop thread's copy still holds a removed item: this pass refreshes it. A block never
+            // run goes when the thread ends, at teardown.
+            _ = try? loop.run(.default, timeout: .zero)
+        }
+        #expect(released.wait(timeout: .seconds(20)), "the loop thread hung releasing the \(item)")
+    }
 }

@@ -118,10 +118,14 @@ final class ModeStore {
     @inline(__always)
     func sourcesForPass(lock: Lock) -> [RunLoopSource] {
         if sourcesGeneration.load(ordering: .acquiring) != loopSourcesGeneration {
-            lock.withLock {
-                loopSources = sources
-                loopSourcesGeneration = sourcesGeneration.load(ordering: .relaxed)
+            let retired = lock.withLock {
+                defer {
+                    loopSources = sources
+                    loopSourcesGeneration = sourcesGeneration.load(ordering: .relaxed)
+                }
+                return loopSources
             }
+            releaseAfterTheLock(retired)
         }
         return loopSources
     }
@@ -130,10 +134,14 @@ final class ModeStore {
     @inline(__always)
     func observersForPass(lock: Lock) -> [RunLoopObserver] {
         if observersGeneration.load(ordering: .acquiring) != loopObserversGeneration {
-            lock.withLock {
-                loopObservers = observers
-                loopObserversGeneration = observersGeneration.load(ordering: .relaxed)
+            let retired = lock.withLock {
+                defer {
+                    loopObservers = observers
+                    loopObserversGeneration = observersGeneration.load(ordering: .relaxed)
+                }
+                return loopObservers
             }
+            releaseAfterTheLock(retired)
         }
         return loopObservers
     }
@@ -204,4 +212,12 @@ final class ModeStore {
 
     /// Re-arms the kernel timer if the wake instant moved. Caller holds the loop lock.
     func rearm() { backend.arm(at: wakeDeadline) }
+
+    /// The loop thread's previous copy may hold the last reference to a removed item, whose closure may
+    /// own something that uses this loop in its deinit (a client invalidating its timer): letting it go
+    /// under the loop's lock would take that lock again on the same thread and hang.
+    @inline(never)
+    private func releaseAfterTheLock<Items>(_ retired: consuming [Items]) {
+        withExtendedLifetime(retired) {}
+    }
 }

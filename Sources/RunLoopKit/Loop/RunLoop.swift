@@ -200,6 +200,9 @@ public final class RunLoop: @unchecked Sendable {
         var cancelled: [(RunLoopSourceBase, Mode)] = []
         var timers: [RunLoopTimer] = []
         var observers: [RunLoopObserver] = []
+        // Blocks never run are let go after the lock, like the items: a block's closure may own the last
+        // reference to something that uses this loop in its deinit.
+        var unrunBlocks: [PendingBlock] = []
         let clock: LoopClock = lock.withLock {
             tornDownLocked = true
             for (mode, store) in modes {
@@ -223,7 +226,7 @@ public final class RunLoop: @unchecked Sendable {
                 if case .unwatch(let registration) = change { registration.store.backend.unwatch(registration) }
             }
             pendingBackendChanges.removeAll()
-            blocks.removeAll()
+            swap(&unrunBlocks, &blocks)
             pendingBlockCount.store(0, ordering: .releasing)
             for observer in calloutObservers { observer.attachment.release() }
             calloutObservers.removeAll()
@@ -231,6 +234,7 @@ public final class RunLoop: @unchecked Sendable {
             commonItems = CommonItems()
             return clockStorage
         }
+        unrunBlocks.removeAll()
         for timer in timers { timer.attachment.release() }
         for observer in observers { observer.modes.removeAll(); observer.attachment.release() }
         for (source, mode) in cancelled {
