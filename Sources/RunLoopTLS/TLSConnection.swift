@@ -129,6 +129,9 @@ public final class TLSConnection {
     public var isWritable: Bool { tcp.isWritable }
     /// Encrypted output queued and not yet taken by the kernel, plus what waits for the handshake.
     public var bufferedOutputBytes: Int { tcp.bufferedOutputBytes + pendingBytes }
+    /// Whether the peer's bytes wait in the TCP connection, not yet read into the session
+    /// (``TCPConnection/hasUnreadInput``): a deadline that passes then was missed by a busy loop.
+    public var hasUnreadInput: Bool { tcp.hasUnreadInput }
     /// The protocol ALPN settled on, once open (`nil` without ALPN).
     public var applicationProtocol: String? { machine.isOpen ? engine?.applicationProtocol : nil }
     /// The protocol version the handshake settled on, once open.
