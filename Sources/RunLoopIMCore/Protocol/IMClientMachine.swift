@@ -150,7 +150,13 @@ public struct IMClientMachine: Sendable {
         case .connecting(closed):
             // Never open: an attempt that failed, not a disconnect.
             loginDeadline = nil
-            scheduleReconnect(now: now, after: .transport(reason))
+            if let failure = reason.failure, failure.isFinal {
+                lastFailure = .transport(reason)
+                phase = .closed
+                closeForGood(.secureConnectionFailed(failure))
+            } else {
+                scheduleReconnect(now: now, after: .transport(reason))
+            }
         case .loggingIn(closed, _), .online(closed), .closing(closed, _):
             drop(.transport(reason), now: now, transportAlreadyClosed: true)
         default:
