@@ -122,6 +122,7 @@ let package = Package(
                 "RunLoopKit",
                 "RunLoopNet",
                 "RunLoopIMCore",
+                "RunLoopTLS",
                 "CRunLoopSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
@@ -379,7 +380,7 @@ let package = Package(
         .testTarget(
             name: "RunLoopIMTests",
             dependencies: [
-                "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopChat", "RunLoopTesting",
+                "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopChat", "RunLoopTesting", "RunLoopTLS",
                 "RunLoopIMTesting",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
