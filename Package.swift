@@ -298,7 +298,7 @@ let package = Package(
                 "RunLoopWebSocket",
                 "RunLoopIMWebSocket",
                 "RunLoopChat",
-                "RunLoopPostgres", "RunLoopChatPostgres", "RunLoopRedis", "RunLoopChatCluster", "CLibpq",
+                "RunLoopPostgres", "RunLoopChatPostgres", "RunLoopRedis", "RunLoopChatCluster", "CLibpq", "RunLoopTLS",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Samples/ChatNode/ChatNodeKit",
@@ -314,7 +314,7 @@ let package = Package(
                 "RunLoopIMSQLite",
                 "RunLoopKit",
                 "RunLoopNet",
-                "RunLoopPostgres", "RunLoopChatPostgres", "RunLoopRedis",
+                "RunLoopPostgres", "RunLoopChatPostgres", "RunLoopRedis", "RunLoopTLS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -368,7 +368,7 @@ let package = Package(
             dependencies: [
                 "ChatNodeKit", "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopWebSocket",
                 "RunLoopIMWebSocket", "RunLoopChat", "RunLoopTesting", "RunLoopIMTesting", "RunLoopPostgres", "RunLoopChatPostgres",
-                "RunLoopRedis", "RunLoopChatCluster",
+                "RunLoopRedis", "RunLoopChatCluster", "RunLoopTLS",
             ],
             swiftSettings: swiftSettings
         ),
