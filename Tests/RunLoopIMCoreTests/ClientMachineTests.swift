@@ -234,6 +234,18 @@ struct ClientMachineTests {
         guard case .reconnecting = retried.machine.state else { Issue.record("not reconnecting: \(retried.machine.state)"); return }
     }
 
+    @Test("a final failure after LOGIN went out ends the client too")
+    func tlsAnswerAfterLoginIsFinal() {
+        var harness = ClientHarness()
+        harness.record(harness.machine.start(now: harness.now))
+        harness.record(harness.machine.transportOpened(generation: harness.generation, now: harness.now))
+        let failure = IMLinkFailure.certificateRejected(TLSCertificateProblem(kind: .expired, code: 10, detail: "certificate has expired"))
+        harness.record(harness.machine.transportClosed(generation: harness.generation, reason: .failed(failure), now: harness.now))
+        #expect(harness.machine.state == .closed(.secureConnectionFailed(failure)))
+        harness.advance(by: .seconds(3600))
+        #expect(harness.opens == 1)
+    }
+
     @Test("a port that does not speak TLS ends the client too")
     func handshakeFailureIsFinal() {
         var harness = ClientHarness()

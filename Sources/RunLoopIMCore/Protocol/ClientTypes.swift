@@ -42,8 +42,9 @@ public enum IMClosedReason: Equatable, Sendable, CustomStringConvertible {
     case loginRefused(IMStatusCode, String)
     /// The backoff policy's attempts ran out; the last drop's reason.
     case gaveUp(attempts: Int, last: IMDisconnectReason)
-    /// Connecting failed in a way a retry would repeat (``IMLinkFailure/isFinal``): the server's TLS
-    /// certificate was refused (the failure names the check), or its port does not speak TLS.
+    /// The connection failed in a way a retry would repeat (``IMLinkFailure/isFinal``): the server's
+    /// TLS certificate was refused (the failure names the check), or one side spoke TLS to a port
+    /// that does not.
     case secureConnectionFailed(IMLinkFailure)
 
     public var description: String {

@@ -150,13 +150,7 @@ public struct IMClientMachine: Sendable {
         case .connecting(closed):
             // Never open: an attempt that failed, not a disconnect.
             loginDeadline = nil
-            if let failure = reason.failure, failure.isFinal {
-                lastFailure = .transport(reason)
-                phase = .closed
-                closeForGood(.secureConnectionFailed(failure))
-            } else {
-                scheduleReconnect(now: now, after: .transport(reason))
-            }
+            scheduleReconnect(now: now, after: .transport(reason))
         case .loggingIn(closed, _), .online(closed), .closing(closed, _):
             drop(.transport(reason), now: now, transportAlreadyClosed: true)
         default:
@@ -531,6 +525,11 @@ public struct IMClientMachine: Sendable {
 
     mutating func scheduleReconnect(now: LoopInstant, after reason: IMDisconnectReason) {
         lastFailure = reason
+        if case .transport(.failed(let failure)) = reason, failure.isFinal {
+            phase = .closed
+            closeForGood(.secureConnectionFailed(failure))
+            return
+        }
         guard isNetworkReachable else { return waitForNetwork() }
         let floor = retryFloor
         retryFloor = nil
