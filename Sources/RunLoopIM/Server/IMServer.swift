@@ -174,6 +174,13 @@ public final class IMServer {
         return IMFrame(command: .error, serial: 0, code: .tooManyConnections, message: notice)
     }()
 
+    /// What a plaintext client on a TLS port is told, in plaintext, before it is closed.
+    static let tlsOnly: IMFrame = {
+        var notice = IMErrorNotice()
+        notice.message = "this port speaks TLS only: connect with TLS"
+        return IMFrame(command: .error, serial: 0, code: .badRequest, message: notice)
+    }()
+
     /// Listens on an IP literal and port (0: the system picks; read ``port``).
     public func listen(host: String = "127.0.0.1", port: UInt16 = 0) throws(NetError) {
         try listener.listen(host: host, port: port)
@@ -226,6 +233,7 @@ public final class IMServer {
         }
         // The session starts at once; its login deadline covers the handshake as well.
         let session = TLSConnection(accepted: connection, context: tlsContext, logger: logger)
+        session.answerToPlaintext = Self.tlsOnly.encoded()
         adopt(TLSFrameLink(connection: session, maximumBodyLength: body, skippableSendLength: skippable))
     }
 
