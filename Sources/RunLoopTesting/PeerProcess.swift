@@ -65,4 +65,3 @@ public final class PeerProcess: @unchecked Sendable {
         unlink(outputPath)
     }
 }
-

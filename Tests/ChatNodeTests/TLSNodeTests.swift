@@ -119,7 +119,7 @@ struct TLSNodeTests {
         let cases: [(certificate: String, key: String, expected: String)] = [
             ("\(pki.directory)/missing.pem", pki.key(.server), "cannot read \(pki.directory)/missing.pem: No such file or directory"),
             ("\(pki.directory)/garbage.pem", pki.key(.server), "no usable certificate in \(pki.directory)/garbage.pem"),
-            (pki.certificate(.server), pki.key(.expired), "does not belong to the certificate"),
+            (pki.certificate(.server), pki.key(.expired), "does not belong to the certificate")
         ]
         for (certificate, key, expected) in cases {
             let (status, output, errors) = try runChatNode(serveArguments(path, certificate: certificate, key: key))
@@ -140,7 +140,7 @@ struct TLSNodeTests {
     private func serveArguments(_ database: String, certificate: String, key: String) -> [String] {
         [
             "serve", "--host", "127.0.0.1", "--port", "0", "--database", database, "--scrypt-cost", "4",
-            "--log-level", "error", "--no-http", "--tls-cert", certificate, "--tls-key", key,
+            "--log-level", "error", "--no-http", "--tls-cert", certificate, "--tls-key", key
         ]
     }
 
