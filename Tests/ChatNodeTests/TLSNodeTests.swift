@@ -45,6 +45,23 @@ struct TLSNodeTests {
         }
     }
 
+    @Test("chat-node client --tls --ca-file sends over TLS; with the system's store it stops on the unknown issuer, naming it")
+    func terminalClient() throws {
+        let pki = try TestPKI()
+        defer { pki.remove() }
+        let path = temporaryDatabase()
+        defer { removeDatabase(path) }
+        let node = try ServerProcess(executable: ChatNodeBinary.path, serveArguments(path, pki, .server))
+        defer { node.kill() }
+        let client = ["client", "--user", "alice", "--password", "pw", "--host", "localhost", "--port", "\(node.port)", "--tls"]
+        let (status, output, _) = try runChatNode(client + ["--ca-file", pki.caFile], input: "/msg alice over TLS\n")
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("stored"), "\(output)")
+        let (refused, refusal, _) = try runChatNode(client, input: "/msg alice over TLS\n")
+        #expect(refused != 0)
+        #expect(refusal.contains("closed: no secure connection: certificate verify failed: unable to get local issuer certificate"), "\(refusal)")
+    }
+
     @Test("SIGHUP serves new connections the new certificate, keeps a session up, and keeps the old one when the new file is bad")
     func reloadOnHangup() async throws {
         let pki = try TestPKI()
@@ -152,15 +169,19 @@ struct TLSNodeTests {
         }
     }
 
-    /// Runs chat-node to its end: its status, standard output and standard error.
-    private func runChatNode(_ arguments: [String]) throws -> (Int32, String, String) {
+    /// Runs chat-node to its end with `input` on its standard input: its status, standard output and
+    /// standard error.
+    private func runChatNode(_ arguments: [String], input: String = "") throws -> (Int32, String, String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: ChatNodeBinary.path)
         process.arguments = arguments
-        let (output, errors) = (Pipe(), Pipe())
+        let (output, errors, standardInput) = (Pipe(), Pipe(), Pipe())
         process.standardOutput = output
         process.standardError = errors
+        process.standardInput = standardInput
         try process.run()
+        standardInput.fileHandleForWriting.write(Data(input.utf8))
+        try standardInput.fileHandleForWriting.close()
         let outputText = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
