@@ -15,10 +15,9 @@ import Testing
 struct TLSNodeTests {
     @Test("openssl s_client completes a verified handshake; a client logs in and sends over TLS")
     func handshakeAndExchange() async throws {
-        let pki = try TestPKI()
-        defer { pki.remove() }
-        let path = temporaryDatabase()
-        defer { removeDatabase(path) }
+        let files = try NodeFiles()
+        defer { files.remove() }
+        let (pki, path) = (files.pki, files.database)
         let node = try ServerProcess(executable: ChatNodeBinary.path, serveArguments(path, pki, .server))
         defer { node.kill() }
         let openssl = try PeerProcess(
@@ -34,23 +33,17 @@ struct TLSNodeTests {
             let trust = try TLSContext(.client(trust: .caFile(pki.caFile)))
             let connector = TLSFrameLink.connector(host: "localhost", port: node.port, context: trust)
             let alice = IMClient(configuration: clientConfiguration("alice"), connector: connector)
-            var stored = 0
-            alice.onDelivery = { _, _, state in if case .stored = state { stored += 1 } }
             alice.start()
             try #require(try spin(loop) { alice.state == .online })
-            try alice.send("hello over TLS", to: .user("alice"))
-            try #require(try spin(loop) { stored == 1 })
-            alice.close()
-            try spin(loop) { alice.state == .closed(.userClosed) }
+            try sendToSelfAndClose(alice, loop: loop)
         }
     }
 
     @Test("chat-node client --tls --ca-file sends over TLS; with the system's store it stops on the unknown issuer, naming it")
     func terminalClient() throws {
-        let pki = try TestPKI()
-        defer { pki.remove() }
-        let path = temporaryDatabase()
-        defer { removeDatabase(path) }
+        let files = try NodeFiles()
+        defer { files.remove() }
+        let (pki, path) = (files.pki, files.database)
         let node = try ServerProcess(executable: ChatNodeBinary.path, serveArguments(path, pki, .server))
         defer { node.kill() }
         let client = ["client", "--user", "alice", "--password", "pw", "--host", "localhost", "--port", "\(node.port)", "--tls"]
@@ -64,10 +57,9 @@ struct TLSNodeTests {
 
     @Test("SIGHUP serves new connections the new certificate, keeps a session up, and keeps the old one when the new file is bad")
     func reloadOnHangup() async throws {
-        let pki = try TestPKI()
-        defer { pki.remove() }
-        let path = temporaryDatabase()
-        defer { removeDatabase(path) }
+        let files = try NodeFiles()
+        defer { files.remove() }
+        let (pki, path) = (files.pki, files.database)
         let live = (certificate: "\(pki.directory)/live.pem", key: "\(pki.directory)/live.key")
         try install(pki, .server, at: live)
         let node = try ServerProcess(
@@ -116,22 +108,15 @@ struct TLSNodeTests {
             }
             #expect(kept.kind == .wrongHostName)
 
-            var stored = 0
-            early.onDelivery = { _, _, state in if case .stored = state { stored += 1 } }
-            try early.send("still here", to: .user("early"))
-            try #require(try spin(loop) { stored == 1 })
-            #expect(early.state == .online)
-            early.close()
-            try spin(loop) { early.state == .closed(.userClosed) }
+            try sendToSelfAndClose(early, loop: loop)
         }
     }
 
     @Test("a certificate or key that cannot be used stops serve before it listens, naming the file and the cause")
     func badFiles() throws {
-        let pki = try TestPKI()
-        defer { pki.remove() }
-        let path = temporaryDatabase()
-        defer { removeDatabase(path) }
+        let files = try NodeFiles()
+        defer { files.remove() }
+        let (pki, path) = (files.pki, files.database)
         try pki.write("garbage.pem", "not a certificate\n")
         let cases: [(certificate: String, key: String, expected: String)] = [
             ("\(pki.directory)/missing.pem", pki.key(.server), "cannot read \(pki.directory)/missing.pem: No such file or directory"),
@@ -159,6 +144,19 @@ struct TLSNodeTests {
             "serve", "--host", "127.0.0.1", "--port", "0", "--database", database, "--scrypt-cost", "4",
             "--log-level", "error", "--no-http", "--tls-cert", certificate, "--tls-key", key
         ]
+    }
+
+    /// Sends a message to the client's own user, expects it stored without a disconnect, and closes.
+    private func sendToSelfAndClose(_ client: IMClient, loop: RunLoopKit.RunLoop) throws {
+        var stored = 0
+        var disconnects = 0
+        client.onDelivery = { _, _, state in if case .stored = state { stored += 1 } }
+        client.onDisconnect = { _, _ in disconnects += 1 }
+        try client.send("over TLS", to: .user(client.configuration.user))
+        try #require(try spin(loop) { stored == 1 })
+        #expect(disconnects == 0)
+        client.close()
+        try spin(loop) { client.state == .closed(.userClosed) }
     }
 
     /// Copies a leaf's certificate and key over the node's files.
@@ -195,5 +193,20 @@ struct TLSNodeTests {
             usleep(10_000)
         }
         return condition()
+    }
+}
+
+/// A test's certificates (a test CA's, ``TestPKI``) and the node's database path, removed together.
+private struct NodeFiles {
+    let pki: TestPKI
+    let database = temporaryDatabase()
+
+    init() throws {
+        pki = try TestPKI()
+    }
+
+    func remove() {
+        pki.remove()
+        removeDatabase(database)
     }
 }
