@@ -122,6 +122,7 @@ let package = Package(
                 "RunLoopKit",
                 "RunLoopNet",
                 "RunLoopIMCore",
+                "RunLoopTLS",
                 "CRunLoopSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
@@ -297,7 +298,7 @@ let package = Package(
                 "RunLoopWebSocket",
                 "RunLoopIMWebSocket",
                 "RunLoopChat",
-                "RunLoopPostgres", "RunLoopChatPostgres", "RunLoopRedis", "RunLoopChatCluster", "CLibpq",
+                "RunLoopPostgres", "RunLoopChatPostgres", "RunLoopRedis", "RunLoopChatCluster", "CLibpq", "RunLoopTLS",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Samples/ChatNode/ChatNodeKit",
@@ -313,7 +314,7 @@ let package = Package(
                 "RunLoopIMSQLite",
                 "RunLoopKit",
                 "RunLoopNet",
-                "RunLoopPostgres", "RunLoopChatPostgres", "RunLoopRedis",
+                "RunLoopPostgres", "RunLoopChatPostgres", "RunLoopRedis", "RunLoopTLS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -367,7 +368,7 @@ let package = Package(
             dependencies: [
                 "ChatNodeKit", "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopWebSocket",
                 "RunLoopIMWebSocket", "RunLoopChat", "RunLoopTesting", "RunLoopIMTesting", "RunLoopPostgres", "RunLoopChatPostgres",
-                "RunLoopRedis", "RunLoopChatCluster",
+                "RunLoopRedis", "RunLoopChatCluster", "RunLoopTLS",
             ],
             swiftSettings: swiftSettings
         ),
@@ -379,7 +380,7 @@ let package = Package(
         .testTarget(
             name: "RunLoopIMTests",
             dependencies: [
-                "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopChat", "RunLoopTesting",
+                "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopChat", "RunLoopTesting", "RunLoopTLS",
                 "RunLoopIMTesting",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],

@@ -55,6 +55,12 @@ public final class TLSConnection {
     public var onWritabilityChanged: ((TLSConnection, Bool) -> Void)?
     /// Runs exactly once when the session has closed, for whatever reason, with that reason.
     public var onClose: ((TLSConnection, TLSCloseReason) -> Void)?
+    /// Sent as they are, unencrypted, instead of an alert when a peer turns out not to speak TLS
+    /// (``TLSError/notTLS(_:)``): a plaintext client of the same protocol on the TLS port then reads
+    /// why it is turned away, in its own protocol (an IM ERROR frame). `nil` (the default): nothing.
+    /// Set it on a server session right after ``init(accepted:context:logger:)``: the peer's first
+    /// bytes come on a later pass of the loop.
+    public var answerToPlaintext: [UInt8]?
 
     private var machine: TLSSessionMachine
     private var engine: TLSEngine?
@@ -129,6 +135,9 @@ public final class TLSConnection {
     public var isWritable: Bool { tcp.isWritable }
     /// Encrypted output queued and not yet taken by the kernel, plus what waits for the handshake.
     public var bufferedOutputBytes: Int { tcp.bufferedOutputBytes + pendingBytes }
+    /// Whether the peer's bytes wait in the TCP connection, not yet read into the session
+    /// (``TCPConnection/hasUnreadInput``): a deadline that passes then was missed by a busy loop.
+    public var hasUnreadInput: Bool { tcp.hasUnreadInput }
     /// The protocol ALPN settled on, once open (`nil` without ALPN).
     public var applicationProtocol: String? { machine.isOpen ? engine?.applicationProtocol : nil }
     /// The protocol version the handshake settled on, once open.
@@ -287,7 +296,13 @@ public final class TLSConnection {
             sendEngineOutput()
             tcp.close()
         case .flushThenClose:
-            if case .ending(.failed(let error)) = machine.phase { logger.debug("TLS with \(remoteAddress?.description ?? "?") failed: \(error)") }
+            if case .ending(.failed(let error)) = machine.phase {
+                logger.debug("TLS with \(remoteAddress?.description ?? "?") failed: \(error)")
+                if case .notTLS = error, let answerToPlaintext {
+                    try? tcp.write(answerToPlaintext)
+                    return tcp.close()
+                }
+            }
             sendEngineOutput()
             tcp.close()
         case .closeTransport:

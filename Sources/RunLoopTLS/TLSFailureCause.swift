@@ -1,4 +1,5 @@
 import COpenSSL
+import RunLoopKit
 
 /// What an OpenSSL failure means to a person, decided from its codes alone: the library reason of the
 /// first error queued (`SSL_R_…`) and, for a refused certificate, the verify result (`X509_V_ERR_…`).

@@ -212,6 +212,51 @@ struct ClientMachineTests {
         #expect(harness.opens == 3)
     }
 
+    @Test("a refused certificate ends the client at once, naming the check; a reset is retried")
+    func certificateRefusalIsFinal() throws {
+        let problem = TLSCertificateProblem(kind: .wrongHostName, code: 62, detail: "hostname mismatch")
+        var harness = ClientHarness()
+        harness.record(harness.machine.start(now: harness.now))
+        let (id, actions) = try harness.machine.send(text: "hi", to: .user("bob"), now: harness.now)
+        harness.record(actions)
+        let refused = IMLinkCloseReason.failed(.certificateRejected(problem))
+        harness.record(harness.machine.transportClosed(generation: harness.generation, reason: refused, now: harness.now))
+        #expect(harness.machine.state == .closed(.secureConnectionFailed(.certificateRejected(problem))))
+        #expect(harness.machine.lastFailure == .transport(refused))
+        #expect(harness.machine.nextDeadline == nil)
+        harness.advance(by: .seconds(3600))
+        #expect(harness.opens == 1)
+        #expect(harness.deliveries(of: id) == [.queued, .failed(.clientClosed)])
+
+        var retried = ClientHarness()
+        retried.record(retried.machine.start(now: retried.now))
+        retried.record(retried.machine.transportClosed(generation: retried.generation, reason: .failed(.reset), now: retried.now))
+        guard case .reconnecting = retried.machine.state else { Issue.record("not reconnecting: \(retried.machine.state)"); return }
+    }
+
+    @Test("a final failure after LOGIN went out ends the client too")
+    func tlsAnswerAfterLoginIsFinal() {
+        var harness = ClientHarness()
+        harness.record(harness.machine.start(now: harness.now))
+        harness.record(harness.machine.transportOpened(generation: harness.generation, now: harness.now))
+        let failure = IMLinkFailure.certificateRejected(TLSCertificateProblem(kind: .expired, code: 10, detail: "certificate has expired"))
+        harness.record(harness.machine.transportClosed(generation: harness.generation, reason: .failed(failure), now: harness.now))
+        #expect(harness.machine.state == .closed(.secureConnectionFailed(failure)))
+        harness.advance(by: .seconds(3600))
+        #expect(harness.opens == 1)
+    }
+
+    @Test("a port that does not speak TLS ends the client too")
+    func handshakeFailureIsFinal() {
+        var harness = ClientHarness()
+        harness.record(harness.machine.start(now: harness.now))
+        let failure = IMLinkFailure.handshakeFailed("the peer does not speak TLS: wrong version number")
+        harness.record(harness.machine.transportClosed(generation: harness.generation, reason: .failed(failure), now: harness.now))
+        #expect(harness.machine.state == .closed(.secureConnectionFailed(failure)))
+        #expect(
+            IMClosedReason.secureConnectionFailed(failure).description == "no secure connection: the peer does not speak TLS: wrong version number")
+    }
+
     @Test("no reconnect after a user close; closing settles and logs out")
     func noReconnectAfterClose() {
         var harness = ClientHarness()

@@ -1,3 +1,4 @@
+import RunLoopTesting
 import Testing
 
 @testable import RunLoopTLS

@@ -96,6 +96,8 @@ struct Serve: ParsableCommand {
 
     @OptionGroup var storage: StorageOptions
 
+    @OptionGroup var tls: ServerTLSOptions
+
     @Option(
         help: ArgumentHelp(
             "Redis of a cluster of nodes: redis://IP[:PORT] or unix:///PATH (also CHAT_NODE_REDIS).",
@@ -142,6 +144,10 @@ struct Serve: ParsableCommand {
             throw ValidationError(ChatNodeError.clusterNeedsPostgres.description)
         }
         guard nodeID?.isEmpty != true else { throw ValidationError("--node-id must not be empty") }
+        if tls.tlsCert != nil, !noHttp {
+            // The web port does not speak TLS yet: its page and WebSocket would carry LOGIN in clear.
+            throw ValidationError("--tls-cert secures the IM port only: add --no-http")
+        }
     }
 
     /// `--redis`, else `CHAT_NODE_REDIS`.
@@ -179,6 +185,12 @@ struct Serve: ParsableCommand {
         configuration.maximumRoomsPerUser = maximumRoomsPerUser > 0 ? maximumRoomsPerUser : nil
         configuration.session.loginTimeout = .seconds(loginSeconds)
         configuration.passwordHasher = PasswordHasher(rounds: 1 << scryptCost)
+        do {
+            configuration.tls = try tls.serverContext()
+        } catch {
+            printError("chat-node: \(error)")
+            throw ExitCode.failure
+        }
         let node = try StartupFailure.openingDatabase(configuration.storage) { try ChatNode(configuration: configuration, loop: loop) }
         if softLimit != softLimitBefore { node.logger.info("descriptor limit raised from \(softLimitBefore) to \(softLimit)") }
         if case .failure(let refusal) = try loop.runUntilFinished(node.connectStorage) {
@@ -204,6 +216,7 @@ struct Serve: ParsableCommand {
             try loop.add(source, forMode: .common)
             signals.append(source)
         }
+        if node.isTLS { signals.append(try tls.reloadOnHangup(node, loop: loop)) }
         try loop.run()
         signals.forEach { $0.invalidate() }
         if let refusal {

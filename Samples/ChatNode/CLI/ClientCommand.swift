@@ -4,6 +4,7 @@ import Glibc
 import Logging
 import RunLoopIM
 import RunLoopKit
+import RunLoopTLS
 
 /// `chat-node client`: wires standard input, standard output and signals to a ``TerminalClient``.
 struct Client: ParsableCommand {
@@ -31,6 +32,8 @@ struct Client: ParsableCommand {
 
     @Option(help: "The node's port.")
     var port: UInt16 = 7100
+
+    @OptionGroup var tls: ClientTLSOptions
 
     @Option(help: "Seconds between heartbeats while idle.")
     var heartbeatSeconds = 30
@@ -71,7 +74,16 @@ struct Client: ParsableCommand {
         settings.isInteractive = console.isInteractive
 
         let loop = RunLoop.current
-        let terminal = TerminalClient(configuration: settings, connector: TCPFrameLink.connector(host: host, port: port), loop: loop) { line in
+        let connector: IMConnector
+        do {
+            connector =
+                try tls.clientContext().map { TLSFrameLink.connector(host: host, port: port, context: $0) }
+                ?? TCPFrameLink.connector(host: host, port: port)
+        } catch {
+            printError("chat-node: \(error)")
+            throw ExitCode.failure
+        }
+        let terminal = TerminalClient(configuration: settings, connector: connector, loop: loop) { line in
             console.show(line)
         }
         console.prompt = { terminal.prompt }

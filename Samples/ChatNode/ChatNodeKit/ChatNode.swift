@@ -8,6 +8,7 @@ public import RunLoopIMSQLite
 public import RunLoopKit
 public import RunLoopNet
 public import RunLoopRedis
+public import RunLoopTLS
 import RunLoopWebSocket
 
 #if canImport(Glibc)
@@ -62,6 +63,11 @@ public final class ChatNode {
         public var logins = IMLoginLimits()
         /// How long a stop waits for sessions to close gracefully before it closes the database anyway.
         public var shutdownGrace: Duration = .seconds(5)
+        /// The IM port's TLS identity (a server context: certificate chain and key, loaded when it was
+        /// made, so a bad file fails before the node exists): set, the IM port speaks TLS only;
+        /// `nil` (the default): plaintext, and LOGIN's password crosses the network in clear.
+        /// ``ChatNode/reloadTLS(_:)`` replaces it for later connections.
+        public var tls: TLSContext?
 
         /// A node on one SQLite file (created if missing).
         public init(databasePath: String) {
@@ -138,6 +144,7 @@ public final class ChatNode {
         settings.logins = configuration.logins
         server = IMServer(store: store, settings: settings, loop: loop, logger: logger)
         server.applicationHandler = ChatService()
+        server.tlsContext = configuration.tls
         // After the application handler, which the cluster wraps to see JOIN and LEAVE.
         if let redis = configuration.redis {
             let membership = ChatCluster.Configuration(nodeID: configuration.nodeID, redis: redis, lease: configuration.lease)
@@ -179,6 +186,18 @@ public final class ChatNode {
 
     /// The bound port while listening.
     public var port: UInt16 { server.port }
+
+    /// Whether the IM port speaks TLS.
+    public var isTLS: Bool { server.tlsContext != nil }
+
+    /// Serves connections accepted from now on with `context` (a certificate renewed on disk and
+    /// loaded again): sessions open on the old one carry on with it. Loop thread; on a node whose IM
+    /// port speaks TLS.
+    public func reloadTLS(_ context: TLSContext) {
+        precondition(isTLS, "reloadTLS on a node without TLS")
+        server.tlsContext = context
+        logger.info("TLS certificate reloaded for new connections")
+    }
 
     /// The HTTP listener's bound port while listening.
     public var webPort: UInt16? { web?.port }
@@ -233,7 +252,7 @@ public final class ChatNode {
             }
         }
         logger.info(
-            "chat node listening on \(configuration.host):\(server.port)\(pageURL.map { ", page \($0)" } ?? ""), \(configuration.storage)"
+            "chat node listening on \(configuration.host):\(server.port)\(isTLS ? " (TLS)" : "")\(pageURL.map { ", page \($0)" } ?? ""), \(configuration.storage)"
         )
         if let cluster, let redis = configuration.redis { join(cluster, redis: redis) }
     }

@@ -20,11 +20,16 @@ extension IMLinkFailure {
 extension IMLinkCloseReason {
     /// How a ``TCPConnection`` ended, in the IM layer's words.
     public init(_ reason: CloseReason) {
+        self.init(reason, failure: IMLinkFailure.init)
+    }
+
+    /// How any transport's connection ended, its failure translated by `failure`.
+    init<Transport>(_ reason: LinkCloseReason<Transport>, failure: (Transport) -> IMLinkFailure) {
         switch reason {
         case .closed: self = .closed
         case .aborted: self = .aborted
         case .peerClosed: self = .peerClosed
-        case .failed(let error): self = .failed(IMLinkFailure(error))
+        case .failed(let error): self = .failed(failure(error))
         }
     }
 }

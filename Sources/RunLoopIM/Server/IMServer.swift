@@ -2,6 +2,7 @@ public import Logging
 public import RunLoopIMCore
 public import RunLoopKit
 public import RunLoopNet
+public import RunLoopTLS
 import SwiftProtobuf
 
 #if canImport(Glibc)
@@ -116,6 +117,19 @@ public final class IMServer {
     /// answers them as unknown commands (ERROR `unknownCommand`, close). Set it before ``listen(host:port:)``.
     public var applicationHandler: (any IMApplicationHandler)?
 
+    /// The TLS identity of the server's own port: `nil` (the default), plaintext; set, every
+    /// connection accepted from then on runs a TLS handshake with it before its first frame (one
+    /// accepted earlier keeps what it started with — set a new context to reload a certificate
+    /// without dropping sessions). Plaintext clients on a TLS port fail their handshake and are
+    /// closed. Loop thread; a server context (``TLSConfiguration/server(certificateChainFile:privateKeyFile:)``).
+    public var tlsContext: TLSContext? {
+        didSet {
+            // The refusal is written in plaintext before any handshake: on a TLS port it would
+            // only be garbage to the client, so a full TLS server just closes.
+            listener.refusalMessage = tlsContext == nil ? Self.serverFull.encoded() : nil
+        }
+    }
+
     let listener: TCPListener
     let modes: [RunLoop.Mode]
     var open: [ObjectIdentifier: IMServerSession] = [:]
@@ -158,6 +172,13 @@ public final class IMServer {
         var notice = IMErrorNotice()
         notice.message = "server full"
         return IMFrame(command: .error, serial: 0, code: .tooManyConnections, message: notice)
+    }()
+
+    /// What a plaintext client on a TLS port is told, in plaintext, before it is closed.
+    static let tlsOnly: IMFrame = {
+        var notice = IMErrorNotice()
+        notice.message = "this port speaks TLS only: connect with TLS"
+        return IMFrame(command: .error, serial: 0, code: .badRequest, message: notice)
     }()
 
     /// Listens on an IP literal and port (0: the system picks; read ``port``).
@@ -206,10 +227,14 @@ public final class IMServer {
     // MARK: Session callbacks
 
     private func accept(_ connection: TCPConnection) {
-        adopt(
-            TCPFrameLink(
-                connection: connection, maximumBodyLength: settings.maximumFrameBody,
-                skippableSendLength: settings.maximumSkippedSendBody))
+        let (body, skippable) = (settings.maximumFrameBody, settings.maximumSkippedSendBody)
+        guard let tlsContext else {
+            return adopt(TCPFrameLink(connection: connection, maximumBodyLength: body, skippableSendLength: skippable))
+        }
+        // The session starts at once; its login deadline covers the handshake as well.
+        let session = TLSConnection(accepted: connection, context: tlsContext, logger: logger)
+        session.answerToPlaintext = Self.tlsOnly.encoded()
+        adopt(TLSFrameLink(connection: session, maximumBodyLength: body, skippableSendLength: skippable))
     }
 
     /// Runs a session over a link accepted elsewhere — a WebSocket upgrade on an HTTP listener, the

@@ -25,8 +25,25 @@ public enum IMLinkFailure: Error, Equatable, Sendable, CustomStringConvertible {
     /// The peer broke the link's own encoding, below the IM frames: e.g. a WebSocket violation, with
     /// its close code and text.
     case protocolViolation(code: UInt16, reason: String)
+    /// This client refused the server's TLS certificate: which check failed (a wrong name, expired,
+    /// self-signed, an untrusted issuer).
+    case certificateRejected(TLSCertificateProblem)
+    /// The TLS handshake failed otherwise, in the transport's words: the peer does not speak TLS (a
+    /// plaintext port), no protocol version both accept, the peer refused this side's handshake.
+    case handshakeFailed(String)
     /// Anything else, in the transport's words.
     case other(String)
+
+    /// Whether connecting again would only meet the same answer: the peer's certificate or its
+    /// handshake, not the network, refused this connection. A client stops instead of retrying
+    /// (``IMClosedReason/secureConnectionFailed(_:)``): a retry cannot fix a certificate, and an
+    /// operator must see the cause rather than a client reconnecting for ever.
+    public var isFinal: Bool {
+        switch self {
+        case .certificateRejected, .handshakeFailed: return true
+        default: return false
+        }
+    }
 
     public var description: String {
         switch self {
@@ -37,6 +54,8 @@ public enum IMLinkFailure: Error, Equatable, Sendable, CustomStringConvertible {
         case .outputFull(let limit): return "write refused: output queue limit of \(limit) bytes reached"
         case .outputClosed: return "output is closed"
         case .protocolViolation(let code, let reason): return "protocol violation (\(code))\(reason.isEmpty ? "" : ": \(reason)")"
+        case .certificateRejected(let problem): return "certificate verify failed: \(problem)"
+        case .handshakeFailed(let text): return text
         case .other(let text): return text
         }
     }

@@ -42,12 +42,17 @@ public enum IMClosedReason: Equatable, Sendable, CustomStringConvertible {
     case loginRefused(IMStatusCode, String)
     /// The backoff policy's attempts ran out; the last drop's reason.
     case gaveUp(attempts: Int, last: IMDisconnectReason)
+    /// The connection failed in a way a retry would repeat (``IMLinkFailure/isFinal``): the server's
+    /// TLS certificate was refused (the failure names the check), or one side spoke TLS to a port
+    /// that does not.
+    case secureConnectionFailed(IMLinkFailure)
 
     public var description: String {
         switch self {
         case .userClosed: return "closed by the user"
         case .loginRefused(let code, let text): return "login refused (\(code))\(text.isEmpty ? "" : ": \(text)")"
         case .gaveUp(let attempts, let last): return "gave up after \(attempts) attempts (last: \(last))"
+        case .secureConnectionFailed(let failure): return "no secure connection: \(failure)"
         }
     }
 }

@@ -525,6 +525,11 @@ public struct IMClientMachine: Sendable {
 
     mutating func scheduleReconnect(now: LoopInstant, after reason: IMDisconnectReason) {
         lastFailure = reason
+        if case .transport(.failed(let failure)) = reason, failure.isFinal {
+            phase = .closed
+            closeForGood(.secureConnectionFailed(failure))
+            return
+        }
         guard isNetworkReachable else { return waitForNetwork() }
         let floor = retryFloor
         retryFloor = nil

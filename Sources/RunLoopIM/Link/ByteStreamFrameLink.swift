@@ -1,0 +1,99 @@
+public import RunLoopIMCore
+public import RunLoopKit
+public import RunLoopNet
+
+/// An ``IMFrameLink`` on a byte stream, either side: frames reassembled from the stream by their
+/// length prefix, written as their bytes. ``TCPFrameLink`` runs it on a ``TCPConnection``,
+/// ``TLSFrameLink`` on a `TLSConnection`.
+///
+/// A client's link connects when opened (the stream's own connect, given at init); a server's wraps a
+/// stream its listener accepted (``init(connection:maximumBodyLength:skippableSendLength:)``).
+///
+/// Loop thread only, like its stream.
+public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink {
+    /// The stream (addresses, buffer figures).
+    public let connection: Stream
+    private let reader: IMFrameStreamReader
+    /// A client's connect, run once when opened.
+    private var startConnecting: ((Stream) -> Void)?
+    /// Cleared when the owner closed the link: later input is drained and dropped (not left to fill
+    /// the input buffer while a graceful close waits for the peer's end of stream), later closes not
+    /// reported.
+    private var isReporting = true
+
+    /// A client's link on a new stream, which `connect` starts connecting when the link is opened.
+    public init(connecting connection: Stream, maximumFrameBody: Int, connect: @escaping (Stream) -> Void) {
+        self.connection = connection
+        startConnecting = connect
+        reader = IMFrameStreamReader(FrameDecoder(maximumBodyLength: maximumFrameBody))
+    }
+
+    /// A link on a stream that is open already (accepted).
+    /// - Parameters:
+    ///   - maximumBodyLength: the largest frame body accepted from the peer.
+    ///   - skippableSendLength: a SEND body over `maximumBodyLength` but at most this long is read past and
+    ///     reported (``IMFrameLinkEvents/oversized``) instead of failing the stream; 0: never.
+    public init(connection: Stream, maximumBodyLength: Int, skippableSendLength: Int = 0) {
+        self.connection = connection
+        reader = IMFrameStreamReader(
+            FrameDecoder(
+                maximumBodyLength: maximumBodyLength, skippableBodyLength: skippableSendLength,
+                skippableCommands: [IMCommand.send.rawValue]))
+    }
+
+    public var loop: RunLoop { connection.loop }
+    public var modes: [RunLoop.Mode] { connection.modes }
+    public var remoteAddress: SocketAddress? { connection.remoteAddress }
+    public var hasUnreadInput: Bool { connection.hasUnreadInput }
+    public var bufferedOutputBytes: Int { connection.bufferedOutputBytes }
+
+    public func open(_ events: IMFrameLinkEvents) {
+        connection.onConnect = { _ in events.opened() }
+        connection.onData = { [weak self] _, bytes in
+            guard let self, self.isReporting else { return }
+            self.reader.read(bytes, reportingTo: events) { self.isReporting }
+        }
+        connection.onClose = { [weak self] _, reason in
+            guard let self, self.isReporting else { return }
+            self.isReporting = false
+            events.closed(IMLinkCloseReason(reason, failure: Stream.linkFailure))
+        }
+        if let connect = startConnecting {
+            startConnecting = nil
+            connect(connection)
+        }
+    }
+
+    public func raiseInboundLimit(to bodyLength: Int) {
+        reader.raiseLimit(to: bodyLength)
+    }
+
+    public func send(_ frame: IMFrame) throws(IMLinkFailure) {
+        try write(frame.encoded())
+    }
+
+    public func send(_ frames: [IMFrame]) throws(IMLinkFailure) {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(frames.reduce(0) { $0 + FrameHeader.size + $1.body.count })
+        for frame in frames { bytes += frame.encoded() }
+        try write(bytes)
+    }
+
+    private func write(_ bytes: [UInt8]) throws(IMLinkFailure) {
+        do {
+            try connection.write(bytes)
+        } catch {
+            throw Stream.linkFailure(error)
+        }
+    }
+
+    public func close(for reason: IMSessionEndReason?) {
+        isReporting = false
+        connection.close(immediately: false)
+    }
+
+    public func abort() {
+        isReporting = false
+        connection.close(immediately: true)
+    }
+}
