@@ -16,7 +16,8 @@
 #
 # --callgrind counts instructions instead of timing, so the figure does not depend on the machine's
 # load: each server runs under `valgrind --tool=callgrind` twice, for M and for M/10 messages (N=50,
-# M=1,000, W=100 unless given), and the difference of the two totals over the difference of their
+# M=100, W=100 unless given: a larger M makes the node under valgrind fall so far behind that its
+# clients' heartbeats time out), and the difference of the two totals over the difference of their
 # deliveries is the instructions one more delivery costs — start-up, logins and shutdown cancel out.
 # mosquitto runs with the C clients (paho's Python subscribers would be the limit at valgrind's pace).
 #

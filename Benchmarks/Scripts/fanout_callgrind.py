@@ -27,7 +27,7 @@ def last_value(arguments, flag, default):
 
 
 def message_counts(arguments):
-    long_run = last_value(arguments, "--messages", 1000)
+    long_run = last_value(arguments, "--messages", 100)
     return max(1, long_run // 10), long_run
 
 
