@@ -9,6 +9,17 @@
 #   Scripts/fanout.sh                                   N=50, M=5,000, W=100 (about a minute once built)
 #   Scripts/fanout.sh --subscribers 20 --messages 1000 --window 50
 #   Scripts/fanout.sh --smoke                           N=5, M=200, W=20, debug builds, counts only (CI)
+#   Scripts/fanout.sh --callgrind                       instructions per delivery, chat-node and mosquitto
+#   Scripts/fanout.sh --callgrind --node OTHER/chat-node  the same for another build of the node
+#                                                       (--bench PATH: a fanout-bench built elsewhere;
+#                                                       --keep: leave the logs and callgrind files)
+#
+# --callgrind counts instructions instead of timing, so the figure does not depend on the machine's
+# load: each server runs under `valgrind --tool=callgrind` twice, for M and for M/10 messages (N=50,
+# M=100, W=100 unless given: a larger M makes the node under valgrind fall so far behind that its
+# clients' heartbeats time out), and the difference of the two totals over the difference of their
+# deliveries is the instructions one more delivery costs — start-up, logins and shutdown cancel out.
+# mosquitto runs with the C clients (paho's Python subscribers would be the limit at valgrind's pace).
 #
 # Needs: the parent package's chat-node and this package's fanout-bench (both built here: release, or
 # debug with --smoke), `mosquitto` and `mosquitto-clients` (Debian; installed here through
@@ -19,9 +30,21 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 smoke=false
+callgrind=false
+node=""
+bench=""
+keep=false
 arguments=()
-for argument in "$@"; do
-    if [ "$argument" = "--smoke" ]; then smoke=true; else arguments+=("$argument"); fi
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --smoke) smoke=true ;;
+        --callgrind) callgrind=true ;;
+        --node) node="$(realpath "$2")" && shift ;;
+        --bench) bench="$(realpath "$2")" && shift ;;
+        --keep) keep=true ;;
+        *) arguments+=("$1") ;;
+    esac
+    shift
 done
 if $smoke; then
     # A few seconds once built: enough clients and messages that a lost, doubled or unacknowledged
@@ -34,10 +57,14 @@ else
 fi
 
 # Built every time (a no-op when up to date): a chat-node left from an older checkout is not measured.
-swift build -c "$configuration" --product fanout-bench >/dev/null || exit 1
-bench="$(swift build -c "$configuration" --show-bin-path)/fanout-bench"
-(cd .. && swift build -c "$configuration" --product chat-node >/dev/null) || exit 1
-node="$(cd .. && swift build -c "$configuration" --show-bin-path)/chat-node"
+if [ -z "$bench" ]; then
+    swift build -c "$configuration" --product fanout-bench >/dev/null || exit 1
+    bench="$(swift build -c "$configuration" --show-bin-path)/fanout-bench"
+fi
+if [ -z "$node" ]; then
+    (cd .. && swift build -c "$configuration" --product chat-node >/dev/null) || exit 1
+    node="$(cd .. && swift build -c "$configuration" --show-bin-path)/chat-node"
+fi
 # Debian puts the broker in /usr/sbin, which is not on an ordinary user's PATH.
 mosquitto="$(command -v mosquitto || echo /usr/sbin/mosquitto)"
 if [ ! -x "$mosquitto" ] || ! command -v mosquitto_sub >/dev/null || ! command -v mosquitto_pub >/dev/null; then
@@ -45,7 +72,11 @@ if [ ! -x "$mosquitto" ] || ! command -v mosquitto_sub >/dev/null || ! command -
     mosquitto="$(command -v mosquitto || echo /usr/sbin/mosquitto)"
 fi
 python=".build-mqtt/bin/python"
-if ! "$python" -c 'import paho.mqtt' 2>/dev/null; then
+if $callgrind; then
+    # The C clients only: the venv's paho is not needed, and valgrind must be there.
+    python=python3
+    command -v valgrind >/dev/null || { echo "--callgrind needs valgrind (Debian: valgrind)" >&2; exit 1; }
+elif ! "$python" -c 'import paho.mqtt' 2>/dev/null; then
     python3 -m venv .build-mqtt && "$python" -m pip install -q paho-mqtt==2.2.0 || exit 1
 fi
 
@@ -60,7 +91,7 @@ echo "date:    $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(uname -sr)"
 echo "commit:  $(git -C .. log -1 --format='%h %s' | cut -c1-100)$(git -C .. diff --quiet HEAD -- || echo ' (with local changes)')"
 echo "load:    $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min before the run; the machine may be shared)"
-echo "servers: chat-node $(git -C .. log -1 --format=%h) ($configuration) | $("$mosquitto" -h 2>/dev/null | head -1) | paho-mqtt $("$python" -c 'import paho.mqtt; print(paho.mqtt.__version__)')"
+echo "servers: chat-node $node ($configuration) | $("$mosquitto" -h 2>/dev/null | head -1) | $("$python" -c 'import paho.mqtt; print("paho-mqtt", paho.mqtt.__version__)' 2>/dev/null || echo "C clients")"
 echo "node:    chat-node serve ${node_flags[*]} (limits raised: --messages-per-second, from 50)"
 echo "args:    $*"
 
@@ -73,13 +104,33 @@ stop_server() {
         server=""
     fi
 }
-trap 'stop_server; rm -rf "$work"' EXIT
+# --keep leaves the servers' logs and callgrind files (for callgrind_annotate) in $work.
+trap 'stop_server; if $keep; then echo "kept: $work"; else rm -rf "$work"; fi' EXIT
 status=0
 
-# Waits (at most 10 s) for a line matching $2 in file $1 and prints its first capture group.
+# Every server runs under this prefix: nothing, or callgrind writing its counts to $work/NAME.callgrind.
+# Under valgrind everything takes tens of times longer, so every wait is longer too.
+wrap=()
+patience=100
+bound=180
+if $callgrind; then
+    patience=600
+    bound=1800
+fi
+
+# Starts a server for the run NAME (its command after NAME) under the prefix, in the background.
+start_server() {
+    local name="$1"
+    shift
+    $callgrind && wrap=(valgrind --tool=callgrind --callgrind-out-file="$work/$name.callgrind")
+    "${wrap[@]}" "$@" &
+    server=$!
+}
+
+# Waits (at most patience / 10 s) for a line matching $2 in file $1 and prints its first capture group.
 wait_for() {
     local found=""
-    for _ in $(seq 100); do
+    for _ in $(seq "$patience"); do
         found="$(sed -n "s/$2/\1/p" "$1" | head -1)"
         [ -n "$found" ] && break
         kill -0 "$server" 2>/dev/null || break
@@ -88,19 +139,24 @@ wait_for() {
     echo "$found"
 }
 
-# 1. The chat node, on a fresh database.
-"$node" serve "${node_flags[@]}" --database "$work/chat.db" >"$work/node.out" 2>"$work/node.err" &
-server=$!
-port="$(wait_for "$work/node.out" '^listening on 127\.0\.0\.1:\([0-9]*\).*')"
-if [ -z "$port" ]; then
-    echo "chat-node did not start:" >&2
-    cat "$work/node.out" "$work/node.err" >&2
-    exit 1
-fi
-timeout 180 "$bench" --port "$port" --pid "$server" "$@" >"$work/chat-node.txt" || status=1
-stop_server
+# 1. The chat node on a fresh database, for the run NAME with fanout-bench's arguments after NAME.
+run_node() {
+    local name="$1"
+    shift
+    rm -f "$work/chat.db"*
+    start_server "$name" "$node" serve "${node_flags[@]}" --database "$work/chat.db" >"$work/$name.out" 2>"$work/$name.err"
+    port="$(wait_for "$work/$name.out" '^listening on 127\.0\.0\.1:\([0-9]*\).*')"
+    if [ -z "$port" ]; then
+        echo "chat-node did not start:" >&2
+        cat "$work/$name.out" "$work/$name.err" >&2
+        exit 1
+    fi
+    timeout "$bound" "$bench" --port "$port" --pid "$server" "$@" >"$work/$name.txt" || status=1
+    stop_server
+}
 
-# 2. and 3. mosquitto, a fresh broker for each client kind (so each idle RSS is a fresh broker's).
+# 2. and 3. mosquitto, a fresh broker for the run NAME (so each idle RSS is a fresh broker's), with
+# mqtt_fanout.py's arguments after NAME.
 run_mosquitto() {
     local name="$1"
     shift
@@ -108,7 +164,10 @@ run_mosquitto() {
     # max_inflight_messages / max_queued_messages per subscriber: raised so a subscriber that lags
     # the publisher by thousands of messages is queued, not dropped (defaults 20 and 1000; the chat
     # node queues without limit). TCP_NODELAY on, as RunLoopNet sets it. No persistence: in memory.
+    # It stays the user who ran this (as root it would switch to `mosquitto`, and callgrind could not
+    # write its counts into $work).
     cat >"$work/$name.conf" <<EOF
+user $(id -un)
 listener $port 127.0.0.1
 allow_anonymous true
 persistence false
@@ -121,13 +180,12 @@ log_type warning
 log_type notice
 log_type subscribe
 EOF
-    "$mosquitto" -c "$work/$name.conf" 2>"$work/$name.log" &
-    server=$!
+    start_server "$name" "$mosquitto" -c "$work/$name.conf" 2>"$work/$name.log"
     # Listening once /proc/net/tcp has a LISTEN (0A) socket on 127.0.0.1:PORT (no probe connection,
     # which the idle RSS would include).
     local hex listening=""
     hex="$(printf '0100007F:%04X' "$port")"
-    for _ in $(seq 100); do
+    for _ in $(seq "$patience"); do
         awk -v a="$hex" '$2 == a && $4 == "0A" { found = 1 } END { exit !found }' /proc/net/tcp && { listening=1; break; }
         kill -0 "$server" 2>/dev/null || break
         sleep 0.1
@@ -137,9 +195,28 @@ EOF
         cat "$work/$name.log" >&2
         exit 1
     fi
-    timeout 180 "$python" Scripts/mqtt_fanout.py --port "$port" --pid "$server" --log "$work/$name.log" "$@" >"$work/$name.txt" || status=1
+    timeout "$bound" "$python" Scripts/mqtt_fanout.py --port "$port" --pid "$server" --log "$work/$name.log" "$@" >"$work/$name.txt" || status=1
     stop_server
 }
+
+if $callgrind; then
+    # Valgrind 3.19 cannot read the DWARF 5 Swift writes: a copy without debug information, which keeps
+    # its symbols for callgrind_annotate.
+    objcopy --strip-debug "$node" "$work/chat-node" || exit 1
+    node="$work/chat-node"
+    # Two runs per server, for M/10 and M messages; each run's counts are checked like any run's.
+    counts="$(python3 Scripts/fanout_callgrind.py --message-counts "$@")" || exit 1
+    for messages in $counts; do
+        run_node "chat-node-$messages" "$@" --messages "$messages" --timeout "$bound"
+        run_mosquitto "mosquitto-$messages" --clients c "$@" --messages "$messages" --timeout "$bound"
+    done
+    echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo
+    python3 Scripts/fanout_callgrind.py --work "$work" "$@" || status=1
+    exit $status
+fi
+
+run_node chat-node "$@"
 run_mosquitto mosquitto-paho --clients paho "$@"
 run_mosquitto mosquitto-c --clients c "$@"
 

@@ -1,5 +1,6 @@
 public import Logging
 public import RunLoopChat
+import RunLoopIM
 import RunLoopIMCore
 public import RunLoopKit
 public import RunLoopNet

@@ -299,25 +299,41 @@ public final class SQLiteIMStore: SynchronousChatStore {
     }
 
     public func acknowledge(_ seqs: [UInt64], for user: String) {
+        acknowledge([user: seqs])
+    }
+
+    /// Every user's acknowledgements in one transaction (one commit for a loop pass's worth): per user
+    /// and conversation, the cursor moves once, to the highest number acknowledged.
+    public func acknowledge(_ seqsByUser: [String: [UInt64]]) {
         do {
             try database.transaction { () throws(SQLiteError) in
-                // Client input: a seq past Int64.max names no stored message (SQLite's rowids are
-                // signed), and converting it would trap and take the node down.
-                for seq in seqs {
-                    guard let key = Int64(exactly: seq) else { continue }
-                    try database.query(
-                        """
-                        UPDATE members SET acked_through = m.conversation_seq
-                        FROM (SELECT conversation_id, conversation_seq FROM messages WHERE seq = ?2) AS m
-                        WHERE members.user = ?1 AND members.conversation_id = m.conversation_id AND members.acked_through < m.conversation_seq
-                        """, [.text(user), .integer(key)])
+                for (user, seqs) in seqsByUser {
+                    var through: [Int64: Int64] = [:]
+                    // Client input: a seq past Int64.max names no stored message (SQLite's rowids are
+                    // signed), and converting it would trap and take the node down.
+                    for seq in seqs {
+                        guard let key = Int64(exactly: seq) else { continue }
+                        try database.query(Self.placeOfMessageSQL, [.integer(key)]) { row in
+                            through[row.integer(0)] = max(through[row.integer(0)] ?? 0, row.integer(1))
+                        }
+                    }
+                    for (conversation, number) in through {
+                        try database.query(Self.moveCursorSQL, [.text(user), .integer(conversation), .integer(number)])
+                    }
                 }
             }
         } catch {
             // Harmless: the messages come again at the next login and the client drops duplicates.
-            logger.error("acknowledgement from \(user) not recorded: \(error)")
+            logger.error("acknowledgements from \(seqsByUser.keys.sorted().joined(separator: ", ")) not recorded: \(error)")
         }
     }
+
+    /// A message's conversation and number: one rowid lookup. (An UPDATE … FROM a subquery instead
+    /// made SQLite build and drop a temporary table for every acknowledgement, most of a delivery's cost.)
+    package static let placeOfMessageSQL = "SELECT conversation_id, conversation_seq FROM messages WHERE seq = ?"
+
+    /// A member's cursor up to a number, never back: one primary-key lookup.
+    package static let moveCursorSQL = "UPDATE members SET acked_through = ?3 WHERE user = ?1 AND conversation_id = ?2 AND acked_through < ?3"
 
     /// Messages stored in all, for tests and summaries.
     public func storedCount() throws(SQLiteError) -> Int {

@@ -26,6 +26,8 @@ public final class DeferredIMStore: ChatStore {
     public private(set) var answersOut = 0
     /// Inbox reads answered so far (successful or not).
     public private(set) var inboxReads = 0
+    /// Batches of acknowledgements handed over so far (``acknowledge(_:)``: the server's, one a loop pass).
+    public private(set) var acknowledgementBatches = 0
     private var failingSends: [String: Bool] = [:]
     private var failingReads = 0
     private let writes = AnswerQueue()
@@ -89,6 +91,11 @@ public final class DeferredIMStore: ChatStore {
     }
 
     public func acknowledge(_ seqs: [UInt64], for user: String) { inner.acknowledge(seqs, for: user) }
+
+    public func acknowledge(_ seqsByUser: [String: [UInt64]]) {
+        acknowledgementBatches += 1
+        inner.acknowledge(seqsByUser)
+    }
 
     // MARK: ChatStore
 

@@ -65,6 +65,25 @@ struct SchemaTests {
         }
     }
 
+    @Test("an acknowledgement is lookups by key: no temporary table (an UPDATE … FROM built one each time), no scan, a few steps")
+    func acknowledgementUsesKeys() throws {
+        let store = try SQLiteIMStore(path: ":memory:")
+        for index in 0..<50 { _ = try store.join(room: "hall", user: "u\(index)").get() }
+        for index in 0..<20 { _ = store.store(Self.message("m\(index)", to: .room("hall")), from: "u0", nowMilliseconds: 1) }
+        let statements = [SQLiteIMStore.placeOfMessageSQL, SQLiteIMStore.moveCursorSQL]
+        for sql in statements {
+            var opcodes: [String] = []
+            try store.database.query("EXPLAIN \(sql)") { row in opcodes.append(row.text(1) ?? "") }
+            #expect(!opcodes.isEmpty && opcodes.allSatisfy { !["OpenEphemeral", "OpenAutoindex", "SorterOpen"].contains($0) }, "\(sql)")
+        }
+        let inbox = try store.undelivered(for: "u7")
+        store.acknowledge(["u7": inbox.map(\.seq), "u8": [inbox[4].seq]])
+        let work = statements.compactMap { store.database.work(of: $0) }
+        #expect(work.count == 2 && work.allSatisfy { $0.fullScanSteps == 0 })
+        #expect(work.reduce(0) { $0 + $1.virtualMachineSteps } < 40 * 21, "a few steps per acknowledged seq")
+        #expect(try store.undelivered(for: "u7").isEmpty && store.undelivered(for: "u8").count == 15)
+    }
+
     /// A database file at a new temporary path, written by `sql` and closed.
     static func file(_ name: String, _ sql: String) throws -> String {
         let path = temporaryPath(name)

@@ -85,6 +85,19 @@ struct ServerStoreTests {
         #expect(fixture.store.store(Self.message("x", to: .room("lobby")), from: "mallory", nowMilliseconds: 1) == .refused(.unknownRecipient))
     }
 
+    @Test("several users' acknowledgements at once move each one's cursor, as one call each would", arguments: Kind.allCases)
+    func acknowledgementBatch(kind: Kind) throws {
+        let fixture = try Fixture(kind)
+        for user in ["alice", "bob", "carol"] { try fixture.join("lobby", user) }
+        for index in 0..<3 {
+            _ = fixture.store.store(Self.message("r\(index)", to: .room("lobby"), text: "\(index)"), from: "alice", nowMilliseconds: 1)
+        }
+        let sent = try fixture.store.undelivered(for: "bob")
+        fixture.store.acknowledge(["bob": [sent[0].seq, sent[2].seq], "carol": [sent[1].seq, UInt64.max]])
+        #expect(try fixture.store.undelivered(for: "bob").isEmpty)
+        #expect(try fixture.store.undelivered(for: "carol").map(\.text) == ["2"], "a seq no message has is passed over")
+    }
+
     @Test(
         "conversations number their messages 1, 2, 3 whichever of two users writes; rooms apart; the inbox comes a conversation at a time",
         arguments: Kind.allCases)

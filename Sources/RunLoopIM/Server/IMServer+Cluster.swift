@@ -21,8 +21,15 @@ extension IMServer {
     /// sender's own sessions here learn of it too, so it is no gap in their conversation.
     public func deliverStored(_ message: IMMessage, to users: [String]) {
         for own in byUser[message.from] ?? [] { own.ownMessageStored(message) }
+        // Encoded once, when the first session online needs it: a room's members share one body, and
+        // each session stamps only its own serial on it.
+        var deliver: IMFrame?
         for user in users where user != message.from {
-            for session in byUser[user] ?? [] { session.deliverLive(message) }
+            for session in byUser[user] ?? [] {
+                let frame = deliver ?? IMFrame(command: .deliver, serial: 0, message: message)
+                deliver = frame
+                session.deliverLive(message, as: frame)
+            }
         }
     }
 

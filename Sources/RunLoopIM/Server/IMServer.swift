@@ -146,6 +146,8 @@ public final class IMServer {
     private var shutdownCompletions: [() -> Void] = []
     /// Store calls (and application requests, which call the store) made and not answered yet.
     package private(set) var storeCallsOut = 0
+    /// DELIVER_ACKs not handed to the store yet (IMServer+Acknowledgements).
+    var pendingAcknowledgements = PendingAcknowledgements()
     /// Login admission state (IMServer+Logins).
     lazy var loginGate = LoginGate(limits: settings.logins, loop: loop, modes: listener.modes) { [weak self] event in
         self?.loginEventDue(event)
@@ -290,7 +292,7 @@ public final class IMServer {
             handleSend(try frame.decode(IMChatMessage.self), serial: frame.serial, from: session, user: user)
         case .deliverAck:
             let seqs = try frame.decode(IMDeliverAck.self).seqs
-            store.acknowledge(seqs, for: user)
+            acknowledgementReceived(seqs, from: user)
             session.acknowledged(seqs)
         case .abandon:
             let ids = try frame.decode(IMAbandonRequest.self).ids

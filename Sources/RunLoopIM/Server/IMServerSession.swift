@@ -62,9 +62,9 @@ public final class IMServerSession {
     /// A message was just stored for this session's user: it goes at once if the session has caught up
     /// with the inbox, its window has room and it follows on in its conversation; otherwise it waits
     /// in the inbox for its turn (read at once when the window has room: a gap in the conversation).
-    func deliverLive(_ message: IMMessage) {
+    /// `frame` is its DELIVER (serial 0), encoded once for every session it goes to.
+    func deliverLive(_ message: IMMessage, as frame: IMFrame) {
         guard !isEnded, machine.user != nil else { return }
-        let frame = IMFrame(command: .deliver, serial: 0, message: message.wire)
         guard window.offerLive(message, bytes: frame.body.count) else { return refill() }
         send(frame, of: message)
     }

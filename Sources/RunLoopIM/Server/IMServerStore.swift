@@ -66,6 +66,16 @@ public protocol IMServerStore: AnyObject {
     /// (cumulative; never back). No answer: a lost acknowledgement only means the messages come again,
     /// and the client drops what it has shown.
     func acknowledge(_ seqs: [UInt64], for user: String)
+    /// Several users' acknowledgements at once, as ``acknowledge(_:for:)`` for each: what the server
+    /// gathered over one loop pass. A store that commits each call makes one transaction of them all.
+    /// The default makes one ``acknowledge(_:for:)`` call per user.
+    func acknowledge(_ seqsByUser: [String: [UInt64]])
+}
+
+extension IMServerStore {
+    public func acknowledge(_ seqsByUser: [String: [UInt64]]) {
+        for (user, seqs) in seqsByUser { acknowledge(seqs, for: user) }
+    }
 }
 
 /// An ``IMServerStore`` whose answers are ready at once (memory, SQLite): it answers each call as a
