@@ -6,11 +6,6 @@ public struct IMDeliveryUpdate: Equatable, Sendable {
     /// The id `send` was given or made.
     public var id: String
     public var state: IMDeliveryState
-
-    public init(id: String, state: IMDeliveryState) {
-        self.id = id
-        self.state = state
-    }
 }
 
 /// What an acknowledged send returns: the server stored the message (SEND_ACK) and has taken over
@@ -20,11 +15,6 @@ public struct IMSendReceipt: Equatable, Sendable {
     public var id: String
     /// The server's sequence number for it (``IMMessage/seq``).
     public var seq: UInt64
-
-    public init(id: String, seq: UInt64) {
-        self.id = id
-        self.seq = seq
-    }
 }
 
 /// How many events each subscriber of an async client's streams may have waiting before newer ones
@@ -47,10 +37,6 @@ public struct IMStreamBuffers: Equatable, Sendable {
 /// Why ``AsyncIMClient/waitUntilOnline()`` gave up: the client closed for good first.
 public struct IMClientClosedError: Error, Equatable, Sendable, CustomStringConvertible {
     public var reason: IMClosedReason
-
-    public init(reason: IMClosedReason) {
-        self.reason = reason
-    }
 
     public var description: String { "client closed: \(reason)" }
 }
