@@ -41,8 +41,7 @@ package final class AnswerSlot<Success: Sendable>: Sendable {
 
     /// The answer, or `CancellationError` when the calling task is cancelled first. Await it once.
     /// Runs on the caller's executor (an actor on a loop stays on the loop).
-    nonisolated(nonsending)
-    package func value() async throws -> Success {
+    nonisolated(nonsending) package func value() async throws -> Success {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Success, any Error>) in
                 let early = state.withLock { state -> Result<Success, any Error>? in
