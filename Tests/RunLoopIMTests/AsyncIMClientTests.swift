@@ -13,9 +13,7 @@ import Testing
     func orderAndReceipts() async throws {
         let (texts, seqs, onLoop) = try await onManualClockLoop { loop, clock in
             try loop.run {
-                let bench = MemoryIMBench(loop: loop, clock: clock)
-                let ann = AsyncIMClient.wrapping(bench.client(user("ann"), start: false))
-                let ben = AsyncIMClient.wrapping(bench.client(user("ben"), start: false))
+                let (bench, ann, ben) = benchWithAnnAndBen(loop, clock)
                 let inbox = ben.messages
                 try await AsyncIMClient.startAll(ann, ben)
                 var seqs: [UInt64] = []
@@ -82,9 +80,7 @@ import Testing
     func cancelledSendStillDelivers() async throws {
         let (outcome, delivered, finalState) = try await onManualClockLoop { loop, clock in
             try loop.run {
-                let bench = MemoryIMBench(loop: loop, clock: clock)
-                let ann = AsyncIMClient.wrapping(bench.client(user("ann"), start: false))
-                let ben = AsyncIMClient.wrapping(bench.client(user("ben"), start: false))
+                let (bench, ann, ben) = benchWithAnnAndBen(loop, clock)
                 let inbox = ben.messages
                 let updates = ann.deliveries
                 try await AsyncIMClient.startAll(ben)
@@ -137,9 +133,7 @@ import Testing
     func sendsFromOtherThreads() async throws {
         let (perSender, offLoopCallers) = try await onManualClockLoop(autoAdvances: false) { loop, clock in
             try loop.run {
-                let bench = MemoryIMBench(loop: loop, clock: clock)
-                let ann = AsyncIMClient.wrapping(bench.client(user("ann"), start: false))
-                let ben = AsyncIMClient.wrapping(bench.client(user("ben"), start: false))
+                let (bench, ann, ben) = benchWithAnnAndBen(loop, clock)
                 let inbox = ben.messages
                 try await AsyncIMClient.startAll(ann, ben)
                 // Detached: the senders run on the global executor's threads, not the loop's.
@@ -173,11 +167,9 @@ import Testing
     func slowSubscriberDrops() async throws {
         let (kept, dropped) = try await onManualClockLoop { loop, clock in
             try loop.run {
-                let bench = MemoryIMBench(loop: loop, clock: clock)
                 var buffers = IMStreamBuffers()
                 buffers.messages = 3
-                let ann = AsyncIMClient.wrapping(bench.client(user("ann"), start: false))
-                let ben = AsyncIMClient.wrapping(bench.client(user("ben"), start: false), buffers: buffers)
+                let (bench, ann, ben) = benchWithAnnAndBen(loop, clock, benBuffers: buffers)
                 let slow = ben.messages
                 try await AsyncIMClient.startAll(ann, ben)
                 for index in 0..<10 { try await ann.send("m\(index)", to: .user("ben")) }
@@ -197,4 +189,14 @@ func user(_ name: String) -> IMClientConfiguration {
     configuration.heartbeat = .fixed(.seconds(5))
     configuration.answerTimeout = .seconds(5)
     return configuration
+}
+
+/// A memory bench on `loop` with ann and ben as async clients of it, not started.
+func benchWithAnnAndBen(
+    _ loop: RunLoop, _ clock: ManualClock, benBuffers: IMStreamBuffers = IMStreamBuffers()
+) -> (MemoryIMBench, AsyncIMClient, AsyncIMClient) {
+    let bench = MemoryIMBench(loop: loop, clock: clock)
+    let ann = AsyncIMClient.wrapping(bench.client(user("ann"), start: false))
+    let ben = AsyncIMClient.wrapping(bench.client(user("ben"), start: false), buffers: benBuffers)
+    return (bench, ann, ben)
 }
