@@ -36,6 +36,7 @@ let package = Package(
         .executable(name: "chat-node", targets: ["ChatNodeCLI"]),
         .executable(name: "ws-echo-server", targets: ["WebSocketEcho"]),
         .executable(name: "ws-autobahn-client", targets: ["WebSocketAutobahnClient"]),
+        .executable(name: "async-chat-bot", targets: ["AsyncChatBot"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -322,6 +323,17 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .executableTarget(
+            // A chat bot on RunLoopChat's async API alone (AsyncChatClient).
+            name: "AsyncChatBot",
+            dependencies: [
+                "RunLoopKit", "RunLoopIM", "RunLoopIMCore", "RunLoopChat",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Samples/AsyncChatBot",
+            exclude: ["README.md"],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
             name: "WebSocketEcho",
             dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopWebSocket"],
             path: "Samples/WebSocketEcho",
@@ -365,8 +377,9 @@ let package = Package(
         ),
         .testTarget(
             name: "ChatNodeTests",
+            // AsyncChatBot: the sample as a process (depending on it makes SwiftPM build the binary).
             dependencies: [
-                "ChatNodeKit", "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopWebSocket",
+                "ChatNodeKit", "AsyncChatBot", "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopWebSocket",
                 "RunLoopIMWebSocket", "RunLoopChat", "RunLoopTesting", "RunLoopIMTesting", "RunLoopPostgres", "RunLoopChatPostgres",
                 "RunLoopRedis", "RunLoopChatCluster", "RunLoopTLS",
             ],

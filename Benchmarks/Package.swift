@@ -39,6 +39,19 @@ let package = Package(
             ],
             path: "Sources/RunLoopKitProfile"
         ),
+        // A job enqueued on an executor and run: RunLoopKit's loop, a SwiftNIO event loop and a
+        // DispatchQueue side by side in one process (executor-bench; see README.md). Not a harness
+        // benchmark: each workload runs inside an actor pinned to the executor under test.
+        .executableTarget(
+            name: "executor-bench",
+            dependencies: [
+                .product(name: "RunLoopKit", package: "RunLoopKit"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                "BenchSupport"
+            ],
+            path: "Sources/ExecutorBench"
+        ),
         // One IMServer loop holding 10,000 idle, heartbeating client connections: RSS per connection and
         // CPU while idle (Scripts/im-idle.sh). Not a harness benchmark: it measures a process.
         .executableTarget(

@@ -1,0 +1,131 @@
+// executor-bench: a Swift concurrency job enqueued on an executor and run there — from the executor's
+// own thread and from another thread — on RunLoopKit's loop, a SwiftNIO event loop and a DispatchQueue,
+// in one process, one after the other. Not a harness benchmark: package-benchmark has no way to run
+// a workload inside an actor on a given executor, so this prints its own table (see README.md).
+import BenchSupport
+import Dispatch
+import NIOCore
+import NIOPosix
+import RunLoopKit
+import Synchronization
+
+/// An executor under test: what an actor pinned to it returns as its `unownedExecutor`, and how to
+/// stop the thread behind it.
+struct System {
+    let name: String
+    let executor: UnownedSerialExecutor
+    let stop: () -> Void
+}
+
+/// A DispatchQueue as a serial executor: each job is one `async` block. Dispatch on Linux does not
+/// make its queues executors itself; this is what an application would write.
+final class DispatchQueueExecutor: SerialExecutor {
+    let queue = DispatchQueue(label: "executor-bench")
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        queue.async { job.runSynchronously(on: self.asUnownedSerialExecutor()) }
+    }
+}
+
+/// Continuations handed from the pinned actor's thread to the benchmark thread.
+final class HandOff: Sendable {
+    private let slot = Mutex<UnsafeContinuation<Void, Never>?>(nil)
+    // A POSIX semaphore: safe from any thread.
+    nonisolated(unsafe) private let ready = bs_sem_new()!
+
+    deinit { bs_sem_free(ready) }
+
+    func put(_ continuation: UnsafeContinuation<Void, Never>) {
+        slot.withLock { $0 = continuation }
+        bs_sem_post(ready)
+    }
+
+    func take() -> UnsafeContinuation<Void, Never> {
+        bs_sem_wait(ready)
+        return slot.withLock { $0.take()! }
+    }
+}
+
+/// An actor whose jobs run on the system's executor.
+actor Pinned {
+    let executor: UnownedSerialExecutor
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor }
+
+    init(_ executor: UnownedSerialExecutor) { self.executor = executor }
+
+    /// `count` jobs enqueued from the executor's own thread: each yield puts the task back on it.
+    func yieldChain(_ count: Int) async {
+        for _ in 0..<count { await Task.yield() }
+    }
+
+    /// `count` jobs enqueued from the benchmark thread: each wait is resumed from there.
+    func resumedFromOutside(_ count: Int, _ handOff: HandOff) async {
+        for _ in 0..<count { await withUnsafeContinuation { handOff.put($0) } }
+    }
+}
+
+/// Nanoseconds per operation of each repetition, after one warm-up.
+func measure(repetitions: Int, operations: Int, _ body: () -> Void) -> [Double] {
+    body()
+    return (0..<repetitions).map { _ in
+        let start = bs_now_ns()
+        body()
+        return Double(bs_now_ns() - start) / Double(operations)
+    }
+}
+
+/// Runs `work` as a task on `actor`'s executor and waits for it on this (non-executor) thread.
+func runAndWait(_ actor: Pinned, _ work: @escaping @Sendable (Pinned) async -> Void) {
+    let finished = bs_sem_new()!
+    defer { bs_sem_free(finished) }
+    nonisolated(unsafe) let semaphore = finished
+    Task.detached {
+        await work(actor)
+        bs_sem_post(semaphore)
+    }
+    bs_sem_wait(finished)
+}
+
+func makeSystems() -> [System] {
+    let host = RunLoopThread(name: "executor-bench")
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    let queue = DispatchQueueExecutor()
+    return [
+        System(name: "RunLoopKit", executor: host.loop.asUnownedSerialExecutor(), stop: { host.stop() }),
+        System(name: "SwiftNIO", executor: group.next().executor.asUnownedSerialExecutor(), stop: { try? group.syncShutdownGracefully() }),
+        System(name: "DispatchQueue", executor: queue.asUnownedSerialExecutor(), stop: { _ = queue })
+    ]
+}
+
+func describe(_ samples: [Double]) -> String {
+    let sorted = samples.sorted()
+    let median = sorted[sorted.count / 2]
+    // Tenths of a nanosecond; no Foundation here for String(format:).
+    func tenths(_ value: Double) -> String { "\((value * 10).rounded() / 10)" }
+    return "\(tenths(median)) ns (min \(tenths(sorted.first!)), max \(tenths(sorted.last!)))"
+}
+
+let arguments = CommandLine.arguments.dropFirst()
+let repetitions = Int(arguments.first ?? "") ?? 11
+let chain = 100_000
+let roundTrips = 20_000
+
+print("executor-bench: median of \(repetitions) repetitions (after one warm-up), nanoseconds per job")
+print("same thread: a task on the executor yields \(chain) times (each yield enqueues it again from the executor's thread)")
+print("other thread: the benchmark thread resumes the pinned task \(roundTrips) times (enqueue from another thread, run, hand back)")
+print()
+for system in makeSystems() {
+    let actor = Pinned(system.executor)
+    let sameThread = measure(repetitions: repetitions, operations: chain) {
+        runAndWait(actor) { await $0.yieldChain(chain) }
+    }
+    let otherThread = measure(repetitions: repetitions, operations: roundTrips) {
+        let handOff = HandOff()
+        let driver = Task.detached { await actor.resumedFromOutside(roundTrips, handOff) }
+        for _ in 0..<roundTrips { handOff.take().resume() }
+        _ = driver
+    }
+    print("\(system.name): same thread \(describe(sameThread)); other thread \(describe(otherThread))")
+    system.stop()
+}
