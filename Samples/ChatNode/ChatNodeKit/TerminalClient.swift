@@ -29,7 +29,7 @@ import RunLoopNet
 ///   a login refused for now (`* disconnected: login refused (too many connections): …`) is retried
 /// - the node's rate limit: `* rate limited, retrying in 0.4 s`, once per pause; the messages it put
 ///   back go out again in order without lines of their own
-/// - presence and answers: `* bob is online`, `* joined lobby (2 members)`, `* left lobby (1 member)`
+/// - presence of the user's contacts (who share a room or a conversation with them) and answers: `* bob is online`, `* joined lobby (2 members)`, `* left lobby (1 member)`
 /// - history: a header `[lobby] history, newest first:`, entries `  #42 14:03:05 bob: hello`, and
 ///   `  (more: /more)` or `  (start of the conversation)`
 /// - errors: `! …`

@@ -99,6 +99,7 @@ function dropConnection(why) {
 function lost(why) {
   app.ws = null;
   app.online = false;
+  renderOnline();
   app.pending.clear();
   app.answerDeadline = null;
   // Sent but not acknowledged: sent again, same id, after the next login (the node de-duplicates).
@@ -232,6 +233,9 @@ function loginAnswered(code, body) {
   }
   app.online = true;
   app.onlineSince = Date.now();
+  // The snapshot that follows is the whole truth: forget what an earlier session knew.
+  app.onlineUsers.clear();
+  renderOnline();
   app.maxSendBody = (body.limits && Number(body.limits.maxSendBody)) || DEFAULT_MAX_SEND_BODY;
   setConnection("online", "online");
   notice(app.serial > 1 ? "reconnected" : "");
@@ -538,10 +542,17 @@ function badge(count) {
   return span;
 }
 
+// Presence comes for contacts only (people who share a room or a conversation), as states: a
+// snapshot after each login, changes after it. While disconnected the list is greyed: it may be stale.
 function presence(user, online) {
   if (online) app.onlineUsers.add(user);
   else app.onlineUsers.delete(user);
+  renderOnline();
+}
+
+function renderOnline() {
   const list = $("online");
+  list.classList.toggle("stale", !app.online);
   list.replaceChildren();
   for (const name of [...app.onlineUsers].sort()) {
     const item = document.createElement("li");

@@ -105,6 +105,7 @@ function dropConnection(why) {
 function lost(why) {
   app.ws = null;
   app.online = false;
+  renderOnline();
   app.pending.clear();
   app.answerDeadline = null;
   // Sent but not acknowledged: sent again, same id, after the next login (the node de-duplicates).
@@ -238,6 +239,9 @@ function loginAnswered(code, body) {
   }
   app.online = true;
   app.onlineSince = Date.now();
+  // The snapshot that follows is the whole truth: forget what an earlier session knew.
+  app.onlineUsers.clear();
+  renderOnline();
   app.maxSendBody = (body.limits && Number(body.limits.maxSendBody)) || DEFAULT_MAX_SEND_BODY;
   setConnection("online", "online");
   notice(app.serial > 1 ? "reconnected" : "");
@@ -544,10 +548,17 @@ function badge(count) {
   return span;
 }
 
+// Presence comes for contacts only (people who share a room or a conversation), as states: a
+// snapshot after each login, changes after it. While disconnected the list is greyed: it may be stale.
 function presence(user, online) {
   if (online) app.onlineUsers.add(user);
   else app.onlineUsers.delete(user);
+  renderOnline();
+}
+
+function renderOnline() {
   const list = $("online");
+  list.classList.toggle("stale", !app.online);
   list.replaceChildren();
   for (const name of [...app.onlineUsers].sort()) {
     const item = document.createElement("li");
@@ -659,7 +670,7 @@ setInterval(tick, 250);
       <input id="dm-user" placeholder="user name" maxlength="32" required>
       <button id="open-dm" type="submit">open</button>
     </form>
-    <h2>online</h2>
+    <h2 title="people you share a room or a conversation with">online contacts</h2>
     <ul id="online"></ul>
   </nav>
   <section id="conversation">
@@ -724,6 +735,7 @@ li.msg.own { background: #f6f9ff; }
 #composer { display: flex; gap: .4em; margin-top: .5em; }
 #composer input { flex: 1; padding: .4em; }
 #notice { color: #556; min-height: 1.2em; margin: .3em 0; }
+#online.stale { opacity: 0.5; }
 
 """#,
     ]
