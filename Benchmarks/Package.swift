@@ -61,6 +61,7 @@ let package = Package(
                 .product(name: "RunLoopNet", package: "RunLoopKit"),
                 .product(name: "RunLoopIM", package: "RunLoopKit"),
                 .product(name: "RunLoopIMCore", package: "RunLoopKit"),
+                .product(name: "RunLoopChat", package: "RunLoopKit"),
                 "BenchSupport"
             ],
             path: "Sources/IMIdleProfile"

@@ -11,29 +11,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-swift build -c release --product im-idle >/dev/null || exit 1
-bin="$(swift build -c release --show-bin-path)/im-idle"
-
-echo "date:    $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(uname -sr)"
-echo "commit:  $(git -C .. log -1 --format='%h %s' | cut -c1-100)"
-echo "load:    $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min before the run; the machine may be shared)"
-
-log="$(mktemp -t im-idle-server.XXXXXX)"
-"$bin" server "$@" >"$log" 2>&1 &
-server=$!
-trap 'kill "$server" 2>/dev/null; rm -f "$log"' EXIT
-port=""
-for _ in $(seq 100); do
-    port="$(sed -n 's/^port \([0-9]*\).*/\1/p' "$log")"
-    [ -n "$port" ] && break
-    sleep 0.1
-done
-if [ -z "$port" ]; then
-    echo "im-idle server did not start:" >&2
-    cat "$log" >&2
-    exit 1
-fi
+source Scripts/im-server.sh "$@"
 
 echo
 echo "## two processes: im-idle server $*  +  im-idle clients --port $port $*"

@@ -5,10 +5,10 @@ import RunLoopIMCore
 ///
 /// | field | value |
 /// | --- | --- |
-/// | `k` | the kind: `m` message, `j` membership, `p` presence |
+/// | `k` | the kind: `m` message, `j` membership, `p` presence, `a` away with a stopped node |
 /// | `n` | the publishing node's id |
 /// | `m` | a message: its ChatMessage Protocol Buffers encoding (docs/PROTOCOL.md §5) |
-/// | `u`, `r` | a membership's user and room; `u` a presence's user |
+/// | `u`, `r` | a membership's user and room; `u` a presence's or an away user |
 /// | `s` | a membership's or presence's state: `1` joined/online, `0` left/offline |
 struct BusEntry: Equatable, Sendable {
     var origin: String
@@ -24,6 +24,8 @@ struct BusEntry: Equatable, Sendable {
             pairs = [("k", Array("j".utf8))] + pairs + [("u", Array(user.utf8)), ("r", Array(room.utf8)), ("s", Self.flag(joined))]
         case .presence(let user, let online):
             pairs = [("k", Array("p".utf8))] + pairs + [("u", Array(user.utf8)), ("s", Self.flag(online))]
+        case .awayWithNode(let user):
+            pairs = [("k", Array("a".utf8))] + pairs + [("u", Array(user.utf8))]
         }
         return pairs.flatMap { [Array($0.0.utf8), $0.1] }
     }
@@ -61,6 +63,9 @@ struct BusEntry: Equatable, Sendable {
         case "p":
             guard let user = text("u"), let online = flag("s") else { return nil }
             self.init(origin: origin, event: .presence(user: user, online: online))
+        case "a":
+            guard let user = text("u") else { return nil }
+            self.init(origin: origin, event: .awayWithNode(user: user))
         default:
             return nil
         }

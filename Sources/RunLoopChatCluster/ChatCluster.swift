@@ -39,6 +39,10 @@ public final class ChatCluster {
         public var lease: NodeLeasePolicy
         /// The limits of the per-conversation ordering of what comes from the bus.
         public var sequencer: ConversationSequencer.Configuration
+        /// How long the users of a node that stopped gracefully stay online here without a session
+        /// anywhere: they reconnect to another node meanwhile (clients back off up to about 30 s), and
+        /// are announced offline only if they do not.
+        public var stopGrace: Duration = .seconds(30)
 
         /// - Parameters:
         ///   - nodeID: unique among the live nodes (a restarted node may reuse its id).
@@ -65,6 +69,7 @@ public final class ChatCluster {
     private let store: any ClusterChatStore
     private var sequencer: ConversationSequencer
     private var rooms = LocalRooms()
+    private var away: PresenceGrace
     /// Admitted sessions per user on this node.
     private var sessions: [String: Int] = [:]
     private var isPublishFailing = false
@@ -82,6 +87,9 @@ public final class ChatCluster {
     static let maximumUnpublished = 10_000
     private lazy var republishTimer = DeadlineTimer(loop: server.loop, modes: modes, label: "chat cluster republish") { [weak self] in
         self?.republish()
+    }
+    private lazy var awayTimer = DeadlineTimer(loop: server.loop, modes: modes, label: "chat cluster stop grace") { [weak self] in
+        self?.graceEnded()
     }
     private lazy var sequencerTimer = DeadlineTimer(loop: server.loop, modes: modes, label: "chat cluster sequencer") { [weak self] in
         guard let self else { return }
@@ -107,6 +115,7 @@ public final class ChatCluster {
         self.modes = modes
         self.logger = logger
         sequencer = ConversationSequencer(configuration: configuration.sequencer)
+        away = PresenceGrace(grace: configuration.stopGrace)
         bus = ClusterBus(loop: server.loop, modes: modes, configuration: configuration.bus, logger: logger)
         presence = NodePresence(
             nodeID: configuration.bus.nodeID, loop: server.loop, modes: modes, redis: configuration.bus.redis,
@@ -125,6 +134,7 @@ public final class ChatCluster {
     /// anywhere go offline everywhere), the bus closes; `completion` runs on the loop's thread. Shut
     /// the server down first, so no session opens meanwhile.
     public func leave(completion: @escaping () -> Void = {}) {
+        awayTimer.cancel()
         sequencerTimer.cancel()
         republishTimer.cancel()
         hasLeft = true
@@ -142,6 +152,7 @@ public final class ChatCluster {
     /// one, taking its users offline. For tests and demos.
     public func close() {
         hasLeft = true
+        awayTimer.cancel()
         sequencerTimer.cancel()
         republishTimer.cancel()
         presence.close()
@@ -195,8 +206,14 @@ public final class ChatCluster {
             perform(sequencer.receive(message, now: server.loop.now))
         case .event(.membership(let user, let room, let joined), _):
             rooms.membershipChanged(user, room: room, joined: joined)
+            // The room's members here and the user now see each other's presence.
+            if joined { server.presenceAudienceChanged(for: user) }
         case .event(.presence(let user, let online), _):
+            if online { away.back(user) }
             server.setClusterPresence(user, online: online)
+        case .event(.awayWithNode(let user), _):
+            away.away(user, now: server.loop.now)
+            armAwayTimer()
         case .fellBehind(let shards):
             logger.notice("the bus fell behind: every session here reads its inbox again", metadata: ["shards": "\(shards)"])
             server.rereadInboxes()
@@ -227,6 +244,7 @@ public final class ChatCluster {
 
     /// Passes a message on to this node's sessions of its conversation's members.
     private func deliverHere(_ message: IMMessage) {
+        server.conversationMayHaveStarted(message)
         switch message.recipient {
         case .user(let name): server.deliverStored(message, to: [name])
         case .room(let room): server.deliverStored(message, to: rooms.members(of: room).sorted())
@@ -267,15 +285,30 @@ public final class ChatCluster {
 
     // MARK: presence
 
+    /// Announces a change this node's script made, here and to the others. Users whose last session
+    /// ended because this node is stopping (its server shutting down, or leaving) are not gone, only
+    /// moving: the others hear they are away and give them the grace to log in elsewhere.
     private func presenceChanged(_ change: PresenceChange) {
         for user in change.online {
+            away.back(user)
             server.setClusterPresence(user, online: true)
             publish(.presence(user: user, online: true))
         }
+        let isStopping = change.cause == .left || server.isShuttingDown
         for user in change.offline {
             server.setClusterPresence(user, online: false)
-            publish(.presence(user: user, online: false))
+            publish(isStopping ? .awayWithNode(user: user) : .presence(user: user, online: false))
         }
+    }
+
+    /// Users away with a stopped node who did not come back in time: offline now.
+    private func graceEnded() {
+        for user in away.expired(now: server.loop.now) { server.setClusterPresence(user, online: false) }
+        armAwayTimer()
+    }
+
+    private func armAwayTimer() {
+        if let deadline = away.nextDeadline { awayTimer.arm(at: deadline) } else { awayTimer.disarm() }
     }
 
     /// Who is online anywhere, from the cluster's totals: what a node that joined (or came back after

@@ -12,6 +12,10 @@ public enum ClusterEvent: Hashable, Sendable {
     case membership(user: String, room: String, joined: Bool)
     /// `user` came online (their first session in the cluster) or went offline (their last one ended).
     case presence(user: String, online: Bool)
+    /// `user`'s last session was on the publishing node, which stopped gracefully: they are likely to
+    /// log in on another node shortly, so the others announce them offline only if they are not back
+    /// within their grace (``ChatCluster/Configuration/stopGrace``).
+    case awayWithNode(user: String)
 
     /// What decides the event's stream: events with one ordering key share a stream and keep their
     /// publishing order. A message and a room's membership change order with their conversation;
@@ -21,7 +25,7 @@ public enum ClusterEvent: Hashable, Sendable {
         case .message(let message): return message.conversation.storageKey
         case .membership(_, let room, _): return IMConversation.room(room).storageKey
         // `u:` is no storage key's prefix, so a user never shares a key with a conversation.
-        case .presence(let user, _): return "u:" + user
+        case .presence(let user, _), .awayWithNode(let user): return "u:" + user
         }
     }
 }

@@ -22,4 +22,8 @@ struct MembershipReporter: IMApplicationHandler {
             if answer.code == .ok { changed(user, room, joined) }
         }
     }
+
+    func presenceAudience(of user: String, on server: IMServer, completion: @escaping (IMPresenceAudience) -> Void) {
+        inner.presenceAudience(of: user, on: server, completion: completion)
+    }
 }

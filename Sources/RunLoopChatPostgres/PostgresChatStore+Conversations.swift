@@ -22,6 +22,20 @@ extension PostgresChatStore {
         }
     }
 
+    /// The users who share a room or a direct conversation with `user`, each once, in name order
+    /// (`ChatStore`'s `contacts(of:completion:)`). Loop thread only; `completion` runs there once.
+    public func contacts(of user: String, completion: @escaping (Result<[String], IMStatusCode>) -> Void) {
+        guard PostgresText.isStorable(user) else { return completion(.success([])) }
+        let statement = PostgresStatement(
+            """
+            SELECT DISTINCT other."user" FROM members mb JOIN members other ON other.conversation_id = mb.conversation_id
+            WHERE mb."user" = $1 AND other."user" <> mb."user" ORDER BY other."user"
+            """, [user])
+        query(statement, "contacts of \(user)") { result in
+            completion(result.mapError { _ in .internalError }.map { rows in (0..<rows.count).compactMap { rows[$0, 0] } })
+        }
+    }
+
     /// The names of the rooms `user` is a member of, in no particular order. Loop thread only;
     /// `completion` runs there once.
     public func rooms(of user: String, completion: @escaping (Result<[String], IMStoreFailure>) -> Void) {

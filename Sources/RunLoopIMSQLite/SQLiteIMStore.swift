@@ -103,6 +103,25 @@ public final class SQLiteIMStore: SynchronousChatStore {
         return .success(rooms)
     }
 
+    public func contacts(of user: String) -> Result<[String], IMStatusCode> {
+        var users: [String] = []
+        do {
+            // Two index reads: the user's memberships (the primary key), each conversation's members.
+            try database.query(
+                """
+                SELECT DISTINCT other.user FROM members mb JOIN members other ON other.conversation_id = mb.conversation_id
+                WHERE mb.user = ? AND other.user <> mb.user ORDER BY other.user
+                """, [.text(user)]
+            ) { row in
+                if let name = row.text(0) { users.append(name) }
+            }
+        } catch {
+            logger.error("contacts of \(user) not read: \(error)")
+            return .failure(.internalError)
+        }
+        return .success(users)
+    }
+
     public func history(_ query: HistoryQuery, for user: String, limit: Int) -> Result<HistoryPage, IMStatusCode> {
         let before = Int64(clamping: query.before == 0 ? UInt64(Int64.max) : query.before)
         do {

@@ -114,6 +114,11 @@ public final class DeferredIMStore: ChatStore {
         answer(on: reads, after: readDelay) { completion(found) }
     }
 
+    public func contacts(of user: String, completion: @escaping (Result<[String], IMStatusCode>) -> Void) {
+        let found = inner.contacts(of: user)
+        answer(on: reads, after: readDelay) { completion(found) }
+    }
+
     public func history(
         _ query: HistoryQuery, for user: String, limit: Int, completion: @escaping (Result<HistoryPage, IMStatusCode>) -> Void
     ) {

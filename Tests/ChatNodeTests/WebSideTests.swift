@@ -370,6 +370,8 @@ struct WebGhostLoginTests {
         tomsChat.onPresence = { _, change in seen.take(change) }
         tom.start()
         try #require(try spin(loop) { tom.state == .online && seen.checksDecided == 1 })
+        // A direct conversation makes tom one of ann's contacts: her presence is his to see.
+        _ = try tomsChat.send("hello ann", to: .user("ann"))
 
         for attempt in 0..<5 {
             let peer = LingeringWebSocketPeer(port: webPort)

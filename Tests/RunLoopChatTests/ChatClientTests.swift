@@ -123,12 +123,14 @@ struct ChatClientTests {
         }
     }
 
-    @Test("presence arrives typed: another user online, then offline")
+    @Test("presence arrives typed: a user who shares a room comes online, then goes offline")
     func presence() async throws {
         try await onManualClockLoop { loop, clock in
             let fixture = ChatFixture(loop: loop, clock: clock)
-            let (_, annLog) = try fixture.online("ann")
+            let (ann, annLog) = try fixture.online("ann")
+            _ = try fixture.answer { ann.join(room: "r", completion: $0) }.get()
             let (ben, _) = try fixture.online("ben")
+            _ = try fixture.answer { ben.join(room: "r", completion: $0) }.get()
             try #require(try spin(fixture.loop) { annLog.presence.contains(PresenceChange(user: "ben", isOnline: true)) })
             ben.close()
             try #require(try spin(fixture.loop) { annLog.presence.last == PresenceChange(user: "ben", isOnline: false) })

@@ -77,7 +77,7 @@ struct DeferredStoreTests {
             try #require(try loop.runUntil(timeout: .seconds(10)) { server.onlineUsers == ["bob"] })
             bob.send(PageLimitTests.join("lobby", serial: 2), settling: false)
             try bob.pair.settle()
-            #expect(store.answersOut == 2, "the first inbox read and the JOIN")
+            #expect(store.answersOut == 4, "the first inbox read, the JOIN and bob's contacts (for his snapshot and his arrival)")
             bob.pair.apply(.reset)
             try #require(try loop.runUntil(timeout: .seconds(10)) { store.isIdle })
             try loop.run(.default, timeout: .milliseconds(10))

@@ -101,10 +101,12 @@ struct RoomsAndLimitsTests {
         }
     }
 
-    @Test("presence notices reach the other users when someone logs in and when they are gone")
+    @Test("presence notices reach a user who shares a room with someone who logs in and when they are gone")
     func presence() async throws {
         try await onManualClockLoop { loop, _ in
-            let server = IMServer(store: InMemoryIMStore())
+            let store = InMemoryIMStore()
+            for user in ["watcher", "visitor"] { _ = store.join(room: "r", user: user) }
+            let server = IMServer(store: store)
             server.applicationHandler = ChatService()
             let watcher = makeClient(clientConfiguration("watcher"), server: server)
             let seen = Responses()

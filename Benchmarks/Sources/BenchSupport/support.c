@@ -100,3 +100,5 @@ size_t bs_heap_in_use(void) {
     struct mallinfo2 info = mallinfo2();
     return info.uordblks + info.hblkhd;  // hblkhd: large blocks, which malloc maps separately
 }
+
+void bs_heap_trim(void) { malloc_trim(0); }

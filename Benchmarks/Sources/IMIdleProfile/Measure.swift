@@ -1,7 +1,14 @@
+import BenchSupport
 import Glibc
 
 /// Process and thread figures read from the kernel: what the table reports.
 enum Measure {
+    /// Bytes the program holds from malloc now (`mallinfo2`: in-use chunks and mapped blocks): what
+    /// RSS would be without what the allocator keeps for reuse.
+    static func heapInUseBytes() -> Int {
+        Int(bs_heap_in_use())
+    }
+
     /// Resident set size of this process, in bytes (`/proc/self/statm`, second field, in pages).
     static func residentBytes() -> Int {
         let fd = open("/proc/self/statm", O_RDONLY)

@@ -1,4 +1,4 @@
-/// `im-idle [both|server|clients] [--count N] [--seconds S] [--port P] [--heartbeat S] [--batch N]`
+/// `im-idle [both|server|clients] [--count N] [--seconds S] [--port P] [--heartbeat S] [--batch N] [--scrypt-cost C]`
 struct Options {
     enum Role: String { case both, server, clients }
 
@@ -17,10 +17,14 @@ struct Options {
     /// Connections being set up at once while ramping up.
     var batch = 200
     /// All clients must be online within this, or the run fails.
-    var readyTimeout: Duration = .seconds(120)
+    var readyTimeout: Duration = .seconds(600)
+    /// With a cost (log2 of scrypt's N), the server is the chat node's: `ChatService` (presence to
+    /// contacts) and one scrypt check per login off the loop, as `chat-node serve --scrypt-cost C`
+    /// (issue 22's login benchmark, Scripts/im-logins.sh). 0: logins are free, no application.
+    var scryptCost = 0
 
     static let usage = """
-        usage: im-idle [both|server|clients] [--count N] [--seconds S] [--port P] [--heartbeat SECONDS] [--batch N]
+        usage: im-idle [both|server|clients] [--count N] [--seconds S] [--port P] [--heartbeat SECONDS] [--batch N] [--scrypt-cost C]
           both     server and clients in this process, on two threads (default)
           server   the server alone: prints "port P", measures once N clients are online
           clients  N clients of the server at 127.0.0.1:P (--port required)
@@ -40,6 +44,7 @@ struct Options {
             case "--port": port = UInt16(clamping: value)
             case "--heartbeat": heartbeat = .seconds(max(1, value))
             case "--batch": batch = max(1, value)
+            case "--scrypt-cost": scryptCost = min(20, value)
             default: throw UsageError(flag)
             }
         }

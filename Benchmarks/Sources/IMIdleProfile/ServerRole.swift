@@ -1,4 +1,6 @@
 import BenchSupport
+import Dispatch
+import RunLoopChat
 import RunLoopIM
 import RunLoopIMCore
 import RunLoopKit
@@ -11,6 +13,7 @@ final class ServerRole {
     struct Report {
         var connections = 0
         var rssBeforeAccepting = 0
+        var heapBeforeAccepting = 0
         var rssAllOnline = 0
         var rssAfterWindow = 0
         var threadCPU: UInt64 = 0
@@ -30,14 +33,44 @@ final class ServerRole {
     /// Creates the server and listens; nothing is accepted until ``run()``.
     init(options: Options) throws(NetError) {
         self.options = options
-        server = IMServer(store: InMemoryIMStore())
+        if options.scryptCost > 0 {
+            var settings = IMServer.Settings()
+            // One address (loopback) logs everyone in: its limits are the batch's, not a flood's.
+            settings.logins.pendingChecksPerAddress = options.batch
+            settings.logins.maximumQueueWait = options.readyTimeout
+            server = IMServer(store: InMemoryIMStore(), settings: settings)
+            server.applicationHandler = ChatService()
+            server.authenticator = Self.scryptAuthenticator(cost: options.scryptCost, loop: loop)
+        } else {
+            server = IMServer(store: InMemoryIMStore())
+        }
         server.onPresenceChange = { [unowned self] _, _, isOnline in online += isOnline ? 1 : -1 }
         server.onSessionEnd = { [unowned self] _, _, _ in ended += 1 }
         try server.listen(host: "127.0.0.1", port: options.port)
         report.rssBeforeAccepting = Measure.residentBytes()
+        report.heapBeforeAccepting = Measure.heapInUseBytes()
     }
 
     var port: UInt16 { server.port }
+
+    /// One scrypt check per login on two worker threads (the chat node's `PasswordWorkers` on this
+    /// 2-core machine), answered on the loop: every client's password is "x", hashed once here.
+    private static func scryptAuthenticator(cost: Int, loop: RunLoop) -> (IMLoginAttempt, @escaping (IMLoginVerdict) -> Void) -> Void {
+        let stored = PasswordHasher(rounds: 1 << cost).hash("x")
+        let workers = [DispatchQueue(label: "im-idle.scrypt.0"), DispatchQueue(label: "im-idle.scrypt.1")]
+        var next = 0
+        return { attempt, verdict in
+            let password = attempt.password
+            let answer = LoopBound(verdict, loop: loop)
+            next += 1
+            workers[next % workers.count].async {
+                let ok = PasswordHasher.verify(password, against: stored)
+                loop.perform(inModes: [.common]) {
+                    answer.value(ok ? .accepted : .refused(.authenticationFailed, reason: "wrong password"))
+                }
+            }
+        }
+    }
 
     /// Runs the loop until every expected client is online, measures for the window, then returns.
     /// - Returns: `false` if they were not all online within the ready timeout.

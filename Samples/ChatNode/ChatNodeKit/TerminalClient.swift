@@ -33,7 +33,7 @@ import RunLoopNet
 ///   a login refused for now (`* disconnected: login refused (too many connections): …`) is retried
 /// - the node's rate limit: `* rate limited, retrying in 0.4 s`, once per pause; the messages it put
 ///   back go out again in order without lines of their own
-/// - presence and answers: `* bob is online`, `* joined lobby (2 members)`, `* left lobby (1 member)`;
+/// - presence of the user's contacts (who share a room or a conversation with them) and answers: `* bob is online`, `* joined lobby (2 members)`, `* left lobby (1 member)`;
 ///   at a login without a current room, the room the user is in from before: `* current room: lobby
 ///   (joined earlier)`
 /// - history, a page oldest first: a header `[lobby] history, oldest first:`, `  (older: /more)` or

@@ -108,6 +108,7 @@ function lost(why) {
   app.closingWhy = null;
   app.ws = null;
   app.online = false;
+  renderOnline();
   app.pending.clear();
   app.answerDeadline = null;
   // Sent but not acknowledged: sent again, same id, after the next login (the node de-duplicates).
@@ -253,10 +254,10 @@ function loginAnswered(code, body) {
   }
   app.online = true;
   app.onlineSince = Date.now();
-  app.maxSendBody = (body.limits && Number(body.limits.maxSendBody)) || DEFAULT_MAX_SEND_BODY;
-  // Who is online comes again right after this answer (a snapshot): what this page knew is dropped.
+  // The snapshot that follows is the whole truth: forget what an earlier session knew.
   app.onlineUsers.clear();
-  $("online").replaceChildren();
+  renderOnline();
+  app.maxSendBody = (body.limits && Number(body.limits.maxSendBody)) || DEFAULT_MAX_SEND_BODY;
   setConnection("online", "online");
   notice(app.everOnline ? "reconnected" : "");
   app.everOnline = true;
@@ -585,9 +586,15 @@ function badge(count) {
   return span;
 }
 
+// Presence comes for contacts only (people who share a room or a conversation), as states: a
+// snapshot after each login, changes after it. While disconnected the list is greyed (setConnection).
 function presence(user, online) {
   if (online) app.onlineUsers.add(user);
   else app.onlineUsers.delete(user);
+  renderOnline();
+}
+
+function renderOnline() {
   const list = $("online");
   list.replaceChildren();
   for (const name of [...app.onlineUsers].sort()) {

@@ -5,7 +5,8 @@ import SwiftProtobuf
 /// The chat application on an ``IMServer``: rooms (JOIN, LEAVE, LIST_ROOMS) and conversation history
 /// (HISTORY) over the server's store, which must be a ``ChatStore``, each answer made to fit the
 /// server's frame limit.
-/// The server keeps sessions, delivery and presence; this answers what docs/PROTOCOL.md §8 describes.
+/// The server keeps sessions, delivery and presence; this answers what docs/PROTOCOL.md §8 describes,
+/// and who sees whose presence (``presenceAudience(of:on:completion:)``).
 ///
 /// ```swift
 /// let server = IMServer(store: InMemoryIMStore())
@@ -55,7 +56,11 @@ public struct ChatService: IMApplicationHandler, Sendable {
         switch request.command {
         case .join:
             let room = try request.decode(IMRoomRequest.self).room
-            store.join(room: room, user: user, maximumRooms: server.settings.maximumRoomsPerUser) { answer($0.map(\.wire)) }
+            store.join(room: room, user: user, maximumRooms: server.settings.maximumRoomsPerUser) { [weak server] joined in
+                answer(joined.map(\.wire))
+                // The room's members are the user's contacts now: each side learns the other's presence.
+                if case .success = joined { server?.presenceAudienceChanged(for: user) }
+            }
         case .leave:
             let room = try request.decode(IMRoomRequest.self).room
             store.leave(room: room, user: user) { answer($0.map(\.wire)) }
@@ -89,6 +94,16 @@ public struct ChatService: IMApplicationHandler, Sendable {
                     })
             }
         }
+    }
+
+    /// Who sees `user`'s presence: the users who share a room or a direct conversation with them
+    /// (``ChatStore/contacts(of:completion:)``), read from the store at each change and login. Nothing
+    /// is cached here, so a JOIN or LEAVE on any node and a first direct message count at once; the
+    /// read is the store's indexes (memory; SQLite's and PostgreSQL's member keys). A store that
+    /// failed: nobody — presence is a state, the next change corrects it.
+    public func presenceAudience(of user: String, on server: IMServer, completion: @escaping (IMPresenceAudience) -> Void) {
+        guard let store = server.store as? any ChatStore else { return completion(.users([])) }
+        store.contacts(of: user) { completion(.users((try? $0.get()) ?? [])) }
     }
 
     private static func frame<Body: SwiftProtobuf.Message>(_ command: IMCommand, _ request: IMFrame, _ result: Result<Body, IMStatusCode>) -> IMFrame

@@ -24,6 +24,10 @@ public protocol ChatStore: IMServerStore {
     /// (``IMStatusCode/notAMember`` otherwise), newest first: at most `limit` messages with `seq`
     /// below the query's `before` (0: from the newest).
     func history(_ query: HistoryQuery, for user: String, limit: Int, completion: @escaping (Result<HistoryPage, IMStatusCode>) -> Void)
+    /// The users who share a conversation with `user` — a room both are members of, or a direct
+    /// conversation (one stored message between the two, either way) — each once, `user` not among
+    /// them: who sees `user`'s presence (``ChatService``'s answer to the server).
+    func contacts(of user: String, completion: @escaping (Result<[String], IMStatusCode>) -> Void)
 }
 
 /// A ``ChatStore`` whose answers are ready at once (memory, SQLite): plain functions, bridged to the
@@ -37,6 +41,8 @@ public protocol SynchronousChatStore: ChatStore, SynchronousIMServerStore {
     func rooms(for user: String, after: String, limit: Int) -> Result<[Room], IMStatusCode>
     /// ``ChatStore/history(_:for:limit:completion:)``'s page, at once.
     func history(_ query: HistoryQuery, for user: String, limit: Int) -> Result<HistoryPage, IMStatusCode>
+    /// ``ChatStore/contacts(of:completion:)``'s users, at once.
+    func contacts(of user: String) -> Result<[String], IMStatusCode>
 }
 
 extension SynchronousChatStore {
@@ -56,6 +62,10 @@ extension SynchronousChatStore {
         _ query: HistoryQuery, for user: String, limit: Int, completion: @escaping (Result<HistoryPage, IMStatusCode>) -> Void
     ) {
         completion(history(query, for: user, limit: limit))
+    }
+
+    public func contacts(of user: String, completion: @escaping (Result<[String], IMStatusCode>) -> Void) {
+        completion(contacts(of: user))
     }
 
     /// Every room, as `user` sees it (tests and tools: a server answers LIST_ROOMS a page at a time).

@@ -29,6 +29,13 @@ extension InMemoryIMStore: SynchronousChatStore {
                 .map { Room(name: $0, members: members(of: .room($0)), isMember: isMember(user, of: .room($0))) })
     }
 
+    public func contacts(of user: String) -> Result<[String], IMStatusCode> {
+        var found: Set<String> = []
+        for place in conversations(of: user) { found.formUnion(memberNames(of: place)) }
+        found.remove(user)
+        return .success(found.sorted())
+    }
+
     public func history(_ query: HistoryQuery, for user: String, limit: Int) -> Result<HistoryPage, IMStatusCode> {
         let place: IMConversation
         switch query.conversation {

@@ -19,4 +19,30 @@ public protocol IMApplicationHandler {
     /// - Throws: the request's body is not a valid message (then `reply` is never called); the
     ///   session ends with ERROR `badRequest`.
     func answer(_ request: IMFrame, from user: String, on server: IMServer, reply: @escaping (IMFrame) -> Void) throws(IMFrameError)
+
+    /// Answers who is told when `user` comes online or goes offline, and whose presence the snapshot
+    /// after `user`'s login holds, exactly once, on the loop's thread (before returning or later).
+    /// Asked once per change the server announces and once per login, so it must cost what one
+    /// user's contacts cost, never what everyone online costs. Without an answer nobody is told (an
+    /// application whose store failed answers `.users([])`: presence is a state, the next change
+    /// corrects it). Default: ``IMPresenceAudience/everyone``.
+    func presenceAudience(of user: String, on server: IMServer, completion: @escaping (IMPresenceAudience) -> Void)
+}
+
+/// Who is told of one user's presence: the answer to ``IMApplicationHandler/presenceAudience(of:on:completion:)``.
+public enum IMPresenceAudience: Sendable, Equatable {
+    /// Every logged-in session of the server — a relay or demo that knows no contacts. The cost of
+    /// each change, and of the snapshot at each login, grows with the users online.
+    case everyone
+    /// The sessions of these users (each named once; the user's own sessions are never told). The
+    /// chat application's: those who share a room or a direct conversation with the user.
+    case users([String])
+}
+
+extension IMApplicationHandler {
+    /// ``IMPresenceAudience/everyone``: an application that knows no contacts keeps the server's
+    /// announcement to every session.
+    public func presenceAudience(of user: String, on server: IMServer, completion: @escaping (IMPresenceAudience) -> Void) {
+        completion(.everyone)
+    }
 }

@@ -51,9 +51,12 @@ public final class IMServer {
         public var maximumSessionsPerUser: Int?
         /// Rooms one user may be a member of (`nil`: no limit); JOIN beyond it: JOIN_ACK `tooManyRooms`.
         public var maximumRoomsPerUser: Int?
-        /// Whether PRESENCE notices go to every logged-in session when a user comes online or goes
-        /// offline (fine for a demo node; a large service would send them to contacts only).
+        /// Whether PRESENCE notices go to clients when a user comes online or goes offline — to the
+        /// user's audience, as the ``IMServer/applicationHandler`` names it (without one: everyone).
         public var broadcastsPresence = true
+        /// The most PRESENCE frames a session gets right after its LOGIN_ACK (the snapshot of its
+        /// audience online); the others it learns of as they change.
+        public var presenceSnapshotLimit = 500
         /// Login admission: checks at once, per-address limits, failure delays (``IMLoginLimits``).
         public var logins = IMLoginLimits()
 
@@ -134,14 +137,15 @@ public final class IMServer {
     let modes: [RunLoop.Mode]
     var open: [ObjectIdentifier: IMServerSession] = [:]
     var byUser: [String: [IMServerSession]] = [:]
-    /// Presence is announced once per loop pass: changes wait here (in the order they happened) for
-    /// ``announcePresence()``, so many sessions ending at once cost one pass and never recurse.
-    private var presenceChanges: [String] = []
-    /// The PRESENCE "online" frame of each user announced online, encoded once for every snapshot.
-    private var announcedOnline: [String: IMFrame] = [:]
-    private var isPresenceAnnouncementScheduled = false
+    /// Presence is announced once per loop pass (IMServer+Presence): changes wait in the ledger, so
+    /// many sessions ending at once cost one pass and never recurse.
+    var presence = PresenceLedger()
+    /// The frames of the announcement being made, while it asks for audiences.
+    var presenceOutbox: PresenceOutbox?
     /// Users the cluster says are online, on this node or another (IMServer+Cluster).
     var clusterOnline: Set<String> = []
+    /// Whether ``shutdown(completion:)`` was called: the server's users are not gone, only moving.
+    public private(set) var isShuttingDown = false
     /// What ``shutdown(completion:)`` runs once no session is left and no store call is out.
     private var shutdownCompletions: [() -> Void] = []
     /// Store calls (and application requests, which call the store) made and not answered yet.
@@ -202,6 +206,7 @@ public final class IMServer {
     ///   commit is under way is stored or refused before the server says it is done): on a later pass
     ///   of the loop, never inside this call.
     public func shutdown(completion: (() -> Void)? = nil) {
+        isShuttingDown = true
         listener.close()
         for session in open.values { session.shutdown() }
         if let completion { shutdownCompletions.append(completion) }
@@ -258,11 +263,7 @@ public final class IMServer {
         byUser[user, default: []].append(session)
         logger.debug("\(user) online from \(session.remoteAddress?.description ?? "?")")
         presenceChanged(user)
-        if settings.broadcastsPresence {
-            // A snapshot: who else is online now, so a new session need not wait for changes. Users
-            // online but not yet announced (this pass) come with the announcement.
-            session.write(announcedOnline.compactMap { $0.key == user ? nil : $0.value })
-        }
+        sendPresenceSnapshot(to: [session], of: user)
         session.startDelivery()
     }
 
@@ -340,54 +341,6 @@ public final class IMServer {
         completeShutdownIfIdle()
     }
 
-    // MARK: Presence
-
-    private static func presenceFrame(_ user: String, online: Bool) -> IMFrame {
-        var notice = IMPresenceNotice()
-        notice.user = user
-        notice.online = online
-        return IMFrame(command: .presence, serial: 0, message: notice)
-    }
-
-    /// Notes that `user` may have come online or gone offline; announced at the end of the pass.
-    func presenceChanged(_ user: String) {
-        presenceChanges.append(user)
-        guard !isPresenceAnnouncementScheduled else { return }
-        isPresenceAnnouncementScheduled = true
-        // The loop's own thread by construction: every session callback runs there.
-        try? loop.performFromLoopThread(inModes: modes, label: "im.server presence") { [weak self] in
-            self?.announcePresence()
-        }
-    }
-
-    /// Announces each user whose presence differs from what was last announced, once, however many
-    /// times it changed in between. A session whose write fails here ends later in this pass or the
-    /// next, and its own change is announced by the next announcement — never from inside this one.
-    private func announcePresence() {
-        isPresenceAnnouncementScheduled = false
-        let changed = presenceChanges
-        presenceChanges.removeAll()
-        var notices: [(user: String, online: Bool, frame: IMFrame)] = []
-        for user in changed {
-            // Online with a session here, or anywhere in the cluster.
-            let online = byUser[user] != nil || clusterOnline.contains(user)
-            guard online != (announcedOnline[user] != nil) else { continue }
-            let frame = Self.presenceFrame(user, online: online)
-            announcedOnline[user] = online ? frame : nil
-            notices.append((user, online, frame))
-        }
-        for notice in notices { onPresenceChange?(self, notice.user, notice.online) }
-        guard settings.broadcastsPresence, !notices.isEmpty else { return }
-        let frames = notices.map(\.frame)
-        var position: [String: Int] = [:]
-        for (index, notice) in notices.enumerated() { position[notice.user] = index }
-        for (user, sessions) in byUser {
-            // A user's own arrival is not news to their sessions.
-            let theirs = position[user].map { Array(frames[..<$0] + frames[($0 + 1)...]) } ?? frames
-            for session in sessions { session.write(theirs) }
-        }
-    }
-
     // MARK: Messages
 
     private func handleSend(_ message: IMChatMessage, serial: UInt32, from session: IMServerSession, user: String) {
@@ -422,7 +375,10 @@ public final class IMServer {
             ack.seq = stored.seq
             ack.sentAtMs = stored.sentAtMilliseconds
             session?.write(IMFrame(command: .sendAck, serial: serial, message: ack))
-            if isNew { onMessageStored?(self, stored) }
+            if isNew {
+                onMessageStored?(self, stored)
+                conversationMayHaveStarted(stored)
+            }
             // A resend too: when the store's answer to the first SEND was lost after its commit, nobody
             // was told of the message. The store names only recipients who have not acknowledged it,
             // and a session that sent it already does not send it again.

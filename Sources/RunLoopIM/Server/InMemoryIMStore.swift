@@ -137,6 +137,8 @@ public final class InMemoryIMStore: SynchronousIMServerStore {
     /// The members of `place`, and the conversations `user` is a member of.
     package func members(of place: IMConversation) -> Int { conversations[place]?.ackedThrough.count ?? 0 }
     package func conversations(of user: String) -> Set<IMConversation> { memberships[user] ?? [] }
+    /// The names of the members of `place`.
+    package func memberNames(of place: IMConversation) -> [String] { conversations[place].map { Array($0.ackedThrough.keys) } ?? [] }
 
     /// The messages of `place` in conversationSeq (and seq) order.
     package func messages(of place: IMConversation) -> [IMMessage] { conversations[place]?.messages ?? [] }

@@ -52,16 +52,44 @@ struct ChatClusterTests {
         }
     }
 
-    @Test("a user online on node A is announced online to node B's users, and offline when their session ends")
+    @Test(
+        "a user online on node A is announced to node B's users who share a conversation with them — online, then offline when their session ends — and to no one else"
+    )
     func presenceAcrossNodes() async throws {
         try await withNodes(["a", "b"]) { _, nodes in
-            let bob = nodes[1].client("bob")
-            try wait("bob online") { bob.isOnline }
-            let alice = nodes[0].client("alice")
+            let bob = try nodes[1].member("bob", of: "r")
+            let carol = nodes[1].client("carol")
+            try wait("carol online") { carol.isOnline }
+            let alice = try nodes[0].member("alice", of: "r")
             try wait("bob told alice is online") { bob.presence["alice"] == true }
             alice.chat.connection.close()
             try wait("bob told alice is offline") { bob.presence["alice"] == false }
             #expect(!nodes[1].server.clusterOnlineUsers.contains("alice"))
+            #expect(carol.presence.isEmpty, "carol shares nothing with alice: \(carol.presence)")
+        }
+    }
+
+    @Test(
+        "a node's graceful stop announces no one offline: a user who logs in on another node within the grace never was; one who does not is offline after it"
+    )
+    func gracefulStopIsNoOfflineStorm() async throws {
+        try await withNodes(["a", "b"]) { _, nodes in
+            let bob = try nodes[1].member("bob", of: "r")
+            let movers = try ["alice", "amy"].map { try nodes[0].member($0, of: "r") }
+            try wait("bob told both are online") { bob.presence["alice"] == true && bob.presence["amy"] == true }
+            var offline: [String] = []
+            bob.chat.onPresence = { _, change in if !change.isOnline { offline.append(change.user) } }
+            // Told shuttingDown, they would log in on a again (memory links reach a stopped server).
+            for mover in movers { mover.chat.connection.onDisconnect = { connection, _ in connection.close() } }
+            try nodes[0].stop()
+            let alice = nodes[1].client("alice")
+            try wait("alice back, on b") { alice.isOnline }
+            #expect(offline.isEmpty, "announced offline during the stop: \(offline)")
+            // The grace is 600 ms: amy, who did not come back, goes offline after it.
+            try wait("amy offline after the grace") { offline == ["amy"] }
+            _ = try RunLoop.current.run(.default, timeout: .milliseconds(700))
+            #expect(offline == ["amy"], "alice moved, she never went offline")
+            #expect(nodes[1].server.clusterOnlineUsers == ["alice", "bob"])
         }
     }
 
@@ -70,10 +98,11 @@ struct ChatClusterTests {
         try await withNodes(["a"]) { servers, nodes in
             let alice = nodes[0].client("alice")
             try wait("alice online") { alice.isOnline && nodes[0].server.clusterOnlineUsers.contains("alice") }
+            try alice.join("r")
             let late = ChatNodeUnderTest("b", servers: servers)
             defer { late.kill() }
             try wait("the late node ready") { late.isReady }
-            let bob = late.client("bob")
+            let bob = try late.member("bob", of: "r")
             try wait("bob told alice is online") { bob.presence["alice"] == true }
         }
     }
@@ -99,9 +128,8 @@ struct ChatClusterTests {
     @Test("a node killed without leaving: its users go offline on the others within lease and reap interval")
     func killedNode() async throws {
         try await withNodes(["a", "b"]) { _, nodes in
-            let bob = nodes[1].client("bob")
-            try wait("bob online") { bob.isOnline }
-            let alice = nodes[0].client("alice")
+            let bob = try nodes[1].member("bob", of: "r")
+            let alice = try nodes[0].member("alice", of: "r")
             try wait("alice announced") { bob.presence["alice"] == true }
             let killed = RunLoop.current.now
             nodes[0].kill()

@@ -70,6 +70,7 @@ final class ChatNodeUnderTest {
         clusterConfiguration.bus.publishTimeout = .milliseconds(300)
         clusterConfiguration.bus.reconnect = quickReconnect
         clusterConfiguration.sequencer = ConversationSequencer.Configuration(gapDeadline: .milliseconds(200))
+        clusterConfiguration.stopGrace = .milliseconds(600)
         cluster = ChatCluster(server: server, configuration: clusterConfiguration, logger: logger)
         links = MemoryLinkConnector(server: server)
         database.start()
@@ -89,6 +90,23 @@ final class ChatNodeUnderTest {
         configuration.maximumSendAttempts = 1_000
         configuration.backoff = ReconnectBackoff.Policy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(100))
         return TestClient(IMClient(configuration: configuration, connector: links.connector))
+    }
+
+    /// A client of `user` on this node, online and a member of `room` (so in the presence audience of
+    /// the room's other members).
+    func member(_ user: String, of room: String) throws -> TestClient {
+        let client = client(user)
+        try wait("\(user) online") { client.isOnline }
+        try client.join(room)
+        return client
+    }
+
+    /// Stopped gracefully, as `chat-node` stops: the server shuts down, then the node leaves.
+    func stop() throws {
+        var stopped = false
+        server.shutdown { [cluster] in cluster.leave { stopped = true } }
+        try wait("node \(id) stopped") { stopped }
+        database.close()
     }
 
     /// Gone as if killed: sessions reset, nothing said to Redis (its lease lapses), connections closed.

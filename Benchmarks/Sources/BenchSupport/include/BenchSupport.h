@@ -35,5 +35,7 @@ long bs_read1(int fd);
 void bs_close(int fd);
 /// Bytes the process's malloc has handed out and not taken back (glibc's mallinfo2: uordblks + hblkhd).
 size_t bs_heap_in_use(void);
+/// Gives the allocator's free memory back to the system (malloc_trim(0)).
+void bs_heap_trim(void);
 
 #endif

@@ -114,6 +114,7 @@ function lost(why) {
   app.closingWhy = null;
   app.ws = null;
   app.online = false;
+  renderOnline();
   app.pending.clear();
   app.answerDeadline = null;
   // Sent but not acknowledged: sent again, same id, after the next login (the node de-duplicates).
@@ -259,10 +260,10 @@ function loginAnswered(code, body) {
   }
   app.online = true;
   app.onlineSince = Date.now();
-  app.maxSendBody = (body.limits && Number(body.limits.maxSendBody)) || DEFAULT_MAX_SEND_BODY;
-  // Who is online comes again right after this answer (a snapshot): what this page knew is dropped.
+  // The snapshot that follows is the whole truth: forget what an earlier session knew.
   app.onlineUsers.clear();
-  $("online").replaceChildren();
+  renderOnline();
+  app.maxSendBody = (body.limits && Number(body.limits.maxSendBody)) || DEFAULT_MAX_SEND_BODY;
   setConnection("online", "online");
   notice(app.everOnline ? "reconnected" : "");
   app.everOnline = true;
@@ -591,9 +592,15 @@ function badge(count) {
   return span;
 }
 
+// Presence comes for contacts only (people who share a room or a conversation), as states: a
+// snapshot after each login, changes after it. While disconnected the list is greyed (setConnection).
 function presence(user, online) {
   if (online) app.onlineUsers.add(user);
   else app.onlineUsers.delete(user);
+  renderOnline();
+}
+
+function renderOnline() {
   const list = $("online");
   list.replaceChildren();
   for (const name of [...app.onlineUsers].sort()) {
@@ -730,7 +737,7 @@ setInterval(tick, 250);
       <input id="dm-user" placeholder="user name" maxlength="32" required>
       <button id="open-dm" type="submit">open</button>
     </form>
-    <h2>online</h2>
+    <h2 title="people you share a room or a conversation with">online contacts</h2>
     <ul id="online"></ul>
   </nav>
   <section id="conversation">

@@ -1,0 +1,91 @@
+public import RunLoopIMCore
+import RunLoopKit
+
+/// Presence: who is online, announced once per loop pass to each user's audience — the sessions of
+/// the users the ``IMServer/applicationHandler`` names (``IMApplicationHandler/presenceAudience(of:on:completion:)``),
+/// so a change or a login costs what the user's contacts cost, not what everyone online does.
+extension IMServer {
+    /// Notes that `user` may have come online or gone offline; announced at the end of the pass.
+    func presenceChanged(_ user: String) {
+        guard presence.note(user) else { return }
+        // The loop's own thread by construction: every session callback runs there.
+        try? loop.performFromLoopThread(inModes: modes, label: "im.server presence") { [weak self] in
+            self?.announcePresence()
+        }
+    }
+
+    /// Announces each user whose presence differs from what was last announced, once, however many
+    /// times it changed in between. A session whose write fails here ends later in this pass or the
+    /// next, and its own change is announced by the next announcement — never from inside this one.
+    /// A server shutting down tells its clients nothing: they are told `shuttingDown`, and their
+    /// users are not gone, only moving (docs/PROTOCOL.md §8).
+    private func announcePresence() {
+        let changes = presence.settle { self.byUser[$0] != nil || self.clusterOnline.contains($0) }
+        for change in changes { onPresenceChange?(self, change.user, change.online) }
+        guard settings.broadcastsPresence, !isShuttingDown, !changes.isEmpty else { return }
+        // Audiences answered at once (the memory and SQLite stores) share one write per session.
+        presenceOutbox = PresenceOutbox()
+        for change in changes {
+            askAudience(of: change.user) { [weak self] audience in self?.tell(presenceOf: change.user, to: audience) }
+        }
+        let outbox = presenceOutbox
+        presenceOutbox = nil
+        outbox?.flush(to: byUser)
+    }
+
+    /// A new session of `user` (or the sessions of a user whose audience changed): who of their
+    /// audience is online now, so they need not wait for changes — at most
+    /// ``Settings/presenceSnapshotLimit`` PRESENCE frames. Users online but not yet announced (this
+    /// pass) come with the announcement.
+    func sendPresenceSnapshot(to sessions: [IMServerSession], of user: String) {
+        guard settings.broadcastsPresence, !sessions.isEmpty else { return }
+        askAudience(of: user) { [weak self] audience in
+            guard let self else { return }
+            let frames = self.presence.snapshot(of: audience, for: user, limit: self.settings.presenceSnapshotLimit)
+            for session in sessions { session.write(frames) }
+        }
+    }
+
+    /// The application changed whom `user` shares a conversation with (a JOIN, here or on another
+    /// node): `user`'s sessions here get a new snapshot, and `user`, when online, is announced to
+    /// their audience again (a state: those who knew already are told again). Loop thread only.
+    public func presenceAudienceChanged(for user: String) {
+        sendPresenceSnapshot(to: byUser[user] ?? [], of: user)
+        guard settings.broadcastsPresence, presence.announced[user] != nil else { return }
+        askAudience(of: user) { [weak self] audience in self?.tell(presenceOf: user, to: audience) }
+    }
+
+    /// A message this server stored: the first of a direct conversation makes its two users each
+    /// other's audience (docs/PROTOCOL.md §8), so each learns the other's presence now, not at their
+    /// next change. A cluster passes on the same for another node's message.
+    public func conversationMayHaveStarted(_ message: IMMessage) {
+        guard message.conversationSeq == 1, case .user = message.recipient else { return }
+        // The sender's snapshot brings the recipient's presence; the announcement, the sender's.
+        presenceAudienceChanged(for: message.from)
+    }
+
+    /// Who is told of `user`: the application's answer, or everyone when there is no application.
+    private func askAudience(of user: String, _ then: @escaping (IMPresenceAudience) -> Void) {
+        guard let applicationHandler else { return then(.everyone) }
+        callStore({ applicationHandler.presenceAudience(of: user, on: self, completion: $0) }, then: then)
+    }
+
+    /// Writes `user`'s presence as last announced — not as it was when the audience was asked: an
+    /// answer that comes late must not undo a later change — to the audience's sessions here.
+    private func tell(presenceOf user: String, to audience: IMPresenceAudience) {
+        guard !isShuttingDown else { return }
+        let frame = presence.frame(of: user)
+        switch audience {
+        case .everyone where presenceOutbox != nil:
+            presenceOutbox?.addForEveryone(frame, of: user)
+        case .everyone:
+            for (other, sessions) in byUser where other != user {
+                for session in sessions { session.write(frame) }
+            }
+        case .users(let users):
+            for session in users.flatMap({ $0 == user ? [] : byUser[$0] ?? [] }) {
+                if presenceOutbox != nil { presenceOutbox?.add(frame, for: session) } else { session.write(frame) }
+            }
+        }
+    }
+}

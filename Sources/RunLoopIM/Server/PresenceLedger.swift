@@ -1,0 +1,93 @@
+import RunLoopIMCore
+
+/// What the server announced of each user's presence, and who may have changed since: the decisions
+/// behind IMServer+Presence, with no sessions or loop in them.
+struct PresenceLedger {
+    /// The PRESENCE "online" frame of each user announced online, encoded once for every snapshot.
+    private(set) var announced: [String: IMFrame] = [:]
+    /// Users noted since the last announcement, in the order they were first noted.
+    private var noted: [String] = []
+    private var isNoted: Set<String> = []
+
+    /// Notes that `user` may have come online or gone offline. Returns whether it is the first note
+    /// since the last announcement: then one must be scheduled.
+    mutating func note(_ user: String) -> Bool {
+        let isFirst = noted.isEmpty
+        if isNoted.insert(user).inserted { noted.append(user) }
+        return isFirst
+    }
+
+    /// The announcement: each noted user whose state now (`isOnline`) differs from the one last
+    /// announced, however many times it changed in between, in the order noted. They count as
+    /// announced from here on.
+    mutating func settle(isOnline: (String) -> Bool) -> [(user: String, online: Bool)] {
+        let users = noted
+        noted.removeAll()
+        isNoted.removeAll()
+        var changes: [(user: String, online: Bool)] = []
+        for user in users {
+            let online = isOnline(user)
+            guard online != (announced[user] != nil) else { continue }
+            announced[user] = online ? Self.frame(user, online: true) : nil
+            changes.append((user, online))
+        }
+        return changes
+    }
+
+    /// The frame that states `user`'s presence as last announced.
+    func frame(of user: String) -> IMFrame { announced[user] ?? Self.frame(user, online: false) }
+
+    /// What a new session of `user` is told first: the users of `audience` announced online (not
+    /// `user`), at most `limit` of them.
+    func snapshot(of audience: IMPresenceAudience, for user: String, limit: Int) -> [IMFrame] {
+        switch audience {
+        case .everyone: return Array(announced.lazy.filter { $0.key != user }.map(\.value).prefix(limit))
+        case .users(let users): return Array(users.lazy.filter { $0 != user }.compactMap { announced[$0] }.prefix(limit))
+        }
+    }
+
+    static func frame(_ user: String, online: Bool) -> IMFrame {
+        var notice = IMPresenceNotice()
+        notice.user = user
+        notice.online = online
+        return IMFrame(command: .presence, serial: 0, message: notice)
+    }
+}
+
+/// The frames one announcement owes each session, so each session gets them in one write however
+/// many users changed in the pass. Frames for everyone are kept once, not once per session.
+struct PresenceOutbox {
+    private var frames: [ObjectIdentifier: [IMFrame]] = [:]
+    private var sessions: [IMServerSession] = []
+    private var forEveryone: [IMFrame] = []
+    /// Where each user's own frame is in ``forEveryone``: their sessions are not told of themselves.
+    private var position: [String: Int] = [:]
+
+    mutating func add(_ frame: IMFrame, for session: IMServerSession) {
+        let id = ObjectIdentifier(session)
+        if frames[id] == nil { sessions.append(session) }
+        frames[id, default: []].append(frame)
+    }
+
+    /// `user`'s frame for every logged-in session but the user's own.
+    mutating func addForEveryone(_ frame: IMFrame, of user: String) {
+        position[user] = forEveryone.count
+        forEveryone.append(frame)
+    }
+
+    /// Writes what each session of `sessionsByUser` is owed, one write each.
+    func flush(to sessionsByUser: [String: [IMServerSession]]) {
+        var written: Set<ObjectIdentifier> = []
+        if !forEveryone.isEmpty {
+            for (user, userSessions) in sessionsByUser {
+                let theirs = position[user].map { Array(forEveryone[..<$0] + forEveryone[($0 + 1)...]) } ?? forEveryone
+                for session in userSessions {
+                    let id = ObjectIdentifier(session)
+                    written.insert(id)
+                    session.write((frames[id] ?? []) + theirs)
+                }
+            }
+        }
+        for session in sessions where !written.contains(ObjectIdentifier(session)) { session.write(frames[ObjectIdentifier(session)] ?? []) }
+    }
+}
