@@ -33,6 +33,8 @@ public final class Crowd {
     public private(set) var online = 0
     /// Members that have been online at least once.
     private var wasOnline: [Bool] = []
+    /// Members ``giveUpOnPending()`` closed: their ends are not failures.
+    private var givenUp: [Bool] = []
     public private(set) var loginRetries = 0
     /// Disconnects other than a login refused for now (none expected while measuring).
     public private(set) var disconnects = 0
@@ -69,6 +71,7 @@ public final class Crowd {
         clients.append(nil)
         heartbeats.append(HeartbeatCounters())
         wasOnline.append(false)
+        givenUp.append(false)
         waiting[node].append(index)
         return index
     }
@@ -88,6 +91,7 @@ public final class Crowd {
         let pending = waiting.reduce(0) { $0 + $1.count } + loggingIn.reduce(0, +)
         waiting = Array(repeating: [], count: ports.count)
         for (index, client) in clients.enumerated() where !wasOnline[index] {
+            givenUp[index] = true
             client?.close()
         }
         return pending
@@ -123,13 +127,14 @@ public final class Crowd {
                 loggingIn[member.node] -= 1
                 onFirstOnline?(index, chat)
                 openWhileLoginsAllow(member.node)
-            case .closed(let reason):
+            case .closed(let reason) where !givenUp[index]:
                 note("\(member.user) closed: \(reason)")
             default:
                 break
             }
         }
         client.onDisconnect = { [unowned self] _, reason in
+            guard !givenUp[index] else { return }
             if reason.isLoginRefusedForNow {
                 loginRetries += 1
                 return
