@@ -214,7 +214,9 @@ run_traffic() {
     shift 3
     local out="$work/results/$system.$workload.$run.txt"
     echo "$system run $run: $workload" >&2
-    timeout 600 "$bench" traffic --ports "$ports" --pids "$node_pids" ${service_pids:+--service-pids "$service_pids"} \
+    # --foreground: the driver stays in this script's process group, so Ctrl-C ends it too and the
+    # exit trap runs at once (timeout would otherwise shield it in a group of its own).
+    timeout --foreground 600 "$bench" traffic --ports "$ports" --pids "$node_pids" ${service_pids:+--service-pids "$service_pids"} \
         --label "$workload$run" "$@" >"$out" 2>&1 || {
         status=1
         echo "$system run $run: $workload FAILED:" >&2
