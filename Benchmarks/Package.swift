@@ -5,6 +5,14 @@ import PackageDescription
 
 let benchmarkPlugin: [Target.PluginUsage] = [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
 
+/// The RunLoopKit modules an IM client needs: what the chat-node drivers (fan-out, idle, cluster) share.
+let imClientModules: [Target.Dependency] = ["RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore"].map {
+    .product(name: $0, package: "RunLoopKit")
+}
+/// What a driver of chat-node clients links: the chat protocol too, and the shared helpers.
+let chatClientDriver: [Target.Dependency] =
+    imClientModules + [.product(name: "RunLoopChat", package: "RunLoopKit"), "BenchSupport", "ChatBenchKit"]
+
 let package = Package(
     name: "RunLoopKitBenchmarks",
     platforms: [.macOS(.v15)],
@@ -28,6 +36,13 @@ let package = Package(
         .target(
             name: "LibeventBaseline",
             linkerSettings: [.linkedLibrary("event_core")]
+        ),
+        // What the chat-node drivers share: a crowd of chat clients logging in as the node's limits
+        // allow, the timed payload, /proc figures of another process, the open-file limit, a frame link
+        // that counts heartbeats.
+        .target(
+            name: "ChatBenchKit",
+            dependencies: imClientModules + [.product(name: "RunLoopChat", package: "RunLoopKit")]
         ),
         // One RunLoopKit workload outside the harness, for callgrind, perf and strace.
         .executableTarget(
@@ -56,14 +71,7 @@ let package = Package(
         // CPU while idle (Scripts/im-idle.sh). Not a harness benchmark: it measures a process.
         .executableTarget(
             name: "im-idle",
-            dependencies: [
-                .product(name: "RunLoopKit", package: "RunLoopKit"),
-                .product(name: "RunLoopNet", package: "RunLoopKit"),
-                .product(name: "RunLoopIM", package: "RunLoopKit"),
-                .product(name: "RunLoopIMCore", package: "RunLoopKit"),
-                .product(name: "RunLoopChat", package: "RunLoopKit"),
-                "BenchSupport"
-            ],
+            dependencies: chatClientDriver,
             path: "Sources/IMIdleProfile"
         ),
         // Messages per second through one chat node (one room, N clients, fan-out), delivery latency and
@@ -71,15 +79,16 @@ let package = Package(
         // Not a harness benchmark: the node is another process, measured through /proc.
         .executableTarget(
             name: "fanout-bench",
-            dependencies: [
-                .product(name: "RunLoopKit", package: "RunLoopKit"),
-                .product(name: "RunLoopNet", package: "RunLoopKit"),
-                .product(name: "RunLoopIM", package: "RunLoopKit"),
-                .product(name: "RunLoopIMCore", package: "RunLoopKit"),
-                .product(name: "RunLoopChat", package: "RunLoopKit"),
-                "BenchSupport"
-            ],
+            dependencies: chatClientDriver,
             path: "Sources/FanoutBench"
+        ),
+        // Chat nodes in a cluster (PostgreSQL + Redis) beside one node on SQLite: SEND→DELIVER latency
+        // across nodes, a 1,000-member room's deliveries per second, and idle heartbeating connections
+        // held by several nodes (Scripts/cluster.sh). The nodes are other processes, measured through /proc.
+        .executableTarget(
+            name: "cluster-bench",
+            dependencies: chatClientDriver,
+            path: "Sources/ClusterBench"
         ),
         .executableTarget(
             name: "RunLoopKitBench",

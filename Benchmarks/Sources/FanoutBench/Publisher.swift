@@ -1,4 +1,5 @@
 import BenchSupport
+import ChatBenchKit
 import RunLoopChat
 import RunLoopIM
 import RunLoopIMCore

@@ -9,6 +9,7 @@
 // Prints `fanout.<figure> <value>` lines for Scripts/fanout_table.py. Loopback only; it ends by itself
 // (ready timeout, then the fan-out timeout) and exits without logging out.
 import BenchSupport
+import ChatBenchKit
 import Glibc
 import RunLoopKit
 

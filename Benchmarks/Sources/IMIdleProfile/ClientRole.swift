@@ -1,4 +1,5 @@
 import BenchSupport
+import ChatBenchKit
 import RunLoopIM
 import RunLoopIMCore
 import RunLoopKit

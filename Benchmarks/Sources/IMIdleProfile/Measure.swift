@@ -36,22 +36,6 @@ enum Measure {
         return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
     }
 
-    /// Raises the open-file limit to at least `wanted` descriptors if this process may (root may raise
-    /// the hard limit), otherwise the soft limit to the hard one. Returns the soft limit in force.
-    @discardableResult
-    static func raiseFileLimit(wanted: Int) -> Int {
-        var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return -1 }
-        if Int(limit.rlim_max) < wanted {
-            var raised = rlimit(rlim_cur: rlim_t(wanted), rlim_max: rlim_t(wanted))
-            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { return wanted }
-        }
-        limit.rlim_cur = limit.rlim_max
-        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-        _ = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-        return Int(limit.rlim_cur)
-    }
-
     /// Writes everything printed so far (stdout is a pipe under the script, so it is block-buffered).
     static func flush() { fflush(nil) }
 }

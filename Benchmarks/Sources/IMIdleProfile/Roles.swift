@@ -1,10 +1,11 @@
 import BenchSupport
+import ChatBenchKit
 import Glibc
 
 /// `im-idle server`: listens, says its port, measures once every client is online, then serves on
 /// until the clients' process has gone (at most 60 s more), so their window never sees it stop.
 func runServer(_ options: Options) -> Int32 {
-    let files = Measure.raiseFileLimit(wanted: options.count + 64)
+    let files = FileLimit.raise(wanted: options.count + 64)
     let role: ServerRole
     do {
         role = try ServerRole(options: options)
@@ -33,7 +34,7 @@ func runServer(_ options: Options) -> Int32 {
 
 /// `im-idle clients`: connects, measures, exits (the kernel closes every connection).
 func runClients(_ options: Options) -> Int32 {
-    Measure.raiseFileLimit(wanted: options.count + 64)
+    FileLimit.raise(wanted: options.count + 64)
     let role = ClientRole(options: options)
     let finished = role.run(port: options.port)
     Table.clients(role.report, options)
@@ -62,7 +63,7 @@ func runBoth(_ options: Options) -> Int32 {
     // Two descriptors per connection here (both ends), plus the listener and each loop's own. A
     // hard limit too low for that (20,000 is common; raising it needs CAP_SYS_RESOURCE) caps the
     // count rather than failing accepts half-way.
-    let files = Measure.raiseFileLimit(wanted: 2 * options.count + 128)
+    let files = FileLimit.raise(wanted: 2 * options.count + 128)
     let fitting = (files - 128) / 2
     if fitting < options.count {
         print("im-idle: the open-file limit (\(files)) allows \(fitting) connections in one process, not \(options.count): measuring \(fitting)")
