@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 
-/// A throw-away Redis server for one test: `redis-server` in a temporary directory, reachable only
+/// A throw-away Redis server for one test (or the cluster demo): `redis-server` in a temporary directory, reachable only
 /// through the unix socket there (`--port 0`: no TCP port, so tests never collide, and a system Redis
 /// on 6379 does not matter), with no persistence and `DEBUG` enabled (tests make it sleep). It starts
 /// in milliseconds. Killed and deleted when released.
@@ -61,6 +61,14 @@ public final class RedisServer: @unchecked Sendable {
     public func restart() throws {
         kill()
         try launch()
+    }
+
+    /// Runs one command through `redis-cli` (installed with `redis-server`) on a connection of its
+    /// own and waits for its answer: for faults the server must cause itself (`CLIENT KILL`,
+    /// `DEBUG SLEEP`). Blocks the calling thread for as long as the command takes.
+    public func command(_ arguments: [String]) throws -> CommandResult {
+        let client = URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("redis-cli").path
+        return try runCommand([client, "-s", socketPath] + arguments)
     }
 
     deinit {
