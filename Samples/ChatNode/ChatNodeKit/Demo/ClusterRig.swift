@@ -131,7 +131,7 @@ final class ClusterRig {
         let log = "\(directory)/\(id).log"
         let seconds = Double(settings.lease.components.seconds) + Double(settings.lease.components.attoseconds) / 1e18
         let arguments = [
-            "serve", "--postgres", postgres.url, "--redis", "unix://\(redis.socketPath)", "--port", "0", "--no-http", "--node-id", id,
+            "serve", "--postgres", Self.durable(postgres), "--redis", "unix://\(redis.socketPath)", "--port", "0", "--no-http", "--node-id", id,
             "--lease-seconds", "\(seconds)", "--scrypt-cost", "4", "--log-level", "warning"
         ]
         let process: ServerProcess
@@ -142,6 +142,14 @@ final class ClusterRig {
         }
         nodes.append(Node(id: id, port: process.port, log: log, process: process))
         pacing.narrator(id)("chat-node serve: listening on 127.0.0.1:\(process.port), pid \(process.process.processIdentifier)")
+    }
+
+    /// The server's URL with commits synchronous for the nodes: the throw-away server trades
+    /// durability for speed (`synchronous_commit = off`), and `pg_ctl stop -m immediate` would then
+    /// take the last acknowledged messages with it — a loss of the test server's making, which would
+    /// hide the nodes' own.
+    private static func durable(_ postgres: PostgresServer) -> String {
+        postgres.url + "&options=-c%20synchronous_commit%3Don"
     }
 
     private func addClient(_ user: User) throws {
@@ -275,6 +283,10 @@ final class ClusterRig {
         guard !isTornDown else { return }
         isTornDown = true
         for index in cast.indices { try? cast.on(index) { $0.client.close() } }
+        // Their goodbyes, briefly (not after a Ctrl-C: the wait ends at once).
+        _ = try? pacing.wait(upTo: .seconds(2)) {
+            try self.cast.all { if case .closed = $0.client.state { true } else { false } }
+        }
         cast.stop()
         for index in nodes.indices { killNode(index) }
         redis = nil
