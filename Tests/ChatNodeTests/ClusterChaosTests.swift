@@ -78,6 +78,23 @@ struct ClusterChaosTests {
         }
     }
 
+    @Test("a node cut from Redis for 10 s (its relay drops everything, connections stay open), then restored: nothing lost")
+    func nodeCutFromRedis() async throws {
+        let outcome = try await chaos(relayedNode: 2) { rig, notes in
+            let cut = DemoClock.now()
+            try rig.cutFromRedis(true)
+            let id = rig.nodes[2].id
+            // The node itself says Redis stopped answering: the cut is real, not a relay that kept passing.
+            if try rig.pacing.wait(upTo: .seconds(10), until: { rig.log(of: id).contains("timed out") }) {
+                notes.durations["node noticed the cut after"] = DemoClock.now() - cut
+            }
+            try rig.pacing.pause(.seconds(10) - (DemoClock.now() - cut))
+            try rig.cutFromRedis(false)
+            try rig.pacing.pause(.seconds(3))
+        }
+        #expect(outcome.notes.durations["node noticed the cut after"] != nil, "the cut node never logged a Redis timeout\n\(outcome.log)")
+    }
+
     @Test("PostgreSQL stopped with pg_ctl stop -m immediate for 3 s, then started: SENDs resent, nothing lost")
     func postgresStopped() async throws {
         let outcome = try await chaos { rig, notes in
@@ -113,16 +130,17 @@ private struct ChaosNotes: Sendable {
 /// shown once to each recipient, none unsettled, none failed.
 @discardableResult
 private func chaos(
-    extraUsers: [ClusterRig.User] = [], _ fault: @escaping @Sendable (ClusterRig, inout ChaosNotes) throws -> Void
+    extraUsers: [ClusterRig.User] = [], relayedNode: Int? = nil, _ fault: @escaping @Sendable (ClusterRig, inout ChaosNotes) throws -> Void
 ) async throws -> ChaosOutcome {
     let lines = Lines()
     let outcome: ChaosOutcome = try await withCheckedThrowingContinuation { continuation in
         JoinableThread.detach {
             continuation.resume(
                 with: Result {
-                    let settings = ClusterRig.Settings(
+                    var settings = ClusterRig.Settings(
                         nodeExecutable: ChatNodeBinary.path,
                         users: ClusterRig.Settings.spread(["alice", "bob", "carol", "dave", "erin", "frank"], over: 3) + extraUsers)
+                    settings.relayedNode = relayedNode
                     let rig = ClusterRig(settings: settings, pacing: DemoPacing(output: { lines.append($0) }, stepLimit: .seconds(60)))
                     defer { rig.tearDown() }
                     var notes = ChaosNotes()

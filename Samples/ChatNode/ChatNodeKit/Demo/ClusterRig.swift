@@ -40,6 +40,9 @@ final class ClusterRig {
         /// for a node busy on a loaded machine to refresh it (every second).
         static let defaultLease: Duration = .seconds(3)
         var chatInterval: Duration = .milliseconds(200)
+        /// The node (an index) that reaches Redis over TCP through a relay that can go silent
+        /// (``ClusterRig/cutFromRedis(_:)``) instead of the unix socket; `nil`: none.
+        var relayedNode: Int?
 
         init(nodeExecutable: String, users: [User]) {
             self.nodeExecutable = nodeExecutable
@@ -91,6 +94,8 @@ final class ClusterRig {
     private(set) var postgres: PostgresServer?
     private(set) var redis: RedisServer?
     private(set) var nodes: [Node] = []
+    /// The relay of ``Settings/relayedNode`` to Redis, on a loop of its own.
+    private var relay: (host: HostedLoop, link: LoopBound<FaultyLink>, port: UInt16)?
     /// Which node each client uses; read on that client's loop (its connector runs there).
     private var rotations: [NodeRotation] = []
     /// The nodes' logs.
@@ -112,9 +117,14 @@ final class ClusterRig {
         let postgres = try PostgresServer.startBlocking()
         self.postgres = postgres
         narrate("PostgreSQL started (throw-away, unix socket in \(postgres.socketDirectory))")
-        let redis = try RedisServer.start()
+        let redis = try RedisServer.start(tcp: settings.relayedNode != nil)
         self.redis = redis
         narrate("Redis started (throw-away, \(redis.socketPath))")
+        if settings.relayedNode != nil {
+            let host = HostedLoop(name: "relay")
+            let link = try host.sync { LoopBound(try FaultyLink(targetPort: redis.tcpPort)) }
+            relay = (host, link, try host.sync { link.value.port })
+        }
         let migrate = try runCommand([settings.nodeExecutable, "migrate", "--postgres", postgres.url, "--log-level", "error"])
         guard migrate.status == 0 else { throw ChatDemo.Failure.stuck("chat-node migrate: \(migrate.output)\(migrate.errorOutput)") }
         narrate("chat-node migrate: \(migrate.output.trimmingCharacters(in: .whitespacesAndNewlines))")
@@ -131,7 +141,7 @@ final class ClusterRig {
         let log = "\(directory)/\(id).log"
         let seconds = Double(settings.lease.components.seconds) + Double(settings.lease.components.attoseconds) / 1e18
         let arguments = [
-            "serve", "--postgres", Self.durable(postgres), "--redis", "unix://\(redis.socketPath)", "--port", "0", "--no-http", "--node-id", id,
+            "serve", "--postgres", Self.durable(postgres), "--redis", redisURL(for: index, redis), "--port", "0", "--no-http", "--node-id", id,
             "--lease-seconds", "\(seconds)", "--scrypt-cost", "4", "--log-level", "warning"
         ]
         let process: ServerProcess
@@ -150,6 +160,12 @@ final class ClusterRig {
     /// hide the nodes' own.
     private static func durable(_ postgres: PostgresServer) -> String {
         postgres.url + "&options=-c%20synchronous_commit%3Don"
+    }
+
+    /// The unix socket, or for the relayed node the relay's port.
+    private func redisURL(for index: Int, _ redis: RedisServer) -> String {
+        guard index == settings.relayedNode, let relay else { return "unix://\(redis.socketPath)" }
+        return "redis://127.0.0.1:\(relay.port)"
     }
 
     private func addClient(_ user: User) throws {
@@ -215,6 +231,13 @@ final class ClusterRig {
         return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// Makes the relayed node's path to Redis drop everything both ways (`true`: as a firewall's DROP
+    /// would, connections stay open, nothing passes) or pass again.
+    func cutFromRedis(_ cut: Bool) throws {
+        guard let relay else { return }
+        try relay.host.sync { relay.link.value.isSilent = cut }
+    }
+
     /// `pg_ctl stop -m immediate`: every backend ends at once, nothing is checkpointed.
     func stopPostgres() {
         postgres?.stop()
@@ -272,7 +295,12 @@ final class ClusterRig {
 
     /// The nodes' logs, for a failure to print.
     var logs: String {
-        nodes.map { "== \($0.id)\n\(Self.read($0.log))" }.joined(separator: "\n")
+        nodes.map { "== \($0.id)\n\(log(of: $0.id))" }.joined(separator: "\n")
+    }
+
+    /// What node `id` logged so far (warnings and worse).
+    func log(of id: String) -> String {
+        nodes.first { $0.id == id }.map { Self.read($0.log) } ?? ""
     }
 
     // MARK: Ending
@@ -289,6 +317,10 @@ final class ClusterRig {
         }
         cast.stop()
         for index in nodes.indices { killNode(index) }
+        if let relay {
+            try? relay.host.sync { relay.link.value.close() }
+            relay.host.stop()
+        }
         redis = nil
         postgres = nil
         try? FileManager.default.removeItem(atPath: directory)
