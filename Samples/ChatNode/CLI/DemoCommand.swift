@@ -8,7 +8,7 @@ struct Demo: ParsableCommand {
         abstract: "A node and three clients chat while the node crashes and a link goes silent; ends with a count (about 25 s).",
         discussion: """
             With --cluster: a throw-away PostgreSQL and Redis, three `chat-node serve` processes and six clients; \
-            a node is killed, Redis restarts, PostgreSQL stops for a while; ends with the same count (about 30 s). \
+            a node is killed, Redis restarts, PostgreSQL stops for a while; ends with the same count (about 25 s). \
             Needs PostgreSQL and redis-server installed (Scripts/setup.sh --cluster).
             """)
 

@@ -48,7 +48,7 @@ public enum ClusterDemo {
         }
     }
 
-    /// Runs the demo (about 30 seconds) and returns its counts. Call from a thread that is not one of
+    /// Runs the demo (about 25 seconds) and returns its counts. Call from a thread that is not one of
     /// the demo's loops (the command's main thread).
     public static func run(_ options: Options) throws -> Summary {
         let pacing = DemoPacing(output: options.output, stepLimit: options.stepLimit, isInterrupted: options.isInterrupted)
