@@ -88,8 +88,15 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            // Throw-away PostgreSQL and Redis servers, server processes and commands: what the tests
+            // start and what `chat-node demo --cluster` starts too, so no Testing or XCTest in it.
+            name: "ThrowawayServers",
+            dependencies: ["RunLoopKit"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "RunLoopTesting",
-            dependencies: ["RunLoopKit", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["RunLoopKit", "ThrowawayServers", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -300,6 +307,7 @@ let package = Package(
                 "RunLoopIMWebSocket",
                 "RunLoopChat",
                 "RunLoopPostgres", "RunLoopChatPostgres", "RunLoopRedis", "RunLoopChatCluster", "CLibpq", "RunLoopTLS",
+                "ThrowawayServers",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Samples/ChatNode/ChatNodeKit",
@@ -315,7 +323,7 @@ let package = Package(
                 "RunLoopIMSQLite",
                 "RunLoopKit",
                 "RunLoopNet",
-                "RunLoopPostgres", "RunLoopChatPostgres", "RunLoopRedis", "RunLoopTLS",
+                "RunLoopPostgres", "RunLoopChatPostgres", "RunLoopRedis", "RunLoopChatCluster", "RunLoopTLS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -8,7 +8,8 @@
 # with the protobuf runtime (the outside-client test) and Playwright (which drives that Chromium; it downloads
 # no browser). With --fanout, also what Benchmarks/Scripts/fanout.sh runs beside the chat node: the mosquitto
 # broker and its C clients (the script starts its own broker on a port of its own; a system one the package
-# may start on 1883 does not matter) and python3-venv (its paho-mqtt venv). The flags combine.
+# may start on 1883 does not matter) and python3-venv (its paho-mqtt venv). With --cluster, the PostgreSQL and
+# Redis servers `chat-node demo --cluster` (Scripts/cluster-demo.sh) starts throw-away copies of. The flags combine.
 # Idempotent: installs only what is missing. Works as root or through sudo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +25,8 @@ for flag in "$@"; do
       packages+=(redis-server postgresql iproute2 openssl python3 python3-venv chromium)
       ;;
     --fanout) packages+=(mosquitto mosquitto-clients python3-venv) ;;
-    *) echo "usage: Scripts/setup.sh [--tests] [--fanout]" >&2; exit 2 ;;
+    --cluster) packages+=(redis-server postgresql) ;;
+    *) echo "usage: Scripts/setup.sh [--tests] [--fanout] [--cluster]" >&2; exit 2 ;;
   esac
 done
 

@@ -3,6 +3,7 @@ import ChatNodeKit
 import Glibc
 import Logging
 import RunLoopChat
+import RunLoopChatCluster
 import RunLoopChatPostgres
 import RunLoopIMCore
 import RunLoopIMSQLite
@@ -109,6 +110,14 @@ struct Serve: ParsableCommand {
     @Option(help: "This node's name in its cluster, unique among the live nodes (default: HOST-PID-RANDOM).")
     var nodeID: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Seconds a cluster node's lease in Redis lasts without a refresh (default 10).",
+            discussion:
+                "A dead node's users go offline on the other nodes about this long after it died; it is refreshed every third of it. Shorter for demos and tests, never shorter than Redis's worst pause."
+        ))
+    var leaseSeconds: Double?
+
     @Flag(inversion: .prefixedNo, help: "Create an account at the first login of an unknown name.")
     var registration = true
 
@@ -148,6 +157,7 @@ struct Serve: ParsableCommand {
             // The web port does not speak TLS yet: its page and WebSocket would carry LOGIN in clear.
             throw ValidationError("--tls-cert secures the IM port only: add --no-http")
         }
+        guard leaseSeconds.map({ $0 >= 0.1 && $0 <= 3600 }) != false else { throw ValidationError("--lease-seconds must be 0.1...3600") }
     }
 
     /// `--redis`, else `CHAT_NODE_REDIS`.
@@ -174,6 +184,7 @@ struct Serve: ParsableCommand {
         var configuration = ChatNode.Configuration(storage: try storage.storage())
         configuration.redis = try redisConfiguration()
         if let nodeID { configuration.nodeID = nodeID }
+        if let leaseSeconds { configuration.lease = NodeLeasePolicy(ttl: .milliseconds(Int64(leaseSeconds * 1000))) }
         configuration.host = host
         configuration.port = port
         configuration.httpPort = noHttp ? nil : httpPort

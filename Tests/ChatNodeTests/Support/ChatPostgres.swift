@@ -20,7 +20,7 @@ struct ChatPostgres: Sendable {
     }
 
     /// The superuser over the socket, as `chat-node --postgres` takes it.
-    var url: String { "postgresql://\(server.user)@/\(server.database)?host=\(server.socketDirectory)" }
+    var url: String { server.url }
 
     /// The superuser over the socket; commits synchronous, so a confirmed commit outlives a stop.
     var configuration: PostgresConfiguration {

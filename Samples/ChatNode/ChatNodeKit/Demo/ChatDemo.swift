@@ -31,15 +31,15 @@ public enum ChatDemo {
 
     /// What the demo counted.
     public struct Summary: Sendable, CustomStringConvertible {
-        public var sent = 0
-        public var delivered = 0
-        public var failed = 0
-        public var unsettled = 0
-        public var expectedDeliveries = 0
-        public var receivedDeliveries = 0
-        public var lost = 0
-        public var duplicatesShown = 0
-        public var duplicatesDropped = 0
+        /// What became of each message.
+        public var messages = DeliveryTally()
+        public var sent: Int { messages.sent }
+        public var delivered: Int { messages.acknowledged }
+        public var failed: Int { messages.failed }
+        public var expectedDeliveries: Int { messages.expectedDeliveries }
+        public var receivedDeliveries: Int { messages.receivedDeliveries }
+        public var lost: Int { messages.lost }
+        public var duplicatesShown: Int { messages.duplicatesShown }
         public var reconnects: [String: Int] = [:]
         public var crashNoticed: [String: Duration] = [:]
         public var backAfterRestart: [String: Duration] = [:]
@@ -57,21 +57,13 @@ public enum ChatDemo {
         }
 
         /// Every message delivered exactly once or reported failed; none left hanging.
-        public var isClean: Bool { lost == 0 && duplicatesShown == 0 && unsettled == 0 }
+        public var isClean: Bool { messages.isClean }
 
         public var description: String {
             func seconds(_ value: Duration?) -> String { value.map { formatDemoSeconds($0) } ?? "—" }
             let names = reconnects.keys.sorted()
             return """
-                messages sent              \(sent)
-                  acknowledged (stored)    \(delivered)
-                  failed                   \(failed)
-                  unsettled                \(unsettled)
-                deliveries expected        \(expectedDeliveries)   (each acknowledged message × its recipients)
-                  received                 \(receivedDeliveries)
-                  lost                     \(lost)
-                  duplicates shown         \(duplicatesShown)
-                  duplicates dropped       \(duplicatesDropped)   (resent by the node, de-duplicated by id)
+                \(messages)
                 reconnects                 \(names.map { "\($0) \(reconnects[$0] ?? 0)" }.joined(separator: ", "))
                 node crash noticed after   \(names.map { "\($0) \(seconds(crashNoticed[$0]))" }.joined(separator: ", "))
                 back after the restart     \(names.map { "\($0) \(seconds(backAfterRestart[$0]))" }.joined(separator: ", "))
@@ -85,9 +77,12 @@ public enum ChatDemo {
 
     public enum Failure: Error, CustomStringConvertible {
         case stuck(String)
+        /// Ctrl-C (or SIGTERM): the demo stopped early and cleaned up.
+        case interrupted
         public var description: String {
             switch self {
             case .stuck(let what): return "the demo got stuck: \(what)"
+            case .interrupted: return "the demo was interrupted"
             }
         }
     }

@@ -10,7 +10,8 @@ import RunLoopKit
 /// The demo's script, run on the calling (main) thread; every actor lives on its own ``HostedLoop``.
 final class DemoScript {
     private let options: ChatDemo.Options
-    private let started = DemoClock.now()
+    private let pacing: DemoPacing
+    private var started: LoopInstant { pacing.started }
     private let databasePath = "/tmp/chat-node-demo-\(getpid()).db"
     private var nodeHost: HostedLoop?
     private var node: LoopBound<ChatNode>?
@@ -20,49 +21,48 @@ final class DemoScript {
     private var webPort: UInt16 = 0
     private let linkHost = HostedLoop(name: "link")
     private var link: LoopBound<FaultyLink>?
-    private var people: [(host: HostedLoop, person: LoopBound<DemoParticipant>)] = []
+    private let people = DemoCast()
     private var markers: [(at: LoopInstant, label: String)] = []
 
     init(_ options: ChatDemo.Options) {
         self.options = options
+        pacing = DemoPacing(output: options.output, stepLimit: options.stepLimit)
     }
 
     func play() throws -> ChatDemo.Summary {
         var summary = ChatDemo.Summary()
-        section("A chat node and three clients, each on a run loop of its own thread")
+        pacing.section("A chat node and three clients, each on a run loop of its own thread")
         try startNode(port: 0)
         let port = self.port
         link = try linkHost.sync { LoopBound(try FaultyLink(targetPort: port)) }
         let linkPort = try linkHost.sync { [link] in link!.value.port }
         for (name, target) in [("alice", port), ("bob", port), ("carol", linkPort)] {
-            let host = HostedLoop(name: name)
-            let narrate = narrator(name)
-            let person = try host.sync { LoopBound(DemoParticipant(name: name, port: target, narrate: narrate)) }
-            people.append((host, person))
+            let narrate = pacing.narrator(name)
+            try people.add(name) { DemoParticipant(name: name, port: target, narrate: narrate) }
         }
-        note("carol reaches the node through a link that can go silent (a relay on its own loop)")
-        try waitUntil("everyone online") { try self.all { $0.isOnline } }
+        pacing.note("carol reaches the node through a link that can go silent (a relay on its own loop)")
+        try pacing.waitUntil("everyone online") { try self.all { $0.isOnline } }
         for index in people.indices { try on(index) { $0.join("lobby") } }
-        try pause(.milliseconds(300))
+        try pacing.pause(.milliseconds(300))
 
-        section("Chatting")
+        pacing.section("Chatting")
         try on(0) { try $0.say("hello lobby", to: .room("lobby")) }
         try on(1) { try $0.say("hi alice!", to: .room("lobby")) }
         try on(2) { try $0.say("carol here", to: .room("lobby")) }
         try on(0) { try $0.say("carol, a private word", to: .user("carol")) }
         try settle()
 
-        section("The node crashes: every connection reset, back in \(formatDemoSeconds(options.downtime))")
+        pacing.section("The node crashes: every connection reset, back in \(formatDemoSeconds(options.downtime))")
         try on(0) { try $0.say("sent just before the crash", to: .room("lobby")) }
         let crash = mark("node crash")
         try crashNode()
-        try waitUntil("clients notice the crash") { try self.all { !$0.isOnline } }
+        try pacing.waitUntil("clients notice the crash") { try self.all { !$0.isOnline } }
         try on(0) { try $0.say("anyone there?", to: .room("lobby")) }
         try on(1) { try $0.say("bob to carol, while the node is down", to: .user("carol")) }
-        try pause(options.downtime)
+        try pacing.pause(options.downtime)
         let restart = mark("node restarted")
         try startNode(port: port)
-        try waitUntil("everyone back online") { try self.all { $0.isOnline } }
+        try pacing.waitUntil("everyone back online") { try self.all { $0.isOnline } }
         try settle()
         for (index, name) in ["alice", "bob", "carol"].enumerated() {
             let (noticed, back) = try on(index) { person -> (LoopInstant?, LoopInstant?) in
@@ -72,25 +72,25 @@ final class DemoScript {
             summary.backAfterRestart[name] = back.map { $0 - restart }
         }
 
-        section("carol's link goes silent for \(formatDemoSeconds(options.silence)): TCP stays open, nothing passes")
+        pacing.section("carol's link goes silent for \(formatDemoSeconds(options.silence)): TCP stays open, nothing passes")
         let silence = mark("carol's link silent")
         try linkHost.sync { [link] in link!.value.isSilent = true }
         try on(2) { try $0.say("carol writes into the silence (no ack will come)", to: .room("lobby")) }
         try on(0) { try $0.say("carol, are you there?", to: .user("carol")) }
         try on(1) { try $0.say("lobby news carol will get later", to: .room("lobby")) }
-        try waitUntil("carol notices the silence") { try self.on(2) { $0.disconnects.contains { $0.at >= silence } } }
+        try pacing.waitUntil("carol notices the silence") { try self.on(2) { $0.disconnects.contains { $0.at >= silence } } }
         summary.silenceNoticed = try on(2) { $0.disconnects.first { $0.at >= silence }?.at }.map { $0 - silence }
         try on(2) { try $0.say("carol writes while reconnecting", to: .room("lobby")) }
-        try pause(options.silence - (DemoClock.now() - silence))
+        try pacing.pause(options.silence - (DemoClock.now() - silence))
         let healed = mark("carol's link back")
         try linkHost.sync { [link] in link!.value.isSilent = false }
-        try waitUntil("carol back online") { try self.on(2) { $0.onlineAt.contains { $0 >= healed } } }
+        try pacing.waitUntil("carol back online") { try self.on(2) { $0.onlineAt.contains { $0 >= healed } } }
         summary.backAfterSilence = try on(2) { $0.onlineAt.first { $0 >= healed } }.map { $0 - healed }
         try settle()
 
-        section("Logging out")
+        pacing.section("Logging out")
         for index in people.indices { try on(index) { $0.client.close() } }
-        try waitUntil("everyone closed") { try self.all { if case .closed = $0.client.state { return true } else { return false } } }
+        try pacing.waitUntil("everyone closed") { try self.all { if case .closed = $0.client.state { return true } else { return false } } }
         try count(into: &summary)
         summary.duration = DemoClock.now() - started
         if let path = options.timelinePath { try writeTimeline(to: path) }
@@ -98,7 +98,7 @@ final class DemoScript {
     }
 
     func tearDown() {
-        for (host, _) in people { host.stop() }
+        people.stop()
         try? linkHost.sync { [link] in link?.value.close() }
         linkHost.stop()
         if let nodeHost {
@@ -116,7 +116,7 @@ final class DemoScript {
         configuration.port = port
         configuration.httpPort = webPort
         configuration.passwordHasher = PasswordHasher(rounds: 1 << 12)
-        let narrate = narrator("node")
+        let narrate = pacing.narrator("node")
         let recorder = ActivityRecorder()
         let started = try host.sync { () throws -> LoopBound<ChatNode> in
             recorder.attach(to: RunLoop.current)
@@ -133,9 +133,9 @@ final class DemoScript {
         nodeHost = host
         node = started
         nodeRecorders.append(recorder)
-        guard let page else { return narrator("node")("listening on 127.0.0.1:\(self.port)") }
-        if port != 0 { return narrator("node")("listening again on 127.0.0.1:\(self.port); an open page reconnects by itself") }
-        narrator("node")(
+        guard let page else { return pacing.narrator("node")("listening on 127.0.0.1:\(self.port)") }
+        if port != 0 { return pacing.narrator("node")("listening again on 127.0.0.1:\(self.port); an open page reconnects by itself") }
+        pacing.narrator("node")(
             "listening on 127.0.0.1:\(self.port); page \(page) — to watch, open it now and log in with any new name and password: "
                 + "a throw-away node on a random port, gone with its accounts when the demo ends")
     }
@@ -155,40 +155,9 @@ final class DemoScript {
     // MARK: Counting
 
     private func count(into summary: inout ChatDemo.Summary) throws {
-        let names = ["alice", "bob", "carol"]
-        var received: [String: [(from: String, id: String)]] = [:]
-        for (index, name) in names.enumerated() {
-            let (got, dropped, reconnects) = try on(index) { person in
-                (person.received.map { ($0.from, $0.id) }, person.client.duplicatesDropped, max(0, person.onlineAt.count - 1))
-            }
-            received[name] = got
-            summary.duplicatesDropped += dropped
-            summary.reconnects[name] = reconnects
-        }
-        for (index, name) in names.enumerated() {
-            let sent = try on(index) { $0.sent }
-            for (id, entry) in sent {
-                summary.sent += 1
-                switch entry.final {
-                case .stored?:
-                    summary.delivered += 1
-                    let recipients: [String]
-                    switch entry.to {
-                    case .room: recipients = names.filter { $0 != name }
-                    case .user(let user): recipients = [user]
-                    }
-                    for recipient in recipients {
-                        summary.expectedDeliveries += 1
-                        let copies = received[recipient]?.filter { $0.from == name && $0.id == id }.count ?? 0
-                        if copies == 0 { summary.lost += 1 }
-                        summary.receivedDeliveries += min(copies, 1)
-                        summary.duplicatesShown += max(0, copies - 1)
-                    }
-                case .failed?: summary.failed += 1
-                default: summary.unsettled += 1
-                }
-            }
-        }
+        let names = people.names
+        for (index, name) in names.enumerated() { summary.reconnects[name] = try on(index) { max(0, $0.onlineAt.count - 1) } }
+        summary.messages = DeliveryTally(records: try people.records()) { _ in names }
     }
 
     // MARK: Timeline
@@ -211,22 +180,20 @@ final class DemoScript {
     // MARK: Helpers
 
     private func on<T>(_ index: Int, _ body: @escaping (DemoParticipant) throws -> T) throws -> T {
-        let (host, person) = people[index]
-        return try host.sync { try body(person.value) }
+        try people.on(index, body)
     }
 
     private func all(_ condition: @escaping (DemoParticipant) -> Bool) throws -> Bool {
-        try people.indices.allSatisfy { index in try on(index) { condition($0) } }
+        try people.all(condition)
     }
 
     /// Waits until every own message of everyone is settled and every acknowledged one has reached each
     /// of its recipients — deliveries trail acknowledgements, by more than any fixed pause on a loaded
     /// machine. A delivery still missing after the step limit stays missing: the summary counts it lost.
     private func settle() throws {
-        try waitUntil("every message settled") { try self.all { $0.unsettled == 0 } }
-        let end = DemoClock.now() + options.stepLimit
-        while DemoClock.now() < end, try missingDeliveries() > 0 { usleep(10_000) }
-        try pause(.milliseconds(100))  // let the last deliveries print
+        try pacing.waitUntil("every message settled") { try self.all { $0.unsettled == 0 } }
+        _ = try pacing.wait(upTo: options.stepLimit) { try missingDeliveries() == 0 }
+        try pacing.pause(.milliseconds(100))  // let the last deliveries print
     }
 
     private func missingDeliveries() throws -> Int {
@@ -235,43 +202,10 @@ final class DemoScript {
         return probe.lost
     }
 
-    private func waitUntil(_ what: String, _ condition: () throws -> Bool) throws {
-        let end = DemoClock.now() + options.stepLimit
-        while try !condition() {
-            guard DemoClock.now() < end else { throw ChatDemo.Failure.stuck(what) }
-            usleep(10_000)
-        }
-    }
-
-    private func pause(_ duration: Duration) throws {
-        guard duration > .zero else { return }
-        let end = DemoClock.now() + duration
-        while DemoClock.now() < end { usleep(10_000) }
-    }
-
     private func mark(_ label: String) -> LoopInstant {
         let now = DemoClock.now()
         markers.append((now, label))
         return now
-    }
-
-    private func section(_ title: String) {
-        options.output("")
-        options.output("== \(title)")
-    }
-
-    private func note(_ text: String) {
-        options.output("   \(text)")
-    }
-
-    private func narrator(_ who: String) -> (String) -> Void {
-        let output = options.output
-        let started = self.started
-        return { line in
-            let elapsed = formatDemoSeconds(DemoClock.now() - started)
-            let padded = String(repeating: " ", count: max(0, 8 - elapsed.count)) + elapsed
-            output("\(padded)  \(who.padding(toLength: 5, withPad: " ", startingAt: 0))  \(line)")
-        }
     }
 }
 

@@ -1,12 +1,13 @@
 import RunLoopKit
 import RunLoopNet
 
-/// A TCP relay between clients and the node that can go silent: while ``isSilent`` it keeps every
-/// connection open and accepts new ones but drops all bytes both ways — a blackholed path, as a lift
-/// or a dead NAT mapping looks to the endpoints. TCP itself notices nothing; only the IM heartbeat
-/// and ping-pong can.
+/// A TCP relay that can go silent — between clients and the node in the demo, between a node and
+/// Redis in the cluster's chaos test: while ``isSilent`` it keeps every connection open and accepts
+/// new ones but drops all bytes both ways — a blackholed path, as a lift or a dead NAT mapping (or a
+/// firewall's DROP) looks to the endpoints. TCP itself notices nothing; only heartbeats, ping-pong
+/// and command timeouts can.
 ///
-/// Loop thread only (a ``HostedLoop`` of its own in the demo).
+/// Loop thread only (a ``HostedLoop`` of its own in the demo and the cluster's rig).
 final class FaultyLink {
     // Internal: the demo and the chaos test (through @testable) use it; it is a test device, not an API.
     private let listener: TCPListener

@@ -1,9 +1,9 @@
 import Foundation
 import Glibc
 
-/// A throw-away Redis server for one test: `redis-server` in a temporary directory, reachable only
-/// through the unix socket there (`--port 0`: no TCP port, so tests never collide, and a system Redis
-/// on 6379 does not matter), with no persistence and `DEBUG` enabled (tests make it sleep). It starts
+/// A throw-away Redis server for one test (or the cluster demo): `redis-server` in a temporary directory, reachable
+/// through the unix socket there (and a free TCP port of 127.0.0.1 only when asked: tests never collide,
+/// and a system Redis on 6379 does not matter), with no persistence and `DEBUG` enabled (tests make it sleep). It starts
 /// in milliseconds. Killed and deleted when released.
 ///
 /// Without `redis-server` installed, ``start()`` throws ``Failure/notInstalled`` with a message that
@@ -26,6 +26,9 @@ public final class RedisServer: @unchecked Sendable {
 
     /// The server's unix socket: what a connection's host is.
     public let socketPath: String
+    /// The TCP port it also listens on at 127.0.0.1, when started with `tcp` (else 0: none). For a
+    /// client that must reach it through a relay, which speaks TCP.
+    public let tcpPort: UInt16
     /// The server's log, for a failing test to print.
     public var log: String { (try? String(contentsOfFile: directory + "/redis.log", encoding: .utf8)) ?? "" }
 
@@ -33,18 +36,24 @@ public final class RedisServer: @unchecked Sendable {
     private let executable: String
     private var process: Process?
 
-    private init(directory: String, executable: String) {
+    private init(directory: String, executable: String, tcpPort: UInt16) {
         self.directory = directory
         self.executable = executable
+        self.tcpPort = tcpPort
         socketPath = directory + "/redis.sock"
     }
 
     /// Starts a server in a new temporary directory and blocks until it accepts connections.
     public static func start() throws -> RedisServer {
+        try start(tcp: false)
+    }
+
+    /// ``start()``, listening on a free TCP port of 127.0.0.1 too (``tcpPort``) if `tcp`.
+    public static func start(tcp: Bool) throws -> RedisServer {
         guard let executable = installedServer() else { throw Failure.notInstalled }
         let directory = temporaryPath("redis")
         guard mkdir(directory, 0o700) == 0 else { throw Failure.didNotStart("mkdir \(directory): \(String(cString: strerror(errno)))") }
-        let server = RedisServer(directory: directory, executable: executable)
+        let server = RedisServer(directory: directory, executable: executable, tcpPort: tcp ? try freeTCPPort() : 0)
         try server.launch()
         return server
     }
@@ -63,6 +72,14 @@ public final class RedisServer: @unchecked Sendable {
         try launch()
     }
 
+    /// Runs one command through `redis-cli` (installed with `redis-server`) on a connection of its
+    /// own and waits for its answer: for faults the server must cause itself (`CLIENT KILL`,
+    /// `DEBUG SLEEP`). Blocks the calling thread for as long as the command takes.
+    public func command(_ arguments: [String]) throws -> CommandResult {
+        let client = URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("redis-cli").path
+        return try runCommand([client, "-s", socketPath] + arguments)
+    }
+
     deinit {
         kill()
         try? FileManager.default.removeItem(atPath: directory)
@@ -72,7 +89,7 @@ public final class RedisServer: @unchecked Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = [
-            "--port", "0", "--unixsocket", socketPath, "--unixsocketperm", "700", "--dir", directory,
+            "--port", "\(tcpPort)", "--bind", "127.0.0.1", "--unixsocket", socketPath, "--unixsocketperm", "700", "--dir", directory,
             "--logfile", directory + "/redis.log", "--save", "", "--appendonly", "no", "--daemonize", "no",
             "--enable-debug-command", "yes"
         ]
@@ -102,6 +119,22 @@ public final class RedisServer: @unchecked Sendable {
         return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0 }
         }
+    }
+
+    /// A port of 127.0.0.1 the kernel just handed out and nobody holds (it hands out the others first).
+    private static func freeTCPPort() throws -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Failure.didNotStart("socket: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw Failure.didNotStart("bind: \(String(cString: strerror(errno)))") }
+        return UInt16(bigEndian: address.sin_port)
     }
 
     private static func installedServer() -> String? {

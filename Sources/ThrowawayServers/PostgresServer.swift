@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import RunLoopKit
 
-/// A throw-away PostgreSQL server for one test: its own data directory in a temporary directory,
+/// A throw-away PostgreSQL server for one test (or the cluster demo): its own data directory in a temporary directory,
 /// reachable only through a unix socket there (no TCP port, so tests never collide), tuned for speed
 /// over durability (`fsync`, `synchronous_commit` and `full_page_writes` off). Stopped and deleted
 /// when released.
@@ -39,6 +39,8 @@ public final class PostgresServer: @unchecked Sendable {
     public let user = "postgres"
     /// The database that always exists.
     public let database = "postgres"
+    /// The superuser over the socket as a libpq URI (what `chat-node --postgres` takes).
+    public var url: String { "postgresql://\(user)@/\(database)?host=\(socketDirectory)" }
     /// The server's log, for a failing test to print.
     public var log: String { (try? String(contentsOfFile: directory + "/server.log", encoding: .utf8)) ?? "" }
 

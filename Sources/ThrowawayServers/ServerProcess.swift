@@ -1,9 +1,9 @@
 public import Foundation
 import Glibc
 
-/// A server program started by a test and killed by pid. The program must print `listening on
-/// HOST:PORT` on its standard output once it accepts connections; ``port`` is read from that line.
-/// For a program of the package under test, ``builtProductPath(_:)`` says where SwiftPM put it.
+/// A server program started by a test (or by `chat-node demo --cluster`) and killed by pid. The
+/// program must print `listening on HOST:PORT` on its standard output once it accepts connections;
+/// ``port`` is read from that line.
 ///
 /// `@unchecked Sendable`: it is immutable but for Foundation's `Process`, which is safe to signal and
 /// wait on from any thread (and Swift 6.3's region checker crashed on a local variable of this type).
@@ -15,10 +15,12 @@ public final class ServerProcess: @unchecked Sendable {
 
     public enum Failure: Error, CustomStringConvertible {
         case binaryMissing(String)
+        case cannotWriteLog(String)
         case noPort(String)
         public var description: String {
             switch self {
             case .binaryMissing(let path): return "\(path) not found or not executable"
+            case .cannotWriteLog(let path): return "cannot write \(path)"
             case .noPort(let line): return "the server did not report its port (got: \(line))"
             }
         }
@@ -27,7 +29,9 @@ public final class ServerProcess: @unchecked Sendable {
     /// Starts the program at `executable` with `arguments` and waits until it reports its port.
     /// - Parameter softDescriptorLimit: starts it with this soft RLIMIT_NOFILE (the hard one as the
     ///   test process has it), through `/bin/sh -c 'ulimit -Sn N && exec …'`.
-    public init(executable path: String, _ arguments: [String], softDescriptorLimit: Int? = nil) throws {
+    /// - Parameter errorLog: a file its standard error goes to (created or truncated) instead of this
+    ///   process's: a demo that narrates keeps the servers' logs out of its story.
+    public init(executable path: String, _ arguments: [String], softDescriptorLimit: Int? = nil, errorLog: String? = nil) throws {
         guard FileManager.default.isExecutableFile(atPath: path) else { throw Failure.binaryMissing(path) }
         if let softDescriptorLimit {
             process.executableURL = URL(fileURLWithPath: "/bin/sh")
@@ -37,6 +41,12 @@ public final class ServerProcess: @unchecked Sendable {
             process.arguments = arguments
         }
         process.standardOutput = output
+        if let errorLog {
+            guard FileManager.default.createFile(atPath: errorLog, contents: nil), let log = FileHandle(forWritingAtPath: errorLog) else {
+                throw Failure.cannotWriteLog(errorLog)
+            }
+            process.standardError = log
+        }
         try process.run()
         var line = ""
         let handle = output.fileHandleForReading
@@ -69,14 +79,4 @@ public final class ServerProcess: @unchecked Sendable {
     deinit {
         if process.isRunning { kill() }
     }
-}
-
-/// Where SwiftPM put the product `name` of the package under test: beside the test bundle, as
-/// `swift build` and `swift test` build every product of the package into the same folder.
-public func builtProductPath(_ name: String) -> String {
-    let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-    var directory = bundle.deletingLastPathComponent()
-    // On Linux the test runner is `<build>/debug/<Package>PackageTests.xctest`.
-    if directory.lastPathComponent.hasSuffix(".xctest") { directory = directory.deletingLastPathComponent() }
-    return directory.appendingPathComponent(name).path
 }
