@@ -48,11 +48,12 @@ struct NodePresenceFaultTests {
 
             try #require(try loop.runUntil(in: others, timeout: patience) { b.offline == ["ann"] })
 
-            try loop.runUntil(timeout: patience) { a.online.count == 2 && a.epoch != nil }
+            try #require(try loop.runUntil(timeout: patience) { a.online.count == 2 && a.epoch != nil })
+            let epoch = try #require(a.epoch)
             #expect(a.leaseStates.first == .held(epoch: firstEpoch))
-            #expect(a.leaseStates.suffix(2) == [.fenced, .held(epoch: a.epoch!)])
-            #expect(a.epoch! > firstEpoch)
-            #expect(a.changes.last == PresenceChange(online: ["ann"], offline: [], cause: .registered(epoch: a.epoch!)))
+            #expect(a.leaseStates.suffix(2) == [.fenced, .held(epoch: epoch)])
+            #expect(epoch > firstEpoch)
+            #expect(a.changes.last == PresenceChange(online: ["ann"], offline: [], cause: .registered(epoch: epoch)))
             #expect(try observer.totals() == ["ann": "1"])
             #expect(try open("ann", on: a) == .admitted(clusterTotal: 2))
             a.presence.close()
@@ -140,8 +141,8 @@ struct NodePresenceFaultTests {
             try server.restart()
             let observer = try Observer(server)
             try observer.waitForTotals(["ann": "1"])
-            #expect(a.epoch != nil)
-            #expect(a.changes == [PresenceChange(online: ["ann"], offline: [], cause: .registered(epoch: a.epoch!))])
+            let epoch = try #require(a.epoch)
+            #expect(a.changes == [PresenceChange(online: ["ann"], offline: [], cause: .registered(epoch: epoch))])
             a.presence.close()
         }
     }

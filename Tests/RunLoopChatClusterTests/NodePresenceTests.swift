@@ -12,7 +12,8 @@ struct NodePresenceTests {
         try await withCluster(["a", "b"]) { cluster in
             let (observer, a, b) = (cluster.observer, cluster.nodes[0], cluster.nodes[1])
             #expect(a.epoch != b.epoch)
-            #expect(try observer.hash(observer.keys.registry) == ["a": "\(a.epoch!)", "b": "\(b.epoch!)"])
+            let (epochA, epochB) = (try #require(a.epoch), try #require(b.epoch))
+            #expect(try observer.hash(observer.keys.registry) == ["a": "\(epochA)", "b": "\(epochB)"])
 
             #expect(try open("ann", on: a) == .admitted(clusterTotal: 1))
             #expect(try open("ann", on: b) == .admitted(clusterTotal: 2))
@@ -87,12 +88,14 @@ struct NodePresenceTests {
             let again = TestNode("a", server: cluster.server)
             defer { again.presence.close() }
             try join([again])
-            #expect(again.epoch! > firstEpoch)
-            #expect(again.changes == [PresenceChange(online: [], offline: ["ann"], cause: .registered(epoch: again.epoch!))])
+            let againEpoch = try #require(again.epoch)
+            #expect(againEpoch > firstEpoch)
+            #expect(again.changes == [PresenceChange(online: [], offline: ["ann"], cause: .registered(epoch: againEpoch))])
             #expect(try observer.totals() == ["bob": "1"])
             _ = try loop.run(.default, timeout: shortLeases.ttl + shortLeases.reapInterval * 2)
             #expect(b.reaped.isEmpty)
-            #expect(try observer.hash(observer.keys.registry) == ["a": "\(again.epoch!)", "b": "\(b.epoch!)"])
+            let epochB = try #require(b.epoch)
+            #expect(try observer.hash(observer.keys.registry) == ["a": "\(againEpoch)", "b": "\(epochB)"])
         }
     }
 }

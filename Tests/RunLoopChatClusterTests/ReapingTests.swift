@@ -55,7 +55,8 @@ struct ReapingTests {
 
             var answers: [RetireAnswer?] = []
             b.presence.retire("a", epoch: oldEpoch, mode: "reap") { answers.append($0) }
-            b.presence.retire("a", epoch: again.epoch!, mode: "reap") { answers.append($0) }
+            let againEpoch = try #require(again.epoch)
+            b.presence.retire("a", epoch: againEpoch, mode: "reap") { answers.append($0) }
             try loop.runUntil(timeout: patience) { answers.count == 2 }
             #expect(answers.map { $0?.retired } == [false, false])
             #expect(try observer.totals() == ["ann": "1"])
