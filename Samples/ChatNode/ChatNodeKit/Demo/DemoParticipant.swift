@@ -15,6 +15,8 @@ final class DemoParticipant {
     private let chat: ChatClient
     let recorder = ActivityRecorder()
     private let narrate: (String) -> Void
+    /// The stretch from a disconnect to the next login, drawn as a span in the timeline.
+    private var offline: ActivityRecorder.Span?
 
     /// Own messages: id → (recipient, final state if settled).
     private(set) var sent: [String: (to: IMRecipient, final: IMDeliveryState?)] = [:]
@@ -35,14 +37,14 @@ final class DemoParticipant {
         configuration.backoff = ReconnectBackoff.Policy(initialDelay: .milliseconds(300), maximumDelay: .seconds(3))
         var logger = Logger(label: "demo.\(name)")
         logger.logLevel = .critical  // the narration says it all
-        client = IMClient(
-            configuration: configuration, connector: TCPFrameLink.connector(host: "127.0.0.1", port: port, connectTimeout: .seconds(2)),
-            logger: logger)
+        let connector = TCPFrameLink.connector(host: "127.0.0.1", port: port, connectTimeout: .seconds(2))
+        client = IMClient(configuration: configuration, connector: MarkingLink.connector(connector, marking: recorder), logger: logger)
         chat = ChatClient(connection: client)
         recorder.attach(to: client.loop)
         chat.onStateChange = { [weak self] chat, state in
             guard let self else { return }
             if state == .online { self.onlineAt.append(chat.connection.loop.now) }
+            self.markInTimeline(state)
             switch state {
             case .online, .reconnecting, .waitingForNetwork, .closed: self.narrate("* \(state)")
             default: break
@@ -50,6 +52,7 @@ final class DemoParticipant {
         }
         client.onDisconnect = { [weak self] client, reason in
             self?.disconnects.append((client.loop.now, reason))
+            self?.markInTimeline(reason)
             self?.narrate("* disconnected: \(reason)")
         }
         chat.onMessage = { [weak self] _, message in
@@ -86,6 +89,27 @@ final class DemoParticipant {
 
     var isOnline: Bool { client.state == .online }
     var unsettled: Int { sent.values.filter { $0.final == nil }.count }
+
+    private func markInTimeline(_ state: IMConnectionState) {
+        switch state {
+        case .online:
+            recorder.mark(onlineAt.count == 1 ? "connected" : "reconnected", detail: "logged in as \(name)")
+            if let offline { recorder.endSpan(offline) }
+            offline = nil
+        case .reconnecting(let delay, let attempt):
+            recorder.mark("reconnect \(attempt)", detail: "attempt \(attempt) in \(formatDemoSeconds(delay)) (backoff)")
+        default: break
+        }
+    }
+
+    private func markInTimeline(_ reason: IMDisconnectReason) {
+        if case .answerTimeout = reason {
+            recorder.mark("ping timeout", detail: "\(reason)")
+        } else {
+            recorder.mark("disconnected", detail: "\(reason)")
+        }
+        if offline == nil { offline = recorder.beginSpan("offline", detail: "\(name) disconnected: \(reason)") }
+    }
 
     private func label(_ id: String) -> String {
         guard let index = sendOrder.firstIndex(of: id) else { return id }
