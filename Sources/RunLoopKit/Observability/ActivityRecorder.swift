@@ -43,14 +43,7 @@ public final class ActivityRecorder: @unchecked Sendable {
             switch kind {
             case .activity(let activity): return Self.token(for: activity)
             case .callout(let kind, let label):
-                let letter: String
-                switch kind {
-                case .timer: letter = "T"
-                case .source: letter = "S"
-                case .port: letter = "P"
-                case .block: letter = "B"
-                case .observer: letter = "O"
-                }
+                let letter = kind.names.letter
                 return label.map { "\(letter):\($0)" } ?? letter
             }
         }
@@ -294,6 +287,19 @@ public final class ActivityRecorder: @unchecked Sendable {
                 Event(
                     kind: .callout(callout.kind, label: callout.label), mode: callout.mode, time: callout.start, end: nil,
                     iteration: frames.last ?? 0, depth: callout.depth))
+        }
+    }
+}
+
+extension RunLoop.CalloutKind {
+    /// The letter traces write for the kind (T S P B O), and the word a timeline shows for it.
+    var names: (letter: String, word: String) {
+        switch self {
+        case .timer: return ("T", "timer")
+        case .source: return ("S", "source")
+        case .port: return ("P", "I/O")
+        case .block: return ("B", "block")
+        case .observer: return ("O", "observer")
         }
     }
 }

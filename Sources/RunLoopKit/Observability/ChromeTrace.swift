@@ -107,7 +107,7 @@ struct TraceClock {
             let id = #""id":"\#(thread).\#(index)""#
             return [
                 #"{\#(name),"ts":\#(micros(mark.time)),"ph":"b",\#(id)\#(args)}"#,
-                #"{\#(name),"ts":\#(micros(mark.end ?? mark.time)),"ph":"e",\#(id)}"#,
+                #"{\#(name),"ts":\#(micros(mark.end ?? mark.time)),"ph":"e",\#(id)}"#
             ]
         }
     }

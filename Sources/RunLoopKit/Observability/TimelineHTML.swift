@@ -39,7 +39,7 @@ public enum TimelineHTML {
         let longest = summary.longest.map { "[\(jsonString($0.name)),\(microseconds($0.duration))]" } ?? "null"
         let sleeps = lane.sleeps.map { "[\(clock.micros($0.start)),\(clock.micros($0.end)),\(optional($0.wokenBy))]" }
         let callouts = lane.callouts.map {
-            "[\(clock.micros($0.start)),\(clock.micros($0.end)),\"\(kindLetter($0.kind))\",\(jsonString($0.name)),\($0.level)]"
+            "[\(clock.micros($0.start)),\(clock.micros($0.end)),\"\($0.kind.names.letter)\",\(jsonString($0.name)),\($0.level)]"
         }
         let marks = lane.marks.map { mark in
             "[\(clock.micros(mark.time)),\(mark.isSpan ? clock.micros(mark.end ?? mark.time) : "null"),\(jsonString(mark.label)),\(optional(mark.detail))]"
@@ -52,16 +52,6 @@ public enum TimelineHTML {
             "callouts":[\(callouts.joined(separator: ","))],
             "marks":[\(marks.joined(separator: ","))]}
             """
-    }
-
-    private static func kindLetter(_ kind: RunLoop.CalloutKind) -> String {
-        switch kind {
-        case .timer: return "T"
-        case .source: return "S"
-        case .port: return "P"
-        case .block: return "B"
-        case .observer: return "O"
-        }
     }
 
     private static func rounded(_ value: Double) -> String {

@@ -94,14 +94,6 @@ public struct TimelineLane: Sendable {
 
     /// A callout's kind in words, then its label: "timer im.client", "I/O tcp read 45".
     static func name(_ kind: RunLoop.CalloutKind, _ label: String?) -> String {
-        let word: String
-        switch kind {
-        case .timer: word = "timer"
-        case .source: word = "source"
-        case .port: word = "I/O"
-        case .block: word = "block"
-        case .observer: word = "observer"
-        }
-        return label.map { "\(word) \($0)" } ?? word
+        label.map { "\(kind.names.word) \($0)" } ?? kind.names.word
     }
 }

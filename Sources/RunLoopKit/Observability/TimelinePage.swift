@@ -118,7 +118,7 @@ enum TimelinePage {
 
           const step = niceStep(view.end - view.start, plot);
           for (let tick = Math.ceil(view.start / step) * step; tick <= view.end; tick += step) {
-            plotGroup.appendChild(el("line", { x1: x(tick), x2: x(tick), y1: MARKERS, y2: height - AXIS, stroke: "#eee" }));
+            plotGroup.appendChild(el("line", { x1: x(tick), x2: x(tick), y1: MARKERS, y2: height - AXIS, stroke: "#eee", "pointer-events": "none" }));
             svg.appendChild(el("text", { x: x(tick), y: height - 10, "text-anchor": "middle", class: "axis" }, tickLabel(tick, step)));
           }
 
@@ -188,7 +188,7 @@ enum TimelinePage {
               const tip = label + " — at " + at(from) + (detail ? "\n" + detail : "");
               const item = { what: label, lane: lane.name, at: from, detail };
               plotGroup.appendChild(hit(titled(el("path", { d: `M${px - 4},${top + 4} L${px + 4},${top + 4} L${px},${top + 11} Z`, fill: "#c0392b" }), tip), item));
-              plotGroup.appendChild(el("line", { x1: px, x2: px, y1: top + 11, y2: top + laneHeight - 6, stroke: "#c0392b", "stroke-opacity": 0.25 }));
+              plotGroup.appendChild(el("line", { x1: px, x2: px, y1: top + 11, y2: top + laneHeight - 6, stroke: "#c0392b", "stroke-opacity": 0.25, "pointer-events": "none" }));
               labels.push({ px, label, tip, item });
             }
             const frequency = new Map();
@@ -208,7 +208,7 @@ enum TimelinePage {
           for (const [time, label] of data.markers) {
             if (time < view.start || time > view.end) continue;
             const px = x(time);
-            plotGroup.appendChild(el("line", { x1: px, x2: px, y1: 4, y2: height - AXIS, stroke: "#555", "stroke-dasharray": "4 3" }));
+            plotGroup.appendChild(el("line", { x1: px, x2: px, y1: 4, y2: height - AXIS, stroke: "#555", "stroke-dasharray": "4 3", "pointer-events": "none" }));
             if (px > lastLabel) {
               plotGroup.appendChild(hit(titled(el("text", { x: px + 3, y: 13, class: "marker-label" }, label), label + " — at " + at(time)),
                 { what: label, at: time }));
