@@ -1,6 +1,8 @@
+import Foundation
 import Glibc
 import RunLoopIMCore
 import RunLoopKit
+import RunLoopTesting
 import Testing
 
 @testable import ChatNodeKit
@@ -29,7 +31,11 @@ struct ChatDemoTests {
     func demoIsClean() throws {
         let lines = Lines()
         let timeline = "/tmp/chat-node-demo-test-\(getpid()).html"
-        defer { unlink(timeline) }
+        let tracePath = ChatDemo.tracePath(besideTimeline: timeline)
+        defer {
+            unlink(timeline)
+            unlink(tracePath)
+        }
         var options = ChatDemo.Options(timelinePath: timeline) { lines.append($0) }
         options.downtime = .milliseconds(300)
         options.silence = .seconds(3)
@@ -59,7 +65,28 @@ struct ChatDemoTests {
         var buffer = [CChar](repeating: 0, count: 4096)
         let read = fread(&buffer, 1, 4095, file)
         let head = String(decoding: buffer.prefix(read).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        #expect(head.hasPrefix("<!DOCTYPE html>") && head.contains("<svg"))
+        #expect(head.hasPrefix("<!DOCTYPE html>") && head.contains("id=\"timeline-data\""))
+
+        #expect(tracePath == "/tmp/chat-node-demo-test-\(getpid()).trace.json")
+        let trace = try ChromeTraceReading(json: String(contentsOfFile: tracePath, encoding: .utf8))
+        #expect(trace.problems.isEmpty, "\(trace.problems.prefix(5))")
+        #expect(trace.crossingSlices.isEmpty, "\(trace.crossingSlices.prefix(5))")
+        for lane in ["the node", "the node, restarted", "alice's loop", "bob's loop", "carol's loop", "carol's link"] {
+            #expect(trace.thread(named: lane) != nil && trace.thread(named: lane + " · events") != nil, "no lane \(lane)")
+        }
+        func marks(on lane: String) -> Set<String> {
+            let thread = trace.thread(named: lane + " · events")
+            return Set(trace.instants.filter { $0.thread == thread }.map(\.name) + trace.asyncSlices.filter { $0.thread == thread }.map(\.name))
+        }
+        #expect(
+            ["connected", "heartbeat", "SEND", "SEND_ACK", "DELIVER", "reconnect 1", "reconnected", "offline"].allSatisfy(
+                marks(on: "alice's loop").contains), "\(marks(on: "alice's loop"))")
+        #expect(["ping timeout", "link silent"].allSatisfy(marks(on: "carol's loop").contains), "\(marks(on: "carol's loop"))")
+        #expect(marks(on: "the node").isSuperset(of: ["node started", "node down"]) && marks(on: "the node, restarted").contains("node restarted"))
+        let down = try #require(trace.asyncSlices.first { $0.name == "node down" })
+        #expect(down.end - down.start >= 300_000, "the node stays down 0.3 s")
+        let silent = try #require(trace.asyncSlices.first { $0.name == "link silent" && $0.thread == trace.thread(named: "carol's loop · events") })
+        #expect(silent.end - silent.start >= 3_000_000, "the link is silent 3 s")
     }
 }
 

@@ -12,7 +12,7 @@ struct Demo: ParsableCommand {
             Needs PostgreSQL and redis-server installed (Scripts/setup.sh --cluster).
             """)
 
-    @Option(help: "Write the loops' activity during the demo as an HTML timeline to this file.")
+    @Option(help: "Write the loops' activity during the demo as an HTML timeline to this file (and as Chrome-trace JSON beside it, NAME.trace.json).")
     var timeline: String = "chat-node-demo.html"
 
     @Flag(help: "Do not write the timeline.")

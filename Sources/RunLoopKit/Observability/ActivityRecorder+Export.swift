@@ -3,43 +3,13 @@ extension ActivityRecorder {
     ///
     /// Activations (entry to exit) and sleeps (beforeWaiting to afterWaiting) are spans, callouts are
     /// spans inside them — a nested run shows inside the callout that started it — and the other
-    /// activities are instant events. Times are microseconds from the first event.
+    /// activities are instant events, all on thread 1; marks (``mark(_:detail:at:)``, spans) are on
+    /// thread 2. Times are microseconds from the first event. ``ChromeTrace`` writes several loops.
     public func chromeTraceJSON() -> String {
-        let events = self.events
-        guard let origin = events.first?.time else { return #"{"traceEvents":[],"displayTimeUnit":"ms"}"# }
-        func micros(_ instant: LoopInstant) -> String {
-            let nanoseconds = instant.nanoseconds >= origin.nanoseconds ? instant.nanoseconds - origin.nanoseconds : 0
-            return "\(nanoseconds / 1000).\(String(format3(nanoseconds % 1000)))"
-        }
-        var lines: [String] = []
-        var sleepStarts: [Int: LoopInstant] = [:]
-        for event in events {
-            let common = #""pid":1,"tid":1,"ts":\#(micros(event.time))"#
-            let args = #""args":{"mode":\#(jsonString(event.mode.rawValue)),"iteration":\#(event.iteration),"depth":\#(event.depth)}"#
-            switch event.kind {
-            case .activity(.entry):
-                lines.append(#"{"name":\#(jsonString("run \(event.mode.rawValue)")),"cat":"activation","ph":"B",\#(common),\#(args)}"#)
-            case .activity(.exit):
-                lines.append(#"{"name":\#(jsonString("run \(event.mode.rawValue)")),"cat":"activation","ph":"E",\#(common),\#(args)}"#)
-            case .activity(.beforeWaiting):
-                sleepStarts[event.depth] = event.time
-                lines.append(instant(event, common, args))
-            case .activity(.afterWaiting):
-                if let start = sleepStarts.removeValue(forKey: event.depth) {
-                    let duration = event.time - start
-                    lines.append(
-                        #"{"name":"sleep","cat":"wait","ph":"X","pid":1,"tid":1,"ts":\#(micros(start)),"dur":\#(microseconds(duration)),\#(args)}"#)
-                }
-                lines.append(instant(event, common, args))
-            case .activity:
-                lines.append(instant(event, common, args))
-            case .callout(let kind, _):
-                let duration = (event.end ?? event.time) - event.time
-                lines.append(
-                    #"{"name":\#(jsonString(event.token)),"cat":"\#(kind.rawValue)","ph":"X",\#(common),"dur":\#(microseconds(duration)),\#(args)}"#)
-            }
-        }
-        return "{\"traceEvents\":[\n" + lines.joined(separator: ",\n") + "\n],\"displayTimeUnit\":\"ms\"}\n"
+        let events = self.events, marks = self.marks
+        guard let origin = (events.map(\.time) + marks.map(\.time)).min() else { return #"{"traceEvents":[],"displayTimeUnit":"ms"}"# }
+        let clock = TraceClock(origin: origin)
+        return ChromeTrace.document(clock.lines(for: events, thread: 1) + clock.lines(for: marks, thread: 2))
     }
 
     /// What the tokens of a trace mean, as the `#` lines that head a ``timeline()``.
@@ -70,19 +40,6 @@ extension ActivityRecorder {
                 return line
             }.joined(separator: "\n") + "\n"
     }
-
-    private func instant(_ event: Event, _ common: String, _ args: String) -> String {
-        #"{"name":\#(jsonString(event.token)),"cat":"activity","ph":"i","s":"t",\#(common),\#(args)}"#
-    }
-}
-
-private func format3(_ value: UInt64) -> String {
-    value < 10 ? "00\(value)" : value < 100 ? "0\(value)" : "\(value)"
-}
-
-private func microseconds(_ duration: Duration) -> String {
-    let nanoseconds = max(0, duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
-    return "\(nanoseconds / 1000).\(format3(UInt64(nanoseconds % 1000)))"
 }
 
 private func seconds(_ duration: Duration) -> String {

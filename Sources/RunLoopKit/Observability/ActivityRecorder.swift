@@ -43,14 +43,7 @@ public final class ActivityRecorder: @unchecked Sendable {
             switch kind {
             case .activity(let activity): return Self.token(for: activity)
             case .callout(let kind, let label):
-                let letter: String
-                switch kind {
-                case .timer: letter = "T"
-                case .source: letter = "S"
-                case .port: letter = "P"
-                case .block: letter = "B"
-                case .observer: letter = "O"
-                }
+                let letter = kind.names.letter
                 return label.map { "\(letter):\($0)" } ?? letter
             }
         }
@@ -96,8 +89,30 @@ public final class ActivityRecorder: @unchecked Sendable {
         }
     }
 
+    /// A moment or a stretch of time that code marked with a human label — a protocol event
+    /// ("heartbeat", "SEND_ACK"), an outage — drawn on the recording's lane beside what the loop did.
+    public struct Mark: Sendable, Hashable {
+        public let label: String
+        /// More about it, for a details panel or a hover (nil: nothing more).
+        public let detail: String?
+        /// When it happened, or when the span began.
+        public let time: LoopInstant
+        /// When the span ended; nil for an instant, and for a span not yet ended.
+        public internal(set) var end: LoopInstant?
+        /// Whether it is a span (``ActivityRecorder/beginSpan(_:detail:at:)``), not an instant.
+        public let isSpan: Bool
+    }
+
+    /// A span begun with ``ActivityRecorder/beginSpan(_:detail:at:)``, to hand to ``ActivityRecorder/endSpan(_:at:)``.
+    public struct Span: Sendable, Hashable {
+        fileprivate let index: Int
+        fileprivate let generation: Int
+    }
+
     private let lock = Lock()
     private var recorded: [Event] = []
+    private var labelled: [Mark] = []
+    private var generation = 0  // counts resets: a span begun before one is not ended after it
     private var frames: [Int] = []  // iteration counter per running activation
     private var openCallouts: [Int] = []  // indices of callouts that have begun and not returned
     private var observers: [RunLoopObserver] = []
@@ -155,12 +170,55 @@ public final class ActivityRecorder: @unchecked Sendable {
         callouts?.invalidate()
     }
 
-    /// Forgets what was recorded (keeps recording).
+    /// Forgets what was recorded, marks too (keeps recording). A span begun before stays unended.
     public func reset() {
         locked {
             recorded.removeAll()
             openCallouts.removeAll()
+            labelled.removeAll()
+            generation += 1
         }
+    }
+
+    // MARK: marks
+
+    /// Marks an instant with a human label, say a protocol event as it happens.
+    ///
+    /// Call it from the loop's thread with no `time` (the attached loop's clock says now), or from any
+    /// thread with a `time` on that same clock.
+    public func mark(_ label: String, detail: String? = nil, at time: LoopInstant? = nil) {
+        let instant = time ?? now()
+        locked { labelled.append(Mark(label: label, detail: detail, time: instant, end: nil, isSpan: false)) }
+    }
+
+    /// Begins a labelled stretch of time (an outage, a wait); ``endSpan(_:at:)`` ends it. Threads and
+    /// times as for ``mark(_:detail:at:)``.
+    @discardableResult
+    public func beginSpan(_ label: String, detail: String? = nil, at time: LoopInstant? = nil) -> Span {
+        let instant = time ?? now()
+        return locked {
+            labelled.append(Mark(label: label, detail: detail, time: instant, end: nil, isSpan: true))
+            return Span(index: labelled.count - 1, generation: generation)
+        }
+    }
+
+    /// Ends a span; one ended before, or forgotten by ``reset()``, is left as it is.
+    public func endSpan(_ span: Span, at time: LoopInstant? = nil) {
+        let instant = time ?? now()
+        locked {
+            guard span.generation == generation, span.index < labelled.count, labelled[span.index].end == nil else { return }
+            labelled[span.index].end = max(instant, labelled[span.index].time)
+        }
+    }
+
+    /// Every mark and span, in the order they were made.
+    public var marks: [Mark] { locked { labelled } }
+
+    /// The attached loop's now; a recorder never attached has no clock and uses the time of what it
+    /// recorded last.
+    private func now() -> LoopInstant {
+        if let loop = locked({ loop }) { return loop.now }
+        return locked { labelled.last?.time ?? recorded.last?.time ?? LoopInstant(nanoseconds: 0) }
     }
 
     /// Everything recorded, in order.
@@ -229,6 +287,19 @@ public final class ActivityRecorder: @unchecked Sendable {
                 Event(
                     kind: .callout(callout.kind, label: callout.label), mode: callout.mode, time: callout.start, end: nil,
                     iteration: frames.last ?? 0, depth: callout.depth))
+        }
+    }
+}
+
+extension RunLoop.CalloutKind {
+    /// The letter traces write for the kind (T S P B O), and the word a timeline shows for it.
+    var names: (letter: String, word: String) {
+        switch self {
+        case .timer: return ("T", "timer")
+        case .source: return ("S", "source")
+        case .port: return ("P", "I/O")
+        case .block: return ("B", "block")
+        case .observer: return ("O", "observer")
         }
     }
 }

@@ -10,7 +10,8 @@ import RunLoopKit
 /// count that says nothing was lost or duplicated.
 public enum ChatDemo {
     public struct Options: Sendable {
-        /// Where to write the loops' activity as a self-contained HTML timeline (nil: none).
+        /// Where to write the loops' activity as a self-contained HTML timeline (nil: none); the same
+        /// run goes as Chrome-trace JSON to ``ChatDemo/tracePath(besideTimeline:)``.
         public var timelinePath: String?
         /// Where the narration goes (a line at a time, from any thread).
         public var output: @Sendable (String) -> Void
@@ -93,6 +94,14 @@ public enum ChatDemo {
         let script = DemoScript(options)
         defer { script.tearDown() }
         return try script.play()
+    }
+}
+
+extension ChatDemo {
+    /// Where the Chrome-trace JSON of a run goes, beside its timeline page: `NAME.trace.json` for
+    /// `NAME.html` (or for any other name, `NAME.trace.json` appended).
+    public static func tracePath(besideTimeline path: String) -> String {
+        (path.hasSuffix(".html") ? String(path.dropLast(5)) : path) + ".trace.json"
     }
 }
 

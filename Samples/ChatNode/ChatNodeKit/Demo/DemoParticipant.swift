@@ -15,6 +15,8 @@ final class DemoParticipant {
     private let chat: ChatClient
     let recorder = ActivityRecorder()
     private let narrate: (String) -> Void
+    /// The stretch from a disconnect to the next login, drawn as a span in the timeline.
+    private var offline: ActivityRecorder.Span?
 
     /// How often an idle participant sends a heartbeat, and how long anything it sends may wait for
     /// its answer: together they bound how soon a silent link is noticed (the summary says so).
@@ -67,7 +69,7 @@ final class DemoParticipant {
         configuration.maximumSendAttempts = maximumSendAttempts
         var logger = Logger(label: "demo.\(name)")
         logger.logLevel = .critical  // the narration says it all
-        client = IMClient(configuration: configuration, connector: connector, logger: logger)
+        client = IMClient(configuration: configuration, connector: MarkingLink.connector(connector, marking: recorder), logger: logger)
         chat = ChatClient(connection: client)
         recorder.attach(to: client.loop)
         chat.onStateChange = { [weak self] chat, state in
@@ -75,6 +77,7 @@ final class DemoParticipant {
             if state == .online { self.onlineAt.append(chat.connection.loop.now) }
             if case .connecting = state { self.loggedIn = false }
             if state == .online { self.loggedIn = true }
+            self.markInTimeline(state)
             switch state {
             case .online, .reconnecting, .waitingForNetwork, .closed: self.narrate("* \(state)")
             default: break
@@ -83,6 +86,7 @@ final class DemoParticipant {
         client.onDisconnect = { [weak self] client, reason in
             guard let self else { return }
             self.disconnects.append((client.loop.now, reason))
+            self.markInTimeline(reason)
             self.narrate(self.loggedIn ? "* disconnected: \(reason)" : "* did not reach the node: \(Self.beforeLogin(reason))")
         }
         chat.onMessage = { [weak self] _, message in
@@ -162,6 +166,27 @@ final class DemoParticipant {
         texts[id] = text
         sentAt[id] = client.loop.now
         sendOrder.append(id)
+    }
+
+    private func markInTimeline(_ state: IMConnectionState) {
+        switch state {
+        case .online:
+            recorder.mark(onlineAt.count == 1 ? "connected" : "reconnected", detail: "logged in as \(name)")
+            if let offline { recorder.endSpan(offline) }
+            offline = nil
+        case .reconnecting(let delay, let attempt):
+            recorder.mark("reconnect \(attempt)", detail: "attempt \(attempt) in \(formatDemoSeconds(delay)) (backoff)")
+        default: break
+        }
+    }
+
+    private func markInTimeline(_ reason: IMDisconnectReason) {
+        if case .answerTimeout = reason {
+            recorder.mark("ping timeout", detail: "\(reason)")
+        } else {
+            recorder.mark("disconnected", detail: "\(reason)")
+        }
+        if offline == nil { offline = recorder.beginSpan("offline", detail: "\(name) disconnected: \(reason)") }
     }
 
     private func label(_ id: String) -> String {

@@ -20,6 +20,7 @@ final class DemoScript {
     /// The page's port: any free one at the first start, the same one after the crash.
     private var webPort: UInt16 = 0
     private let linkHost = HostedLoop(name: "link")
+    private let linkRecorder = ActivityRecorder()
     private var link: LoopBound<FaultyLink>?
     private let people = DemoCast()
     private var markers: [(at: LoopInstant, label: String)] = []
@@ -34,7 +35,10 @@ final class DemoScript {
         pacing.section("A chat node and three clients, each on a run loop of its own thread")
         try startNode(port: 0)
         let port = self.port
-        link = try linkHost.sync { LoopBound(try FaultyLink(targetPort: port)) }
+        link = try linkHost.sync { [linkRecorder] in
+            linkRecorder.attach(to: RunLoop.current)
+            return LoopBound(try FaultyLink(targetPort: port))
+        }
         let linkPort = try linkHost.sync { [link] in link!.value.port }
         for (name, target) in [("alice", port), ("bob", port), ("carol", linkPort)] {
             let narrate = pacing.narrator(name)
@@ -55,12 +59,15 @@ final class DemoScript {
         pacing.section("The node crashes: every connection reset, back in \(formatDemoSeconds(options.downtime))")
         try on(0) { try $0.say("sent just before the crash", to: .room("lobby")) }
         let crash = mark("node crash")
+        let crashed = nodeRecorders.last
+        let down = crashed?.beginSpan("node down", detail: "crashed: every connection reset", at: crash)
         try crashNode()
         try pacing.waitUntil("clients notice the crash") { try self.all { !$0.isOnline } }
         try on(0) { try $0.say("anyone there?", to: .room("lobby")) }
         try on(1) { try $0.say("bob to carol, while the node is down", to: .user("carol")) }
         try pacing.pause(options.downtime)
         let restart = mark("node restarted")
+        if let down { crashed?.endSpan(down, at: restart) }
         try startNode(port: port)
         try pacing.waitUntil("everyone back online") { try self.all { $0.isOnline } }
         try settle()
@@ -74,6 +81,7 @@ final class DemoScript {
 
         pacing.section("carol's link goes silent for \(formatDemoSeconds(options.silence)): TCP stays open, nothing passes")
         let silence = mark("carol's link silent")
+        let silent = try silenceSpans(at: silence)
         try linkHost.sync { [link] in link!.value.isSilent = true }
         try on(2) { try $0.say("carol writes into the silence (no ack will come)", to: .room("lobby")) }
         try on(0) { try $0.say("carol, are you there?", to: .user("carol")) }
@@ -83,6 +91,7 @@ final class DemoScript {
         try on(2) { try $0.say("carol writes while reconnecting", to: .room("lobby")) }
         try pacing.pause(options.silence - (DemoClock.now() - silence))
         let healed = mark("carol's link back")
+        for (recorder, span) in silent { recorder.endSpan(span, at: healed) }
         try linkHost.sync { [link] in link!.value.isSilent = false }
         try pacing.waitUntil("carol back online") { try self.on(2) { $0.onlineAt.contains { $0 >= healed } } }
         summary.backAfterSilence = try on(2) { $0.onlineAt.first { $0 >= healed } }.map { $0 - healed }
@@ -120,6 +129,7 @@ final class DemoScript {
         let recorder = ActivityRecorder()
         let started = try host.sync { () throws -> LoopBound<ChatNode> in
             recorder.attach(to: RunLoop.current)
+            recorder.mark(port == 0 ? "node started" : "node restarted", detail: "a fresh node on its own loop")
             var logger = Logger(label: "chat-node")
             logger.logLevel = .critical
             let node = try ChatNode(configuration: configuration, logger: logger)
@@ -162,19 +172,34 @@ final class DemoScript {
 
     // MARK: Timeline
 
+    /// Carol's silence as a span on her loop's lane and on the link's, from `start` until it heals.
+    private func silenceSpans(at start: LoopInstant) throws -> [(ActivityRecorder, ActivityRecorder.Span)] {
+        let carol = try on(2) { $0.recorder }
+        let detail = "the link drops every byte both ways; TCP stays open"
+        return [carol, linkRecorder].map { ($0, $0.beginSpan("link silent", detail: detail, at: start)) }
+    }
+
+    /// The timeline as a page and, beside it, as Chrome-trace JSON (`NAME.trace.json` for `NAME.html`)
+    /// for Perfetto.
     private func writeTimeline(to path: String) throws {
-        var lanes: [(String, ActivityRecorder)] = []
-        for (index, recorder) in nodeRecorders.enumerated() { lanes.append((index == 0 ? "node" : "node (restarted)", recorder)) }
+        var lanes: [(name: String, recorder: ActivityRecorder)] = []
+        for (index, recorder) in nodeRecorders.enumerated() { lanes.append((index == 0 ? "the node" : "the node, restarted", recorder)) }
         for (index, name) in ["alice", "bob", "carol"].enumerated() {
-            lanes.append((name, try on(index) { $0.recorder }))
+            lanes.append(("\(name)'s loop", try on(index) { $0.recorder }))
         }
-        let html = TimelineHTML.render(
-            title: "chat-node demo: the run loops at work", lanes: lanes, markers: markers,
-            hiding: [HostedLoop.probeLabel])
+        lanes.append(("carol's link", linkRecorder))
+        let title = "chat-node demo: the run loops at work"
+        let hiding: Set<String> = [HostedLoop.probeLabel]
+        let tracePath = ChatDemo.tracePath(besideTimeline: path)
+        try write(TimelineHTML.render(title: title, lanes: lanes, markers: markers, hiding: hiding), to: path)
+        try write(ChromeTrace.render(title: title, lanes: lanes, markers: markers, hiding: hiding), to: tracePath)
+        options.output("timeline written to \(path) (open it in a browser), and for Perfetto to \(tracePath)")
+    }
+
+    private func write(_ text: String, to path: String) throws {
         guard let file = fopen(path, "w") else { throw ChatDemo.Failure.stuck("cannot write \(path)") }
-        fputs(html, file)
+        fputs(text, file)
         fclose(file)
-        options.output("timeline written to \(path) (open it in a browser)")
     }
 
     // MARK: Helpers

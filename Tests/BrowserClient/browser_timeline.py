@@ -1,0 +1,146 @@
+"""The demo's timeline (`chat-node demo`'s chat-node-demo.html) as a person sees it, in Chromium driven by
+Playwright: judged by layout (getBoundingClientRect, elementFromPoint), not only by the DOM's text.
+
+- The lanes are named by participant, each with its summary (wake-ups per second, busy %, longest callout).
+- The protocol events are labelled and in view: connected, heartbeat, ping timeout, reconnect, the node's
+  outage and carol's silent link as spans; zoomed in around a message, SEND, SEND_ACK and DELIVER.
+- Hovers say when and how long; a click fills the details panel; the wheel and the buttons zoom, a drag pans.
+- The chart fills the window's height; nothing is wider than the window.
+- The same run is beside it as Chrome-trace JSON with named threads and non-negative durations.
+
+A screenshot of the whole run and of a zoomed-in message go to --screenshots (`screenshot: PATH` lines).
+Run by Tests/ChatNodeTests/BrowserTimelineTests.swift; by hand:
+    .build-python/bin/python Tests/BrowserClient/browser_timeline.py --chat-node .build/debug/chat-node
+Exit 0 and a last line `{"ok": true, ...}` when every check held.
+"""
+import json
+import os
+import subprocess
+import sys
+
+from playwright.sync_api import expect, sync_playwright
+
+from browser_chat import ScriptRun, die_with_parent
+
+LANES = ["the node", "the node, restarted", "alice's loop", "bob's loop", "carol's loop", "carol's link"]
+
+# Each label text drawn on screen: where, and whether a person would see it (in the window, on top).
+LABELS = """(selector) => [...document.querySelectorAll(selector)].map((element) => {
+  const r = element.getBoundingClientRect();
+  const onTop = document.elementFromPoint(r.left + Math.min(r.width / 2, 8), r.top + r.height / 2);
+  return {
+    text: element.firstChild.nodeValue, width: r.width, height: r.height,
+    seen: r.width > 0 && r.height > 0 && r.left >= 0 && r.right <= innerWidth && r.top >= 0 && r.bottom <= innerHeight
+      && (onTop === element || element.contains(onTop)),
+  };
+})"""
+
+
+def seen(page, selector):
+    """The texts of `selector` a person sees."""
+    return {label["text"] for label in page.evaluate(LABELS, selector) if label["seen"]}
+
+
+def main():
+    run = ScriptRun("chat-node-timeline-")
+    arguments, check, screenshot = run.arguments, run.check, run.screenshot
+    try:
+        timeline = os.path.join(run.workdir, "chat-node-demo.html")
+        demo = subprocess.run(
+            [arguments.chat_node, "demo", "--timeline", timeline], stdin=subprocess.DEVNULL, capture_output=True,
+            text=True, timeout=120, preexec_fn=die_with_parent)
+        assert demo.returncode == 0, demo.stdout + demo.stderr
+        trace_path = os.path.join(run.workdir, "chat-node-demo.trace.json")
+        assert f"timeline written to {timeline}" in demo.stdout and trace_path in demo.stdout, demo.stdout[-2000:]
+        check("the demo ran and wrote its timeline and, beside it, its Chrome trace")
+
+        trace = json.load(open(trace_path))["traceEvents"]
+        threads = {event["args"]["name"] for event in trace if event.get("ph") == "M" and event["name"] == "thread_name"}
+        assert set(LANES) <= threads, threads
+        durations = [event["dur"] for event in trace if event.get("ph") == "X"]
+        assert durations and min(durations) >= 0, "a negative duration"
+        names = {event["name"] for event in trace}
+        assert {"heartbeat", "SEND", "SEND_ACK", "DELIVER", "ping timeout", "node down", "link silent"} <= names, names
+        check("the trace names a thread per lane, its durations are non-negative, its marks are the protocol's")
+
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=arguments.chromium, args=["--no-sandbox"])
+            expect.set_options(timeout=10_000)
+            page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+            page.goto("file://" + timeline)
+            page.wait_for_selector("#chart svg")
+
+            lanes = seen(page, "text.lane-name")
+            assert set(LANES) <= lanes, f"lane names in view: {lanes}"
+            summaries = [label["text"] for label in page.evaluate(LABELS, "text.lane-summary") if label["seen"]]
+            for part in ("wake-ups/s", "% busy", "longest "):
+                assert sum(part in text for text in summaries) >= len(LANES), f"{part!r} per lane: {summaries}"
+            check("every lane named by participant, each with wake-ups per second, busy % and its longest callout")
+
+            marks = seen(page, "text.mark-label")
+            for label in ("connected", "heartbeat", "ping timeout", "reconnect 1", "reconnected", "node started", "node restarted"):
+                assert label in marks, f"{label!r} not in view; labels seen: {sorted(marks)}"
+            spans = seen(page, "text.span-label")
+            for label in ("node down", "link silent", "offline"):
+                assert any(text.startswith(label + " (") for text in spans), f"{label!r} span not in view: {spans}"
+            check("the whole run: connected, heartbeat, ping timeout, reconnect, the node down and the silent link, labelled and in view")
+
+            layout = page.evaluate("""() => {
+              const chart = document.getElementById("chart").getBoundingClientRect();
+              const svg = document.querySelector("#chart svg").getBoundingClientRect();
+              return { innerHeight, innerWidth, chartBottom: chart.bottom, svgHeight: svg.height, chartHeight: chart.height,
+                       scrollWidth: document.documentElement.scrollWidth };
+            }""")
+            assert layout["chartBottom"] >= layout["innerHeight"] - 2, layout
+            assert layout["svgHeight"] >= layout["chartHeight"] * 0.9, f"the lanes leave the chart empty: {layout}"
+            assert layout["scrollWidth"] <= layout["innerWidth"], layout
+            screenshot(page, "timeline.png")
+            check("the chart fills the window's height, nothing wider than the window")
+
+            tips = page.evaluate("""() => [...document.querySelectorAll("#chart title")].map((t) => t.textContent)""")
+            assert any(t.startswith("heartbeat — at +") for t in tips), tips[:5]
+            assert any(t.startswith("node down — from +") and " for " in t for t in tips), "no span hover with its duration"
+            assert any(" took " in t for t in tips) and any("woken by " in t for t in tips), "no callout or sleep hover"
+            before = page.evaluate("timeline.view")
+            bar = page.locator("rect.hit").filter(has=page.locator("title", has_text="node down — from")).first
+            bar_box = bar.bounding_box()
+            bar.click(position={"x": bar_box["width"] - 3, "y": bar_box["height"] / 2})  # right of its label
+            expect(page.locator("#details-body")).to_contain_text("node down")
+            expect(page.locator("#details-body")).to_contain_text("duration")
+            assert page.evaluate("timeline.view") == before, "a click moved the view"
+            check("hovers say when and how long, what woke each sleep; a click shows the details")
+
+            page.click("#zoom-in")
+            zoomed = page.evaluate("timeline.view")
+            assert abs((zoomed["end"] - zoomed["start"]) * 2 - (before["end"] - before["start"])) < 1, (before, zoomed)
+            box = page.locator("#chart").bounding_box()
+            page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + box["height"] * 0.5)
+            page.mouse.wheel(0, -300)
+            page.wait_for_function(f"timeline.view.end - timeline.view.start < {zoomed['end'] - zoomed['start']}")
+            wheeled = page.evaluate("timeline.view")
+            page.mouse.down()
+            page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + box["height"] * 0.5, steps=5)
+            page.mouse.up()
+            panned = page.evaluate("timeline.view")
+            assert panned["start"] > wheeled["start"], (wheeled, panned)
+            check("the buttons and the wheel zoom, a drag pans")
+
+            # Around alice's first SEND: the message's way out and in, down to the callouts.
+            alice = next(lane for lane in page.evaluate("timeline.data.lanes") if lane["name"] == "alice's loop")
+            sent = next(mark[0] for mark in alice["marks"] if mark[2] == "SEND")
+            page.evaluate(f"timeline.zoomTo({sent - 2000}, {sent + 48000})")
+            marks = seen(page, "text.mark-label")
+            assert {"SEND", "SEND_ACK", "DELIVER"} <= marks, f"zoomed in on a message: {sorted(marks)}"
+            shown = page.evaluate("timeline.view")
+            assert shown["end"] - shown["start"] <= 50_000, shown
+            assert "ms shown" in page.locator("#view-range").inner_text()
+            screenshot(page, "timeline-message.png")
+            check("zoomed to 50 ms around alice's first message: SEND, SEND_ACK and DELIVER labelled and in view")
+            browser.close()
+        return run.passed()
+    except Exception as error:  # report and fail
+        return run.failed(error)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
