@@ -12,11 +12,13 @@ extension PostgresChatStore {
     public func join(room: String, user: String, maximumRooms: Int?, completion: @escaping (Result<Room, IMStatusCode>) -> Void) {
         guard RoomName.isValid(room), PostgresText.isStorable(user) else { return completion(.failure(.badRequest)) }
         let key = IMConversation.room(room).storageKey
+        // ON CONFLICT with no target: a room row is unique by `key` and by `room`, and two nodes creating
+        // it at once may meet on either index (naming one, the other raised 23505 to the later JOIN).
         let statements = [
             PostgresStatement(
                 """
                 INSERT INTO conversations(key, room) SELECT $1::text, $2::text
-                WHERE NOT EXISTS (SELECT 1 FROM conversations WHERE key = $1) ON CONFLICT (key) DO NOTHING
+                WHERE NOT EXISTS (SELECT 1 FROM conversations WHERE key = $1) ON CONFLICT DO NOTHING
                 """, [key, room]),
             PostgresStatement(
                 """

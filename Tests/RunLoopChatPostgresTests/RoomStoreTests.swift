@@ -33,6 +33,32 @@ import Testing
         #expect(results[6] == .failure(.notAMember))
     }
 
+    /// Nodes of a cluster create a room when its first member joins, each on its own connection: the
+    /// first JOINs of one new room on several nodes at once all succeed, and the room is made once.
+    @Test("first joins of one new room on three connections at once all succeed, one room made")
+    func concurrentFirstJoins() async throws {
+        let database = try await ChatDatabase.start()
+        let rooms = (1...30).map { "room\($0)" }
+        let (results, conversations) = try await onLoopThread {
+            let stores = try (0..<3).map { _ in try database.store() }
+            var results: [Result<Room, IMStatusCode>] = []
+            for room in rooms {
+                for (index, store) in stores.enumerated() {
+                    store.join(room: room, user: "user\(index)", maximumRooms: nil) { results.append($0) }
+                }
+            }
+            try spin(stores[0].loop) { results.count == rooms.count * stores.count }
+            let rows = try execute(try database.connect(), "SELECT count(*) FROM conversations WHERE room IS NOT NULL")
+            return (results, rows.int(0, 0))
+        }
+        let refused = results.filter { result in
+            guard case .success(let room) = result else { return true }
+            return !room.isMember
+        }
+        #expect(refused.isEmpty, "\(refused)")
+        #expect(conversations == rooms.count)
+    }
+
     @Test("rooms page in UTF-8 byte order after a name, with counts; empty rooms are not listed")
     func roomPaging() async throws {
         let database = try await ChatDatabase.start()
