@@ -10,8 +10,10 @@ let shortLeases = NodeLeasePolicy(
     ttl: .milliseconds(400), refreshInterval: .milliseconds(100), retryInterval: .milliseconds(30), reapInterval: .milliseconds(200),
     commandTimeout: .milliseconds(300), reconnect: ReconnectBackoff.Policy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(60)))
 
-/// How long a test waits for anything before it fails.
-let patience = Duration.seconds(10)
+/// How long a test waits for anything before it fails: a liveness bound, not a timing claim (timing is
+/// the benchmark's). Three nodes, PostgreSQL and Redis share CI's two cores with Chromium and the chaos
+/// suite's node processes: there the 3-node room test needed more than 10 s (3 s on a quiet machine).
+let patience = Duration.seconds(30)
 
 /// A node under test and everything it reported.
 final class TestNode {
