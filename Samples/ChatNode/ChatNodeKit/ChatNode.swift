@@ -68,6 +68,8 @@ public final class ChatNode {
         /// `nil` (the default): plaintext, and LOGIN's password crosses the network in clear.
         /// ``ChatNode/reloadTLS(_:)`` replaces it for later connections.
         public var tls: TLSContext?
+        /// Where the node's metrics go, and what its `/metrics` shows: a registry of its own by default.
+        public var metrics = NodeMetrics()
 
         /// A node on one SQLite file (created if missing).
         public init(databasePath: String) {
@@ -108,7 +110,7 @@ public final class ChatNode {
     /// The threads that hash passwords: as many as the server runs checks at once.
     let passwordWorkers: PasswordWorkers
     let accounts: any NodeAccounts
-    private var isStopping = false
+    private(set) var isStopping = false
 
     /// Opens the database and prepares the server; ``start()`` listens.
     public init(configuration: Configuration, loop: RunLoop = .current, logger: Logger = Logger(label: "chat-node")) throws {
@@ -142,7 +144,7 @@ public final class ChatNode {
         settings.maximumSessionsPerUser = configuration.maximumSessionsPerUser
         settings.maximumRoomsPerUser = configuration.maximumRoomsPerUser
         settings.logins = configuration.logins
-        server = IMServer(store: store, settings: settings, loop: loop, logger: logger)
+        server = IMServer(store: store, settings: settings, loop: loop, logger: logger, metricsFactory: configuration.metrics.factory)
         server.applicationHandler = ChatService()
         server.tlsContext = configuration.tls
         // After the application handler, which the cluster wraps to see JOIN and LEAVE.
@@ -155,10 +157,12 @@ public final class ChatNode {
         if configuration.httpPort != nil {
             let web = ChatWebServer(server: server, loop: loop, pingInterval: configuration.webSocketPingInterval, logger: logger)
             web.webSocket.listener.maximumConnections = configuration.maximumConnections
+            web.metricsText = { [metrics = configuration.metrics] in metrics.text }
             self.web = web
         } else {
             web = nil
         }
+        web?.readiness = { [weak self] in self?.readiness ?? .notReady(reason: "the node is gone") }
         server.authenticator = { [weak self] request, verdict in
             guard let self else { return verdict(.refused(.shuttingDown, reason: "node stopped")) }
             self.authenticate(request, verdict: verdict)
