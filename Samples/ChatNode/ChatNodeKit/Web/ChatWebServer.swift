@@ -6,10 +6,11 @@ public import RunLoopKit
 public import RunLoopNet
 public import RunLoopWebSocket
 
-/// The chat node's HTTP listener: a ``WebSocketServer`` that also serves the browser page
-/// (``ChatWebRoute``) and hands each upgraded `/ws` connection to the node's ``IMServer``
-/// (``IMServer/adopt(_:pingInterval:)``). Every other request gets a small plain-text refusal and its
-/// connection is closed; nothing else is affected.
+/// The chat node's HTTP listener: a ``WebSocketServer`` that also serves the browser page and the
+/// operations paths (``ChatWebRoute``: `/health`, `/ready`, `/metrics`, whose state ``readiness`` and
+/// ``metricsText`` give) and hands each upgraded `/ws` connection to the node's ``IMServer``
+/// (``IMServer/adopt(_:pingInterval:)``). Every other request gets a small plain-text refusal; each
+/// answer closes its connection, and nothing else is affected.
 ///
 /// Threads: loop thread only, like its listener; every callback runs there.
 public final class ChatWebServer {
