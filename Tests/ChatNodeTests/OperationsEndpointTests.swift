@@ -183,6 +183,26 @@ struct OperationsEndpointTests {
         #expect(notReady.hasPrefix("HTTP/1.1 503 Service Unavailable\r\n") && notReady.hasSuffix("not ready: the SQLite database is closed\n"))
     }
 
+    @Test("on PostgreSQL: /ready is 200 while it is connected, 503 naming PostgreSQL while it is stopped, 200 again after its restart")
+    func readinessFollowsPostgreSQL() async throws {
+        let database = try await ChatPostgres.start()
+        try await onLoopThread {
+            var configuration = nodeConfiguration(database)
+            configuration.httpPort = 0
+            let node = try ChatNode(configuration: configuration)
+            try node.start()
+            defer { node.abort() }
+            let port = try #require(node.webPort)
+            let ready = { (answer: String) in answer.hasSuffix("\r\n\r\nready\n") }
+            #expect(ready(try Self.ask(node.loop, port, "GET /ready", until: ready)))
+            database.server.stop()
+            let down = try Self.ask(node.loop, port, "GET /ready") { $0.hasPrefix("HTTP/1.1 503 Service Unavailable\r\n") }
+            #expect(down.contains("\r\n\r\nnot ready: PostgreSQL is not connected ("), "\(down)")
+            try database.server.restart()
+            #expect(ready(try Self.ask(node.loop, port, "GET /ready", until: ready)))
+        }
+    }
+
     /// One request's whole answer, once the node closed the connection.
     static func get(_ loop: RunLoop, _ port: UInt16, _ requestLine: String) throws -> String {
         let request = RawHTTP(port: port, request: requestLine + " HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -190,19 +210,30 @@ struct OperationsEndpointTests {
         return request.text
     }
 
-    /// Scrapes `/metrics` until `until` holds of its samples (counters move on the loop, a scrape
-    /// may come first), and returns the last scrape's.
+    /// Asks `requestLine` until its answer satisfies `until` (what it reports moves on the loop, an
+    /// answer may come first), for at most 30 s of the loop's clock; the last answer.
+    static func ask(_ loop: RunLoop, _ port: UInt16, _ requestLine: String, until: (String) -> Bool) throws -> String {
+        let deadline = loop.now + .seconds(30)
+        var answer = try get(loop, port, requestLine)
+        while !until(answer) {
+            guard loop.now < deadline else {
+                Issue.record("\(requestLine) never got there: \(answer)")
+                return answer
+            }
+            try loop.run(.default, timeout: .milliseconds(20))
+            answer = try get(loop, port, requestLine)
+        }
+        return answer
+    }
+
+    /// Scrapes `/metrics` until `until` holds of its samples; the last scrape's.
     static func scrapeMetrics(_ loop: RunLoop, _ port: UInt16, until: ([PrometheusSample]) -> Bool) throws -> [PrometheusSample] {
         var samples: [PrometheusSample] = []
-        for _ in 0..<500 {
-            let answer = try get(loop, port, "GET /metrics")
+        _ = try ask(loop, port, "GET /metrics") { answer in
             #expect(answer.hasPrefix("HTTP/1.1 200 OK\r\n") && answer.contains("Content-Type: text/plain; version=0.0.4"))
-            let body = answer.split(separator: "\r\n\r\n", maxSplits: 1).last ?? ""
-            samples = PrometheusSample.parse(String(body))
-            if until(samples) { return samples }
-            try loop.run(.default, timeout: .milliseconds(20))
+            samples = PrometheusSample.parse(String(answer.split(separator: "\r\n\r\n", maxSplits: 1).last ?? ""))
+            return until(samples)
         }
-        Issue.record("the metrics never got there: \(samples)")
         return samples
     }
 }
