@@ -43,6 +43,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // C
@@ -103,7 +104,10 @@ let package = Package(
             // The IM stack's in-memory link pair with a fault script: a target of its own in the
             // RunLoopTesting product, so tests of the loop alone do not build the IM stack.
             name: "RunLoopIMTesting",
-            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopIMCore", "RunLoopIM", "RunLoopChat", "RunLoopTesting"],
+            dependencies: [
+                "RunLoopKit", "RunLoopNet", "RunLoopIMCore", "RunLoopIM", "RunLoopChat", "RunLoopTesting",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -133,6 +137,7 @@ let package = Package(
                 "RunLoopTLS",
                 "CRunLoopSupport",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
             swiftSettings: swiftSettings
@@ -309,6 +314,9 @@ let package = Package(
                 "RunLoopPostgres", "RunLoopChatPostgres", "RunLoopRedis", "RunLoopChatCluster", "CLibpq", "RunLoopTLS",
                 "ThrowawayServers",
                 .product(name: "Logging", package: "swift-log"),
+                // The node binary's metrics backend: the libraries emit through swift-metrics alone.
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             path: "Samples/ChatNode/ChatNodeKit",
             swiftSettings: swiftSettings
@@ -404,6 +412,7 @@ let package = Package(
                 "RunLoopKit", "RunLoopNet", "RunLoopIM", "RunLoopIMCore", "RunLoopIMSQLite", "RunLoopChat", "RunLoopTesting", "RunLoopTLS",
                 "RunLoopIMTesting",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -43,6 +43,9 @@ public final class SQLiteDatabase {
 
     deinit { close() }
 
+    /// Whether the connection is open (``close()`` not called yet).
+    public var isOpen: Bool { handle != nil }
+
     /// Finalizes the statements and closes the connection. Idempotent.
     public func close() {
         for statement in statements.values { sqlite3_finalize(statement) }

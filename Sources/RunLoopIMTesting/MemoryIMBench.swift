@@ -1,3 +1,4 @@
+public import CoreMetrics
 public import RunLoopIM
 public import RunLoopIMCore
 public import RunLoopKit
@@ -29,13 +30,14 @@ public final class MemoryIMBench {
 
     /// - Parameters:
     ///   - store: the server's store (default: an ``InMemoryIMStore`` that accepts any password).
+    ///   - metricsFactory: where the server's metrics go (a test's own `TestMetrics`).
     public init(
         loop: RunLoop = .current, clock: ManualClock, settings: IMServer.Settings = IMServer.Settings(),
-        store: any IMServerStore = InMemoryIMStore()
+        store: any IMServerStore = InMemoryIMStore(), metricsFactory: any MetricsFactory = MetricsSystem.factory
     ) {
         self.loop = loop
         self.clock = clock
-        server = IMServer(store: store, settings: settings, loop: loop)
+        server = IMServer(store: store, settings: settings, loop: loop, metricsFactory: metricsFactory)
         links = MemoryLinkConnector(server: server)
     }
 

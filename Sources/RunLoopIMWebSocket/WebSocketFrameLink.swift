@@ -106,6 +106,7 @@ public final class WebSocketFrameLink: IMFrameLink {
     public var remoteAddress: SocketAddress? { connection.tcp.remoteAddress }
     public var hasUnreadInput: Bool { connection.tcp.hasUnreadInput }
     public var bufferedOutputBytes: Int { connection.tcp.bufferedOutputBytes }
+    public var transport: IMLinkTransport { .webSocket }
 
     public func open(_ events: IMFrameLinkEvents) {
         connection.onMessage = { [weak self] _, message in self?.received(message, events) }

@@ -207,6 +207,7 @@ struct Serve: ParsableCommand {
             printError("chat-node: \(error)")
             throw ExitCode.failure
         }
+        configuration.metrics.bootstrapProcess()
         let node = try StartupFailure.openingDatabase(configuration.storage) { try ChatNode(configuration: configuration, loop: loop) }
         if softLimit != softLimitBefore { node.logger.info("descriptor limit raised from \(softLimitBefore) to \(softLimit)") }
         if case .failure(let refusal) = try loop.runUntilFinished(node.connectStorage) {
@@ -233,7 +234,9 @@ struct Serve: ParsableCommand {
             signals.append(source)
         }
         if node.isTLS { signals.append(try tls.reloadOnHangup(node, loop: loop)) }
+        let stallDetector = configuration.metrics.watchStalls(of: loop, logger: node.logger)
         try loop.run()
+        stallDetector.detach()
         signals.forEach { $0.invalidate() }
         if let refusal {
             printError("chat-node: \(refusal)")

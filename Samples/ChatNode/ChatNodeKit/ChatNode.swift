@@ -73,6 +73,9 @@ public final class ChatNode {
         /// default): it keeps everything.
         public var retention: HistoryRetentionPolicy?
 
+        /// Where the node's metrics go, and what its `/metrics` shows: a registry of its own by default.
+        public var metrics = NodeMetrics()
+
         /// A node on one SQLite file (created if missing).
         public init(databasePath: String) {
             self.init(storage: .sqlite(path: databasePath))
@@ -114,7 +117,7 @@ public final class ChatNode {
     let accounts: any NodeAccounts
     /// The history sweeps, from ``start()`` on when ``Configuration/retention`` is set.
     private var retention: HistoryRetention?
-    private var isStopping = false
+    private(set) var isStopping = false
 
     /// Opens the database and prepares the server; ``start()`` listens.
     public init(configuration: Configuration, loop: RunLoop = .current, logger: Logger = Logger(label: "chat-node")) throws {
@@ -148,7 +151,7 @@ public final class ChatNode {
         settings.maximumSessionsPerUser = configuration.maximumSessionsPerUser
         settings.maximumRoomsPerUser = configuration.maximumRoomsPerUser
         settings.logins = configuration.logins
-        server = IMServer(store: store, settings: settings, loop: loop, logger: logger)
+        server = IMServer(store: store, settings: settings, loop: loop, logger: logger, metricsFactory: configuration.metrics.factory)
         server.applicationHandler = ChatService()
         server.tlsContext = configuration.tls
         // After the application handler, which the cluster wraps to see JOIN and LEAVE.
@@ -161,10 +164,12 @@ public final class ChatNode {
         if configuration.httpPort != nil {
             let web = ChatWebServer(server: server, loop: loop, pingInterval: configuration.webSocketPingInterval, logger: logger)
             web.webSocket.listener.maximumConnections = configuration.maximumConnections
+            web.metricsText = { [metrics = configuration.metrics] in metrics.text }
             self.web = web
         } else {
             web = nil
         }
+        web?.readiness = { [weak self] in self?.readiness ?? .notReady(reason: "the node is gone") }
         server.authenticator = { [weak self] request, verdict in
             guard let self else { return verdict(.refused(.shuttingDown, reason: "node stopped")) }
             self.authenticate(request, verdict: verdict)

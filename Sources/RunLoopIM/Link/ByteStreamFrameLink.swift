@@ -46,6 +46,8 @@ public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink {
     public var remoteAddress: SocketAddress? { connection.remoteAddress }
     public var hasUnreadInput: Bool { connection.hasUnreadInput }
     public var bufferedOutputBytes: Int { connection.bufferedOutputBytes }
+    /// A byte stream is the IM port's TCP connection, with or without TLS.
+    public var transport: IMLinkTransport { .tcp }
 
     public func open(_ events: IMFrameLinkEvents) {
         connection.onConnect = { _ in events.opened() }

@@ -79,6 +79,9 @@ public protocol IMFrameLink: AnyObject {
     /// Bytes sent and not yet taken by the peer: a server ends a client that leaves too much unread
     /// (``IMServer/Settings/maximumBufferedOutput``). A link that cannot tell says 0.
     var bufferedOutputBytes: Int { get }
+    /// What carries the frames, for the server's per-transport session counts. A link that does
+    /// not say is ``IMLinkTransport/other``.
+    var transport: IMLinkTransport { get }
 }
 
 extension IMFrameLink {
@@ -91,6 +94,7 @@ extension IMFrameLink {
 
     public var hasUnreadInput: Bool { false }
     public var bufferedOutputBytes: Int { 0 }
+    public var transport: IMLinkTransport { .other }
 }
 
 /// Makes a fresh link for each of an ``IMClient``'s connection attempts, on the client's loop and

@@ -28,7 +28,9 @@ extension IMServer {
     /// crash) only brings its messages again, which the client drops; a shutdown waits for the batch.
     func acknowledgementReceived(_ seqs: [UInt64], from user: String) {
         guard pendingAcknowledgements.add(seqs, for: user) else { return }
+        // Not timed: the hand-over waits for the loop's next pass, not for the store.
         callStore(
+            timed: nil,
             { answered in
                 let handOver = { [weak self] in
                     self?.handOverAcknowledgements()

@@ -132,7 +132,7 @@ extension IMServer {
                 continue
             }
             guard let authenticator else {
-                callStore({ self.store.authenticate(login.request, completion: $0) }) { [weak self] verdict in
+                callStore(timed: .login, { self.store.authenticate(login.request, completion: $0) }) { [weak self] verdict in
                     self?.checkFinished(ticket, verdict)
                 }
                 continue
@@ -211,7 +211,7 @@ extension IMServer {
         guard let sessionAdmission else { return goOnline(session, as: user, instance: key, replacing: replaced) }
         // The replaced session still counts in the cluster until it ends, right after this one is online.
         let limit = settings.maximumSessionsPerUser.map { replaced == nil ? $0 : $0 + 1 }
-        callStore({ sessionAdmission(user, limit, $0) }) { [weak self, weak session] admitted in
+        callStore(timed: .admission, { sessionAdmission(user, limit, $0) }) { [weak self, weak session] admitted in
             guard let self else { return }
             guard let session, !session.isEnded else {
                 if admitted { self.onAdmittedSessionEnd?(user) }

@@ -67,7 +67,7 @@ extension IMServer {
     /// Who is told of `user`: the application's answer, or everyone when there is no application.
     private func askAudience(of user: String, _ then: @escaping (IMPresenceAudience) -> Void) {
         guard let applicationHandler else { return then(.everyone) }
-        callStore({ applicationHandler.presenceAudience(of: user, on: self, completion: $0) }, then: then)
+        callStore(timed: .audience, { applicationHandler.presenceAudience(of: user, on: self, completion: $0) }, then: then)
     }
 
     /// Writes `user`'s presence as last announced — not as it was when the audience was asked: an

@@ -1,3 +1,4 @@
+public import CoreMetrics
 public import Logging
 public import RunLoopIMCore
 public import RunLoopKit
@@ -134,6 +135,8 @@ public final class IMServer {
     }
 
     let listener: TCPListener
+    /// Sessions, logins, messages and store latency, counted where they happen.
+    let metrics: IMServerMetrics
     let modes: [RunLoop.Mode]
     var open: [ObjectIdentifier: IMServerSession] = [:]
     var byUser: [String: [IMServerSession]] = [:]
@@ -158,10 +161,14 @@ public final class IMServer {
     }
 
     /// Must be called on the loop's thread.
+    /// - Parameter metricsFactory: where the server's metrics go (``IMServerMetrics`` lists them): the
+    ///   process-wide `MetricsSystem.factory` by default.
     public init(
         store: any IMServerStore, settings: Settings = Settings(), loop: RunLoop = .current,
-        modes: [RunLoop.Mode] = [.common], logger: Logger = Logger(label: "RunLoopIM.server")
+        modes: [RunLoop.Mode] = [.common], logger: Logger = Logger(label: "RunLoopIM.server"),
+        metricsFactory: any MetricsFactory = MetricsSystem.factory
     ) {
+        metrics = IMServerMetrics(factory: metricsFactory)
         self.loop = loop
         self.modes = modes
         self.settings = settings
@@ -261,6 +268,7 @@ public final class IMServer {
 
     func sessionOnline(_ session: IMServerSession, user: String) {
         byUser[user, default: []].append(session)
+        metrics.sessionOnline(on: session.link.transport)
         logger.debug("\(user) online from \(session.remoteAddress?.description ?? "?")")
         presenceChanged(user)
         sendPresenceSnapshot(to: [session], of: user)
@@ -272,6 +280,7 @@ public final class IMServer {
         loginSessionEnded(session)
         if let user = session.user {
             byUser[user]?.removeAll { $0 === session }
+            metrics.sessionOffline(on: session.link.transport)
             if byUser[user]?.isEmpty == true {
                 byUser[user] = nil
                 presenceChanged(user)
@@ -297,7 +306,7 @@ public final class IMServer {
             session.acknowledged(seqs)
         case .abandon:
             let ids = try frame.decode(IMAbandonRequest.self).ids
-            callStore({ self.store.abandon(ids, from: user, completion: $0) }) { [weak self, weak session] result in
+            callStore(timed: .abandon, { self.store.abandon(ids, from: user, completion: $0) }) { [weak self, weak session] result in
                 var response = IMAbandonResponse()
                 switch result {
                 case .success(let outcomes): response.results = outcomes.map(\.wire)
@@ -328,9 +337,13 @@ public final class IMServer {
 
     /// Makes a store call and hands its answer to `then`, counting the call out until it is answered
     /// (``shutdown(completion:)`` waits for every answer). The answer may come before this returns.
-    func callStore<Answer>(_ call: (@escaping (Answer) -> Void) -> Void, then: @escaping (Answer) -> Void) {
+    /// - Parameter timed: the kind of call `im_store_call_duration_seconds` files its time under, from
+    ///   the call to its answer on the loop's clock; `nil`: not timed.
+    func callStore<Answer>(timed kind: IMServerMetrics.StoreCall?, _ call: (@escaping (Answer) -> Void) -> Void, then: @escaping (Answer) -> Void) {
         storeCallsOut += 1
+        let start = kind == nil ? nil : loop.now
         call { [weak self] answer in
+            if let self, let kind, let start { self.metrics.storeCallAnswered(kind, after: self.loop.now - start) }
             then(answer)
             self?.storeCallAnswered()
         }
@@ -359,7 +372,7 @@ public final class IMServer {
         // unknown fields would be stored and delivered to every recipient unchecked.
         let sent = IMMessage(id: message.id, from: "", recipient: recipient, text: message.text, seq: 0, sentAtMilliseconds: 0)
         let now = wallClockMilliseconds()
-        callStore({ self.store.store(sent, from: user, nowMilliseconds: now, completion: $0) }) { [weak self, weak session] result in
+        callStore(timed: .store, { self.store.store(sent, from: user, nowMilliseconds: now, completion: $0) }) { [weak self, weak session] result in
             // SEND_ACK only now, after the commit. A session that ended meanwhile gets nothing: its
             // client sends the message again on its next connection, and storing is idempotent.
             self?.sendStored(result, ack: ack, serial: serial, to: session)
@@ -376,6 +389,7 @@ public final class IMServer {
             ack.sentAtMs = stored.sentAtMilliseconds
             session?.write(IMFrame(command: .sendAck, serial: serial, message: ack))
             if isNew {
+                metrics.messageStored()
                 onMessageStored?(self, stored)
                 conversationMayHaveStarted(stored)
             }

@@ -85,7 +85,10 @@ public final class IMServerSession {
     func shutdown() { apply(machine.shutdown()) }
 
     func acknowledged(_ seqs: [UInt64]) {
-        if window.acknowledged(seqs) { refill() }
+        let before = window.unacknowledgedCount
+        let freed = window.acknowledged(seqs)
+        server?.metrics.unacknowledgedChanged(by: window.unacknowledgedCount - before)
+        if freed { refill() }
     }
 
     /// How long after a failed inbox read the session reads again, if no acknowledgement came first.
@@ -97,7 +100,7 @@ public final class IMServerSession {
         guard let server, let user = machine.user, !isEnded, window.isRefillDue else { return }
         let asked = window.freeMessages
         window.readStarted()
-        server.callStore({ server.store.undelivered(for: user, after: self.window.sentThrough, limit: asked, completion: $0) }) {
+        server.callStore(timed: .inbox, { server.store.undelivered(for: user, after: self.window.sentThrough, limit: asked, completion: $0) }) {
             [weak self] result in self?.inboxRead(result, asked: asked)
         }
     }
@@ -135,7 +138,10 @@ public final class IMServerSession {
     private func send(_ deliver: IMFrame, of message: IMMessage) {
         var frame = deliver
         frame.header.serial = machine.takeSerial()
+        let before = window.unacknowledgedCount
         window.sent(message, bytes: frame.body.count)
+        server?.metrics.messageDelivered()
+        server?.metrics.unacknowledgedChanged(by: window.unacknowledgedCount - before)
         write(frame)
     }
 
@@ -145,7 +151,11 @@ public final class IMServerSession {
         apply(machine.transportClosed("aborted by the server"))
     }
 
-    func write(_ frame: IMFrame) { write([frame]) }
+    func write(_ frame: IMFrame) {
+        // Every SEND_ACK passes here, the machine's refusals (rate, size) and the store's alike.
+        if frame.command == .sendAck, let code = frame.code, code != .ok { server?.metrics.sendRefused(code) }
+        write([frame])
+    }
 
     /// Writes frames in one go (a presence snapshot or announcement).
     func write(_ frames: [IMFrame]) {
@@ -214,6 +224,7 @@ public final class IMServerSession {
 
     func loginRefused(_ code: IMStatusCode, reason: String, retryAfter: Duration? = nil) {
         guard !isEnded else { return }
+        server?.metrics.loginRefused(code)
         apply(machine.loginRefused(code, reason: reason, retryAfter: retryAfter, now: link.loop.now))
     }
 
@@ -228,6 +239,8 @@ public final class IMServerSession {
         isEnded = true
         timer.cancel()
         readRetry?.cancel()
+        // What it had out stays in the inbox for the next session: no longer awaited here.
+        server?.metrics.unacknowledgedChanged(by: -window.unacknowledgedCount)
         link.close(for: reason)
         server?.sessionEnded(self, reason: reason)
     }

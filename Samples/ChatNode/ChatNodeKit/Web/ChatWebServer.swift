@@ -6,10 +6,11 @@ public import RunLoopKit
 public import RunLoopNet
 public import RunLoopWebSocket
 
-/// The chat node's HTTP listener: a ``WebSocketServer`` that also serves the browser page
-/// (``ChatWebRoute``) and hands each upgraded `/ws` connection to the node's ``IMServer``
-/// (``IMServer/adopt(_:pingInterval:)``). Every other request gets a small plain-text refusal and its
-/// connection is closed; nothing else is affected.
+/// The chat node's HTTP listener: a ``WebSocketServer`` that also serves the browser page and the
+/// operations paths (``ChatWebRoute``: `/health`, `/ready`, `/metrics`, whose state ``readiness`` and
+/// ``metricsText`` give) and hands each upgraded `/ws` connection to the node's ``IMServer``
+/// (``IMServer/adopt(_:pingInterval:)``). Every other request gets a small plain-text refusal; each
+/// answer closes its connection, and nothing else is affected.
 ///
 /// Threads: loop thread only, like its listener; every callback runs there.
 public final class ChatWebServer {
@@ -17,6 +18,10 @@ public final class ChatWebServer {
     public let webSocket: WebSocketServer
     /// Runs for every refused request — page or upgrade — with its status (for logs and tests).
     public var onRefused: ((WebSocketHandshakeRefusal) -> Void)?
+    /// What `/ready` answers from, asked at each request on the loop's thread; `nil`: 404.
+    public var readiness: (() -> NodeReadiness)?
+    /// The Prometheus text `/metrics` answers with, made at each request on the loop's thread; `nil`: 404.
+    public var metricsText: (() -> [UInt8])?
 
     /// Must be called on the loop's thread.
     /// - Parameter pingInterval: how often the node pings each WebSocket (browsers cannot ping, but
@@ -48,18 +53,39 @@ public final class ChatWebServer {
 
     /// Answers what is not an upgrade; `false` leaves `/ws` to the WebSocket handshake.
     private func serve(_ tcp: TCPConnection, head: [UInt8]) -> Bool {
-        switch ChatWebRoute.route(head) {
-        case .webSocket:
-            return false
-        case .asset(let asset):
-            try? tcp.write(asset.response)
-            tcp.close()
-        case .refuse(let refusal):
-            webSocket.logger.debug("refused \(tcp.remoteAddress?.description ?? "?"): \(refusal)")
-            try? tcp.write(refusal.response)
-            tcp.close()
-            onRefused?(refusal)
-        }
+        let route = ChatWebRoute.route(head)
+        if route == .webSocket { return false }
+        try? tcp.write(answer(route, to: tcp))
+        tcp.close()
         return true
     }
+
+    /// The bytes that answer `route` — any but the upgrade, which is the WebSocket server's.
+    private func answer(_ route: ChatWebRoute, to tcp: TCPConnection) -> [UInt8] {
+        switch route {
+        case .asset(let asset):
+            return asset.response
+        case .health:
+            return HTTPAnswer.text("ok").bytes
+        case .ready:
+            guard let readiness else { return answer(.refuse(Self.notServed), to: tcp) }
+            guard case .notReady(let reason) = readiness() else { return HTTPAnswer.text("ready").bytes }
+            return WebSocketHandshakeRefusal(status: 503, reason: "not ready: \(reason)").response
+        case .metrics:
+            guard let metricsText else { return answer(.refuse(Self.notServed), to: tcp) }
+            return HTTPAnswer(contentType: "text/plain; version=0.0.4; charset=utf-8", body: metricsText()).bytes
+        case .favicon:
+            return HTTPAnswer(status: 204, fields: ["Cache-Control: max-age=86400"]).bytes
+        case .headOnly(let get):
+            return HTTPAnswer.headOnly(answer(get, to: tcp))
+        case .webSocket:
+            return answer(.refuse(.init(status: 400, reason: "not a WebSocket upgrade")), to: tcp)
+        case .refuse(let refusal):
+            webSocket.logger.debug("refused \(tcp.remoteAddress?.description ?? "?"): \(refusal)")
+            onRefused?(refusal)
+            return refusal.response
+        }
+    }
+
+    private static let notServed = WebSocketHandshakeRefusal(status: 404, reason: "not served by this listener")
 }
