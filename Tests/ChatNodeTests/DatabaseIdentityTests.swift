@@ -1,8 +1,9 @@
 import Foundation
 import Glibc
-@testable import RunLoopIMSQLite
 import RunLoopTesting
 import Testing
+
+@testable import RunLoopIMSQLite
 
 /// The node's SQLite file says it is the node's (`PRAGMA application_id`), and a file that is
 /// another program's is refused without a byte written to it.

@@ -66,8 +66,9 @@ public final class ServiceNotifier {
     /// The reload ``reloading()`` announced is done (applied or refused: the node serves either way).
     public func reloaded(status: String? = nil) { send(.ready(status: status)) }
 
-    /// Pings the watchdog every `interval` from a timer on `loop`, in all common modes: a loop that is
-    /// stuck stops pinging, and systemd kills and restarts the node. Replaces an earlier schedule.
+    /// Pings the watchdog now and then every `interval` from a timer on `loop`, in all common modes: a
+    /// loop that is stuck stops pinging, and systemd kills and restarts the node. Replaces an earlier
+    /// schedule.
     public func startWatchdog(every interval: Duration, on loop: RunLoop) {
         watchdog?.invalidate()
         // The timer holds the notifier: it pings as long as the loop runs, whoever else let go of it.
@@ -79,7 +80,9 @@ public final class ServiceNotifier {
 
     private func send(_ notification: ServiceNotification) {
         let sent = notification.datagram.withCString { text in
-            address.withSocketAddress { address, length in sendto(socket, text, strlen(text), Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT), address, length) }
+            address.withSocketAddress { address, length in
+                sendto(socket, text, strlen(text), Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT), address, length)
+            }
         }
         if sent < 0 { logger.warning("systemd notification \(notification.datagram.debugDescription) not sent: \(String(cString: strerror(errno)))") }
     }
