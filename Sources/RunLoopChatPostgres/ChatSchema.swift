@@ -7,7 +7,8 @@ public import RunLoopPostgres
 /// users' direct conversation, keyed by `IMConversation.storageKey`, with the last per-conversation
 /// sequence handed out), `messages` (each with its store-wide `seq` and its `conversation_seq`),
 /// `members` (each member's cursor: the highest `conversation_seq` they acknowledged), `abandoned`,
-/// `users` (names that logged in or have an account) and `accounts` (scrypt hashes). One row in
+/// `users` (names that logged in or have an account) and `accounts` (scrypt hashes, and whether
+/// the account is disabled). One row in
 /// `schema_version` says which version the database holds.
 ///
 /// A value namespace; the operations run on a connection's loop thread.
@@ -53,7 +54,9 @@ public enum ChatSchema {
             "CREATE TABLE accounts(name text PRIMARY KEY, password_hash text NOT NULL)",
             // Not UNIQUE, like the SQLite accounts: names are stored in lower case, looked up in any.
             "CREATE INDEX accounts_by_folded_name ON accounts(lower(name))"
-        ]
+        ],
+        // 2: an account can be disabled (its logins refused, its data kept).
+        ["ALTER TABLE accounts ADD COLUMN disabled boolean NOT NULL DEFAULT false"]
     ]
 
     /// How a database's version relates to this build's.

@@ -7,7 +7,8 @@ extension PostgresChatStore {
     /// Decides a login by ``authentication``: ``Authentication/open`` accepts it and records the
     /// name in `users`; ``Authentication/accounts`` looks the name up in `accounts` in any case and
     /// checks the password against its scrypt hash on a password thread, never on the loop —
-    /// `.acceptedAs` the account's stored name, or refused. A database failure refuses with
+    /// `.acceptedAs` the account's stored name, `IMLoginVerdict.accountDisabled` for a disabled
+    /// account, or refused. A database failure refuses with
     /// `internalError` (the client tries again later). Loop thread only; `completion` runs there once.
     public func authenticate(_ login: IMLoginAttempt, completion: @escaping (IMLoginVerdict) -> Void) {
         guard PostgresText.isStorable(login.user) else { return completion(Self.unknownOrWrong) }
@@ -20,15 +21,16 @@ extension PostgresChatStore {
         case .accounts:
             let lookup = PostgresStatement(
                 """
-                SELECT name, password_hash FROM accounts WHERE lower(name) = lower($1)
-                ORDER BY name = $1 DESC, name = lower($1) DESC, name LIMIT 1
+                SELECT name, password_hash, disabled FROM accounts WHERE \(Self.accountSQL)
                 """, [login.user])
             let password = login.password
             query(lookup, "account of \(login.user)") { result in
                 guard case .success(let rows) = result else { return completion(Self.storageFailure) }
                 guard rows.count == 1, let name = rows[0, 0], let hash = rows[0, 1] else { return completion(Self.unknownOrWrong) }
+                let disabled = rows[0, 2] == "t"
                 self.passwordWorkers.run({ PasswordHasher.verify(password, against: hash) }) { matched in
-                    completion(matched ? .acceptedAs(user: name) : Self.unknownOrWrong)
+                    // Only the right password learns that the account is disabled.
+                    completion(matched ? (disabled ? .accountDisabled : .acceptedAs(user: name)) : Self.unknownOrWrong)
                 }
             }
         }

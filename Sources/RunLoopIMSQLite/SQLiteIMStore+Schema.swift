@@ -4,10 +4,11 @@ import RunLoopIMCore
 
 /// The store's tables — the schema the PostgreSQL store shares, table for table — and the upgrade of
 /// files written before it. `PRAGMA user_version` says which schema a file has: 0 (or 1) for the first
-/// one (messages, one inbox row per recipient and message, room members), 2 for this one.
+/// one (messages, one inbox row per recipient and message, room members), 2 for the conversations and
+/// cursors, 3 for this one (accounts that can be disabled).
 extension SQLiteIMStore {
     /// The schema this code reads and writes.
-    public static let schemaVersion: Int64 = 2
+    public static let schemaVersion: Int64 = 3
 
     /// Version 2: a conversation per room and per pair of users, numbering its messages (`last_seq`);
     /// a message row carries its conversation and number; a member row per (user, conversation) with
@@ -31,7 +32,7 @@ extension SQLiteIMStore {
         CREATE TABLE IF NOT EXISTS users(name TEXT PRIMARY KEY) WITHOUT ROWID;
         """
 
-    /// Creates the tables, or upgrades a version-0/1 file, in one transaction: a crash midway leaves
+    /// Creates the tables, or upgrades a version-0/1/2 file, in one transaction: a crash midway leaves
     /// the file as it was.
     /// - Throws: a file of a newer schema than ``schemaVersion`` (a newer node wrote it), or SQLite's error.
     func prepareSchema() throws(SQLiteError) {
@@ -52,10 +53,25 @@ extension SQLiteIMStore {
                 try database.execute(
                     "ALTER TABLE messages RENAME TO messages_v1; DROP INDEX IF EXISTS messages_by_room; DROP INDEX IF EXISTS messages_by_pair")
             }
+            try addAccountStates()
             try database.execute(Self.schema)
             if isFirstSchema { try upgradeFirstSchema() }
             try database.execute("PRAGMA user_version = \(Self.schemaVersion)")
         }
+    }
+
+    /// Version 2 to 3, inside the caller's transaction: an `accounts` table made before it (by
+    /// `AccountStore`) gets the `disabled` flag, every account enabled. A file without accounts gets
+    /// the table, flag included, when an `AccountStore` first opens it.
+    private func addAccountStates() throws(SQLiteError) {
+        var hasAccounts = false
+        var hasFlag = false
+        try database.query("SELECT name FROM pragma_table_info('accounts')") { row in
+            hasAccounts = true
+            if row.text(0) == "disabled" { hasFlag = true }
+        }
+        guard hasAccounts, !hasFlag else { return }
+        try database.execute("ALTER TABLE accounts ADD COLUMN disabled INTEGER NOT NULL DEFAULT 0")
     }
 
     /// Version 0/1 to 2, inside the caller's transaction: each message keeps its seq and gets its

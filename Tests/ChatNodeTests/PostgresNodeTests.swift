@@ -145,7 +145,7 @@ struct PostgresNodeTests {
         }
     }
 
-    @Test("accounts live in PostgreSQL: added by the node, checked at login in any case, wrong passwords refused, listed")
+    @Test("accounts live in PostgreSQL: added by the node, checked at login in any case, wrong passwords refused, listed, disabled, removed")
     func accounts() async throws {
         let database = try await ChatPostgres.start()
         try await onLoopThread {
@@ -172,6 +172,15 @@ struct PostgresNodeTests {
                 #expect(attempt.state == refused, "\(user)")
             }
             carol.close()
+
+            // Disabled: the right password is told so, and no first login makes the account again.
+            #expect(try completion(of: loop) { node.setAccountDisabled(true, user: "CAROL", completion: $0) }.get() == .done(account: "carol"))
+            let disabled = client("carol", port: node.port)
+            disabled.start()
+            try spin(loop) { if case .closed = disabled.state { true } else { false } }
+            #expect(disabled.state == .closed(.loginRefused(.authenticationFailed, "account disabled")))
+            #expect(try completion(of: loop) { node.removeAccount(user: "carol", completion: $0) }.get() == .done(account: "carol"))
+            #expect(try completion(of: loop, node.accountNames).get().isEmpty)
         }
     }
 }

@@ -130,7 +130,7 @@ struct SchemaTests {
         let store = try SQLiteIMStore(path: path)
         var version: Int64 = 0
         try store.database.query("PRAGMA user_version") { row in version = row.integer(0) }
-        #expect(version == 2)
+        #expect(version == SQLiteIMStore.schemaVersion)
         var tables: [String] = []
         try store.database.query("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name") { row in tables.append(row.text(0) ?? "") }
         #expect(!tables.contains("inbox") && !tables.contains("room_members") && !tables.contains("messages_v1"))
@@ -167,6 +167,6 @@ struct SchemaTests {
         let path = try Self.file("schema-9.db", "PRAGMA user_version = 9")
         defer { removeDatabase(path) }
         let error = #expect(throws: SQLiteError.self) { try SQLiteIMStore(path: path) }
-        #expect(error?.message.contains("schema version 9, newer than this node's 2") == true)
+        #expect(error?.message.contains("schema version 9, newer than this node's \(SQLiteIMStore.schemaVersion)") == true)
     }
 }

@@ -1,7 +1,5 @@
 public import RunLoopIM
-public import RunLoopIMCore
-public import RunLoopKit
-public import RunLoopNet
+import RunLoopIMCore
 
 /// Heartbeats sent and answered by the clients that share it (their loop's thread only).
 public final class HeartbeatCounters {
@@ -11,38 +9,14 @@ public final class HeartbeatCounters {
     public init() {}
 }
 
-/// A frame link that counts the HEARTBEAT frames its client sends and the HEARTBEAT_ACK frames it
-/// receives: `IMServer` has no per-frame hook, so the client side counts heartbeats answered.
-public final class CountingLink: IMFrameLink {
-    private let inner: IMFrameLink
-    private let counters: HeartbeatCounters
-
-    public init(_ inner: IMFrameLink, counters: HeartbeatCounters) {
-        self.inner = inner
-        self.counters = counters
+/// Counting links: `IMServer` has no per-frame hook, so the client side counts the HEARTBEAT frames
+/// it sends and the HEARTBEAT_ACK frames it receives.
+public enum CountingLink {
+    /// A connector whose links are `connector`'s, counting heartbeats on `counters`.
+    public static func connector(_ connector: @escaping IMConnector, counters: HeartbeatCounters) -> IMConnector {
+        TappedFrameLink.connector(
+            connector,
+            sent: { if $0.command == .heartbeat { counters.sent += 1 } },
+            received: { if $0.command == .heartbeatAck { counters.answered += 1 } })
     }
-
-    public var loop: RunLoop { inner.loop }
-    public var modes: [RunLoop.Mode] { inner.modes }
-    public var remoteAddress: SocketAddress? { inner.remoteAddress }
-    public var hasUnreadInput: Bool { inner.hasUnreadInput }
-    public var bufferedOutputBytes: Int { inner.bufferedOutputBytes }
-
-    public func open(_ events: IMFrameLinkEvents) {
-        var counting = events
-        counting.received = { [counters] frame in
-            if frame.command == .heartbeatAck { counters.answered += 1 }
-            events.received(frame)
-        }
-        inner.open(counting)
-    }
-
-    public func send(_ frame: IMFrame) throws(IMLinkFailure) {
-        if frame.command == .heartbeat { counters.sent += 1 }
-        try inner.send(frame)
-    }
-
-    public func close(for reason: IMSessionEndReason?) { inner.close(for: reason) }
-    public func abort() { inner.abort() }
-    public func raiseInboundLimit(to bodyLength: Int) { inner.raiseInboundLimit(to: bodyLength) }
 }

@@ -117,7 +117,7 @@ public final class Crowd {
         let client = IMClient(
             configuration: configuration, loop: loop,
             connector: countsHeartbeats
-                ? { loop, modes, maximumFrameBody in CountingLink(tcp(loop, modes, maximumFrameBody), counters: counters) } : tcp)
+                ? CountingLink.connector(tcp, counters: counters) : tcp)
         let chat = ChatClient(connection: client)
         chat.onStateChange = { [unowned self] chat, state in
             switch state {

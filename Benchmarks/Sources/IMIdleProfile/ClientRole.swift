@@ -78,9 +78,7 @@ final class ClientRole {
         let counters = counters
         let client = IMClient(
             configuration: configuration, loop: loop,
-            connector: { loop, modes, maximumFrameBody in
-                CountingLink(tcp(loop, modes, maximumFrameBody), counters: counters)
-            })
+            connector: CountingLink.connector(tcp, counters: counters))
         client.onStateChange = { [unowned self] _, state in
             let now = state == .online
             guard now != isOnline[index] else { return }

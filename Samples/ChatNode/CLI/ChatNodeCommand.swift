@@ -18,7 +18,7 @@ struct ChatNodeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "chat-node",
         abstract: "A small chat service on RunLoopKit's run loop: server, terminal client, demo.",
-        subcommands: [Demo.self, Serve.self, Client.self, Account.self, Migrate.self]
+        subcommands: [Demo.self, Serve.self, Client.self, Account.self, Migrate.self, Backup.self]
     )
 
     /// A first word that is no subcommand: usage on standard error and a failure, with the nearest
@@ -143,6 +143,9 @@ struct Serve: ParsableCommand {
     @Option(help: "scrypt cost (log2 of N) for new password hashes.")
     var scryptCost = 14
 
+    @Option(help: "Delete messages older than this many days once everyone they were for has acknowledged them (default: keep all).")
+    var keepDays: Int?
+
     @OptionGroup var log: LogOptions
 
     func validate() throws {
@@ -150,6 +153,7 @@ struct Serve: ParsableCommand {
             throw ValidationError("limits must be positive")
         }
         guard (4...20).contains(scryptCost) else { throw ValidationError("--scrypt-cost must be 4...20") }
+        guard keepDays.map({ $0 > 0 }) != false else { throw ValidationError("--keep-days must be positive") }
         if try redisConfiguration() != nil, case .sqlite = try storage.storage() {
             throw ValidationError(ChatNodeError.clusterNeedsPostgres.description)
         }
@@ -198,6 +202,7 @@ struct Serve: ParsableCommand {
         configuration.maximumRoomsPerUser = maximumRoomsPerUser > 0 ? maximumRoomsPerUser : nil
         configuration.session.loginTimeout = .seconds(loginSeconds)
         configuration.passwordHasher = PasswordHasher(rounds: 1 << scryptCost)
+        configuration.retention = keepDays.map { HistoryRetentionPolicy(keep: .seconds(86_400 * $0)) }
         do {
             configuration.tls = try tls.serverContext()
         } catch {
@@ -261,11 +266,12 @@ private func unblockStopSignals() {
 struct Account: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Manage accounts in a node's database.",
-        subcommands: [Add.self, List.self]
+        subcommands: [Add.self, List.self, Passwd.self, Remove.self, Disable.self, Enable.self]
     )
 
     struct Add: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Create an account; the password is read from standard input.")
+        static let configuration = CommandConfiguration(
+            abstract: "Create an account; the password is read from standard input (asked twice at a terminal).")
 
         @OptionGroup var storage: StorageOptions
         @OptionGroup var log: LogOptions
@@ -275,12 +281,11 @@ struct Account: ParsableCommand {
 
         func run() throws {
             log.bootstrap()
-            guard let password = readLine(strippingNewline: true), !password.isEmpty else {
-                throw ValidationError("no password on standard input")
-            }
             let node = try Account.node(storage)
+            let password = try PasswordInput.read()
             let created = try RunLoop.current.runUntilFinished { node.addAccount(user: user, password: password, completion: $0) }.get()
-            print(created ? "created \(user)" : "\(user) exists already")
+            guard created else { throw Account.NothingDone("\(user) exists already") }
+            print("created \(user)")
         }
     }
 
@@ -297,9 +302,11 @@ struct Account: ParsableCommand {
         }
     }
 
-    /// A node that does not listen, its store open (PostgreSQL: connected, its schema checked).
+    /// A node that does not listen, its store open (PostgreSQL: connected, its schema checked). A
+    /// SQLite file that does not exist is refused, not created.
     static func node(_ storage: StorageOptions) throws -> ChatNode {
         let configuration = ChatNode.Configuration(storage: try storage.storage())
+        try StartupFailure.requireExistingDatabase(configuration.storage)
         let node = try StartupFailure.openingDatabase(configuration.storage) { try ChatNode(configuration: configuration) }
         if case .failure(let refusal) = try RunLoop.current.runUntilFinished(node.connectStorage) {
             throw ValidationError(refusal.description)

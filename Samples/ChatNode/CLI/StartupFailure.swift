@@ -13,6 +13,8 @@ enum StartupFailure: Error, CustomStringConvertible {
     case databaseDirectoryMissing(path: String, directory: String)
     /// SQLite refused the file.
     case database(path: String, SQLiteError)
+    /// A command that works on an existing database (`account`, `backup`) found no file there.
+    case databaseMissing(path: String)
 
     /// The two listeners of `serve`, and the flags that move them.
     enum Listener {
@@ -48,7 +50,16 @@ enum StartupFailure: Error, CustomStringConvertible {
             return "cannot open the database \(path) (\(error)): can this user read and write it and its directory?"
         case .database(let path, let error):
             return "the database \(path): \(error)"
+        case .databaseMissing(let path):
+            return "no database \(path): give the node's file with --database (`chat-node migrate --database FILE` or `serve` creates one)"
         }
+    }
+
+    /// Refuses a SQLite file that does not exist, which opening would create empty: a command that
+    /// reads or changes a node's data was pointed at the wrong place.
+    static func requireExistingDatabase(_ storage: ChatNodeStorage) throws(StartupFailure) {
+        guard case .sqlite(let path) = storage, access(path, F_OK) != 0 else { return }
+        throw .databaseMissing(path: path)
     }
 
     /// Listens on `port` and lets it go again, so that `serve` refuses a port in use before it creates

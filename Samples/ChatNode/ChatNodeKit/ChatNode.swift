@@ -68,6 +68,10 @@ public final class ChatNode {
         /// `nil` (the default): plaintext, and LOGIN's password crosses the network in clear.
         /// ``ChatNode/reloadTLS(_:)`` replaces it for later connections.
         public var tls: TLSContext?
+        /// How long history is kept (`chat-node serve --keep-days`): set, the node deletes older
+        /// messages that everyone has acknowledged, in small batches on its loop; `nil` (the
+        /// default): it keeps everything.
+        public var retention: HistoryRetentionPolicy?
 
         /// A node on one SQLite file (created if missing).
         public init(databasePath: String) {
@@ -108,6 +112,8 @@ public final class ChatNode {
     /// The threads that hash passwords: as many as the server runs checks at once.
     let passwordWorkers: PasswordWorkers
     let accounts: any NodeAccounts
+    /// The history sweeps, from ``start()`` on when ``Configuration/retention`` is set.
+    private var retention: HistoryRetention?
     private var isStopping = false
 
     /// Opens the database and prepares the server; ``start()`` listens.
@@ -255,6 +261,22 @@ public final class ChatNode {
             "chat node listening on \(configuration.host):\(server.port)\(isTLS ? " (TLS)" : "")\(pageURL.map { ", page \($0)" } ?? ""), \(configuration.storage)"
         )
         if let cluster, let redis = configuration.redis { join(cluster, redis: redis) }
+        if let policy = configuration.retention { startRetention(policy) }
+    }
+
+    private func startRetention(_ policy: HistoryRetentionPolicy) {
+        let prune: HistoryRetention.Prune
+        switch backend {
+        case .sqlite(let store, _):
+            prune = { cutoff, after, limit, completion in completion(store.pruneHistory(sentBefore: cutoff, after: after, limit: limit)) }
+        case .postgres(let database):
+            prune = { cutoff, after, limit, completion in
+                database.store.pruneHistory(sentBefore: cutoff, after: after, limit: limit, completion: completion)
+            }
+        }
+        let retention = HistoryRetention(policy: policy, loop: loop, logger: logger, prune: prune)
+        self.retention = retention
+        retention.start()
     }
 
     private func join(_ cluster: ChatCluster, redis: RedisConfiguration) {
@@ -280,6 +302,7 @@ public final class ChatNode {
     /// connections (a SQLite file stays open for the caller to close). For demos and fault tests; a
     /// real stop is ``stop(_:)``.
     public func abort() {
+        retention?.stop()
         web?.close()
         server.abort()
         cluster?.close()
@@ -309,6 +332,27 @@ public final class ChatNode {
         accounts.names(completion: completion)
     }
 
+    /// Gives the account `user` names (any case) a new password, hashed on this thread; sessions
+    /// online stay, the next login needs the new one. Loop thread only; `completion` runs there once.
+    public func setPassword(user: String, password: String, completion: @escaping (Result<AccountChange, IMStoreFailure>) -> Void) {
+        accounts.setPasswordHash(configuration.passwordHasher.hash(password), of: user, completion: completion)
+    }
+
+    /// Disables (or enables again) the account `user` names: a disabled account's logins are refused
+    /// with `authenticationFailed` ("account disabled") and never make a new account; sessions online
+    /// carry on until they end, and their next login is refused. Its data stays. Loop thread only;
+    /// `completion` runs there once (`.unchanged`: it was so already).
+    public func setAccountDisabled(_ disabled: Bool, user: String, completion: @escaping (Result<AccountChange, IMStoreFailure>) -> Void) {
+        accounts.setDisabled(disabled, user: user, completion: completion)
+    }
+
+    /// Removes the account `user` names and what is the user's: memberships and inbox, every message
+    /// they sent, their direct conversations (both sides), so a later account of the name starts
+    /// empty. Room messages of others stay. Loop thread only; `completion` runs there once.
+    public func removeAccount(user: String, completion: @escaping (Result<AccountChange, IMStoreFailure>) -> Void) {
+        accounts.remove(user, completion: completion)
+    }
+
     /// Stops gracefully: no new connections, every client told the node is stopping (ERROR
     /// `shuttingDown`, after which they reconnect with backoff), their connections flushed and closed
     /// (a WebSocket's with 1001, its close handshake finished).
@@ -319,6 +363,7 @@ public final class ChatNode {
     public func stop(_ done: @escaping () -> Void = {}) {
         guard !isStopping else { return }
         isStopping = true
+        retention?.stop()
         web?.close()
         // Whichever comes first stops the node: the last session's end, or the grace period (a
         // one-shot timer, invalid once it fired).
@@ -424,6 +469,9 @@ public final class ChatNode {
         switch outcome {
         case .accepted(let name): return .acceptedAs(user: name)
         case .wrongPassword(let name): return wrongPassword(name)
+        case .disabled(let name):
+            onEvent?("login refused for \(name): account disabled")
+            return IMLoginVerdict.accountDisabled
         case .failed: return Self.storageFailure
         case .noSuchAccount: return nil
         }

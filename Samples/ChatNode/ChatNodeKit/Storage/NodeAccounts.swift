@@ -7,6 +7,8 @@ enum AccountCheck: Equatable {
     /// The account exists and the password matches: the session's user is its stored name.
     case accepted(as: String)
     case wrongPassword(account: String)
+    /// The password matches a disabled account: refused, and no account is created.
+    case disabled(account: String)
     case noSuchAccount
     /// The store failed (logged where it happened): the client may try again later.
     case failed
@@ -22,4 +24,11 @@ protocol NodeAccounts: AnyObject {
     func create(_ user: String, passwordHash: String, completion: @escaping (Result<Bool, IMStoreFailure>) -> Void)
     /// Every account's name.
     func names(completion: @escaping (Result<[String], IMStoreFailure>) -> Void)
+    /// Replaces the password hash of the account `user` names in any case.
+    func setPasswordHash(_ passwordHash: String, of user: String, completion: @escaping (Result<AccountChange, IMStoreFailure>) -> Void)
+    /// Disables or enables the account `user` names in any case (`.unchanged`: it was so already).
+    func setDisabled(_ disabled: Bool, user: String, completion: @escaping (Result<AccountChange, IMStoreFailure>) -> Void)
+    /// Removes the account `user` names in any case, with the user's memberships, inbox, sent
+    /// messages and direct conversations.
+    func remove(_ user: String, completion: @escaping (Result<AccountChange, IMStoreFailure>) -> Void)
 }

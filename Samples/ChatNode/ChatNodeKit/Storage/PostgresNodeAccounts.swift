@@ -1,3 +1,4 @@
+import RunLoopChat
 import RunLoopChatPostgres
 import RunLoopIM
 import RunLoopIMCore
@@ -23,6 +24,7 @@ final class PostgresNodeAccounts: NodeAccounts {
             guard rows.count > 0 else { return completion(.noSuchAccount) }
             store.authenticate(login) { verdict in
                 switch verdict {
+                case let refusal where refusal == IMLoginVerdict.accountDisabled: completion(.disabled(account: login.user))
                 case .accepted: completion(.accepted(as: login.user))
                 case .acceptedAs(let name): completion(.accepted(as: name))
                 case .refused(.authenticationFailed, _): completion(.wrongPassword(account: login.user))
@@ -34,6 +36,18 @@ final class PostgresNodeAccounts: NodeAccounts {
 
     func create(_ user: String, passwordHash: String, completion: @escaping (Result<Bool, IMStoreFailure>) -> Void) {
         store.createAccount(user, passwordHash: passwordHash, completion: completion)
+    }
+
+    func setPasswordHash(_ passwordHash: String, of user: String, completion: @escaping (Result<AccountChange, IMStoreFailure>) -> Void) {
+        store.setPasswordHash(passwordHash, of: user, completion: completion)
+    }
+
+    func setDisabled(_ disabled: Bool, user: String, completion: @escaping (Result<AccountChange, IMStoreFailure>) -> Void) {
+        store.setDisabled(disabled, user: user, completion: completion)
+    }
+
+    func remove(_ user: String, completion: @escaping (Result<AccountChange, IMStoreFailure>) -> Void) {
+        store.removeAccount(user, completion: completion)
     }
 
     func names(completion: @escaping (Result<[String], IMStoreFailure>) -> Void) {

@@ -28,18 +28,37 @@ final class SQLiteNodeAccounts: NodeAccounts {
         let password = login.password
         let stored = account.passwordHash
         passwordWorkers.run({ PasswordHasher.verify(password, against: stored) }) { matched in
-            completion(matched ? .accepted(as: account.name) : .wrongPassword(account: account.name))
+            guard matched else { return completion(.wrongPassword(account: account.name)) }
+            completion(account.isDisabled ? .disabled(account: account.name) : .accepted(as: account.name))
         }
     }
 
     func create(_ user: String, passwordHash: String, completion: @escaping (Result<Bool, IMStoreFailure>) -> Void) {
-        completion(
-            Result { try accounts.create(user: user, passwordHash: passwordHash) }.mapError {
-                IMStoreFailure("create account \(user)", reason: "\($0)")
-            })
+        completion(answer("create account \(user)") { () throws(SQLiteError) in try accounts.create(user: user, passwordHash: passwordHash) })
     }
 
     func names(completion: @escaping (Result<[String], IMStoreFailure>) -> Void) {
-        completion(Result { try accounts.names() }.mapError { IMStoreFailure("list accounts", reason: "\($0)") })
+        completion(answer("list accounts", accounts.names))
+    }
+
+    func setPasswordHash(_ passwordHash: String, of user: String, completion: @escaping (Result<AccountChange, IMStoreFailure>) -> Void) {
+        completion(answer("change the password of \(user)") { () throws(SQLiteError) in try accounts.setPasswordHash(passwordHash, of: user) })
+    }
+
+    func setDisabled(_ disabled: Bool, user: String, completion: @escaping (Result<AccountChange, IMStoreFailure>) -> Void) {
+        completion(answer("change the state of \(user)") { () throws(SQLiteError) in try accounts.setDisabled(disabled, user: user) })
+    }
+
+    func remove(_ user: String, completion: @escaping (Result<AccountChange, IMStoreFailure>) -> Void) {
+        completion(answer("remove account \(user)") { () throws(SQLiteError) in try accounts.remove(user: user) })
+    }
+
+    /// What `body` gave, or its SQLite error as a store failure about `operation`.
+    private func answer<Value>(_ operation: String, _ body: () throws(SQLiteError) -> Value) -> Result<Value, IMStoreFailure> {
+        do {
+            return .success(try body())
+        } catch {
+            return .failure(IMStoreFailure(operation, reason: "\(error)"))
+        }
     }
 }

@@ -1,0 +1,63 @@
+public import RunLoopIMCore
+public import RunLoopKit
+public import RunLoopNet
+
+/// A frame link that shows each frame passing through it to an observer and otherwise forwards
+/// everything to the link it wraps: what a demo's timeline marks or a benchmark's counters need,
+/// without a per-frame hook in ``IMServer`` or ``IMClient``.
+///
+/// Loop thread only, like the link it wraps; the observers run on that thread, after a frame was
+/// handed to the wrapped link (sent) or before the link's user sees it (received).
+public final class TappedFrameLink: IMFrameLink {
+    private let inner: any IMFrameLink
+    private let sent: (IMFrame) -> Void
+    private let received: (IMFrame) -> Void
+
+    /// Wraps `inner`; `sent` sees each frame it accepted, `received` each frame it read.
+    public init(
+        _ inner: any IMFrameLink, sent: @escaping (IMFrame) -> Void, received: @escaping (IMFrame) -> Void
+    ) {
+        self.inner = inner
+        self.sent = sent
+        self.received = received
+    }
+
+    /// A connector whose links are `connector`'s, each wrapped with the same observers.
+    public static func connector(
+        _ connector: @escaping IMConnector, sent: @escaping (IMFrame) -> Void,
+        received: @escaping (IMFrame) -> Void
+    ) -> IMConnector {
+        { loop, modes, maximumFrameBody in
+            TappedFrameLink(connector(loop, modes, maximumFrameBody), sent: sent, received: received)
+        }
+    }
+
+    public var loop: RunLoop { inner.loop }
+    public var modes: [RunLoop.Mode] { inner.modes }
+    public var remoteAddress: SocketAddress? { inner.remoteAddress }
+    public var hasUnreadInput: Bool { inner.hasUnreadInput }
+    public var bufferedOutputBytes: Int { inner.bufferedOutputBytes }
+
+    public func open(_ events: IMFrameLinkEvents) {
+        var tapped = events
+        tapped.received = { [received] frame in
+            received(frame)
+            events.received(frame)
+        }
+        inner.open(tapped)
+    }
+
+    public func send(_ frame: IMFrame) throws(IMLinkFailure) {
+        try inner.send(frame)
+        sent(frame)
+    }
+
+    public func send(_ frames: [IMFrame]) throws(IMLinkFailure) {
+        try inner.send(frames)
+        frames.forEach(sent)
+    }
+
+    public func close(for reason: IMSessionEndReason?) { inner.close(for: reason) }
+    public func abort() { inner.abort() }
+    public func raiseInboundLimit(to bodyLength: Int) { inner.raiseInboundLimit(to: bodyLength) }
+}
