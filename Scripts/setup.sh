@@ -6,8 +6,9 @@
 # (network-namespace tests, which need root), Debian's Chromium (the browser test), the openssl command
 # line and python3 (RunLoopTLSTests make certificates with one and use both as TLS peers), and a Python venv
 # with the protobuf runtime (the outside-client test) and Playwright (which drives that Chromium; it downloads
-# no browser). With --fanout, also what Benchmarks/Scripts/fanout.sh runs beside the chat node: the mosquitto
-# broker and its C clients (the script starts its own broker on a port of its own; a system one the package
+# no browser), and systemd for `systemd-analyze verify` of the chat node's unit (it reads the file offline; no
+# running systemd needed). With --fanout, also what Benchmarks/Scripts/fanout.sh runs beside the chat node: the
+# mosquitto broker and its C clients (the script starts its own broker on a port of its own; a system one the package
 # may start on 1883 does not matter) and python3-venv (its paho-mqtt venv). With --cluster, the PostgreSQL and
 # Redis servers `chat-node demo --cluster` (Scripts/cluster-demo.sh) starts throw-away copies of. The flags combine.
 # Idempotent: installs only what is missing. Works as root or through sudo.
@@ -22,7 +23,7 @@ for flag in "$@"; do
   case "$flag" in
     --tests)
       with_tests=true
-      packages+=(redis-server postgresql iproute2 openssl python3 python3-venv chromium)
+      packages+=(redis-server postgresql iproute2 openssl python3 python3-venv chromium systemd)
       ;;
     --fanout) packages+=(mosquitto mosquitto-clients python3-venv) ;;
     --cluster) packages+=(redis-server postgresql) ;;

@@ -25,7 +25,11 @@ public final class SQLiteDatabase {
     }
 
     /// Opens (creating if needed) the database at `path` in WAL mode.
-    public init(path: String, durability: Durability = .processCrash) throws(SQLiteError) {
+    /// - Parameter admit: runs on the open connection before the switch to WAL mode writes to the
+    ///   file: it may refuse a file that is not the caller's by throwing, and nothing was written.
+    public init(
+        path: String, durability: Durability = .processCrash, admit: (SQLiteDatabase) throws(SQLiteError) -> Void = { _ in }
+    ) throws(SQLiteError) {
         self.path = path
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let status = sqlite3_open_v2(path, &handle, flags, nil)
@@ -36,6 +40,7 @@ public final class SQLiteDatabase {
             throw SQLiteError(code: status, message: "\(path): \(message)")
         }
         sqlite3_busy_timeout(handle, 5_000)
+        try admit(self)
         if path != ":memory:" { try execute("PRAGMA journal_mode=WAL") }
         try execute(durability == .powerLoss ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL")
         try execute("PRAGMA foreign_keys=ON")

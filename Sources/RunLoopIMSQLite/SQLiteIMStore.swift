@@ -29,13 +29,13 @@ public final class SQLiteIMStore: SynchronousChatStore {
     public var logger: Logger
 
     /// Opens or creates the store at `path` (":memory:" for a throwaway one), upgrading a file of an
-    /// older schema in one transaction.
-    /// - Throws: the file cannot be opened, or its schema is newer than this code knows.
+    /// older schema in one transaction. Another program's SQLite file is refused unwritten (``admit(_:)``).
+    /// - Throws: the file cannot be opened, is not the store's, or its schema is newer than this code knows.
     public init(
         path: String, accounts: [String: String]? = nil, durability: SQLiteDatabase.Durability = .processCrash,
         logger: Logger = Logger(label: "RunLoopIM.sqlite")
     ) throws(SQLiteError) {
-        database = try SQLiteDatabase(path: path, durability: durability)
+        database = try SQLiteDatabase(path: path, durability: durability, admit: Self.admit)
         self.accounts = accounts
         self.logger = logger
         requiresKnownRecipients = accounts != nil

@@ -10,8 +10,9 @@ public func temporaryPath(_ name: String) -> String {
     return "\(directory)/rlk-\(getpid())-\(UInt64.random(in: 0...UInt64.max))-\(name)"
 }
 
-/// Removes a SQLite database with the write-ahead log and shared-memory files SQLite keeps beside it;
-/// files that are not there are skipped. Any thread.
+/// Removes a SQLite database with the write-ahead log and shared-memory files SQLite keeps beside it,
+/// and the lock file of the `chat-node serve` that ran on it (left behind when it was killed); files
+/// that are not there are skipped. Any thread.
 public func removeDatabase(_ path: String) {
-    for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
+    for suffix in ["", "-wal", "-shm", ".lock"] { unlink(path + suffix) }
 }

@@ -5,6 +5,7 @@ import Logging
 import RunLoopChat
 import RunLoopChatCluster
 import RunLoopChatPostgres
+import RunLoopIM
 import RunLoopIMCore
 import RunLoopIMSQLite
 import RunLoopKit
@@ -182,6 +183,7 @@ struct Serve: ParsableCommand {
         let softLimitBefore = DescriptorLimit.current.soft
         let softLimit = DescriptorLimit.raiseSoftLimitToHard()
         let loop = RunLoop.current
+        let service = ServiceNotifier.fromEnvironment(environment, loop: loop, logger: Logger(label: "chat-node"))
         // A port in use is refused before the database file is created or opened.
         try StartupFailure.checkListen(.im, host: host, port: port)
         if !noHttp { try StartupFailure.checkListen(.http, host: host, port: httpPort) }
@@ -208,7 +210,12 @@ struct Serve: ParsableCommand {
             throw ExitCode.failure
         }
         configuration.metrics.bootstrapProcess()
-        let node = try StartupFailure.openingDatabase(configuration.storage) { try ChatNode(configuration: configuration, loop: loop) }
+        var lock: InstanceLock?
+        let node = try StartupFailure.openingDatabase(configuration.storage) {
+            lock = try InstanceLock(storage: configuration.storage)
+            return try ChatNode(configuration: configuration, loop: loop)
+        }
+        defer { lock?.release() }
         if softLimit != softLimitBefore { node.logger.info("descriptor limit raised from \(softLimitBefore) to \(softLimit)") }
         if case .failure(let refusal) = try loop.runUntilFinished(node.connectStorage) {
             printError("chat-node: \(refusal)")
@@ -220,14 +227,11 @@ struct Serve: ParsableCommand {
             loop.stopAll()
         }
         try node.start()
-        print("listening on \(host):\(node.port)")
-        if let page = node.pageURL { print("page: \(page)") }
-        fflush(nil)  // a script or test reads the port from a pipe
-
         var signals: [RunLoopSignalSource] = []
         for signal in [SIGTERM, SIGINT] {
             let source = try RunLoopSignalSource(signal: signal) { _, _ in
                 node.logger.info("signal \(signal): stopping")
+                service?.stopping(status: "stopping on signal \(signal): closing \(node.server.sessions.count) sessions")
                 node.stop { loop.stopAll() }
             }
             try loop.add(source, forMode: .common)
@@ -235,6 +239,11 @@ struct Serve: ParsableCommand {
         }
         if node.isTLS { signals.append(try tls.reloadOnHangup(node, loop: loop)) }
         let stallDetector = configuration.metrics.watchStalls(of: loop, logger: node.logger)
+        // Announced once a stop signal would be handled: whoever read the port may send SIGTERM at once.
+        print("listening on \(host):\(node.port)")
+        if let page = node.pageURL { print("page: \(page)") }
+        fflush(nil)  // a script or test reads the port from a pipe
+        service?.ready(status: "serving IM on \(host):\(node.port)\(node.pageURL.map { ", page \($0)" } ?? "")")
         try loop.run()
         stallDetector.detach()
         signals.forEach { $0.invalidate() }

@@ -56,7 +56,7 @@ public enum ChatNodeMigration {
 
     /// `PRAGMA user_version` of the file, 0 when it is new.
     private static func version(of path: String) throws(SQLiteError) -> Int64 {
-        let database = try SQLiteDatabase(path: path)
+        let database = try SQLiteDatabase(path: path, admit: SQLiteIMStore.admit)
         defer { database.close() }
         var version: Int64 = 0
         try database.query("PRAGMA user_version") { row in version = row.integer(0) }
