@@ -152,6 +152,7 @@ let package = Package(
             dependencies: [
                 "RunLoopKit",
                 "RunLoopNet",
+                "RunLoopTLS",
                 .product(name: "Logging", package: "swift-log"),
                 "COpenSSL",
             ],
@@ -175,6 +176,7 @@ let package = Package(
             dependencies: [
                 "RunLoopKit",
                 "RunLoopNet",
+                "RunLoopTLS",
                 "RunLoopIM", "RunLoopIMCore",
                 "RunLoopWebSocket",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
@@ -419,7 +421,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RunLoopWebSocketTests",
-            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopWebSocket", "RunLoopTesting"],
+            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopWebSocket", "RunLoopTLS", "RunLoopTesting"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -27,7 +27,7 @@ public final class ChatWebServer {
         logger: Logger = Logger(label: "chat-node.web")
     ) {
         webSocket = WebSocketServer(loop: loop, modes: modes, configuration: configuration, logger: logger)
-        webSocket.handleRequest = { [weak self] _, tcp, head in self?.serve(tcp, head: head) ?? false }
+        webSocket.handleRequest = { [weak self] _, responder, head in self?.serve(responder, head: head) ?? false }
         webSocket.shouldAccept = OriginPolicy.refusal(for:)
         webSocket.onConnection = { [weak server] _, connection in
             guard let server else { return connection.abort() }
@@ -47,17 +47,15 @@ public final class ChatWebServer {
     public func close() { webSocket.close() }
 
     /// Answers what is not an upgrade; `false` leaves `/ws` to the WebSocket handshake.
-    private func serve(_ tcp: TCPConnection, head: [UInt8]) -> Bool {
+    private func serve(_ responder: HTTPResponder, head: [UInt8]) -> Bool {
         switch ChatWebRoute.route(head) {
         case .webSocket:
             return false
         case .asset(let asset):
-            try? tcp.write(asset.response)
-            tcp.close()
+            responder.respond(asset.response)
         case .refuse(let refusal):
-            webSocket.logger.debug("refused \(tcp.remoteAddress?.description ?? "?"): \(refusal)")
-            try? tcp.write(refusal.response)
-            tcp.close()
+            webSocket.logger.debug("refused \(responder.remoteAddress?.description ?? "?"): \(refusal)")
+            responder.respond(refusal.response)
             onRefused?(refusal)
         }
         return true
