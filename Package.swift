@@ -157,6 +157,7 @@ let package = Package(
             dependencies: [
                 "RunLoopKit",
                 "RunLoopNet",
+                "RunLoopTLS",
                 .product(name: "Logging", package: "swift-log"),
                 "COpenSSL",
             ],
@@ -180,6 +181,7 @@ let package = Package(
             dependencies: [
                 "RunLoopKit",
                 "RunLoopNet",
+                "RunLoopTLS",
                 "RunLoopIM", "RunLoopIMCore",
                 "RunLoopWebSocket",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
@@ -428,7 +430,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RunLoopWebSocketTests",
-            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopWebSocket", "RunLoopTesting"],
+            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopWebSocket", "RunLoopTLS", "RunLoopTesting"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -32,3 +32,7 @@ static inline uint64_t rlk_SSL_OP_NO_RENEGOTIATION(void) {
 static inline uint64_t rlk_SSL_OP_NO_COMPRESSION(void) {
     return SSL_OP_NO_COMPRESSION;
 }
+
+static inline uint64_t rlk_SSL_OP_CIPHER_SERVER_PREFERENCE(void) {
+    return SSL_OP_CIPHER_SERVER_PREFERENCE;
+}

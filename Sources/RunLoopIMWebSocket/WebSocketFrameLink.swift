@@ -2,6 +2,7 @@ public import RunLoopIM
 public import RunLoopIMCore
 public import RunLoopKit
 public import RunLoopNet
+public import RunLoopTLS
 public import RunLoopWebSocket
 
 /// An ``IMFrameLink`` on a ``WebSocketConnection``, either side: an ``IMClient`` connects through it
@@ -75,37 +76,41 @@ public final class WebSocketFrameLink: IMFrameLink {
 
     /// A client's link: connects to `host`:`port` and upgrades at `target` when opened, then speaks
     /// binary frames.
-    /// - Parameter target: the upgrade's request target (the chat node serves `/ws`).
+    /// - Parameters:
+    ///   - target: the upgrade's request target (the chat node serves `/ws`).
+    ///   - tls: a client context for `wss://` (the server verified against it and `host`); `nil`: `ws://`.
     public init(
         host: String, port: UInt16, target: String = "/ws", connectTimeout: Duration = .seconds(10),
         maximumFrameBody: Int = 64 * 1024, loop: RunLoop = .current, modes: [RunLoop.Mode] = [.common],
         configuration: WebSocketConfiguration = WebSocketConfiguration(),
-        options: TCPOptions = TCPOptions(), limits: TCPBufferLimits = TCPBufferLimits()
+        options: TCPOptions = TCPOptions(), limits: TCPBufferLimits = TCPBufferLimits(), tls: TLSContext? = nil
     ) {
-        connection = WebSocketConnection(loop: loop, modes: modes, configuration: configuration, options: options, limits: limits)
+        connection = WebSocketConnection(
+            loop: loop, modes: modes, configuration: configuration, options: options, limits: limits, tls: tls)
         maximumBodyLength = maximumFrameBody
         pingInterval = nil
         encoding = .binary
         endpoint = (host, port, target, connectTimeout)
     }
 
-    /// A connector for ``IMClient``: a new WebSocket link to `host`:`port` `target` per attempt.
+    /// A connector for ``IMClient``: a new WebSocket link to `host`:`port` `target` per attempt,
+    /// over TLS with `tls` (`wss://`) when given.
     public static func connector(
         host: String, port: UInt16, target: String = "/ws", connectTimeout: Duration = .seconds(10),
-        configuration: WebSocketConfiguration = WebSocketConfiguration()
+        configuration: WebSocketConfiguration = WebSocketConfiguration(), tls: TLSContext? = nil
     ) -> IMConnector {
         { loop, modes, maximumFrameBody in
             WebSocketFrameLink(
                 host: host, port: port, target: target, connectTimeout: connectTimeout,
-                maximumFrameBody: maximumFrameBody, loop: loop, modes: modes, configuration: configuration)
+                maximumFrameBody: maximumFrameBody, loop: loop, modes: modes, configuration: configuration, tls: tls)
         }
     }
 
     public var loop: RunLoop { connection.loop }
     public var modes: [RunLoop.Mode] { connection.tcp.modes }
     public var remoteAddress: SocketAddress? { connection.tcp.remoteAddress }
-    public var hasUnreadInput: Bool { connection.tcp.hasUnreadInput }
-    public var bufferedOutputBytes: Int { connection.tcp.bufferedOutputBytes }
+    public var hasUnreadInput: Bool { connection.hasUnreadInput }
+    public var bufferedOutputBytes: Int { connection.bufferedOutputBytes }
     public var transport: IMLinkTransport { .webSocket }
 
     public func open(_ events: IMFrameLinkEvents) {
@@ -162,6 +167,7 @@ public final class WebSocketFrameLink: IMFrameLink {
     /// violation with its close code, otherwise how it ended.
     static func closeReason(_ info: WebSocketCloseInfo) -> IMLinkCloseReason {
         if case .transport(let error) = info.error { return .failed(IMLinkFailure(error)) }
+        if case .tls(let error) = info.error { return .failed(IMLinkFailure(error)) }
         if info.initiatedByPeer { return .peerClosed }
         if let error = info.error { return .failed(.protocolViolation(code: info.code.rawValue, reason: "\(error)")) }
         return IMLinkCloseReason(info.transport)

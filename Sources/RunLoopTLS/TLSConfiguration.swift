@@ -4,8 +4,9 @@
 /// and the cause of any failure.
 ///
 /// Fixed for every context: TLS 1.2 and 1.3 only (``minimumVersion`` may raise the floor to 1.3),
-/// renegotiation refused, compression off, no session resumption (no cache, no tickets), and record
-/// buffers released while a connection is idle.
+/// renegotiation refused, compression off, no session resumption (no cache, no tickets), record
+/// buffers released while a connection is idle, and a server choosing the cipher suite by its own
+/// order of preference.
 public struct TLSConfiguration: Sendable, Equatable {
     /// Which side of the handshake, with what it needs.
     public enum Role: Sendable, Equatable {

@@ -356,3 +356,5 @@ extension TLSConnection: CustomStringConvertible {
         "TLSConnection(\(tcp.remoteAddress?.description ?? "-"), \(state))"
     }
 }
+
+extension TLSConnection: ByteStream {}

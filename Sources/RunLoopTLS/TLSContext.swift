@@ -56,7 +56,11 @@ public final class TLSContext: @unchecked Sendable {
         guard rlk_SSL_CTX_set_min_proto_version(context, minimum) == 1 else {
             throw .library(reason: OpenSSLErrorQueue.takeFirst().text)
         }
-        SSL_CTX_set_options(context, rlk_SSL_OP_NO_RENEGOTIATION() | rlk_SSL_OP_NO_COMPRESSION())
+        var options = rlk_SSL_OP_NO_RENEGOTIATION() | rlk_SSL_OP_NO_COMPRESSION()
+        // A server picks the suite from its own order (strongest first), not the first a client lists
+        // that it also knows: a client offering a weak suite first cannot talk it down to that one.
+        if case .server = configuration.role { options |= rlk_SSL_OP_CIPHER_SERVER_PREFERENCE() }
+        SSL_CTX_set_options(context, options)
         // An idle connection then holds no 16 KiB record buffers, which is most of a session's memory.
         _ = rlk_SSL_CTX_set_mode(context, Int(SSL_MODE_RELEASE_BUFFERS))
         // No resumption: our clients keep no sessions, so a server's cache would only hold closed

@@ -129,10 +129,6 @@ struct TLSNodeTests {
             #expect(!output.contains("listening on"), "\(output)")
             #expect(errors.contains(expected), "\(errors)")
         }
-        let (status, _, errors) = try runChatNode(
-            serveArguments(path, pki, .server).filter { $0 != "--no-http" })
-        #expect(status != 0)
-        #expect(errors.contains("--tls-cert secures the IM port only: add --no-http"), "\(errors)")
     }
 
     private func serveArguments(_ database: String, _ pki: TestPKI, _ leaf: TestPKI.Leaf) -> [String] {

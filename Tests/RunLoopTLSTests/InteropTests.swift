@@ -38,6 +38,28 @@ import Testing
         #expect(output.contains("New, \(version), Cipher is"))
     }
 
+    @Test("our server picks the cipher suite by its own order: a TLS 1.2 client listing AES-128 first gets AES-256")
+    func serverCipherOrder() async throws {
+        let pki = try TestPKI()
+        defer { pki.remove() }
+        let output = try await onLoopThread {
+            let loop = RunLoop.current
+            let server = try EchoTLSServer(context: pki.serverContext())
+            let peer = try PeerProcess(
+                "/usr/bin/openssl",
+                [
+                    "s_client", "-connect", "127.0.0.1:\(server.port)", "-CAfile", pki.caFile, "-tls1_2",
+                    "-cipher", "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384"
+                ],
+                directory: pki.directory)
+            try spin(loop) { peer.output.contains("Cipher is") }
+            peer.closeInput()
+            try spin(loop) { !peer.isRunning }
+            return peer.output
+        }
+        #expect(output.contains("Cipher is ECDHE-ECDSA-AES256-GCM-SHA384"), "\(output)")
+    }
+
     @Test("our client answers openssl s_server's renegotiation request (its r command) with no_renegotiation")
     func renegotiationIsRefused() async throws {
         let pki = try TestPKI()

@@ -158,10 +158,6 @@ struct Serve: ParsableCommand {
             throw ValidationError(ChatNodeError.clusterNeedsPostgres.description)
         }
         guard nodeID?.isEmpty != true else { throw ValidationError("--node-id must not be empty") }
-        if tls.tlsCert != nil, !noHttp {
-            // The web port does not speak TLS yet: its page and WebSocket would carry LOGIN in clear.
-            throw ValidationError("--tls-cert secures the IM port only: add --no-http")
-        }
         guard leaseSeconds.map({ $0 >= 0.1 && $0 <= 3600 }) != false else { throw ValidationError("--lease-seconds must be 0.1...3600") }
     }
 

@@ -5,9 +5,12 @@ import Logging
 import RunLoopKit
 import RunLoopTLS
 
-/// `serve`'s TLS flags: the IM port's certificate and key.
+/// `serve`'s TLS flags: the certificate and key of both ports (IM, and HTTPS with `wss://`).
 struct ServerTLSOptions: ParsableArguments {
-    @Option(help: "PEM certificate chain (the certificate first, then intermediates): the IM port speaks TLS only. Needs --tls-key.")
+    @Option(
+        help:
+            "PEM certificate chain (the certificate first, then intermediates): the IM port and the web port (HTTPS, wss://) speak TLS only. Needs --tls-key."
+    )
     var tlsCert: String?
 
     @Option(help: "PEM private key of --tls-cert. Reloaded with the certificate on SIGHUP.")
@@ -17,11 +20,11 @@ struct ServerTLSOptions: ParsableArguments {
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
     }
 
-    /// The IM port's context, loaded from the files now; `nil` without the flags.
+    /// Both ports' contexts, loaded from the files now; `nil` without the flags.
     /// - Throws: the file that cannot be used and why (``TLSConfigurationError``).
-    func serverContext() throws(TLSConfigurationError) -> TLSContext? {
+    func serverContext() throws(TLSConfigurationError) -> ChatNodeTLS? {
         guard let tlsCert, let tlsKey else { return nil }
-        return try TLSContext(.server(certificateChainFile: tlsCert, privateKeyFile: tlsKey))
+        return try ChatNodeTLS(certificateChainFile: tlsCert, privateKeyFile: tlsKey)
     }
 }
 
@@ -42,12 +45,12 @@ struct ClientTLSOptions: ParsableArguments {
 }
 
 extension ServerTLSOptions {
-    /// SIGHUP loads the certificate and key again for new connections; open sessions keep theirs. A
+    /// SIGHUP loads the certificate and key again for new connections on both ports; open sessions keep theirs. A
     /// file that fails now leaves the node on the ones it has, and says why.
     func reloadOnHangup(_ node: ChatNode, loop: RunLoop) throws -> RunLoopSignalSource {
         let source = try RunLoopSignalSource(signal: SIGHUP) { _, _ in
             do {
-                if let context = try serverContext() { node.reloadTLS(context) }
+                if let tls = try serverContext() { node.reloadTLS(tls) }
             } catch {
                 node.logger.error("TLS reload refused, keeping the certificate in use: \(error)")
             }

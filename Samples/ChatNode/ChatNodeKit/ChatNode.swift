@@ -8,7 +8,7 @@ public import RunLoopIMSQLite
 public import RunLoopKit
 public import RunLoopNet
 public import RunLoopRedis
-public import RunLoopTLS
+import RunLoopTLS
 import RunLoopWebSocket
 
 #if canImport(Glibc)
@@ -63,11 +63,11 @@ public final class ChatNode {
         public var logins = IMLoginLimits()
         /// How long a stop waits for sessions to close gracefully before it closes the database anyway.
         public var shutdownGrace: Duration = .seconds(5)
-        /// The IM port's TLS identity (a server context: certificate chain and key, loaded when it was
-        /// made, so a bad file fails before the node exists): set, the IM port speaks TLS only;
-        /// `nil` (the default): plaintext, and LOGIN's password crosses the network in clear.
-        /// ``ChatNode/reloadTLS(_:)`` replaces it for later connections.
-        public var tls: TLSContext?
+        /// The node's TLS identity (certificate chain and key, loaded when it was made, so a bad file
+        /// fails before the node exists): set, the IM port and the web port (HTTPS, `wss://`) speak
+        /// TLS only; `nil` (the default): plaintext, and LOGIN's password crosses the network in
+        /// clear. ``ChatNode/reloadTLS(_:)`` replaces it for later connections.
+        public var tls: ChatNodeTLS?
         /// How long history is kept (`chat-node serve --keep-days`): set, the node deletes older
         /// messages that everyone has acknowledged, in small batches on its loop; `nil` (the
         /// default): it keeps everything.
@@ -153,7 +153,7 @@ public final class ChatNode {
         settings.logins = configuration.logins
         server = IMServer(store: store, settings: settings, loop: loop, logger: logger, metricsFactory: configuration.metrics.factory)
         server.applicationHandler = ChatService()
-        server.tlsContext = configuration.tls
+        server.tlsContext = configuration.tls?.im
         // After the application handler, which the cluster wraps to see JOIN and LEAVE.
         if let redis = configuration.redis {
             let membership = ChatCluster.Configuration(nodeID: configuration.nodeID, redis: redis, lease: configuration.lease)
@@ -165,6 +165,7 @@ public final class ChatNode {
             let web = ChatWebServer(server: server, loop: loop, pingInterval: configuration.webSocketPingInterval, logger: logger)
             web.webSocket.listener.maximumConnections = configuration.maximumConnections
             web.metricsText = { [metrics = configuration.metrics] in metrics.text }
+            web.webSocket.tlsContext = configuration.tls?.web
             self.web = web
         } else {
             web = nil
@@ -198,15 +199,16 @@ public final class ChatNode {
     /// The bound port while listening.
     public var port: UInt16 { server.port }
 
-    /// Whether the IM port speaks TLS.
+    /// Whether the node's ports speak TLS.
     public var isTLS: Bool { server.tlsContext != nil }
 
-    /// Serves connections accepted from now on with `context` (a certificate renewed on disk and
-    /// loaded again): sessions open on the old one carry on with it. Loop thread; on a node whose IM
-    /// port speaks TLS.
-    public func reloadTLS(_ context: TLSContext) {
+    /// Serves connections accepted from now on, on both ports, with `tls` (a certificate renewed on
+    /// disk and loaded again): sessions open on the old one carry on with it. Loop thread; on a node
+    /// whose ports speak TLS.
+    public func reloadTLS(_ tls: ChatNodeTLS) {
         precondition(isTLS, "reloadTLS on a node without TLS")
-        server.tlsContext = context
+        server.tlsContext = tls.im
+        web?.webSocket.tlsContext = tls.web
         logger.info("TLS certificate reloaded for new connections")
     }
 
@@ -217,7 +219,7 @@ public final class ChatNode {
     public var pageURL: String? {
         guard let webPort else { return nil }
         let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
-        return "http://\(host):\(webPort)/"
+        return "\(isTLS ? "https" : "http")://\(host):\(webPort)/"
     }
 
     /// The SQLite store, on a node that keeps its data in a file (tests and tools read it directly).

@@ -12,7 +12,7 @@ extension WebSocketConnection {
         switch state {
         case .connecting:
             state = .closing
-            tcp.close(immediately: true)
+            transport.close(immediately: true)
         case .open:
             sendClose(code: code, reason: reason)
             armCloseTimer()
@@ -26,7 +26,7 @@ extension WebSocketConnection {
         precondition(tcp.loop.isCurrentThread, "WebSocketConnection used off its run loop's thread")
         guard state != .closed else { return }
         state = .closing
-        tcp.close(immediately: true)
+        transport.close(immediately: true)
     }
 
     /// The peer's close frame: answer it (echoing its code) unless ours went first, then end TCP. The
@@ -40,7 +40,7 @@ extension WebSocketConnection {
             sendClose(code: code, reason: reason)
         }
         if state != .closed {
-            tcp.close()
+            transport.close()
             armCloseTimer()
         }
         if wasOpen { onClosing?(self, .peerClosed(code: code, reason: reason)) }
@@ -55,17 +55,17 @@ extension WebSocketConnection {
         if closeSent == nil, let code = error.closeCode { sendClose(code: code, reason: "") }
         if state != .closed {
             state = .closing
-            tcp.close()
+            transport.close()
             armCloseTimer()
         }
         if wasOpen { onClosing?(self, .failed(error)) }
     }
 
-    /// The TCP connection refused our bytes: nothing sensible can be sent any more.
-    func failTransport(_ error: NetError) {
-        failure = failure ?? .transport(error)
+    /// The stream refused our bytes: nothing sensible can be sent any more.
+    func failTransport(_ error: WebSocketError) {
+        failure = failure ?? error
         state = .closing
-        tcp.close(immediately: true)
+        transport.close(immediately: true)
     }
 
     private func sendClose(code: WebSocketCloseCode?, reason: String) {
@@ -81,19 +81,19 @@ extension WebSocketConnection {
         let timer = RunLoopTimer(after: configuration.closeTimeout, label: "websocket close") { [weak self] _ in
             guard let self, self.state != .closed else { return }
             self.failure = self.failure ?? .closeTimedOut
-            self.tcp.close(immediately: true)
+            self.transport.close(immediately: true)
         }
         closeTimer = timer
         for mode in tcp.modes { tcp.loop.add(timer, forMode: mode) }
     }
 
-    /// The TCP connection ended: report how the WebSocket connection ended, once.
-    func transportClosed(_ reason: CloseReason) {
+    /// The stream ended: report how the WebSocket connection ended, once.
+    func transportClosed(_ reason: CloseReason, error: WebSocketError?) {
         guard state != .closed else { return }
         state = .closed
         closeTimer?.invalidate()
         closeTimer = nil
-        if failure == nil, let error = reason.error { failure = .transport(error) }
+        if failure == nil, let error { failure = error }
         let first = peerStartedClose
         let handshake = first ? closeReceived : closeSent
         let code: WebSocketCloseCode

@@ -15,23 +15,28 @@ extension WebSocketConnection {
         host: String, port: UInt16, target: String = "/", extraFields: [String] = [],
         timeout: Duration = .seconds(30)
     ) {
-        precondition(role == .client && state == .connecting && handshakeKey == nil, "connect once, on a client connection")
+        precondition(startConnecting != nil && state == .connecting, "connect once, on a client connection")
         let key = WebSocketHandshake.randomKey()
         handshakeKey = key
-        tcp.onConnect = { [self] tcp in
-            do throws(NetError) {
-                try tcp.write(WebSocketHandshake.request(host: host, port: port, target: target, key: key, extraFields: extraFields))
+        transport.onConnect = { [self] in
+            do throws(WebSocketError) {
+                try transport.write(
+                    WebSocketHandshake.request(host: host, port: port, target: target, key: key, extraFields: extraFields))
             } catch {
                 return failTransport(error)
             }
-            tcp.read(
-                upTo: [13, 10, 13, 10], maximumLength: configuration.maximumHandshakeSize,
-                timeout: configuration.handshakeTimeout
-            ) { [self] tcp, head in
+            transport.readHead(
+                maximumLength: configuration.maximumHandshakeSize, timeout: configuration.handshakeTimeout,
+                onOverflow: { [self] in
+                    failTransport(.transport(.delimiterNotFound(limit: configuration.maximumHandshakeSize)))
+                },
+                onTimeout: { [self] in failTransport(.transport(.timedOut(.read))) }
+            ) { [self] head in
                 handshakeAnswered(head, key: key)
             }
         }
-        tcp.connect(to: host, port: port, timeout: timeout)
+        startConnecting?(host, port, timeout)
+        startConnecting = nil
     }
 
     private func handshakeAnswered(_ head: [UInt8], key: String) {
@@ -42,11 +47,11 @@ extension WebSocketConnection {
             logger.debug("\(self): \(error)")
             failure = error
             state = .closing
-            return tcp.close(immediately: true)
+            return transport.close(immediately: true)
         }
         state = .open
-        // Frames the server sent right behind its answer stay buffered in the TCP connection and
-        // arrive through onData after onOpen.
+        // Frames the server sent right behind its answer wait in the transport and arrive through
+        // onData on the loop's next pass, after onOpen.
         startReceiving()
         onOpen?(self)
     }

@@ -1,8 +1,10 @@
 public import Logging
 public import RunLoopKit
 public import RunLoopNet
+public import RunLoopTLS
 
-/// A WebSocket connection on a ``TCPConnection``, scheduled on that connection's ``RunLoop``: the
+/// A WebSocket connection on a ``TCPConnection`` or a `TLSConnection` over one (`wss://`),
+/// scheduled on that connection's ``RunLoop``: the
 /// framing (``WebSocketFrameParser``), reassembly and UTF-8 checks (``WebSocketMessageAssembler``)
 /// are pure values; this object carries them out on the loop.
 ///
@@ -38,8 +40,12 @@ public final class WebSocketConnection {
     }
 
     public let role: Role
-    /// The TCP connection underneath (addresses, buffer figures, timeouts).
+    /// The TCP connection underneath (addresses, buffer figures, timeouts), under TLS for `wss://`.
     public let tcp: TCPConnection
+    /// Whether the connection runs over TLS.
+    public let isTLS: Bool
+    /// The stream the frames travel on: the TCP connection, or the TLS session over it.
+    let transport: WebSocketTransport
     public let configuration: WebSocketConfiguration
     public var logger: Logger
 
@@ -83,50 +89,67 @@ public final class WebSocketConnection {
     /// The server that handed this connection out, told when it closed (after ``onClose``).
     var onClosedForServer: (() -> Void)?
     var handshakeKey: String?
+    /// A client's connect, for ``connect(host:port:target:extraFields:timeout:)``.
+    var startConnecting: ((_ host: String, _ port: UInt16, _ timeout: Duration) -> Void)?
 
     /// Creates a client connection; call ``connect(host:port:target:extraFields:timeout:)`` next.
     /// Must be called on the loop's thread.
+    /// - Parameter tls: a client context (`TLSConfiguration.client(trust:)`) for `wss://`: the server's
+    ///   certificate is verified against it and the host name given to `connect`; `nil` (the
+    ///   default): plaintext `ws://`.
     public convenience init(
         loop: RunLoop = .current,
         modes: [RunLoop.Mode] = [.common],
         configuration: WebSocketConfiguration = WebSocketConfiguration(),
         options: TCPOptions = TCPOptions(),
         limits: TCPBufferLimits = TCPBufferLimits(),
+        tls: TLSContext? = nil,
         logger: Logger = Logger(label: "RunLoopWebSocket")
     ) {
-        let tcp = TCPConnection(loop: loop, modes: modes, options: options, limits: limits, logger: logger)
-        self.init(role: .client, tcp: tcp, configuration: configuration, logger: logger)
+        if let tls {
+            let session = TLSConnection(loop: loop, modes: modes, context: tls, options: options, limits: limits, logger: logger)
+            self.init(role: .client, transport: WebSocketTransport(session), isTLS: true, configuration: configuration, logger: logger)
+            startConnecting = { session.connect(to: $0, port: $1, timeout: $2) }
+        } else {
+            let tcp = TCPConnection(loop: loop, modes: modes, options: options, limits: limits, logger: logger)
+            self.init(role: .client, transport: WebSocketTransport(tcp), isTLS: false, configuration: configuration, logger: logger)
+            startConnecting = { tcp.connect(to: $0, port: $1, timeout: $2) }
+        }
     }
 
-    init(role: Role, tcp: TCPConnection, configuration: WebSocketConfiguration, logger: Logger) {
+    init(role: Role, transport: WebSocketTransport, isTLS: Bool, configuration: WebSocketConfiguration, logger: Logger) {
         self.role = role
-        self.tcp = tcp
+        self.transport = transport
+        self.isTLS = isTLS
+        tcp = transport.tcp
         self.configuration = configuration
         self.logger = logger
         state = role == .client ? .connecting : .open
         // A server parses client frames and the other way round.
         parser = WebSocketFrameParser(sender: role == .server ? .client : .server, maximumFrameSize: configuration.maximumFrameSize)
         assembler = WebSocketMessageAssembler(maximumMessageSize: configuration.maximumMessageSize)
-        tcp.onClose = { [self] _, reason in transportClosed(reason) }
-        tcp.onWritabilityChanged = { [self] _, writable in onWritabilityChanged?(self, writable) }
+        transport.onClose = { [self] reason, error in transportClosed(reason, error: error) }
+        transport.onWritabilityChanged = { [self] writable in onWritabilityChanged?(self, writable) }
     }
 
-    /// Server side: starts taking frames (the handshake is done).
+    /// Starts taking frames (the handshake is done).
     func startReceiving() {
-        tcp.onData = { [self] _, bytes in receive(bytes) }
+        transport.onData = { [self] bytes in receive(bytes) }
     }
 
     /// The loop the connection runs on.
     public var loop: RunLoop { tcp.loop }
     /// False while more than the TCP connection's high water mark of output waits.
-    public var isWritable: Bool { tcp.isWritable }
-    /// Output bytes queued and not yet taken by the kernel.
-    public var bufferedOutputBytes: Int { tcp.bufferedOutputBytes }
+    public var isWritable: Bool { transport.isWritable }
+    /// Output bytes queued and not yet taken by the kernel (encrypted, under TLS).
+    public var bufferedOutputBytes: Int { transport.bufferedOutputBytes }
+    /// Whether the peer's bytes wait in the socket, not yet read.
+    public var hasUnreadInput: Bool { transport.hasUnreadInput }
 
     /// Stops reading frames (the peer is slowed down by TCP flow control) until ``resumeReading()``.
-    public func pauseReading() { tcp.pauseReading() }
+    public func pauseReading() { transport.pauseReading() }
     /// Resumes reading after ``pauseReading()``.
-    public func resumeReading() { tcp.resumeReading() }
+    public func resumeReading() { transport.resumeReading() }
 
     // MARK: sending
 
@@ -163,11 +186,11 @@ public final class WebSocketConnection {
     public func send(_ frame: WebSocketFrame) throws(WebSocketError) {
         precondition(tcp.loop.isCurrentThread, "WebSocketConnection used off its run loop's thread")
         guard state == .open, closeSent == nil else { throw .notOpen }
-        do { try write(frame) } catch { throw .transport(error) }
+        try write(frame)
     }
 
-    func write(_ frame: WebSocketFrame) throws(NetError) {
-        try tcp.write(frame.encoded(maskingWord: role == .client ? WebSocketMask.randomWord() : nil))
+    func write(_ frame: WebSocketFrame) throws(WebSocketError) {
+        try transport.write(frame.encoded(maskingWord: role == .client ? WebSocketMask.randomWord() : nil))
     }
 }
 

@@ -1,6 +1,7 @@
 public import Logging
 public import RunLoopKit
 public import RunLoopNet
+public import RunLoopTLS
 
 /// A WebSocket server: a ``TCPListener`` whose accepted connections go through the opening handshake
 /// and are handed to ``onConnection`` open. Refused upgrades get an HTTP error answer and are closed;
@@ -8,6 +9,11 @@ public import RunLoopNet
 /// the head does not arrive within ``WebSocketConfiguration/handshakeTimeout``, 431 when it is over
 /// ``WebSocketConfiguration/maximumHandshakeSize``, and 503 (``TCPListener/refusalMessage``) for a client
 /// over the listener's connection limit.
+///
+/// With ``tlsContext`` set, every connection accepted speaks TLS first (HTTPS and `wss://`); the head
+/// is read from the TLS session and everything above it is the same. A peer that sends plaintext
+/// HTTP instead of a ClientHello is answered 400 in plain text and closed; a TLS handshake that
+/// fails is logged at info.
 ///
 /// Threads: loop thread only; every callback runs on the loop's thread.
 public final class WebSocketServer {
@@ -28,7 +34,11 @@ public final class WebSocketServer {
     /// plain HTTP beside the upgrade — a page, a health check: return `true` when the request was
     /// answered on the connection (and it closed or will close), `false` to let the upgrade checks run.
     /// `nil` (the default): every request is taken for an upgrade.
-    public var handleRequest: ((WebSocketServer, TCPConnection, [UInt8]) -> Bool)?
+    public var handleRequest: ((WebSocketServer, HTTPResponder, [UInt8]) -> Bool)?
+    /// The TLS identity of connections accepted from now on (a server context: certificate, key,
+    /// ALPN — `http/1.1` for a page); `nil` (the default): plaintext. Replacing it (a certificate
+    /// reloaded) leaves open connections on the one they started with.
+    public var tlsContext: TLSContext?
 
     private var handedOut: [ObjectIdentifier: WebSocketConnection] = [:]
     private var closedWaiters: [() -> Void] = []
@@ -101,41 +111,55 @@ public final class WebSocketServer {
     }
 
     private func accepted(_ tcp: TCPConnection) {
-        let configuration = self.configuration
-        // A client that is slow or sends a head too large still learns why it is turned away.
-        tcp.shouldTimeoutRead = { [weak self] tcp, _ in
-            self?.refuse(
-                tcp,
-                WebSocketHandshakeRefusal(
-                    status: 408, reason: "the request head did not arrive within \(configuration.handshakeTimeout)"))
-            return nil
-        }
-        tcp.read(
-            upTo: [13, 10, 13, 10], maximumLength: configuration.maximumHandshakeSize,
-            timeout: configuration.handshakeTimeout,
-            onOverflow: { [weak self] tcp in
-                self?.refuse(
-                    tcp,
-                    WebSocketHandshakeRefusal(
-                        status: 431, reason: "request head over \(configuration.maximumHandshakeSize) bytes"))
+        let transport: WebSocketTransport
+        if let tlsContext {
+            let session = TLSConnection(accepted: tcp, context: tlsContext, logger: logger)
+            session.answerToPlaintext = Self.plaintextRefusal.response
+            transport = WebSocketTransport(session)
+            transport.onClose = { [weak self] _, error in
+                // Before the head: a handshake that failed (a plaintext client, a scanner, a stall).
+                guard let self, let error else { return }
+                self.logger.info("TLS with \(tcp.remoteAddress?.description ?? "?") failed before a request: \(error)")
             }
-        ) { [weak self] tcp, head in
-            tcp.shouldTimeoutRead = nil
-            guard let self else { return tcp.close(immediately: true) }
-            self.handshake(tcp, head: head, configuration: configuration)
+        } else {
+            transport = WebSocketTransport(tcp)
+        }
+        let configuration = self.configuration
+        transport.readHead(
+            maximumLength: configuration.maximumHandshakeSize, timeout: configuration.handshakeTimeout,
+            onOverflow: { [weak self] in
+                // A client that is slow or sends a head too large still learns why it is turned away.
+                self?.refuse(
+                    transport,
+                    WebSocketHandshakeRefusal(status: 431, reason: "request head over \(configuration.maximumHandshakeSize) bytes"))
+            },
+            onTimeout: { [weak self] in
+                self?.refuse(
+                    transport,
+                    WebSocketHandshakeRefusal(
+                        status: 408, reason: "the request head did not arrive within \(configuration.handshakeTimeout)"))
+            }
+        ) { [weak self] head in
+            guard let self else { return transport.close(immediately: true) }
+            self.handshake(transport, head: head, configuration: configuration)
         }
     }
 
-    private func handshake(_ tcp: TCPConnection, head: [UInt8], configuration: WebSocketConfiguration) {
-        if let handleRequest, handleRequest(self, tcp, head) { return }
+    /// What a plaintext HTTP client on a TLS port reads (TLS would be gibberish to it).
+    static let plaintextRefusal = WebSocketHandshakeRefusal(
+        status: 400, reason: "this port speaks HTTPS only: use https:// (or wss://)")
+
+    private func handshake(_ transport: WebSocketTransport, head: [UInt8], configuration: WebSocketConfiguration) {
+        if let handleRequest, handleRequest(self, HTTPResponder(transport), head) { return }
         var outcome = WebSocketHandshake.validateRequest(head)
         if case .success(let request) = outcome, let refusal = shouldAccept?(request) { outcome = .failure(refusal) }
         switch outcome {
         case .failure(let refusal):
-            refuse(tcp, refusal)
+            refuse(transport, refusal)
         case .success(let request):
-            do { try tcp.write(WebSocketHandshake.acceptResponse(for: request)) } catch { return tcp.close(immediately: true) }
-            let connection = WebSocketConnection(role: .server, tcp: tcp, configuration: configuration, logger: logger)
+            do { try transport.write(WebSocketHandshake.acceptResponse(for: request)) } catch { return transport.close(immediately: true) }
+            let connection = WebSocketConnection(
+                role: .server, transport: transport, isTLS: tlsContext != nil, configuration: configuration, logger: logger)
             connection.upgradeRequest = request
             handedOut[ObjectIdentifier(connection)] = connection
             connection.onClosedForServer = { [weak self, unowned connection] in self?.connectionClosed(connection) }
@@ -145,10 +169,9 @@ public final class WebSocketServer {
     }
 
     /// Answers `refusal` and closes gracefully (the answer is delivered before the end of the connection).
-    private func refuse(_ tcp: TCPConnection, _ refusal: WebSocketHandshakeRefusal) {
-        logger.debug("refused upgrade from \(tcp.remoteAddress?.description ?? "?"): \(refusal)")
-        try? tcp.write(refusal.response)
-        tcp.close()
+    private func refuse(_ transport: WebSocketTransport, _ refusal: WebSocketHandshakeRefusal) {
+        logger.debug("refused upgrade from \(transport.tcp.remoteAddress?.description ?? "?"): \(refusal)")
+        HTTPResponder(transport).respond(refusal.response)
         onRefused?(self, refusal)
     }
 }

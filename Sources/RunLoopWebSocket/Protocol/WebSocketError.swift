@@ -1,4 +1,5 @@
 public import RunLoopNet
+public import RunLoopTLS
 
 /// Why a WebSocket connection failed. Protocol violations carry the close code sent to the peer
 /// (``closeCode``); the others describe the handshake, the transport or a misuse of the API.
@@ -22,6 +23,9 @@ public enum WebSocketError: Error, Equatable, Sendable, CustomStringConvertible 
     case controlPayloadTooLarge(Int)
     /// The TCP connection failed or refused a write.
     case transport(NetError)
+    /// The TLS session under the connection failed (its handshake, a broken record, a peer that
+    /// ended without close_notify); a failure of the TCP connection under it is ``transport(_:)``.
+    case tls(TLSError)
 
     /// The close code a violation is answered with; `nil` for errors that are not the peer's framing.
     public var closeCode: WebSocketCloseCode? {
@@ -29,7 +33,7 @@ public enum WebSocketError: Error, Equatable, Sendable, CustomStringConvertible 
         case .protocolViolation: return .protocolError
         case .invalidUTF8: return .invalidPayload
         case .frameTooLarge, .messageTooLarge: return .messageTooBig
-        case .handshakeFailed, .closeTimedOut, .notOpen, .controlPayloadTooLarge, .transport: return nil
+        case .handshakeFailed, .closeTimedOut, .notOpen, .controlPayloadTooLarge, .transport, .tls: return nil
         }
     }
 
@@ -44,6 +48,7 @@ public enum WebSocketError: Error, Equatable, Sendable, CustomStringConvertible 
         case .notOpen: return "connection not open"
         case .controlPayloadTooLarge(let count): return "control payload of \(count) bytes (at most 125)"
         case .transport(let error): return "transport: \(error)"
+        case .tls(let error): return "TLS: \(error)"
         }
     }
 }

@@ -32,7 +32,7 @@ public final class ChatWebServer {
         logger: Logger = Logger(label: "chat-node.web")
     ) {
         webSocket = WebSocketServer(loop: loop, modes: modes, configuration: configuration, logger: logger)
-        webSocket.handleRequest = { [weak self] _, tcp, head in self?.serve(tcp, head: head) ?? false }
+        webSocket.handleRequest = { [weak self] _, responder, head in self?.serve(responder, head: head) ?? false }
         webSocket.shouldAccept = OriginPolicy.refusal(for:)
         webSocket.onConnection = { [weak server] _, connection in
             guard let server else { return connection.abort() }
@@ -52,36 +52,35 @@ public final class ChatWebServer {
     public func close() { webSocket.close() }
 
     /// Answers what is not an upgrade; `false` leaves `/ws` to the WebSocket handshake.
-    private func serve(_ tcp: TCPConnection, head: [UInt8]) -> Bool {
+    private func serve(_ responder: HTTPResponder, head: [UInt8]) -> Bool {
         let route = ChatWebRoute.route(head)
         if route == .webSocket { return false }
-        try? tcp.write(answer(route, to: tcp))
-        tcp.close()
+        responder.respond(answer(route, from: responder.remoteAddress))
         return true
     }
 
     /// The bytes that answer `route` — any but the upgrade, which is the WebSocket server's.
-    private func answer(_ route: ChatWebRoute, to tcp: TCPConnection) -> [UInt8] {
+    private func answer(_ route: ChatWebRoute, from peer: SocketAddress?) -> [UInt8] {
         switch route {
         case .asset(let asset):
             return asset.response
         case .health:
             return HTTPAnswer.text("ok").bytes
         case .ready:
-            guard let readiness else { return answer(.refuse(Self.notServed), to: tcp) }
+            guard let readiness else { return answer(.refuse(Self.notServed), from: peer) }
             guard case .notReady(let reason) = readiness() else { return HTTPAnswer.text("ready").bytes }
             return WebSocketHandshakeRefusal(status: 503, reason: "not ready: \(reason)").response
         case .metrics:
-            guard let metricsText else { return answer(.refuse(Self.notServed), to: tcp) }
+            guard let metricsText else { return answer(.refuse(Self.notServed), from: peer) }
             return HTTPAnswer(contentType: "text/plain; version=0.0.4; charset=utf-8", body: metricsText()).bytes
         case .favicon:
             return HTTPAnswer(status: 204, fields: ["Cache-Control: max-age=86400"]).bytes
         case .headOnly(let get):
-            return HTTPAnswer.headOnly(answer(get, to: tcp))
+            return HTTPAnswer.headOnly(answer(get, from: peer))
         case .webSocket:
-            return answer(.refuse(.init(status: 400, reason: "not a WebSocket upgrade")), to: tcp)
+            return answer(.refuse(.init(status: 400, reason: "not a WebSocket upgrade")), from: peer)
         case .refuse(let refusal):
-            webSocket.logger.debug("refused \(tcp.remoteAddress?.description ?? "?"): \(refusal)")
+            webSocket.logger.debug("refused \(peer?.description ?? "?"): \(refusal)")
             onRefused?(refusal)
             return refusal.response
         }
