@@ -11,7 +11,8 @@ extension RunLoop {
     /// ``stop()``, or the mode running out of sources, timers and blocks.
     ///
     /// An empty mode returns ``RunResult/finished`` at once, with no observer callout. A mode that was
-    /// never created — nothing was ever added to it, no block queued for it — is refused with
+    /// never created — nothing was ever added to it, no block queued for it, never made common — is
+    /// refused with
     /// ``RunLoopError/unknownMode(_:)``: it is almost always a misspelt name (`run("default")` is not
     /// ``Mode/default``), which CFRunLoop would run silently as an empty mode. May be called from a
     /// callout (nested run); the nested activation services only its own mode, and items in their
