@@ -412,7 +412,7 @@ extension RunLoop {
                 removeEverywhereLocked(timer)
                 return .release
             }
-            if timer.wasRedatedInCallout { return .nothing }
+            if timer.wasRedatedInCallout || (!timer.isScheduled && timer.hasDateSetOutsideTheLoop) { return .nothing }
             timer.deadline = Self.nextDeadline(
                 after: firingDeadline, interval: timer.intervalNanoseconds, now: clock.nowNanoseconds)
             repositionLocked(timer)

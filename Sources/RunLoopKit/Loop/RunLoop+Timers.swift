@@ -70,6 +70,7 @@ extension RunLoop {
             if timer.start == .afterDelay {
                 timer.deadline = clockStorage.nowNanoseconds.adding(nanoseconds: Int64(clamping: timer.deadline))
             }
+            if timer.hasDateSetOutsideTheLoop && timer.isInCallout { timer.wasRedatedInCallout = true }
             timer.start = .placed
             timer.sequence = nextTimerSequence
             nextTimerSequence += 1
