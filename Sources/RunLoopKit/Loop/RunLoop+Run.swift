@@ -380,8 +380,14 @@ extension RunLoop {
     /// still scheduled on this loop. Membership of the running mode is not asked: a timer that an earlier
     /// timer of the batch moved out of this mode, but left in another, still fires in this batch (as in
     /// `__CFRunLoopDoTimer`); one taken out of every mode no longer belongs to the loop and is skipped.
-    private func fire(_ timer: RunLoopTimer, in store: ModeStore, at now: UInt64, clock: LoopClock) {
-        guard let firingDeadline = lock.withLock({ claimLocked(timer, at: now) }) else { return }
+    /// "Due" is against the clock as it reads now, as in CF: an earlier timer of the batch may have
+    /// re-dated this one to "now" after time went on. The clock is read only for such a timer, so a
+    /// batch still costs one read.
+    private func fire(_ timer: RunLoopTimer, in store: ModeStore, at batchInstant: UInt64, clock: LoopClock) {
+        let firingDeadline = lock.withLock { () -> UInt64? in
+            claimLocked(timer, at: timer.deadline <= batchInstant ? batchInstant : clock.nowNanoseconds)
+        }
+        guard let firingDeadline else { return }
         fireClaimed(timer, servicing: firingDeadline, in: store, clock: clock)
     }
 
