@@ -117,27 +117,4 @@ import Testing
         #expect(events == tokens("T:a T:b"), "a poll has one batch: b fires in it or not at all")
         #expect(fired == .milliseconds(40))
     }
-
-    /// Kept different from CFRunLoop (see the Deviations article): a blocks pass picks the blocks it runs
-    /// when it starts. A `.common` block queued behind a block that makes the running mode common waits
-    /// for the next pass — here after the wait, as a block queued by a block (§9.13). CF checks the
-    /// common set before each block and runs it in the same pass (`B:A B:common BW AW`).
-    @Test func aCommonBlockBehindTheBlockThatMadeTheModeCommonWaitsForTheNextPass() async throws {
-        let (events, result, elapsed) = try await onManualClockLoop { loop, clock in
-            let trace = Trace()
-            let mode = RunLoop.Mode("M")
-            loop.add(trace.observer(), forMode: mode)
-            loop.perform(inModes: [mode]) {
-                trace.append("B:A")
-                loop.addCommonMode(mode)
-            }
-            loop.perform(inModes: [.common]) { trace.append("B:common") }
-            let start = clock.now
-            let result = try loop.run(mode, timeout: .seconds(1))
-            return (trace.events, result, clock.now - start)
-        }
-        #expect(events == tokens("E BT BS B:A BW AW B:common X"))
-        #expect(result == .timedOut)
-        #expect(elapsed == .seconds(1))
-    }
 }

@@ -80,11 +80,7 @@ import Testing
             let modeY = RunLoop.Mode("Y")
             let log = Trace()
             let trace = Trace()
-            let source = RunLoopSource(
-                label: "S",
-                schedule: { _, mode in log.append("schedule(\(modeName(mode)))") },
-                cancel: { _, mode in log.append("cancel(\(modeName(mode)))") },
-                perform: { _ in log.append("S") })
+            let source = hookLoggingSource(log: log) { _ in log.append("S") }
             loop.add(source, forMode: .common)  // schedule(default)
             loop.addCommonMode(modeX)  // schedule(X)
             let timer = RunLoopTimer(after: .milliseconds(50), label: "T") { _ in
@@ -121,11 +117,7 @@ import Testing
             let modeX = RunLoop.Mode("X")
             let log = Trace()
             let trace = Trace()
-            let source = RunLoopSource(
-                label: "S",
-                schedule: { _, mode in log.append("schedule(\(modeName(mode)))") },
-                cancel: { _, mode in log.append("cancel(\(modeName(mode)))") },
-                perform: { _ in log.append("S") })
+            let source = hookLoggingSource(log: log) { _ in log.append("S") }
             loop.addCommonMode(modeX)
             loop.add(source, forMode: modeX)  // explicit: schedule(X)
             loop.add(source, forMode: .common)  // X already holds it: schedule(default) only
@@ -175,11 +167,7 @@ import Testing
         let result = try await onManualClockLoop { loop, _ in
             let log = Trace()
             let trace = Trace()
-            let source = RunLoopSource(
-                label: "S",
-                schedule: { _, mode in log.append("schedule(\(modeName(mode)))") },
-                cancel: { _, mode in log.append("cancel(\(modeName(mode)))") },
-                perform: { _ in trace.append("S") })
+            let source = hookLoggingSource(log: log) { _ in trace.append("S") }
             let timer = RunLoopTimer(after: .milliseconds(50)) { _ in trace.append("T") }
             let observer = trace.observer()
             let pipe = try makePipe()
@@ -197,9 +185,7 @@ import Testing
             loop.remove(timer, forMode: .common)
             loop.remove(observer, forMode: .common)
             loop.remove(port, forMode: .common)
-            let kept = [
-                loop.contains(source), loop.contains(timer), loop.contains(observer), loop.contains(port),
-            ]
+            let kept = [loop.contains(source), loop.contains(timer), loop.contains(observer), loop.contains(port)]
             let cancelled = log.events.filter { $0.hasPrefix("cancel") }
             loop.remove(port)
             source.signal()

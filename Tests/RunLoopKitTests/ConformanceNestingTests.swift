@@ -132,9 +132,8 @@ import Testing
                     let nested = (try? loop.run(inner, timeout: .seconds(1))).map { "\($0)" } ?? "threw"
                     trace.append("inner=\(nested)")
                 }, forMode: outer)
-            let start = clock.now
-            let result = try loop.run(outer, timeout: .milliseconds(100))
-            return (trace.events, result, clock.now - start)
+            let (result, elapsed) = try timedRun(loop, outer, timeout: .milliseconds(100), on: clock)
+            return (trace.events, result, elapsed)
         }
         #expect(
             events

@@ -281,9 +281,8 @@ import Testing
             loop.add(invalidator, forMode: mode)
             loop.add(trace.observer(), forMode: mode)
             loop.add(timer, forMode: mode)
-            let start = clock.now
-            let result = try loop.run(mode, timeout: .seconds(1))
-            return (trace.events, result, clock.now - start)
+            let (result, elapsed) = try timedRun(loop, mode, timeout: .seconds(1), on: clock)
+            return (trace.events, result, elapsed)
         }
         #expect(events == tokens("E BT BS BW AW X"))
         // CF: finished at 50 ms, the old date.

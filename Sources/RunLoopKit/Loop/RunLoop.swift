@@ -279,19 +279,17 @@ struct CommonItems {
         timers.removeValue(forKey: ObjectIdentifier(timer)) != nil
     }
 
-    mutating func remove(_ source: RunLoopSource) -> Bool {
-        guard let index = sources.firstIndex(where: { $0 === source }) else { return false }
-        sources.remove(at: index)
-        return true
-    }
+    mutating func remove(_ source: RunLoopSource) -> Bool { Self.remove(source, from: &sources) }
 
     mutating func remove(_ port: RunLoopPortSource) -> Bool {
         ports.removeValue(forKey: ObjectIdentifier(port)) != nil
     }
 
-    mutating func remove(_ observer: RunLoopObserver) -> Bool {
-        guard let index = observers.firstIndex(where: { $0 === observer }) else { return false }
-        observers.remove(at: index)
+    mutating func remove(_ observer: RunLoopObserver) -> Bool { Self.remove(observer, from: &observers) }
+
+    private static func remove<Item: AnyObject>(_ item: Item, from items: inout [Item]) -> Bool {
+        guard let index = items.firstIndex(where: { $0 === item }) else { return false }
+        items.remove(at: index)
         return true
     }
 }
