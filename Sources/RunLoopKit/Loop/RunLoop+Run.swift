@@ -12,11 +12,10 @@ extension RunLoop {
     ///
     /// An empty mode returns ``RunResult/finished`` at once, with no observer callout. A mode that was
     /// never created — nothing was ever added to it, no block queued for it, never made common — is
-    /// refused with
-    /// ``RunLoopError/unknownMode(_:)``: it is almost always a misspelt name (`run("default")` is not
-    /// ``Mode/default``), which CFRunLoop would run silently as an empty mode. May be called from a
-    /// callout (nested run); the nested activation services only its own mode, and items in their
-    /// callout are not re-entered.
+    /// refused with ``RunLoopError/unknownMode(_:)``: it is almost always a misspelt name
+    /// (`run("default")` is not ``Mode/default``), which CFRunLoop would run silently as an empty mode.
+    /// May be called from a callout (nested run); the nested activation services only its own mode,
+    /// and items in their callout are not re-entered.
     ///
     /// - Parameters:
     ///   - mode: a concrete mode (not ``Mode/common``).
