@@ -91,4 +91,30 @@ import Testing
         }
         #expect(events == tokens("T:outer in:E in:BT in:BS B:inner in:BW in:AW in:X nested=timedOut"))
     }
+    /// As CFRunLoop, which re-reads the clock before each timer of a batch: a timer of the batch that an
+    /// earlier one re-dated to "now", after time went on, is still due and fires in the same batch.
+    @Test func aTimerOfTheBatchRedatedToNowByAnEarlierOneFiresInTheSameBatch() async throws {
+        let (events, fired) = try await onManualClockLoop { loop, clock in
+            let trace = Trace()
+            let mode = RunLoop.Mode("M")
+            var fired: Duration?
+            let start = clock.now
+            let late = RunLoopTimer(after: .milliseconds(20), label: "b") { _ in
+                fired = clock.now - start
+                trace.append("T:b")
+            }
+            let early = RunLoopTimer(after: .milliseconds(10), label: "a") { _ in
+                trace.append("T:a")
+                clock.advance(by: .milliseconds(10))  // a slow callout
+                late.nextFireDate = clock.now
+            }
+            loop.add(early, forMode: mode)
+            loop.add(late, forMode: mode)
+            clock.advance(by: .milliseconds(30))
+            try loop.run(mode, timeout: .zero)
+            return (trace.events, fired)
+        }
+        #expect(events == tokens("T:a T:b"), "a poll has one batch: b fires in it or not at all")
+        #expect(fired == .milliseconds(40))
+    }
 }

@@ -3,10 +3,10 @@ import RunLoopKit
 import RunLoopTesting
 import Testing
 
-/// docs/BEHAVIOUR.md §9 on RunLoopKit, modes: empty and unknown modes, the main thread's default mode, a timer in two modes, common modes (scenarios 1–2, 4, 35–37).
+/// docs/BEHAVIOUR.md §9 on RunLoopKit, modes: empty and unknown modes, the main thread's default mode, a timer in two modes, common modes (scenarios 1–2, 4, 35–37, 41–42).
 ///
 /// How these tests run (a manual clock, a thread per loop, trace tokens): see Support/Conformance.swift.
-@Suite("§9 modes (scenarios 1–2, 4, 35–37)") struct ConformanceModesTests {
+@Suite("§9 modes (scenarios 1–2, 4, 35–37, 41–42)") struct ConformanceModesTests {
     @Test("§9.1 empty mode") func emptyMode() async throws {
         let (events, result, elapsed, modeExists) = try await onManualClockLoop { loop, clock in
             let trace = Trace()
@@ -80,11 +80,7 @@ import Testing
             let modeY = RunLoop.Mode("Y")
             let log = Trace()
             let trace = Trace()
-            let source = RunLoopSource(
-                label: "S",
-                schedule: { _, mode in log.append("schedule(\(modeName(mode)))") },
-                cancel: { _, mode in log.append("cancel(\(modeName(mode)))") },
-                perform: { _ in log.append("S") })
+            let source = hookLoggingSource(log: log) { _ in log.append("S") }
             loop.add(source, forMode: .common)  // schedule(default)
             loop.addCommonMode(modeX)  // schedule(X)
             let timer = RunLoopTimer(after: .milliseconds(50), label: "T") { _ in
@@ -121,11 +117,7 @@ import Testing
             let modeX = RunLoop.Mode("X")
             let log = Trace()
             let trace = Trace()
-            let source = RunLoopSource(
-                label: "S",
-                schedule: { _, mode in log.append("schedule(\(modeName(mode)))") },
-                cancel: { _, mode in log.append("cancel(\(modeName(mode)))") },
-                perform: { _ in log.append("S") })
+            let source = hookLoggingSource(log: log) { _ in log.append("S") }
             loop.addCommonMode(modeX)
             loop.add(source, forMode: modeX)  // explicit: schedule(X)
             loop.add(source, forMode: .common)  // X already holds it: schedule(default) only
@@ -145,5 +137,67 @@ import Testing
         #expect(runResult == .finished)
         #expect(events.isEmpty)
         #expect(valid, "removal is not invalidation")
+    }
+    @Test("§9.41 a mode only made common exists")
+    func modeOnlyMadeCommon() async throws {
+        let result = try await onManualClockLoop { loop, clock in
+            let mode = RunLoop.Mode("C")
+            loop.addCommonMode(mode)
+            let listed = loop.allModes.contains(mode)
+            let start = clock.now
+            let empty = try loop.run(mode, timeout: .seconds(1))
+            let emptyElapsed = clock.now - start
+            let trace = Trace()
+            loop.add(trace.observer(), forMode: mode)
+            loop.add(RunLoopTimer(after: .milliseconds(50)) { _ in trace.append("T") }, forMode: .common)
+            let withTimer = try loop.run(mode, timeout: .seconds(1))
+            return (listed, empty, emptyElapsed, trace.events, withTimer)
+        }
+        let (listed, empty, emptyElapsed, events, withTimer) = result
+        #expect(listed, "making a mode common creates it")
+        // As CF: an existing empty mode, not an unknown one (§9.1, §9.2).
+        #expect(empty == .finished)
+        #expect(emptyElapsed == .zero)
+        #expect(events == tokens("E BT BS BW AW T X"), "a common timer added later fires in it")
+        #expect(withTimer == .finished)
+    }
+
+    @Test("§9.42 common removal leaves a registration that was never common")
+    func commonRemovalLeavesNonCommonRegistration() async throws {
+        let result = try await onManualClockLoop { loop, _ in
+            let log = Trace()
+            let trace = Trace()
+            let source = hookLoggingSource(log: log) { _ in trace.append("S") }
+            let timer = RunLoopTimer(after: .milliseconds(50)) { _ in trace.append("T") }
+            let observer = trace.observer()
+            let pipe = try makePipe()
+            defer {
+                close(pipe.read)
+                close(pipe.write)
+            }
+            let port = try RunLoopPortSource(fileDescriptor: pipe.read, label: "P") { _, _ in }
+            // Each only in the default mode, which is common, but none added to `.common`.
+            loop.add(source)
+            loop.add(timer)
+            loop.add(observer)
+            try loop.add(port)
+            loop.remove(source, forMode: .common)
+            loop.remove(timer, forMode: .common)
+            loop.remove(observer, forMode: .common)
+            loop.remove(port, forMode: .common)
+            let kept = [loop.contains(source), loop.contains(timer), loop.contains(observer), loop.contains(port)]
+            let cancelled = log.events.filter { $0.hasPrefix("cancel") }
+            loop.remove(port)
+            source.signal()
+            let runResult = try loop.run(.default, timeout: .milliseconds(100))
+            source.invalidate()
+            return (kept, cancelled, trace.events, runResult)
+        }
+        let (kept, cancelled, events, runResult) = result
+        // CF undoes only common membership: items never added to `.common` stay where they were.
+        #expect(kept == [true, true, true, true])
+        #expect(cancelled.isEmpty)
+        #expect(events == tokens("E BT BS S BT BS BW AW T BT BS BW AW X"))
+        #expect(runResult == .timedOut)
     }
 }

@@ -113,4 +113,32 @@ import Testing
         #expect(result == .finished, "the stop ended only the inner activation")
         #expect(outer2At == .milliseconds(100))
     }
+    /// CF quirk, not followed: when the outer run's timeout passes during a nested run, CF's timeout
+    /// wake-up reaches the nested run, which goes one extra iteration (`in:BT in:BS in:BW in:AW`) before
+    /// its timer. Here each activation's deadline wakes only itself: the nested run sleeps straight to
+    /// its timer, and the outer run times out once the callout returns.
+    @Test("outer run's timeout passing during a nested run: no extra nested iteration")
+    func outerTimeoutDuringNestedRun() async throws {
+        let (events, result, elapsed) = try await onManualClockLoop { loop, clock in
+            let outer = RunLoop.Mode("M")
+            let inner = RunLoop.Mode("Inner")
+            let trace = Trace()
+            loop.add(trace.observer([.entry, .exit], prefix: "out:"), forMode: outer)
+            loop.add(trace.observer(prefix: "in:"), forMode: inner)
+            loop.add(
+                RunLoopTimer(after: .milliseconds(50), label: "outer") { _ in
+                    trace.append("T:outer")
+                    loop.add(RunLoopTimer(after: .milliseconds(100)) { _ in trace.append("T:inner") }, forMode: inner)
+                    let nested = (try? loop.run(inner, timeout: .seconds(1))).map { "\($0)" } ?? "threw"
+                    trace.append("inner=\(nested)")
+                }, forMode: outer)
+            let (result, elapsed) = try timedRun(loop, outer, timeout: .milliseconds(100), on: clock)
+            return (trace.events, result, elapsed)
+        }
+        #expect(
+            events
+                == tokens("out:E T:outer in:E in:BT in:BS in:BW in:AW T:inner in:X inner=finished out:X"))
+        #expect(result == .timedOut)
+        #expect(elapsed == .milliseconds(150))
+    }
 }

@@ -3,10 +3,10 @@ import RunLoopKit
 import RunLoopTesting
 import Testing
 
-/// docs/BEHAVIOUR.md §9 on RunLoopKit, timers: one-shot timers, polls, late repeating timers, rescheduling inside the callout, due-timer order (scenarios 3, 5–6, 30–34).
+/// docs/BEHAVIOUR.md §9 on RunLoopKit, timers: one-shot timers, polls, late repeating timers, rescheduling inside the callout, due-timer order, moving a timer inside its callout (scenarios 3, 5–6, 30–34, 43).
 ///
 /// How these tests run (a manual clock, a thread per loop, trace tokens): see Support/Conformance.swift.
-@Suite("§9 timers (scenarios 3, 5–6, 30–34)") struct ConformanceTimersTests {
+@Suite("§9 timers (scenarios 3, 5–6, 30–34, 43)") struct ConformanceTimersTests {
     @Test("§9.3 one-shot timer") func oneShotTimer() async throws {
         let runs = try await onManualClockLoop { loop, clock in
             let trace = Trace()
@@ -220,5 +220,73 @@ import Testing
         }
         #expect(events == tokens("E BT BS T:Z T:X T:Y X"))
         #expect(result == .timedOut, "a poll times out even when its timers emptied the mode")
+    }
+    /// Where a repeating timer (first fire at 50 ms, interval 100 ms) fires next after its first
+    /// callout takes it out of mode A, sets its next fire date to 30 ms later and adds it to `target`
+    /// (during the callout, or only once the run of A has returned).
+    private func movedTimerFires(
+        addingTo target: String, afterTheCallout: Bool = false
+    ) async throws -> (first: RunLoop.RunResult, fires: [String]) {
+        try await onManualClockLoop { loop, clock in
+            let modeA = RunLoop.Mode("A")
+            let destination = RunLoop.Mode(target)
+            let start = clock.now
+            var fires: [String] = []
+            let timer = RunLoopTimer(after: .milliseconds(50), repeating: .milliseconds(100)) { timer in
+                fires.append("\(loop.currentMode?.rawValue ?? "nil")@\(Int((clock.now - start) / .milliseconds(1)))")
+                guard fires.count == 1 else { return timer.invalidate() }
+                loop.remove(timer, forMode: modeA)
+                timer.nextFireDate = clock.now + .milliseconds(30)
+                if !afterTheCallout { loop.add(timer, forMode: destination) }
+            }
+            loop.add(timer, forMode: modeA)
+            let first = try loop.run(modeA, timeout: .seconds(1))
+            if afterTheCallout { loop.add(timer, forMode: destination) }
+            try loop.run(destination, timeout: .seconds(1))
+            return (first, fires)
+        }
+    }
+
+    @Test("§9.43 timer moved to another mode inside its callout keeps its new date")
+    func timerMovedInsideItsCalloutKeepsItsNewDate() async throws {
+        let (first, fires) = try await movedTimerFires(addingTo: "B")
+        #expect(first == .finished, "A lost its only timer")
+        // CF honours the date set in the callout; the interval schedule would give 150 ms.
+        #expect(fires == ["A@50", "B@80"])
+    }
+
+    @Test("§9.43 timer removed and added back inside its callout keeps its new date")
+    func timerAddedBackInsideItsCalloutKeepsItsNewDate() async throws {
+        let (first, fires) = try await movedTimerFires(addingTo: "A")
+        #expect(first == .finished, "the second fire, in the same run of A, invalidates it")
+        #expect(fires == ["A@50", "A@80"])
+    }
+
+    @Test("§9.43 timer re-dated out of every mode keeps its new date when added after the callout")
+    func timerRedatedOutOfEveryModeKeepsItsNewDate() async throws {
+        let (first, fires) = try await movedTimerFires(addingTo: "B", afterTheCallout: true)
+        #expect(first == .finished)
+        #expect(fires == ["A@50", "B@80"])
+    }
+
+    /// CF quirk, not followed: CF leaves the kernel timer armed at the invalidated timer's date, wakes
+    /// then and finds the mode empty; RunLoopKit disarmed it and sleeps to the run's timeout (§3.2).
+    @Test("a mode's only timer invalidated from a beforeWaiting observer: the run sleeps to its timeout")
+    func onlyTimerInvalidatedBeforeWaiting() async throws {
+        let (events, result, elapsed) = try await onManualClockLoop { loop, clock in
+            let mode = RunLoop.Mode("M")
+            let trace = Trace()
+            let timer = RunLoopTimer(after: .milliseconds(50)) { _ in trace.append("T") }
+            let invalidator = RunLoopObserver(activities: .beforeWaiting, repeats: false) { _, _ in timer.invalidate() }
+            loop.add(invalidator, forMode: mode)
+            loop.add(trace.observer(), forMode: mode)
+            loop.add(timer, forMode: mode)
+            let (result, elapsed) = try timedRun(loop, mode, timeout: .seconds(1), on: clock)
+            return (trace.events, result, elapsed)
+        }
+        #expect(events == tokens("E BT BS BW AW X"))
+        // CF: finished at 50 ms, the old date.
+        #expect(result == .timedOut)
+        #expect(elapsed == .seconds(1))
     }
 }

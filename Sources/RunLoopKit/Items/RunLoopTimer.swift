@@ -196,6 +196,11 @@ extension RunLoopTimer {
     /// Whether the timer is in at least one mode.
     var isScheduled: Bool { home != nil }
 
+    /// Whether `nextFireDate` was set while the timer was in no mode. Set inside its callout, that date
+    /// overrides the repeat schedule as any date set there does (as CFRunLoop), whether the timer is
+    /// added back during the callout or after it.
+    var hasDateSetOutsideTheLoop: Bool { start == .atInstant }
+
     @inline(__always)
     func heapIndex(in store: ObjectIdentifier) -> Int? {
         if let home, home.storeID == store { return home.heapIndex }

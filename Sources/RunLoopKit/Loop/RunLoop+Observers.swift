@@ -25,11 +25,12 @@ extension RunLoop {
         if !observer.isValid { removeEverywhere(observer) }
     }
 
-    /// Removes `observer` from `mode` (from every common mode, with ``Mode/common``). Safe from any thread.
+    /// Removes `observer` from `mode`. With ``Mode/common``: an observer added to ``Mode/common`` leaves
+    /// every common mode; one never added there stays where it is. Safe from any thread.
     public func remove(_ observer: RunLoopObserver, forMode mode: Mode = .default) {
         let detached = lock.withLock { () -> Bool in
             if mode == .common {
-                commonItems.observers.removeAll { $0 === observer }
+                guard commonItems.remove(observer) else { return false }
                 for common in commonModeList { removeObserverLocked(observer, from: common) }
             } else {
                 removeObserverLocked(observer, from: mode)
@@ -66,7 +67,7 @@ extension RunLoop {
         lock.withLock {
             for mode in observer.modes { modes[mode]?.removeObserver(observer) }
             observer.modes.removeAll()
-            commonItems.observers.removeAll { $0 === observer }
+            _ = commonItems.remove(observer)
         }
         observer.attachment.release(ifClaimedBy: self)
     }

@@ -11,11 +11,11 @@ extension RunLoop {
     /// ``stop()``, or the mode running out of sources, timers and blocks.
     ///
     /// An empty mode returns ``RunResult/finished`` at once, with no observer callout. A mode that was
-    /// never created — nothing was ever added to it, no block queued for it — is refused with
-    /// ``RunLoopError/unknownMode(_:)``: it is almost always a misspelt name (`run("default")` is not
-    /// ``Mode/default``), which CFRunLoop would run silently as an empty mode. May be called from a
-    /// callout (nested run); the nested activation services only its own mode, and items in their
-    /// callout are not re-entered.
+    /// never created — nothing was ever added to it, no block queued for it, never made common — is
+    /// refused with ``RunLoopError/unknownMode(_:)``: it is almost always a misspelt name
+    /// (`run("default")` is not ``Mode/default``), which CFRunLoop would run silently as an empty mode.
+    /// May be called from a callout (nested run); the nested activation services only its own mode,
+    /// and items in their callout are not re-entered.
     ///
     /// - Parameters:
     ///   - mode: a concrete mode (not ``Mode/common``).
@@ -379,8 +379,14 @@ extension RunLoop {
     /// still scheduled on this loop. Membership of the running mode is not asked: a timer that an earlier
     /// timer of the batch moved out of this mode, but left in another, still fires in this batch (as in
     /// `__CFRunLoopDoTimer`); one taken out of every mode no longer belongs to the loop and is skipped.
-    private func fire(_ timer: RunLoopTimer, in store: ModeStore, at now: UInt64, clock: LoopClock) {
-        guard let firingDeadline = lock.withLock({ claimLocked(timer, at: now) }) else { return }
+    /// "Due" is against the clock as it reads now, as in CF: an earlier timer of the batch may have
+    /// re-dated this one to "now" after time went on. The clock is read only for such a timer, so a
+    /// batch still costs one read.
+    private func fire(_ timer: RunLoopTimer, in store: ModeStore, at batchInstant: UInt64, clock: LoopClock) {
+        let firingDeadline = lock.withLock { () -> UInt64? in
+            claimLocked(timer, at: timer.deadline <= batchInstant ? batchInstant : clock.nowNanoseconds)
+        }
+        guard let firingDeadline else { return }
         fireClaimed(timer, servicing: firingDeadline, in: store, clock: clock)
     }
 
@@ -411,7 +417,7 @@ extension RunLoop {
                 removeEverywhereLocked(timer)
                 return .release
             }
-            if timer.wasRedatedInCallout { return .nothing }
+            if timer.wasRedatedInCallout || (!timer.isScheduled && timer.hasDateSetOutsideTheLoop) { return .nothing }
             timer.deadline = Self.nextDeadline(
                 after: firingDeadline, interval: timer.intervalNanoseconds, now: clock.nowNanoseconds)
             repositionLocked(timer)

@@ -19,12 +19,13 @@ extension RunLoop {
         finishAdding(source, scheduled: scheduled)
     }
 
-    /// Removes a custom source from `mode` (from every common mode — including explicit registrations
-    /// there — with ``Mode/common``); its `cancel` callout runs once per mode left. Safe from any thread.
+    /// Removes a custom source from `mode`; its `cancel` callout runs once per mode left. With
+    /// ``Mode/common``: a source added to ``Mode/common`` leaves every common mode (explicit
+    /// registrations there included); one never added there stays where it is. Safe from any thread.
     public func remove(_ source: RunLoopSource, forMode mode: Mode = .default) {
         let removed: [Mode] = lock.withLock {
             if mode == .common {
-                commonItems.sources.removeAll { $0 === source }
+                guard commonItems.remove(source) else { return [] }
                 return commonModeList.filter { removeSourceLocked(source, from: $0) }
             }
             return removeSourceLocked(source, from: mode) ? [mode] : []
@@ -70,13 +71,14 @@ extension RunLoop {
         if !immediate && !scheduled.isEmpty { wakeUp() }
     }
 
-    /// Stops watching a port source in `mode` (every common mode, with ``Mode/common``). Safe from any
-    /// thread. On the loop's thread the descriptor is no longer watched when this returns.
+    /// Stops watching a port source in `mode`. With ``Mode/common``: a source added to ``Mode/common``
+    /// leaves every common mode; one never added there stays where it is. Safe from any thread. On the
+    /// loop's thread the descriptor is no longer watched when this returns.
     public func remove(_ source: RunLoopPortSource, forMode mode: Mode = .default) {
         let immediate = isCurrentThread
         let removed: [Mode] = lock.withLock {
             if mode == .common {
-                commonItems.ports[ObjectIdentifier(source)] = nil
+                guard commonItems.remove(source) else { return [] }
                 return commonModeList.filter { removePortLocked(source, from: $0, immediate: immediate) }
             }
             return removePortLocked(source, from: mode, immediate: immediate) ? [mode] : []
@@ -92,14 +94,18 @@ extension RunLoop {
         }
     }
 
-    /// Adds `mode` to the common set: every item added to ``Mode/common`` joins it, now and later.
-    /// There is no way to take a mode out of the common set. Safe from any thread.
+    /// Adds `mode` to the common set, creating the mode if needed: every item added to ``Mode/common``
+    /// joins it, now and later, and running it before anything joined returns
+    /// ``RunResult/finished`` as for any empty mode. There is no way to take a mode out of the common
+    /// set. Safe from any thread.
     public func addCommonMode(_ mode: Mode) {
         guard mode != .common else { return }
         let immediate = isCurrentThread
         let (sources, ports): ([RunLoopSource], [RunLoopPortSource]) = lock.withLock {
             guard !tornDownLocked, !commonModeList.contains(mode) else { return ([], []) }
             commonModeList.append(mode)
+            // As CFRunLoop: a common mode exists, so running it is not mistaken for a misspelt name.
+            _ = storeLocked(mode)
             let items = commonItems
             if items.timers.isEmpty && items.sources.isEmpty && items.ports.isEmpty && items.observers.isEmpty {
                 return ([], [])
@@ -240,10 +246,10 @@ extension RunLoop {
         let removed: [Mode] = lock.withLock {
             var removed: [Mode] = []
             if let custom = source as? RunLoopSource {
-                commonItems.sources.removeAll { $0 === custom }
+                _ = commonItems.remove(custom)
                 for (mode, _) in modes where removeSourceLocked(custom, from: mode) { removed.append(mode) }
             } else if let port = source as? RunLoopPortSource {
-                commonItems.ports[ObjectIdentifier(port)] = nil
+                _ = commonItems.remove(port)
                 for (mode, _) in modes where removePortLocked(port, from: mode, immediate: immediate) { removed.append(mode) }
             }
             return removed

@@ -27,11 +27,12 @@ extension RunLoop {
         if !isCurrentThread && !clock.isSystem { wakeUp() }
     }
 
-    /// Removes `timer` from `mode` (from every common mode, with ``Mode/common``). Safe from any thread.
+    /// Removes `timer` from `mode`. With ``Mode/common``: a timer added to ``Mode/common`` leaves every
+    /// common mode; one never added there stays where it is. Safe from any thread.
     public func remove(_ timer: RunLoopTimer, forMode mode: Mode = .default) {
         let detached = lock.withLock { () -> Bool in
             if isCommonLocked(mode) {
-                commonItems.timers[ObjectIdentifier(timer)] = nil
+                guard commonItems.remove(timer) else { return false }
                 for common in commonModeList { removeTimerLocked(timer, from: common) }
             } else {
                 removeTimerLocked(timer, from: mode)
@@ -69,6 +70,7 @@ extension RunLoop {
             if timer.start == .afterDelay {
                 timer.deadline = clockStorage.nowNanoseconds.adding(nanoseconds: Int64(clamping: timer.deadline))
             }
+            if timer.hasDateSetOutsideTheLoop && timer.isInCallout { timer.wasRedatedInCallout = true }
             timer.start = .placed
             timer.sequence = nextTimerSequence
             nextTimerSequence += 1
@@ -128,7 +130,7 @@ extension RunLoop {
             membership.store.removeTimer(timer)
             timersChangedLocked(membership.store)
         }
-        if !commonItems.timers.isEmpty { commonItems.timers[ObjectIdentifier(timer)] = nil }
+        if !commonItems.timers.isEmpty { _ = commonItems.remove(timer) }
     }
 
     /// `nextFireDate` setter; takes the lock. A past date means "as soon as possible".

@@ -271,6 +271,27 @@ struct CommonItems {
     var sources: [RunLoopSource] = []
     var ports: [ObjectIdentifier: RunLoopPortSource] = [:]
     var observers: [RunLoopObserver] = []
+
+    // Each returns whether the item was a common item. Removing an item from `.common` undoes only
+    // that (as CFRunLoop): one never added there stays in every mode it was added to, the default
+    // mode included, so callers leave the modes alone when these return false.
+    mutating func remove(_ timer: RunLoopTimer) -> Bool {
+        timers.removeValue(forKey: ObjectIdentifier(timer)) != nil
+    }
+
+    mutating func remove(_ source: RunLoopSource) -> Bool { Self.remove(source, from: &sources) }
+
+    mutating func remove(_ port: RunLoopPortSource) -> Bool {
+        ports.removeValue(forKey: ObjectIdentifier(port)) != nil
+    }
+
+    mutating func remove(_ observer: RunLoopObserver) -> Bool { Self.remove(observer, from: &observers) }
+
+    private static func remove<Item: AnyObject>(_ item: Item, from items: inout [Item]) -> Bool {
+        guard let index = items.firstIndex(where: { $0 === item }) else { return false }
+        items.remove(at: index)
+        return true
+    }
 }
 
 /// A block waiting for one of its modes to run.

@@ -20,6 +20,24 @@ func modeName(_ mode: RunLoop.Mode) -> String {
     mode == .default ? "default" : mode.rawValue
 }
 
+/// A custom source labelled "S" that logs its hooks to `log`: "schedule(X)", "cancel(default)".
+func hookLoggingSource(log: Trace, perform: @escaping (RunLoopSource) -> Void) -> RunLoopSource {
+    RunLoopSource(
+        label: "S",
+        schedule: { _, mode in log.append("schedule(\(modeName(mode)))") },
+        cancel: { _, mode in log.append("cancel(\(modeName(mode)))") },
+        perform: perform)
+}
+
+/// Runs one activation of `mode` on a manual-clock loop; returns its result and the virtual time it took.
+func timedRun(
+    _ loop: RunLoop, _ mode: RunLoop.Mode, timeout: Duration, on clock: ManualClock
+) throws(RunLoopError) -> (result: RunLoop.RunResult, elapsed: Duration) {
+    let start = clock.now
+    let result = try loop.run(mode, timeout: timeout)
+    return (result, clock.now - start)
+}
+
 /// Blocks the calling helper thread until `loop` sleeps (at most ≈2 s, so a broken loop fails the test
 /// instead of hanging it).
 func waitUntilWaiting(_ loop: RunLoop) {
