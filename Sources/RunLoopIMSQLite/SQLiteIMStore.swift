@@ -122,6 +122,22 @@ public final class SQLiteIMStore: SynchronousChatStore {
         return .success(users)
     }
 
+    public func members(ofRoom room: String) -> Result<[String], IMStatusCode> {
+        var users: [String] = []
+        do {
+            try database.query(
+                "SELECT mb.user FROM conversations c JOIN members mb ON mb.conversation_id = c.id WHERE c.key = ? ORDER BY mb.user",
+                [.text(IMConversation.room(room).storageKey)]
+            ) { row in
+                if let name = row.text(0) { users.append(name) }
+            }
+        } catch {
+            logger.error("members of \(room) not read: \(error)")
+            return .failure(.internalError)
+        }
+        return .success(users)
+    }
+
     public func history(_ query: HistoryQuery, for user: String, limit: Int) -> Result<HistoryPage, IMStatusCode> {
         let before = Int64(clamping: query.before == 0 ? UInt64(Int64.max) : query.before)
         do {

@@ -24,8 +24,8 @@ final class PostgresNodeAccounts: NodeAccounts {
             store.authenticate(login) { verdict in
                 switch verdict {
                 case .accepted: completion(.accepted(as: login.user))
-                case .acceptedAs(let name): completion(.accepted(as: name))
-                case .refused(.authenticationFailed, _): completion(.wrongPassword(account: login.user))
+                case .acceptedAs(let name), .created(let name): completion(.accepted(as: name))
+                case .refused(.authenticationFailed, _), .accountUnknown: completion(.wrongPassword(account: login.user))
                 case .refused: completion(.failed)
                 }
             }
