@@ -36,10 +36,15 @@ func terminalConfiguration(_ user: String, drain: Duration = .seconds(5)) -> Ter
     return configuration
 }
 
-/// A terminal client of the node listening on `port` over TCP, not started.
-func terminal(_ user: String, port: UInt16, drain: Duration = .seconds(5), into transcript: Transcript) -> TerminalClient {
+/// A terminal client of the node listening on `port` over TCP, not started; `adjust` changes the rest
+/// of its configuration.
+func terminal(
+    _ user: String, port: UInt16, drain: Duration = .seconds(5), into transcript: Transcript,
+    adjust: (inout TerminalClient.Configuration) -> Void = { _ in }
+) -> TerminalClient {
     var configuration = terminalConfiguration(user, drain: drain)
     configuration.port = port
+    adjust(&configuration)
     return TerminalClient(configuration: configuration, connector: TCPFrameLink.connector(host: configuration.host, port: port)) {
         transcript.lines.append($0)
     }
@@ -352,11 +357,10 @@ struct TerminalClientTests {
         try await onManualClockLoop { loop, clock in
             let node = MemoryChatNode(loop: loop, clock: clock)
             let seen = Transcript()
-            var configuration = terminalConfiguration("alice")
-            configuration.followsReachability = false
-            configuration.isInteractive = true
-            configuration.backoff = ReconnectBackoff.Policy(initialDelay: .seconds(20), maximumDelay: .seconds(20))
-            let alice = TerminalClient(configuration: configuration, connector: node.connector, loop: loop) { seen.lines.append($0) }
+            let alice = node.terminal("alice", into: seen) {
+                $0.isInteractive = true
+                $0.backoff = ReconnectBackoff.Policy(initialDelay: .seconds(20), maximumDelay: .seconds(20))
+            }
             alice.start()
             try #require(try node.runUntil { seen.contains("* connected") })
             type("/retry", "/help", into: alice)
