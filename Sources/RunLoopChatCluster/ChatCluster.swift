@@ -208,6 +208,7 @@ public final class ChatCluster {
             rooms.membershipChanged(user, room: room, joined: joined)
             // The room's members here and the user now see each other's presence.
             if joined { server.presenceAudienceChanged(for: user) }
+            (server.applicationHandler as? MembershipReporter)?.membershipChangedElsewhere(user, room: room, joined: joined, on: server)
         case .event(.presence(let user, let online), _):
             if online { away.back(user) }
             server.setClusterPresence(user, online: online)

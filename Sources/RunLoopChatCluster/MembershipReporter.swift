@@ -1,3 +1,4 @@
+import RunLoopChat
 import RunLoopIM
 import RunLoopIMCore
 import SwiftProtobuf
@@ -21,6 +22,12 @@ struct MembershipReporter: IMApplicationHandler {
             reply(answer)
             if answer.code == .ok { changed(user, room, joined) }
         }
+    }
+
+    /// Another node stored a JOIN or LEAVE: the chat's members here are told (``ChatService``'s
+    /// MEMBERSHIP notices); an application that is not the chat has none to tell.
+    func membershipChangedElsewhere(_ user: String, room: String, joined: Bool, on server: IMServer) {
+        (inner as? ChatService)?.membershipChanged(user, room: room, joined: joined, on: server)
     }
 
     func presenceAudience(of user: String, on server: IMServer, completion: @escaping (IMPresenceAudience) -> Void) {

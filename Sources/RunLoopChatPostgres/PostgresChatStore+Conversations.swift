@@ -36,6 +36,20 @@ extension PostgresChatStore {
         }
     }
 
+    /// The members of `room`, in name order (`ChatStore`'s `members(ofRoom:completion:)`). Loop thread
+    /// only; `completion` runs there once.
+    public func members(ofRoom room: String, completion: @escaping (Result<[String], IMStatusCode>) -> Void) {
+        guard PostgresText.isStorable(room) else { return completion(.success([])) }
+        let statement = PostgresStatement(
+            """
+            SELECT mb."user" FROM conversations c JOIN members mb ON mb.conversation_id = c.id
+            WHERE c.key = $1 ORDER BY mb."user"
+            """, [IMConversation.room(room).storageKey])
+        query(statement, "members of \(room)") { result in
+            completion(result.mapError { _ in .internalError }.map { rows in (0..<rows.count).compactMap { rows[$0, 0] } })
+        }
+    }
+
     /// The names of the rooms `user` is a member of, in no particular order. Loop thread only;
     /// `completion` runs there once.
     public func rooms(of user: String, completion: @escaping (Result<[String], IMStoreFailure>) -> Void) {

@@ -104,19 +104,29 @@ public final class SQLiteIMStore: SynchronousChatStore {
     }
 
     public func contacts(of user: String) -> Result<[String], IMStatusCode> {
+        // Two index reads: the user's memberships (the primary key), each conversation's members.
+        userNames(
+            """
+            SELECT DISTINCT other.user FROM members mb JOIN members other ON other.conversation_id = mb.conversation_id
+            WHERE mb.user = ? AND other.user <> mb.user ORDER BY other.user
+            """, [.text(user)], what: "contacts of \(user)")
+    }
+
+    public func members(ofRoom room: String) -> Result<[String], IMStatusCode> {
+        userNames(
+            "SELECT mb.user FROM conversations c JOIN members mb ON mb.conversation_id = c.id WHERE c.key = ? ORDER BY mb.user",
+            [.text(IMConversation.room(room).storageKey)], what: "members of \(room)")
+    }
+
+    /// The first column of each row, in order; a failure is logged as `what` not read.
+    private func userNames(_ sql: String, _ parameters: [SQLiteDatabase.Value], what: String) -> Result<[String], IMStatusCode> {
         var users: [String] = []
         do {
-            // Two index reads: the user's memberships (the primary key), each conversation's members.
-            try database.query(
-                """
-                SELECT DISTINCT other.user FROM members mb JOIN members other ON other.conversation_id = mb.conversation_id
-                WHERE mb.user = ? AND other.user <> mb.user ORDER BY other.user
-                """, [.text(user)]
-            ) { row in
+            try database.query(sql, parameters) { row in
                 if let name = row.text(0) { users.append(name) }
             }
         } catch {
-            logger.error("contacts of \(user) not read: \(error)")
+            logger.error("\(what) not read: \(error)")
             return .failure(.internalError)
         }
         return .success(users)

@@ -26,6 +26,8 @@ public final class DeferredIMStore: ChatStore {
     public private(set) var answersOut = 0
     /// Inbox reads answered so far (successful or not).
     public private(set) var inboxReads = 0
+    /// Reads of a room's members (``members(ofRoom:completion:)``) so far.
+    public private(set) var memberReads = 0
     /// Batches of acknowledgements handed over so far (``acknowledge(_:)``: the server's, one a loop pass).
     public private(set) var acknowledgementBatches = 0
     private var failingSends: [String: Bool] = [:]
@@ -116,6 +118,12 @@ public final class DeferredIMStore: ChatStore {
 
     public func contacts(of user: String, completion: @escaping (Result<[String], IMStatusCode>) -> Void) {
         let found = inner.contacts(of: user)
+        answer(on: reads, after: readDelay) { completion(found) }
+    }
+
+    public func members(ofRoom room: String, completion: @escaping (Result<[String], IMStatusCode>) -> Void) {
+        memberReads += 1
+        let found = inner.members(ofRoom: room)
         answer(on: reads, after: readDelay) { completion(found) }
     }
 

@@ -5,13 +5,14 @@ serve`: judged by layout (getBoundingClientRect, scroll metrics), not only by th
   newest message, and a reader who scrolled up is not moved: a "new messages" marker takes them down.
 - At 400 px wide the layout stacks (rooms in a drawer), nothing is wider than the window, the composer
   and its send button are in view.
-- Before any login no connection badge; the login form speaks a user's language; a wrong password
-  then the right one does not say "reconnected".
+- Before any login no connection badge; the login form speaks a user's language; the first login says
+  "account created", once; a wrong password then the right one does not say "reconnected".
 - A graceful node stop (SIGTERM) closes the WebSocket with 1001 and the page says "the node is
   restarting; reconnecting in N s", never "connection lost: closed 1006"; the online list is greyed
   while disconnected.
 - A close after the node's ERROR shows the node's reason, not the close code.
 - The reconnect wait is capped at 10 s, and a click on the badge retries at once.
+- A member joining or leaving a room shows as a line in its pane ("bob joined lobby"), its count live.
 
 Screenshots at 1280x800 and at 400 px wide go to --screenshots (the lines `screenshot: PATH` name them).
 Run by Tests/ChatNodeTests/BrowserPageTests.swift; by hand:
@@ -122,6 +123,7 @@ def main():
             # ann's first login makes her account; a wrong password is then refused and the right one
             # is a first login, not a reconnect.
             log_in(ann, node.url, "ann")
+            expect(ann.locator("#notice")).to_have_text("account created")
             ann.click("#logout")
             expect(ann.locator("#login-form")).to_be_visible()
             ann.fill("#user", "ann")
@@ -133,14 +135,17 @@ def main():
             expect(ann.locator("#conn")).to_have_attribute("data-state", "online")
             expect(ann.locator("#notice")).to_have_text("")
             ann.evaluate(RECORD_NOTICES)
-            check("a wrong password then the right one: online, and no \"reconnected\"")
+            check("a first login says \"account created\"; a wrong password then the right one: online, no \"reconnected\", no \"account created\"")
 
             for page in (ann, bob):
                 page.fill("#room-name", "lobby")
                 page.click("#join")
                 expect(page.locator("#title")).to_have_text("# lobby")
-            ann.click('#rooms li[data-room="lobby"]')
-            expect(ann.locator('#rooms li[data-room="lobby"]')).to_have_text("# lobby (2)")
+            # Joins and leaves reach the room's others as they happen: a line in the pane, the count live.
+            lobby = ann.locator('#rooms li[data-room="lobby"]')
+            expect(ann.locator("#messages li.event").filter(has_text="bob joined lobby (2 members)")).to_be_visible()
+            expect(lobby).to_have_text("# lobby (2)")
+            check("\"bob joined lobby\" shown in ann's pane, the room's count live")
             lines = [f"line {number} from bob" for number in range(1, 61)]
             lines[30] = "a long word " + "x" * 300
             bob.evaluate("texts => { for (const text of texts) submitMessage(text); }", lines)
@@ -181,6 +186,19 @@ def main():
             check("400 px wide: the rooms in a drawer, nothing wider than the window, composer and send button in view")
             screenshot(ann, "chat-page-400.png")
             ann.set_viewport_size(window)
+
+            # After the screenshots: carol, once out of the room, is no contact whose leaving ann hears of.
+            carol = browser.new_context(viewport=window).new_page()
+            log_in(carol, node.url, "carol")
+            carol.fill("#room-name", "lobby")
+            carol.click("#join")
+            expect(ann.locator("#messages li.event").filter(has_text="carol joined lobby (3 members)")).to_be_visible()
+            expect(lobby).to_have_text("# lobby (3)")
+            carol.click("#leave")
+            expect(ann.locator("#messages li.event").filter(has_text="carol left lobby (2 members)")).to_be_visible()
+            expect(lobby).to_have_text("# lobby (2)")
+            carol.context.close()
+            check("\"carol joined lobby\", then \"carol left lobby\" shown in the room, its count live")
 
             expect(ann.locator("#online li").filter(has_text="bob")).to_have_count(1)
             node.stop()  # SIGTERM: the graceful stop

@@ -7,7 +7,7 @@ struct BrowserPageTests {
     static let artifacts = BrowserEnvironment.repository.appendingPathComponent(".build/test-artifacts/browser-page").path
 
     @Test(
-        "in Chromium at 1280×800 and 400 px wide: the conversation scrolls inside its pane with the composer in view and a \"new messages\" marker for a reader who scrolled up; the rooms fold into a drawer, nothing wider than the window; no badge before login, no \"reconnected\" after a wrong password; a graceful node stop closes with 1001 and reads \"the node is restarting\"; the reconnect wait is capped at 10 s and a click on the badge retries at once",
+        "in Chromium at 1280×800 and 400 px wide: the conversation scrolls inside its pane with the composer in view and a \"new messages\" marker for a reader who scrolled up; the rooms fold into a drawer, nothing wider than the window; no badge before login, \"account created\" at the first login only, no \"reconnected\" after a wrong password; \"bob joined lobby\" and \"carol left lobby\" in the room's pane with its member count live; a graceful node stop closes with 1001 and reads \"the node is restarting\"; the reconnect wait is capped at 10 s and a click on the badge retries at once",
         .browserAvailable, .timeLimit(.minutes(3))
     )
     func whatAPersonSees() async throws {

@@ -25,6 +25,22 @@ func nodeConfiguration(_ path: String, port: UInt16 = 0, httpPort: UInt16? = nil
     return configuration
 }
 
+/// Runs `body` with a node started on a temporary database on this loop's thread, then stops the node
+/// and removes the database.
+func withStartedNode(_ body: (ChatNode, RunLoop) throws -> Void) throws {
+    let loop = RunLoop.current
+    let path = temporaryDatabase()
+    defer { removeDatabase(path) }
+    let node = try ChatNode(configuration: nodeConfiguration(path))
+    try node.start()
+    defer {
+        var stopped = false
+        node.stop { stopped = true }
+        _ = try? spin(loop) { stopped }
+    }
+    try body(node, loop)
+}
+
 /// A test client's settings: a 5 s heartbeat, quick reconnects.
 func clientConfiguration(_ user: String, password: String = "pw", heartbeat: Duration = .seconds(5)) -> IMClientConfiguration {
     var configuration = IMClientConfiguration(user: user, password: password)

@@ -36,10 +36,15 @@ func terminalConfiguration(_ user: String, drain: Duration = .seconds(5)) -> Ter
     return configuration
 }
 
-/// A terminal client of the node listening on `port` over TCP, not started.
-func terminal(_ user: String, port: UInt16, drain: Duration = .seconds(5), into transcript: Transcript) -> TerminalClient {
+/// A terminal client of the node listening on `port` over TCP, not started; `adjust` changes the rest
+/// of its configuration.
+func terminal(
+    _ user: String, port: UInt16, drain: Duration = .seconds(5), into transcript: Transcript,
+    adjust: (inout TerminalClient.Configuration) -> Void = { _ in }
+) -> TerminalClient {
     var configuration = terminalConfiguration(user, drain: drain)
     configuration.port = port
+    adjust(&configuration)
     return TerminalClient(configuration: configuration, connector: TCPFrameLink.connector(host: configuration.host, port: port)) {
         transcript.lines.append($0)
     }
@@ -178,7 +183,7 @@ struct TerminalClientTests {
         }
     }
 
-    @Test("two clients: a script's lines run in order; join, room messages both ways, a direct message, presence, /rooms")
+    @Test("two clients: a script's lines run in order; join, room messages both ways, a direct message, presence, /rooms, the other's join and leave")
     func conversation() async throws {
         try await onManualClockLoop { loop, clock in
             let node = MemoryChatNode(loop: loop, clock: clock)
@@ -197,6 +202,8 @@ struct TerminalClientTests {
             type("/join lobby", into: bob)
             try #require(try node.runUntil { bobSees.contains("* joined lobby (2 members)") }, "\(bobSees.dump)")
             try #require(try node.runUntil { aliceSees.contains("* bob is online") }, "\(aliceSees.dump)")
+            try #require(try node.runUntil { aliceSees.contains("* bob joined lobby (2 members)") }, "\(aliceSees.dump)")
+            #expect(!bobSees.contains("* bob joined"), "bob's own join is his answer, not a notice")
 
             type("hello bob", into: alice)
             try #require(try node.runUntil { bobSees.contains("[lobby] alice: hello bob") }, "\(bobSees.dump)")
@@ -220,6 +227,8 @@ struct TerminalClientTests {
             type("/status", into: alice)
             try #require(try node.runUntil { aliceSees.contains("* no messages pending") })
             #expect(aliceSees.contains("* connected — alice at 127.0.0.1:\(alice.configuration.port), room lobby"), "\(aliceSees.dump)")
+            type("/leave lobby", into: bob)
+            try #require(try node.runUntil { aliceSees.contains("* bob left lobby (1 member)") }, "\(aliceSees.dump)")
 
             type("/quit", into: alice)
             try #require(try node.runUntil { alice.exitStatus != nil })
@@ -337,6 +346,38 @@ struct TerminalClientTests {
             #expect(retrying.count >= 3 && retrying.dropFirst().allSatisfy { $0.contains(" s (attempt ") }, "\(retrying)")
             #expect(try #require(seen.index(of: "→ m1 sent")) > back)
             #expect(seen.contains("  #") && seen.contains("alice: while you were away"))
+            alice.endOfInput()
+            try #require(try node.runUntil { alice.exitStatus != nil })
+            #expect(alice.exitStatus == 0, "\(seen.dump)")
+        }
+    }
+
+    @Test("/retry, and Enter on an empty line at a terminal, connect at once during a 10-20 s reconnect wait; the help says so")
+    func retryNow() async throws {
+        try await onManualClockLoop { loop, clock in
+            let node = MemoryChatNode(loop: loop, clock: clock)
+            let seen = Transcript()
+            let alice = node.terminal("alice", into: seen) {
+                $0.isInteractive = true
+                $0.backoff = ReconnectBackoff.Policy(initialDelay: .seconds(20), maximumDelay: .seconds(20))
+            }
+            alice.start()
+            try #require(try node.runUntil { seen.contains("* connected") })
+            type("/retry", "/help", into: alice)
+            try #require(try node.runUntil { seen.contains("* not waiting to reconnect") }, "\(seen.dump)")
+            #expect(seen.lines.contains { $0.hasPrefix("  /retry") && $0.contains("try now") }, "\(seen.dump)")
+
+            for (round, key) in ["/retry", ""].enumerated() {
+                var stopped = false
+                node.stop { stopped = true }
+                try #require(try node.runUntil { stopped && seen.count("* reconnecting in ") == round + 1 }, "\(seen.dump)")
+                node.restart()
+                let asked = clock.now
+                alice.receive(line: key)
+                try #require(try node.runUntil { seen.count("* connected") == round + 2 }, "\(seen.dump)")
+                #expect(clock.now - asked < .seconds(1), "connected \(clock.now - asked) after the key, not after the wait")
+                #expect(seen.count("* retrying now") == round + 1, "\(seen.dump)")
+            }
             alice.endOfInput()
             try #require(try node.runUntil { alice.exitStatus != nil })
             #expect(alice.exitStatus == 0, "\(seen.dump)")

@@ -237,6 +237,13 @@ enum FuzzFrames {
             notice.user = random.text(10)
             notice.online = random.int(0...1) == 1
             return message(command, notice, &random)
+        case .membership:
+            var notice = IMMembershipNotice()
+            notice.room = random.text(12)
+            notice.user = random.text(10)
+            notice.joined = random.int(0...1) == 1
+            notice.members = random.uint32()
+            return message(command, notice, &random)
         }
     }
 

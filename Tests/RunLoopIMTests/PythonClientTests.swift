@@ -16,7 +16,7 @@ import struct Foundation.URL
 @Suite("An outside client: Python")
 struct PythonClientTests {
     @Test(
-        "a Python client written from PROTOCOL.md chats with a Swift client: direct and room messages each seen once, heartbeat, history, logout",
+        "a Python client written from PROTOCOL.md chats with a Swift client: direct and room messages each seen once, heartbeat, history, logout; a notice it does not know (MEMBERSHIP) ignored",
         .enabled(
             if: PythonEnvironment.shared.shouldRun,
             "no python3 that imports the protobuf runtime: pip install -r Tests/PythonClient/requirements.txt, or set RUNLOOPKIT_PYTHON"),
@@ -30,7 +30,8 @@ struct PythonClientTests {
             let loop = RunLoop.current
             let store = InMemoryIMStore(accounts: ["swift": "pw", "py": "pw"])
             let server = IMServer(store: store)
-            server.applicationHandler = ChatService()
+            let service = ChatService()
+            server.applicationHandler = service
             var presence: [(String, Bool)] = []
             server.onPresenceChange = { _, user, online in presence.append((user, online)) }
             try server.listen()
@@ -73,6 +74,8 @@ struct PythonClientTests {
                     _ = try? swift.send(greeting, to: .user("py"))
                 }
                 if !sentWelcome, !fromPython({ $0.recipient == .room("lobby") }).isEmpty {
+                    // A command newer than the Python client (24), before the message it waits for.
+                    service.membershipChanged("newcomer", room: "lobby", joined: true, on: server)
                     sentWelcome = true
                     _ = try? swift.send(welcome, to: .room("lobby"))
                 }
@@ -100,6 +103,7 @@ struct PythonClientTests {
             // The Python side saw each Swift message once (its own checks) and says so in its summary.
             let summary = child.output.split(separator: "\n").last.map(String.init) ?? ""
             #expect(summary.contains("\"ok\": true") && summary.contains("\"duplicates\": 0"), "\(transcript())")
+            #expect(summary.contains("\"ignored_commands\": [24]"), "the MEMBERSHIP notice, ignored as section 3 asks: \(transcript())")
 
             swift.close()
             try spin(loop) { swift.state == .closed(.userClosed) }

@@ -65,7 +65,12 @@ struct Client: ParsableCommand {
         signal(SIGPIPE, SIG_IGN)
 
         let console = TerminalConsole()
-        var settings = TerminalClient.Configuration(user: user, password: try resolvedPassword())
+        let (password, typed) = try resolvedPassword()
+        var settings = TerminalClient.Configuration(user: user, password: password)
+        if typed {
+            // A person typed it: a new account is made only once they typed it twice alike.
+            settings.confirmNewAccountPassword = { user in TerminalConsole.readPassword(prompt: "password for \(user) again: ") }
+        }
         settings.host = host
         settings.port = port
         settings.heartbeat = .seconds(heartbeatSeconds)
@@ -120,11 +125,12 @@ struct Client: ParsableCommand {
         if status != 0 { throw ExitCode(status) }
     }
 
-    private func resolvedPassword() throws -> String {
-        if let password { return password }
-        if let fromEnvironment = getenv("CHAT_NODE_PASSWORD") { return String(cString: fromEnvironment) }
+    /// The password, and whether a person typed it at the terminal.
+    private func resolvedPassword() throws -> (String, typed: Bool) {
+        if let password { return (password, false) }
+        if let fromEnvironment = getenv("CHAT_NODE_PASSWORD") { return (String(cString: fromEnvironment), false) }
         // Not from a script's standard input: its first line is a command, not a secret.
-        if let typed = TerminalConsole.readPassword(prompt: "password for \(user): "), !typed.isEmpty { return typed }
+        if let typed = TerminalConsole.readPassword(prompt: "password for \(user): "), !typed.isEmpty { return (typed, true) }
         throw ValidationError("no password: give --password, set CHAT_NODE_PASSWORD, or run on a terminal to be asked")
     }
 }

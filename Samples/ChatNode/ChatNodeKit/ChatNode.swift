@@ -440,6 +440,8 @@ public final class ChatNode {
                 self.onEvent?("login refused for \(request.user): no such account")
                 return verdict(Self.unknownOrWrong)
             }
+            // The client confirms a new account's password with its person before it asks again.
+            if request.existingAccountOnly { return verdict(.accountUnknown) }
             self.register(request, verdict: verdict)
         }
     }
@@ -458,7 +460,7 @@ public final class ChatNode {
                 switch created {
                 case .success(true):
                     self.report("account \(name) created at first login")
-                    verdict(.acceptedAs(user: name))
+                    verdict(.created(user: name))
                 case .success(false):
                     self.accounts.check(request) { [weak self] outcome in
                         verdict(self?.verdict(for: outcome) ?? .refused(.internalError, reason: "account vanished while being created"))

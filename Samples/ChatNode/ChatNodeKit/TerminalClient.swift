@@ -15,7 +15,7 @@ import RunLoopNet
 /// (`/join`, `/leave`, `/rooms`, `/history`, `/more`) holds the lines after it until the answer arrives,
 /// and one that needs the connection while the client is not connected waits for the connection. So a
 /// script `/join lobby` + `hello` sends `hello` to lobby, whatever the timing. Messages never wait for
-/// the connection: ``IMClient`` queues them. In an interactive session `/status`, `/help` and `/quit` jump
+/// the connection: ``IMClient`` queues them. In an interactive session `/status`, `/retry`, `/help` and `/quit` jump
 /// the line, and so does a message when no line ahead of it changes the current room (a person typing
 /// during a slow `/history` sees the message queued at once).
 ///
@@ -26,14 +26,17 @@ import RunLoopNet
 ///   `→ m3 failed: you are not in lobby (/join lobby)` (the node's unknownRecipient for a room)
 ///   `→ m3 failed: too large (70012 bytes; the limit is 65408 bytes)`; a message over the node's
 ///   size limit is refused before it is queued: `! m3 not sent: message too large (…; the limit is N bytes)`
-/// - the connection: `* connected`, `* reconnecting in 2.0 s (attempt 3)` after a drop,
+/// - the connection: `* connected` (then `* account created` after the login that made the account),
+///   `* reconnecting in 2.0 s (attempt 3)` after a drop,
 ///   `* cannot connect to 127.0.0.1:7100: connection refused (is the node running?) — retrying in 0.5 s`
 ///   for an attempt that never reached the node,
 ///   `* offline — network down (link eth0 down)`, `* disconnected: <reason>`, `* closed: <reason>`;
-///   a login refused for now (`* disconnected: login refused (too many connections): …`) is retried
+///   a login refused for now (`* disconnected: login refused (too many connections): …`) is retried;
+///   `/retry` (at a terminal also Enter on an empty line) cuts a reconnect wait short: `* retrying now`
 /// - the node's rate limit: `* rate limited, retrying in 0.4 s`, once per pause; the messages it put
 ///   back go out again in order without lines of their own
 /// - presence of the user's contacts (who share a room or a conversation with them) and answers: `* bob is online`, `* joined lobby (2 members)`, `* left lobby (1 member)`;
+///   the others of a room joining and leaving it: `* bob joined lobby (3 members)`, `* bob left lobby (2 members)`;
 ///   at a login without a current room, the room the user is in from before: `* current room: lobby
 ///   (joined earlier)`
 /// - history, a page oldest first: a header `[lobby] history, oldest first:`, `  (older: /more)` or
@@ -55,6 +58,13 @@ public final class TerminalClient {
         /// The account; the node creates it at the first login if it allows registration.
         public var user: String
         public var password: String
+        /// Asks the person at the terminal to type the password again (`nil`: they gave up), for a name
+        /// the node has no account for yet. When set, the client first logs in to an existing account
+        /// only; for a new name it asks, and logs in making the account only when both passwords
+        /// match (`* account created`), so a mistyped password never becomes the account's. Unset (a
+        /// script, a password from the command line or the environment): the node makes the account
+        /// at the first login, as it always did. Called on the loop's thread; it may block (a prompt).
+        public var confirmNewAccountPassword: (@Sendable (String) -> String?)?
         /// The node's address: an IPv4 or IPv6 literal, or a host name. It names the node in the output
         /// and is the route ``followsReachability`` watches; the links themselves come from the
         /// connector given to ``TerminalClient/init(configuration:connector:loop:logger:output:)``.
@@ -83,10 +93,12 @@ public final class TerminalClient {
 
     public let configuration: Configuration
     public let loop: RunLoop
-    /// The protocol client underneath (tests read its state; do not replace its callbacks).
-    public let client: IMClient
+    /// The protocol client underneath (tests read its state; do not replace its callbacks). A new one
+    /// once a new account's password is confirmed (``Configuration/confirmNewAccountPassword``).
+    public private(set) var client: IMClient
     /// The chat protocol on ``client``: rooms, history, presence and messages, typed.
-    private let chat: ChatClient
+    private var chat: ChatClient
+    private let connector: IMConnector
     public var logger: Logger
     /// Receives each line to show, without a newline, on the loop's thread.
     public var output: (String) -> Void
@@ -195,13 +207,28 @@ public final class TerminalClient {
         self.loop = loop
         self.logger = logger
         self.output = output
+        self.connector = connector
+        client = Self.connection(configuration, connector: connector, loop: loop, logger: logger)
+        chat = ChatClient(connection: client)
+        deferral = CallbackDeferral(loop: loop, modes: [.common], label: "chat-node client input")
+        listen()
+    }
+
+    /// The protocol client for `configuration`: to existing accounts only while a new account's
+    /// password is still to be confirmed.
+    private static func connection(
+        _ configuration: Configuration, connector: @escaping IMConnector, loop: RunLoop, logger: Logger, makingAccount: Bool = false
+    ) -> IMClient {
         var settings = IMClientConfiguration(user: configuration.user, password: configuration.password)
         settings.clientName = "chat-node client"
         settings.heartbeat = .fixed(configuration.heartbeat)
         settings.backoff = configuration.backoff
-        client = IMClient(configuration: settings, loop: loop, connector: connector, logger: logger)
-        chat = ChatClient(connection: client)
-        deferral = CallbackDeferral(loop: loop, modes: [.common], label: "chat-node client input")
+        settings.existingAccountOnly = configuration.confirmNewAccountPassword != nil && !makingAccount
+        return IMClient(configuration: settings, loop: loop, connector: connector, logger: logger)
+    }
+
+    /// Takes the reports of ``client`` and ``chat``.
+    private func listen() {
         chat.onStateChange = { [weak self] _, state in self?.stateChanged(state) }
         client.onDisconnect = { [weak self] _, reason in
             // The closed line that follows says the same for these; a refusal for now is retried,
@@ -215,10 +242,34 @@ public final class TerminalClient {
         chat.onMessage = { [weak self] _, message in self?.received(message) }
         chat.onDelivery = { [weak self] _, id, state in self?.deliveryChanged(id, state) }
         chat.onPresence = { [weak self] _, change in self?.emit("* \(change.user) is \(change.isOnline ? "online" : "offline")") }
+        chat.onMembership = { [weak self] _, change in
+            guard let self else { return }
+            self.emit("* \(change.user) \(change.joined ? "joined" : "left") \(change.room) (\(self.members(change.members)))")
+        }
     }
 
     deinit {
         drainTimer?.invalidate()
+    }
+
+    /// The node has no account of this name, and the first login asked for an existing one: the person
+    /// types the password again, and only a match logs in making the account (a typo never becomes it).
+    private func confirmNewAccount(_ confirm: (String) -> String?) {
+        emit("* \(configuration.user) is a new name on this node: type the password again to make the account")
+        guard let again = confirm(configuration.user), again == configuration.password else {
+            emit("! the passwords differ: no account made")
+            failureCount += 1
+            return finish(status: 1)
+        }
+        // Not inside the old client's callback: the new one starts on the next pass.
+        deferral.runLater { [weak self] in
+            guard let self else { return }
+            self.client = Self.connection(self.configuration, connector: self.connector, loop: self.loop, logger: self.logger, makingAccount: true)
+            self.chat = ChatClient(connection: self.client)
+            self.listen()
+            if self.configuration.followsReachability { self.followNetwork() }
+            self.client.start()
+        }
     }
 
     /// Connects (and from then on reconnects by itself) and starts running input lines. Loop thread.
@@ -236,7 +287,10 @@ public final class TerminalClient {
     /// input or once closing are ignored. Loop thread.
     public func receive(line: String) {
         checkThread()
-        guard phase == .created || phase == .running, !inputEnded, let command = TerminalCommand.parse(line) else { return }
+        guard phase == .created || phase == .running, !inputEnded else { return }
+        // A person pressing Enter on nothing while the client waits to reconnect means "try now".
+        let blankRetries = configuration.isInteractive && line.allSatisfy(\.isWhitespace) && isWaitingToReconnect
+        guard let command = TerminalCommand.parse(line) ?? (blankRetries ? .retry : nil) else { return }
         if configuration.isInteractive, waiting != nil, command.isLocal || (command.isMessage && !roomMayChangeAhead) {
             run(command)
         } else {
@@ -279,6 +333,11 @@ public final class TerminalClient {
     }
 
     // MARK: Running input
+
+    private var isWaitingToReconnect: Bool {
+        if case .reconnecting = client.state { return true }
+        return false
+    }
 
     /// Whether a line not run yet (or the one waiting for its answer) may change the current room, so
     /// a message typed now must wait to learn where it goes.
@@ -350,6 +409,8 @@ public final class TerminalClient {
             ask(.history(cursor.conversation, limit: cursor.limit, before: cursor.before), command: command)
         case .status:
             showStatus()
+        case .retry:
+            if client.retryNow() { emit("* retrying now") } else { emit("* not waiting to reconnect") }
         case .quit:
             pendingInput.removeAll()
             if waiting != .answer { waiting = nil }
@@ -489,6 +550,7 @@ public final class TerminalClient {
             return  // steps on the way; the outcome gets the line
         case .online:
             emit("* connected")
+            if client.isAccountCreated { emit("* account created") }
             if waiting == .connection { waiting = nil }
             if currentRoom == nil { restoresRoom = true }
             hasLoggedIn = true
@@ -506,6 +568,9 @@ public final class TerminalClient {
             emit("* \(state)")
             if inputEnded { schedulePump() }
         case .closed(let reason):
+            if client.isAccountUnknown, phase == .running, let confirm = configuration.confirmNewAccountPassword {
+                return confirmNewAccount(confirm)
+            }
             emit("* \(state)")
             if reason != .userClosed || phase != .closing { failureCount += 1 }
             finish(status: failureCount == 0 ? 0 : 1)

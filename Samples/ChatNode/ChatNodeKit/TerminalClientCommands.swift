@@ -44,6 +44,8 @@ public enum TerminalCommand: Equatable, Sendable {
     case more
     /// `/status`: connection state and pending messages.
     case status
+    /// `/retry` (or, at a terminal, Enter on an empty line): while waiting to reconnect, try now.
+    case retry
     /// `/quit`: settle own messages, then close.
     case quit
     /// `/help`.
@@ -105,6 +107,8 @@ public enum TerminalCommand: Equatable, Sendable {
             return .more
         case "status", "s":
             return .status
+        case "retry":
+            return words.isEmpty ? .retry : .invalid("usage: /retry")
         case "quit", "q", "exit":
             return .quit
         case "help", "?":
@@ -119,7 +123,7 @@ public enum TerminalCommand: Equatable, Sendable {
     /// stuck behind a request.
     var isLocal: Bool {
         switch self {
-        case .status, .quit, .help: return true
+        case .status, .retry, .quit, .help: return true
         default: return false
         }
     }
@@ -152,6 +156,7 @@ public enum TerminalCommand: Equatable, Sendable {
         "  /history [#ROOM|@USER] [N]  the newest N messages (default 20), oldest first",
         "  /more                   the next older page of the last /history",
         "  /status                 connection state and messages not yet delivered",
+        "  /retry  (or Enter)      while waiting to reconnect: try now",
         "  /quit                   wait for own messages to settle, then leave",
         "  //TEXT                  send TEXT starting with one /"
     ]

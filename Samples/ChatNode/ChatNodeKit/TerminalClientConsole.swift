@@ -136,7 +136,8 @@ public final class TerminalConsole {
 
     /// Reads a password from the terminal `descriptor` with echo off, after writing `prompt` to
     /// standard error. Returns `nil` when `descriptor` is not a terminal or the input ended.
-    /// Blocking: call it before the loop runs.
+    /// Blocking: call it before the loop runs, or while the session waits on the person alone (a new
+    /// account's password, typed again).
     public static func readPassword(prompt: String, from descriptor: Int32 = STDIN_FILENO) -> String? {
         guard isatty(descriptor) == 1 else { return nil }
         var saved = termios()

@@ -38,6 +38,8 @@ public final class ChatClient {
     public var onDelivery: ((ChatClient, String, IMDeliveryState) -> Void)?
     /// A user came online or went offline (a snapshot of those online follows each login).
     public var onPresence: ((ChatClient, PresenceChange) -> Void)?
+    /// A member joined or left a room this user is in, with the room's member count after it.
+    public var onMembership: ((ChatClient, MembershipChange) -> Void)?
     /// The connection's state changed.
     public var onStateChange: ((ChatClient, IMConnectionState) -> Void)?
 
@@ -173,9 +175,19 @@ public final class ChatClient {
         }
     }
 
+    /// A notice the client cannot read is ignored, as one it does not know: notices are states, and
+    /// the next one (or the next request) brings what it said.
     private func noticed(_ frame: IMFrame) {
-        guard frame.command == .presence, let notice = try? frame.decode(IMPresenceNotice.self) else { return }
-        onPresence?(self, PresenceChange(notice))
+        switch frame.command {
+        case .presence:
+            guard let notice = try? frame.decode(IMPresenceNotice.self) else { return }
+            onPresence?(self, PresenceChange(notice))
+        case .membership:
+            guard let notice = try? frame.decode(IMMembershipNotice.self) else { return }
+            onMembership?(self, MembershipChange(notice))
+        default:
+            break
+        }
     }
 
     private static func decode<M: SwiftProtobuf.Message>(_ frame: IMFrame, _ type: M.Type) -> Result<M, ChatRequestError> {

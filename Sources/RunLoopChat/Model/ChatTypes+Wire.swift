@@ -63,6 +63,21 @@ extension PresenceChange {
     }
 }
 
+extension MembershipChange {
+    init(_ wire: IMMembershipNotice) {
+        self.init(room: wire.room, user: wire.user, joined: wire.joined, members: Int(wire.members))
+    }
+
+    var wire: IMMembershipNotice {
+        var notice = IMMembershipNotice()
+        notice.room = room
+        notice.user = user
+        notice.joined = joined
+        notice.members = UInt32(clamping: members)
+        return notice
+    }
+}
+
 extension ChatRequestError {
     init(_ error: IMClientError) {
         self = error == .notOnline ? .notOnline : .closed

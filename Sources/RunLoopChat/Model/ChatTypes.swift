@@ -71,3 +71,21 @@ public struct PresenceChange: Hashable, Sendable {
         self.isOnline = isOnline
     }
 }
+
+/// A member joined or left a room this user is in (the server's MEMBERSHIP notice), with the room's
+/// member count after it: what keeps a client's member counts current without asking.
+public struct MembershipChange: Hashable, Sendable {
+    public var room: String
+    /// Who joined or left.
+    public var user: String
+    public var joined: Bool
+    /// The room's members after the change.
+    public var members: Int
+
+    public init(room: String, user: String, joined: Bool, members: Int) {
+        self.room = room
+        self.user = user
+        self.joined = joined
+        self.members = members
+    }
+}

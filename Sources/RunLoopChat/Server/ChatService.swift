@@ -14,7 +14,10 @@ import SwiftProtobuf
 /// try server.listen()
 /// ```
 ///
-/// Threads: the server calls it on its loop's thread; it keeps no state of its own.
+/// It also tells a room's members online when someone joins or leaves it (MEMBERSHIP notices, once per
+/// loop pass, docs/PROTOCOL.md §8).
+///
+/// Threads: the server calls it on its loop's thread; its only state is the notices of the pass.
 public struct ChatService: IMApplicationHandler, Sendable {
     /// How long pages are. A page is also cut to fit the server's frame limit.
     public struct Settings: Sendable, Equatable {
@@ -29,6 +32,7 @@ public struct ChatService: IMApplicationHandler, Sendable {
     }
 
     public var settings: Settings
+    private let notices = MembershipNotices()
 
     public init(settings: Settings = Settings()) {
         self.settings = settings
@@ -58,12 +62,17 @@ public struct ChatService: IMApplicationHandler, Sendable {
             let room = try request.decode(IMRoomRequest.self).room
             store.join(room: room, user: user, maximumRooms: server.settings.maximumRoomsPerUser) { [weak server] joined in
                 answer(joined.map(\.wire))
+                guard case .success = joined, let server else { return }
                 // The room's members are the user's contacts now: each side learns the other's presence.
-                if case .success = joined { server?.presenceAudienceChanged(for: user) }
+                server.presenceAudienceChanged(for: user)
+                notices.note(user, room: room, joined: true, on: server)
             }
         case .leave:
             let room = try request.decode(IMRoomRequest.self).room
-            store.leave(room: room, user: user) { answer($0.map(\.wire)) }
+            store.leave(room: room, user: user) { [weak server] left in
+                answer(left.map(\.wire))
+                if case .success = left, let server { notices.note(user, room: room, joined: false, on: server) }
+            }
         case .listRooms:
             let asked = try request.decode(IMListRoomsRequest.self)
             let limit = PageFit.size(asked: asked.limit, default: settings.roomListPageSize, maximum: settings.maximumRoomListPageSize)
@@ -94,6 +103,13 @@ public struct ChatService: IMApplicationHandler, Sendable {
                     })
             }
         }
+    }
+
+    /// `user` joined (`joined` true) or left `room` through another server that shares this one's
+    /// store (a cluster's node, told by its bus): this server's members of the room get the MEMBERSHIP
+    /// notice, as for a JOIN or LEAVE here. Loop thread only.
+    public func membershipChanged(_ user: String, room: String, joined: Bool, on server: IMServer) {
+        notices.note(user, room: room, joined: joined, on: server)
     }
 
     /// Who sees `user`'s presence: the users who share a room or a direct conversation with them

@@ -28,6 +28,9 @@ public protocol ChatStore: IMServerStore {
     /// conversation (one stored message between the two, either way) — each once, `user` not among
     /// them: who sees `user`'s presence (``ChatService``'s answer to the server).
     func contacts(of user: String, completion: @escaping (Result<[String], IMStatusCode>) -> Void)
+    /// The members of `room`, each once (none for a room that does not exist): who is told of a join
+    /// or leave, and the room's count, in one read.
+    func members(ofRoom room: String, completion: @escaping (Result<[String], IMStatusCode>) -> Void)
 }
 
 /// A ``ChatStore`` whose answers are ready at once (memory, SQLite): plain functions, bridged to the
@@ -43,6 +46,8 @@ public protocol SynchronousChatStore: ChatStore, SynchronousIMServerStore {
     func history(_ query: HistoryQuery, for user: String, limit: Int) -> Result<HistoryPage, IMStatusCode>
     /// ``ChatStore/contacts(of:completion:)``'s users, at once.
     func contacts(of user: String) -> Result<[String], IMStatusCode>
+    /// ``ChatStore/members(ofRoom:completion:)``'s users, at once.
+    func members(ofRoom room: String) -> Result<[String], IMStatusCode>
 }
 
 extension SynchronousChatStore {
@@ -66,6 +71,10 @@ extension SynchronousChatStore {
 
     public func contacts(of user: String, completion: @escaping (Result<[String], IMStatusCode>) -> Void) {
         completion(contacts(of: user))
+    }
+
+    public func members(ofRoom room: String, completion: @escaping (Result<[String], IMStatusCode>) -> Void) {
+        completion(members(ofRoom: room))
     }
 
     /// Every room, as `user` sees it (tests and tools: a server answers LIST_ROOMS a page at a time).

@@ -36,6 +36,10 @@ extension InMemoryIMStore: SynchronousChatStore {
         return .success(found.sorted())
     }
 
+    public func members(ofRoom room: String) -> Result<[String], IMStatusCode> {
+        .success(memberNames(of: .room(room)).sorted())
+    }
+
     public func history(_ query: HistoryQuery, for user: String, limit: Int) -> Result<HistoryPage, IMStatusCode> {
         let place: IMConversation
         switch query.conversation {

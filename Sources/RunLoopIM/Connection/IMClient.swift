@@ -165,6 +165,26 @@ public final class IMClient {
         ownerCall { machine.close(now: loop.now) }
     }
 
+    /// The last login made the account (the server said `account_created`): a client tells the
+    /// person once. Loop thread.
+    public var isAccountCreated: Bool { machine.isAccountCreated }
+
+    /// The client closed because no account has its name and it asked to log in to an existing one
+    /// only (``IMClientConfiguration/existingAccountOnly``): a login without that flag would make it.
+    /// Loop thread.
+    public var isAccountUnknown: Bool { machine.isAccountUnknown }
+
+    /// A person's "try now": while waiting out a reconnect backoff, connects at once (the attempt
+    /// it was waiting for, so the backoff goes on growing if it fails too); otherwise nothing.
+    /// Returns whether an attempt started. Loop thread.
+    @discardableResult
+    public func retryNow() -> Bool {
+        checkThread()
+        guard case .reconnecting = machine.state else { return false }
+        ownerCall { machine.retryNow(now: loop.now) }
+        return true
+    }
+
     /// Tells the client whether the network can reach the server (from a ``NetworkReachability`` or
     /// the application's own knowledge). While unreachable it drops the connection and makes no
     /// attempts; when the network returns it connects at once.

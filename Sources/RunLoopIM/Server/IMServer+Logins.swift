@@ -8,6 +8,8 @@ import RunLoopNet
 extension IMServer {
     /// The longest `client_instance` honoured, in UTF-8 bytes.
     static let maximumClientInstanceBytes = 64
+    /// The reason of a refusal for ``IMLoginVerdict/accountUnknown``.
+    static let unknownAccount = "no account has this name"
 
     // MARK: Connections
 
@@ -146,13 +148,16 @@ extension IMServer {
         let now = loop.now
         let outcome: LoginThrottle.Outcome
         switch verdict {
-        case .accepted, .acceptedAs: outcome = .succeeded
-        case .refused(.authenticationFailed, _): outcome = .failed
+        case .accepted, .acceptedAs, .created: outcome = .succeeded
+        case .refused(.authenticationFailed, _), .accountUnknown: outcome = .failed
         case .refused: outcome = .neither
         }
         guard let login = loginGate.waiting[ticket], let hold = loginGate.throttle.checkFinished(ticket, outcome, now: now) else { return }
-        if case .refused(let code, let reason) = verdict, outcome == .failed {
-            logFailure(login, code: code, reason: reason, hold: hold, now: now)
+        if outcome == .failed {
+            switch verdict {
+            case .refused(let code, let reason): logFailure(login, code: code, reason: reason, hold: hold, now: now)
+            default: logFailure(login, code: .authenticationFailed, reason: Self.unknownAccount, hold: hold, now: now)
+            }
         }
         if hold > .zero {
             loginGate.schedule(.release(ticket), at: now + hold)
@@ -197,9 +202,12 @@ extension IMServer {
         case .refused(let code, let reason):
             let wait = Self.isTemporary(code) ? loginGate.throttle.retryAfter(.server, now: loop.now) : nil
             return session.loginRefused(code, reason: reason, retryAfter: wait)
+        case .accountUnknown:
+            return session.loginRefused(.authenticationFailed, reason: Self.unknownAccount, accountUnknown: true)
         case .accepted: user = login.request.user
-        case .acceptedAs(let canonical): user = canonical
+        case .acceptedAs(let canonical), .created(let canonical): user = canonical
         }
+        if case .created = verdict { session.accountCreated = true }
         if login.superseded {
             return session.end(with: .sessionReplaced, "a newer login of the same client instance replaced this one")
         }

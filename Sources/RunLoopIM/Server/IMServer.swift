@@ -137,7 +137,8 @@ public final class IMServer {
     let listener: TCPListener
     /// Sessions, logins, messages and store latency, counted where they happen.
     let metrics: IMServerMetrics
-    let modes: [RunLoop.Mode]
+    /// The modes its sources run in; work the server or its application defers runs in them too.
+    public let modes: [RunLoop.Mode]
     var open: [ObjectIdentifier: IMServerSession] = [:]
     var byUser: [String: [IMServerSession]] = [:]
     /// Presence is announced once per loop pass (IMServer+Presence): changes wait in the ledger, so

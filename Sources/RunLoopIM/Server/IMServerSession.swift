@@ -24,6 +24,8 @@ public final class IMServerSession {
     /// What this connection owes the client from the user's inbox, and what waits for its DELIVER_ACK.
     private(set) var window: DeliveryWindow
     private(set) var isEnded = false
+    /// Set by the server when the login it is answering made the account: LOGIN_ACK says so.
+    var accountCreated = false
 
     init(link: any IMFrameLink, server: IMServer) {
         self.link = link
@@ -219,13 +221,13 @@ public final class IMServerSession {
         apply(
             machine.loginAccepted(
                 user: user, sessionID: UUIDText.random(),
-                serverTimeMilliseconds: server.wallClockMilliseconds(), now: link.loop.now))
+                serverTimeMilliseconds: server.wallClockMilliseconds(), accountCreated: accountCreated, now: link.loop.now))
     }
 
-    func loginRefused(_ code: IMStatusCode, reason: String, retryAfter: Duration? = nil) {
+    func loginRefused(_ code: IMStatusCode, reason: String, retryAfter: Duration? = nil, accountUnknown: Bool = false) {
         guard !isEnded else { return }
         server?.metrics.loginRefused(code)
-        apply(machine.loginRefused(code, reason: reason, retryAfter: retryAfter, now: link.loop.now))
+        apply(machine.loginRefused(code, reason: reason, retryAfter: retryAfter, accountUnknown: accountUnknown, now: link.loop.now))
     }
 
     /// Ends the session with ERROR `code`, then a close: one replaced by a newer login of its client

@@ -8,6 +8,12 @@ public enum IMLoginVerdict: Equatable, Sendable {
     /// whose names ignore case answers `Alice` with the account `alice`): the session's user, in
     /// LOGIN_ACK, presence and every limit.
     case acceptedAs(user: String)
+    /// Logged in as `user`, an account this login made (LOGIN_ACK says `account_created`).
+    case created(user: String)
+    /// Refused (`authenticationFailed`, LOGIN_ACK says `account_unknown`): no account has this name,
+    /// the login asked for an existing one (``IMLoginAttempt/existingAccountOnly``), and one without
+    /// that flag would make it. Counts as a failed login for the login limits.
+    case accountUnknown
     case refused(IMStatusCode, reason: String)
 }
 

@@ -48,6 +48,12 @@ package nonisolated struct IMLoginRequest: Sendable {
   /// no replacement.
   package var clientInstance: String = String()
 
+  /// Log in to an account that exists, never make one: a server that makes accounts at first login
+  /// answers an unknown name with authenticationFailed and LoginResponse.account_unknown instead. A
+  /// client that cannot tell whether the name is new asks this way first, and confirms the password
+  /// with the person before it logs in without the flag: a mistyped password never becomes an account's.
+  package var existingAccountOnly: Bool = false
+
   package var unknownFields = SwiftProtobuf.UnknownStorage()
 
   package init() {}
@@ -87,6 +93,13 @@ package nonisolated struct IMLoginResponse: Sendable {
   package var hasLimits: Bool {self._limits != nil}
   /// Clears the value of `limits`. Subsequent reads from it will return its default value.
   package mutating func clearLimits() {self._limits = nil}
+
+  /// With code 0: this login made the account (the server makes accounts at first login).
+  package var accountCreated: Bool = false
+
+  /// With authenticationFailed, answering a LOGIN with existing_account_only: no account has this name,
+  /// and a LOGIN without the flag would make it. A server that makes no accounts never sets it.
+  package var accountUnknown: Bool = false
 
   package var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -417,13 +430,36 @@ package nonisolated struct IMPresenceNotice: Sendable {
   package init() {}
 }
 
+/// MEMBERSHIP (server to client, no answer): a member joined or left a room the receiving user is in.
+/// Sent to the room's other members online; a client that does not know the command ignores it.
+package nonisolated struct IMMembershipNotice: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  package var room: String = String()
+
+  /// Who joined or left.
+  package var user: String = String()
+
+  /// true: joined; false: left.
+  package var joined: Bool = false
+
+  /// The room's members after the change(s) this notice reports.
+  package var members: UInt32 = 0
+
+  package var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  package init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "runloopim.v1"
 
 nonisolated extension IMLoginRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   package static let protoMessageName: String = _protobuf_package + ".LoginRequest"
-  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}user\0\u{1}password\0\u{3}keepalive_seconds\0\u{3}client_name\0\u{3}client_instance\0")
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}user\0\u{1}password\0\u{3}keepalive_seconds\0\u{3}client_name\0\u{3}client_instance\0\u{3}existing_account_only\0")
 
   package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -436,6 +472,7 @@ nonisolated extension IMLoginRequest: SwiftProtobuf.Message, SwiftProtobuf._Mess
       case 3: try { try decoder.decodeSingularUInt32Field(value: &self.keepaliveSeconds) }()
       case 4: try { try decoder.decodeSingularStringField(value: &self.clientName) }()
       case 5: try { try decoder.decodeSingularStringField(value: &self.clientInstance) }()
+      case 6: try { try decoder.decodeSingularBoolField(value: &self.existingAccountOnly) }()
       default: break
       }
     }
@@ -457,6 +494,9 @@ nonisolated extension IMLoginRequest: SwiftProtobuf.Message, SwiftProtobuf._Mess
     if !self.clientInstance.isEmpty {
       try visitor.visitSingularStringField(value: self.clientInstance, fieldNumber: 5)
     }
+    if self.existingAccountOnly != false {
+      try visitor.visitSingularBoolField(value: self.existingAccountOnly, fieldNumber: 6)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -466,6 +506,7 @@ nonisolated extension IMLoginRequest: SwiftProtobuf.Message, SwiftProtobuf._Mess
     if lhs.keepaliveSeconds != rhs.keepaliveSeconds {return false}
     if lhs.clientName != rhs.clientName {return false}
     if lhs.clientInstance != rhs.clientInstance {return false}
+    if lhs.existingAccountOnly != rhs.existingAccountOnly {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -473,7 +514,7 @@ nonisolated extension IMLoginRequest: SwiftProtobuf.Message, SwiftProtobuf._Mess
 
 nonisolated extension IMLoginResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   package static let protoMessageName: String = _protobuf_package + ".LoginResponse"
-  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}user\0\u{3}session_id\0\u{3}server_time_ms\0\u{1}reason\0\u{3}keepalive_seconds\0\u{3}retry_after_ms\0\u{1}limits\0")
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}user\0\u{3}session_id\0\u{3}server_time_ms\0\u{1}reason\0\u{3}keepalive_seconds\0\u{3}retry_after_ms\0\u{1}limits\0\u{3}account_created\0\u{3}account_unknown\0")
 
   package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -488,6 +529,8 @@ nonisolated extension IMLoginResponse: SwiftProtobuf.Message, SwiftProtobuf._Mes
       case 5: try { try decoder.decodeSingularUInt32Field(value: &self.keepaliveSeconds) }()
       case 6: try { try decoder.decodeSingularUInt32Field(value: &self.retryAfterMs) }()
       case 7: try { try decoder.decodeSingularMessageField(value: &self._limits) }()
+      case 8: try { try decoder.decodeSingularBoolField(value: &self.accountCreated) }()
+      case 9: try { try decoder.decodeSingularBoolField(value: &self.accountUnknown) }()
       default: break
       }
     }
@@ -519,6 +562,12 @@ nonisolated extension IMLoginResponse: SwiftProtobuf.Message, SwiftProtobuf._Mes
     try { if let v = self._limits {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
     } }()
+    if self.accountCreated != false {
+      try visitor.visitSingularBoolField(value: self.accountCreated, fieldNumber: 8)
+    }
+    if self.accountUnknown != false {
+      try visitor.visitSingularBoolField(value: self.accountUnknown, fieldNumber: 9)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -530,6 +579,8 @@ nonisolated extension IMLoginResponse: SwiftProtobuf.Message, SwiftProtobuf._Mes
     if lhs.keepaliveSeconds != rhs.keepaliveSeconds {return false}
     if lhs.retryAfterMs != rhs.retryAfterMs {return false}
     if lhs._limits != rhs._limits {return false}
+    if lhs.accountCreated != rhs.accountCreated {return false}
+    if lhs.accountUnknown != rhs.accountUnknown {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1159,6 +1210,51 @@ nonisolated extension IMPresenceNotice: SwiftProtobuf.Message, SwiftProtobuf._Me
   package static func ==(lhs: IMPresenceNotice, rhs: IMPresenceNotice) -> Bool {
     if lhs.user != rhs.user {return false}
     if lhs.online != rhs.online {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension IMMembershipNotice: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  package static let protoMessageName: String = _protobuf_package + ".MembershipNotice"
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}room\0\u{1}user\0\u{1}joined\0\u{1}members\0")
+
+  package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.room) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.user) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self.joined) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.members) }()
+      default: break
+      }
+    }
+  }
+
+  package func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.room.isEmpty {
+      try visitor.visitSingularStringField(value: self.room, fieldNumber: 1)
+    }
+    if !self.user.isEmpty {
+      try visitor.visitSingularStringField(value: self.user, fieldNumber: 2)
+    }
+    if self.joined != false {
+      try visitor.visitSingularBoolField(value: self.joined, fieldNumber: 3)
+    }
+    if self.members != 0 {
+      try visitor.visitSingularUInt32Field(value: self.members, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  package static func ==(lhs: IMMembershipNotice, rhs: IMMembershipNotice) -> Bool {
+    if lhs.room != rhs.room {return false}
+    if lhs.user != rhs.user {return false}
+    if lhs.joined != rhs.joined {return false}
+    if lhs.members != rhs.members {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

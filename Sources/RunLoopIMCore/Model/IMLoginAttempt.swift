@@ -13,12 +13,19 @@ public struct IMLoginAttempt: Hashable, Sendable {
     /// Identifies one client program instance across its reconnects; empty: none. A login with the
     /// same user and instance replaces that instance's earlier session.
     public var clientInstance: String
+    /// Log in to an account that exists, never make one: a deployment that makes accounts at first
+    /// login answers an unknown name with ``IMLoginVerdict/accountUnknown`` instead.
+    public var existingAccountOnly: Bool
 
-    public init(user: String, password: String, keepaliveSeconds: UInt32 = 0, clientName: String = "", clientInstance: String = "") {
+    public init(
+        user: String, password: String, keepaliveSeconds: UInt32 = 0, clientName: String = "", clientInstance: String = "",
+        existingAccountOnly: Bool = false
+    ) {
         self.user = user
         self.password = password
         self.keepaliveSeconds = keepaliveSeconds
         self.clientName = clientName
         self.clientInstance = clientInstance
+        self.existingAccountOnly = existingAccountOnly
     }
 }

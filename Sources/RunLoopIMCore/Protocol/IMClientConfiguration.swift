@@ -13,6 +13,11 @@ public struct IMClientConfiguration: Sendable {
     /// session limit. Default: a random UUID made with the configuration, so one client keeps it
     /// across all its reconnects. At most 64 UTF-8 bytes; empty: no replacement.
     public var clientInstance = UUIDText.random()
+    /// Log in only to an account that exists (LOGIN's `existing_account_only`): a server that makes
+    /// accounts at first login refuses an unknown name for good instead, with
+    /// ``IMClientMachine/isAccountUnknown`` set — so a client can have the person confirm a new
+    /// account's password before it is made.
+    public var existingAccountOnly = false
     /// How the client proves liveness while idle. Announced to the server as its keepalive.
     public var heartbeat: HeartbeatMode = .fixed(.seconds(30))
     /// Ping-pong: how long anything that expects an answer (heartbeat, message, login) may wait for

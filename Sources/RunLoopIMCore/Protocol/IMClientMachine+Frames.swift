@@ -37,7 +37,7 @@ extension IMClientMachine {
             }
         case .joinAck, .leaveAck, .roomList, .historyPage:
             if pendingRequests.remove(frame.serial) != nil { actions.append(.response(serial: frame.serial, frame)) }
-        case .presence:
+        case .presence, .membership:
             actions.append(.notice(frame))
         case .login, .logout, .send, .deliverAck, .abandon, .join, .leave, .listRooms, .history, nil:
             // Requests only a server handles, or a command from a newer protocol: ignored, so a
@@ -52,10 +52,12 @@ extension IMClientMachine {
         guard frame.header.code == IMStatusCode.ok.rawValue else {
             // A refusal for now may say when to try again: the next attempt waits at least that.
             if response.retryAfterMs > 0 { retryFloor = .milliseconds(Int64(response.retryAfterMs)) }
+            isAccountUnknown = response.accountUnknown
             drop(.loginRefused(frame.code ?? .authenticationFailed, response.reason), now: now)
             return
         }
         phase = .online(current)
+        isAccountCreated = response.accountCreated
         loginDeadline = nil
         onlineSince = now
         grantedKeepalive = response.keepaliveSeconds > 0 ? .seconds(Int64(response.keepaliveSeconds)) : nil

@@ -99,6 +99,11 @@ public struct IMClientMachine: Sendable {
     /// reconnect waits at least this.
     var retryFloor: Duration?
     var actions: [IMClientAction] = []
+    /// The last LOGIN_ACK 0 said this login made the account (`account_created`).
+    public internal(set) var isAccountCreated = false
+    /// The login was refused because no account has the name and it asked for an existing one
+    /// (``IMClientConfiguration/existingAccountOnly``; LOGIN_ACK's `account_unknown`).
+    public internal(set) var isAccountUnknown = false
 
     public init(configuration: IMClientConfiguration) {
         precondition(configuration.maximumSendAttempts > 0, "maximumSendAttempts must be positive")
@@ -135,7 +140,8 @@ public struct IMClientMachine: Sendable {
         let login = IMLoginAttempt(
             user: configuration.user, password: configuration.password,
             keepaliveSeconds: UInt32(clamping: Int64(configuration.heartbeat.longestInterval.secondsDouble.rounded(.up))),
-            clientName: configuration.clientName, clientInstance: configuration.clientInstance)
+            clientName: configuration.clientName, clientInstance: configuration.clientInstance,
+            existingAccountOnly: configuration.existingAccountOnly)
         let serial = takeSerial()
         phase = .loggingIn(opened, serial: serial)
         lastReceived = now
@@ -245,6 +251,13 @@ public struct IMClientMachine: Sendable {
     /// How long a login or answer deadline that passed with the peer's bytes unread waits for the
     /// loop to read them before it is judged again.
     public static var lateAnswerGrace: Duration { SilenceDeadline.defaultGrace }
+
+    /// A person asked to try now (the terminal client's retry key): while waiting out a reconnect
+    /// backoff, connects at once, as the attempt it was waiting for; in any other phase, nothing.
+    public mutating func retryNow(now: LoopInstant) -> [IMClientAction] {
+        if case .waitingToReconnect = phase { connect(now: now) }
+        return takeActions()
+    }
 
     /// The reachability of the server's network changed.
     public mutating func networkChanged(reachable: Bool, reason: String, now: LoopInstant) -> [IMClientAction] {

@@ -209,13 +209,16 @@ public struct IMServerSessionMachine: Sendable {
         case (nil, _):
             return fail(.unknownCommand, "unknown command \(frame.header.command)", serial: frame.serial)
         case (.loginAck, _), (.sendAck, _), (.deliver, _), (.abandonAck, _), (.logoutAck, _), (.error, _),
-            (.joinAck, _), (.leaveAck, _), (.roomList, _), (.historyPage, _), (.presence, _):
+            (.joinAck, _), (.leaveAck, _), (.roomList, _), (.historyPage, _), (.presence, _), (.membership, _):
             return fail(.badRequest, "\(frame.command.map { "\($0)" } ?? "?") is a server's frame", serial: frame.serial)
         }
         return takeActions()
     }
 
-    public mutating func loginAccepted(user: String, sessionID: String, serverTimeMilliseconds: UInt64, now: LoopInstant) -> [IMServerSessionAction] {
+    /// - Parameter accountCreated: this login made the account (LOGIN_ACK's `account_created`).
+    public mutating func loginAccepted(
+        user: String, sessionID: String, serverTimeMilliseconds: UInt64, accountCreated: Bool = false, now: LoopInstant
+    ) -> [IMServerSessionAction] {
         guard case .authenticating(let serial) = phase else { return [] }
         let keepalive =
             announcedKeepalive == .zero
@@ -231,17 +234,22 @@ public struct IMServerSessionMachine: Sendable {
         response.sessionID = sessionID
         response.serverTimeMs = serverTimeMilliseconds
         response.limits = settings.limits
+        response.accountCreated = accountCreated
         actions.append(.write(IMFrame(command: .loginAck, serial: serial, message: response)))
         actions.append(.online(user: user))
         return takeActions()
     }
 
-    /// - Parameter retryAfter: for a refusal for now, when the client may try again (`retry_after_ms`).
-    public mutating func loginRefused(_ code: IMStatusCode, reason: String, retryAfter: Duration? = nil, now: LoopInstant) -> [IMServerSessionAction]
-    {
+    /// - Parameters:
+    ///   - retryAfter: for a refusal for now, when the client may try again (`retry_after_ms`).
+    ///   - accountUnknown: no account has the name, and a login that may make one would (`account_unknown`).
+    public mutating func loginRefused(
+        _ code: IMStatusCode, reason: String, retryAfter: Duration? = nil, accountUnknown: Bool = false, now: LoopInstant
+    ) -> [IMServerSessionAction] {
         guard case .authenticating(let serial) = phase else { return [] }
         var response = IMLoginResponse()
         response.reason = reason
+        response.accountUnknown = accountUnknown
         if let retryAfter { response.retryAfterMs = UInt32(clamping: Int64((retryAfter.secondsDouble * 1000).rounded(.up))) }
         actions.append(.write(IMFrame(command: .loginAck, serial: serial, code: code, message: response)))
         end(.loginRefused(code))

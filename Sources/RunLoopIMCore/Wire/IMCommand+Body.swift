@@ -21,6 +21,7 @@ extension IMCommand {
         case .history: return IMHistoryRequest.self
         case .historyPage: return IMHistoryPage.self
         case .presence: return IMPresenceNotice.self
+        case .membership: return IMMembershipNotice.self
         }
     }
 

@@ -47,12 +47,14 @@ public enum IMCommand: UInt16, Sendable, CaseIterable, CustomStringConvertible {
     case historyPage = 22
     /// Server → client: `PresenceNotice`, a user came online or went offline. No answer.
     case presence = 23
+    /// Server → client: `MembershipNotice`, a member joined or left a room the user is in. No answer.
+    case membership = 24
 
-    /// Answers and notices of the application layer (rooms, history, presence): the protocol
+    /// Answers and notices of the application layer (rooms, history, presence, membership): the protocol
     /// machines pass them through to the application.
     public var isApplicationReply: Bool {
         switch self {
-        case .joinAck, .leaveAck, .roomList, .historyPage, .presence: return true
+        case .joinAck, .leaveAck, .roomList, .historyPage, .presence, .membership: return true
         default: return false
         }
     }
@@ -89,6 +91,7 @@ public enum IMCommand: UInt16, Sendable, CaseIterable, CustomStringConvertible {
         case .history: return "HISTORY"
         case .historyPage: return "HISTORY_PAGE"
         case .presence: return "PRESENCE"
+        case .membership: return "MEMBERSHIP"
         }
     }
 }

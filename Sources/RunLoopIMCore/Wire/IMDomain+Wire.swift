@@ -57,7 +57,7 @@ extension IMLoginAttempt {
     package init(_ wire: IMLoginRequest) {
         self.init(
             user: wire.user, password: wire.password, keepaliveSeconds: wire.keepaliveSeconds,
-            clientName: wire.clientName, clientInstance: wire.clientInstance)
+            clientName: wire.clientName, clientInstance: wire.clientInstance, existingAccountOnly: wire.existingAccountOnly)
     }
 
     package var wire: IMLoginRequest {
@@ -67,6 +67,7 @@ extension IMLoginAttempt {
         request.keepaliveSeconds = keepaliveSeconds
         request.clientName = clientName
         request.clientInstance = clientInstance
+        request.existingAccountOnly = existingAccountOnly
         return request
     }
 }

@@ -72,10 +72,15 @@ final class MemoryChatNode {
         IMClient(configuration: clientConfiguration(user), loop: loop, connector: connector)
     }
 
-    /// A terminal client of this node, not started. It follows no routing table: there is no route to memory.
-    func terminal(_ user: String, drain: Duration = .seconds(5), into transcript: Transcript) -> TerminalClient {
+    /// A terminal client of this node, not started. It follows no routing table: there is no route to
+    /// memory. `adjust` changes the rest of its configuration.
+    func terminal(
+        _ user: String, drain: Duration = .seconds(5), into transcript: Transcript,
+        adjust: (inout TerminalClient.Configuration) -> Void = { _ in }
+    ) -> TerminalClient {
         var configuration = terminalConfiguration(user, drain: drain)
         configuration.followsReachability = false
+        adjust(&configuration)
         return TerminalClient(configuration: configuration, connector: connector, loop: loop) { transcript.lines.append($0) }
     }
 

@@ -69,6 +69,23 @@ struct ChatClusterTests {
         }
     }
 
+    @Test("a JOIN and a LEAVE on node A reach the room's members on node B as MEMBERSHIP, with the count both nodes share")
+    func membershipAcrossNodes() async throws {
+        try await withNodes(["a", "b"]) { _, nodes in
+            let bob = try nodes[1].member("bob", of: "r")
+            let alice = try nodes[0].member("alice", of: "r")
+            try wait("bob told alice joined") { !bob.membership.isEmpty }
+            try alice.leave("r")
+            try wait("bob told alice left") { bob.membership.count >= 2 }
+            #expect(
+                bob.membership == [
+                    MembershipChange(room: "r", user: "alice", joined: true, members: 2),
+                    MembershipChange(room: "r", user: "alice", joined: false, members: 1)
+                ])
+            #expect(alice.membership.isEmpty, "bob joined before alice was in the room")
+        }
+    }
+
     @Test(
         "a node's graceful stop announces no one offline: a user who logs in on another node within the grace never was; one who does not is offline after it"
     )

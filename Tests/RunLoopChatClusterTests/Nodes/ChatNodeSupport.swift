@@ -124,12 +124,14 @@ final class TestClient {
     private(set) var presence: [String: Bool] = [:]
     private(set) var outcomes: [String: IMDeliveryState] = [:]
     private(set) var disconnects: [IMDisconnectReason] = []
+    private(set) var membership: [MembershipChange] = []
 
     init(_ connection: IMClient) {
         chat = ChatClient(connection: connection)
         chat.onMessage = { [weak self] _, message in self?.received.append(message) }
         chat.onPresence = { [weak self] _, change in self?.presence[change.user] = change.isOnline }
         chat.onDelivery = { [weak self] _, id, state in self?.outcomes[id] = state }
+        chat.onMembership = { [weak self] _, change in self?.membership.append(change) }
         connection.onDisconnect = { [weak self] _, reason in self?.disconnects.append(reason) }
         connection.start()
     }
@@ -147,9 +149,14 @@ final class TestClient {
     func isStored(_ id: String) -> Bool { if case .stored = outcomes[id] { true } else { false } }
 
     /// Joins `room` and runs the loop until the answer.
-    func join(_ room: String) throws {
+    func join(_ room: String) throws { try answered(chat.join(room:completion:), room) }
+
+    /// Leaves `room` and runs the loop until the answer.
+    func leave(_ room: String) throws { try answered(chat.leave(room:completion:), room) }
+
+    private func answered(_ request: (String, @escaping (Result<Room, ChatRequestError>) -> Void) -> Void, _ room: String) throws {
         var answer: Result<Room, ChatRequestError>?
-        chat.join(room: room) { answer = $0 }
+        request(room) { answer = $0 }
         try #require(try RunLoop.current.runUntil(timeout: patience) { answer != nil })
         _ = try #require(answer).get()
     }

@@ -17,11 +17,12 @@ final class ChatFixture {
 
     /// - Parameter application: what answers rooms and history requests; a test's own stands in for
     ///   a server that misbehaves.
+    /// - Parameter store: the server's store (default: the memory store, answering at once).
     init(
         loop: RunLoop, clock: ManualClock, settings: IMServer.Settings = IMServer.Settings(),
-        application: any IMApplicationHandler = ChatService()
+        application: any IMApplicationHandler = ChatService(), store: any ChatStore = InMemoryIMStore()
     ) {
-        bench = MemoryIMBench(loop: loop, clock: clock, settings: settings)
+        bench = MemoryIMBench(loop: loop, clock: clock, settings: settings, store: store)
         bench.server.applicationHandler = application
     }
 
@@ -66,12 +67,14 @@ final class ChatFixture {
 final class ChatRecorder {
     var messages: [ChatMessage] = []
     var presence: [PresenceChange] = []
+    var membership: [MembershipChange] = []
     var deliveries: [String: [IMDeliveryState]] = [:]
     var states: [IMConnectionState] = []
 
     init(_ chat: ChatClient) {
         chat.onMessage = { [weak self] _, message in self?.messages.append(message) }
         chat.onPresence = { [weak self] _, change in self?.presence.append(change) }
+        chat.onMembership = { [weak self] _, change in self?.membership.append(change) }
         chat.onDelivery = { [weak self] _, id, state in self?.deliveries[id, default: []].append(state) }
         chat.onStateChange = { [weak self] _, state in self?.states.append(state) }
     }

@@ -26,8 +26,8 @@ final class PostgresNodeAccounts: NodeAccounts {
                 switch verdict {
                 case let refusal where refusal == IMLoginVerdict.accountDisabled: completion(.disabled(account: login.user))
                 case .accepted: completion(.accepted(as: login.user))
-                case .acceptedAs(let name): completion(.accepted(as: name))
-                case .refused(.authenticationFailed, _): completion(.wrongPassword(account: login.user))
+                case .acceptedAs(let name), .created(let name): completion(.accepted(as: name))
+                case .refused(.authenticationFailed, _), .accountUnknown: completion(.wrongPassword(account: login.user))
                 case .refused: completion(.failed)
                 }
             }

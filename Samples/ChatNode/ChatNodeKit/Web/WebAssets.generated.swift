@@ -203,7 +203,7 @@ function isPaused() {
 
 function received(frame) {
   const context = app.pending.get(frame.serial);
-  const isAnswer = context !== undefined && frame.command !== "DELIVER" && frame.command !== "PRESENCE";
+  const isAnswer = context !== undefined && !["DELIVER", "PRESENCE", "MEMBERSHIP"].includes(frame.command);
   if (isAnswer) app.pending.delete(frame.serial);
   // Every frame proves the link; the deadline runs on only while answers are still owed.
   app.answerDeadline = app.pending.size > 0 ? Date.now() + ANSWER_TIMEOUT_MS : null;
@@ -223,6 +223,7 @@ function received(frame) {
     case "ROOM_LIST": return showRooms(body.rooms || []);
     case "HISTORY_PAGE": return historyAnswered(code, body, context);
     case "PRESENCE": return presence(body.user, body.online === true);
+    case "MEMBERSHIP": return membership(body);
     case "ERROR":
       // tooManyConnections, shuttingDown: the node may say when to come back.
       if (body.retryAfterMs) app.retryFloor = Number(body.retryAfterMs);
@@ -265,7 +266,8 @@ function loginAnswered(code, body) {
   renderOnline();
   app.maxSendBody = (body.limits && Number(body.limits.maxSendBody)) || DEFAULT_MAX_SEND_BODY;
   setConnection("online", "online");
-  notice(app.everOnline ? "reconnected" : "");
+  // The node made the account at this login: said once, as later logins are not its first.
+  notice(body.accountCreated ? "account created" : app.everOnline ? "reconnected" : "");
   app.everOnline = true;
   app.restarting = false;
   $("login-form").hidden = true;
@@ -421,7 +423,7 @@ function open(conversation) {
   renderDirects();
   setComposer();
   setDrawer(false);
-  // The node announces no joins and leaves: the member counts are fetched again whenever a room is opened.
+  // Member counts follow the node's MEMBERSHIP notices; the list is read again for rooms made meanwhile.
   if (conversation.kind === "room" && app.online) request("LIST_ROOMS");
   if (!conversation.loaded && app.online) loadHistory(conversation, "latest");
   scrollDown(conversation);
@@ -590,6 +592,26 @@ function badge(count) {
   span.className = "unread";
   span.textContent = String(count);
   return span;
+}
+
+// A member of one of our rooms joined or left it (MEMBERSHIP, a state like PRESENCE): a line in the
+// room's pane, and the room's member count as the node counts it now.
+function membership(body) {
+  const members = Number(body.members || 0);
+  const room = app.rooms.find((entry) => entry.name === body.room);
+  if (room) room.members = members;
+  else request("LIST_ROOMS");  // a room this page has not listed yet
+  const conversation = conversationFor("room", body.room);
+  const following = isShowingNewest();
+  const element = document.createElement("li");
+  element.className = "event";
+  element.textContent = `${body.user} ${body.joined ? "joined" : "left"} ${body.room} (${members} member${members === 1 ? "" : "s"})`;
+  // After the newest stored message: later messages go below it, as they came after it.
+  const newest = Math.max(0, ...[...conversation.list.children].map((other) => Number(other.dataset.seq || 0)));
+  element.dataset.seq = newest;
+  insertBySeq(conversation.list, element, newest);
+  renderRooms();
+  follow(conversation, following);
 }
 
 // Presence comes for contacts only (people who share a room or a conversation), as states: a
@@ -815,6 +837,7 @@ li.msg[data-state="sent"] .state { background: #bcd4f6; }
 li.msg[data-state="acked"] .state { background: #b9e3c6; }
 li.msg[data-state="failed"] .state { background: #f3b4b4; }
 li.msg.own { background: #f6f9ff; }
+li.event { padding: .2em .4em; color: #667; font-size: .85em; font-style: italic; }
 #composer { flex: none; display: flex; gap: .4em; margin-top: .5em; }
 #composer input { flex: 1; min-width: 0; padding: .4em; }
 #notice { color: #556; min-height: 1.2em; }
