@@ -4,10 +4,7 @@
 swift build -c release --product im-idle >/dev/null || exit 1
 bin="$(swift build -c release --show-bin-path)/im-idle"
 
-echo "date:    $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(uname -sr)"
-echo "commit:  $(git -C .. log -1 --format='%h %s' | cut -c1-100)"
-echo "load:    $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min before the run; the machine may be shared)"
+source Scripts/run-header.sh
 
 log="$(mktemp -t im-idle-server.XXXXXX)"
 "$bin" server "$@" >"$log" 2>&1 &

@@ -1,10 +1,13 @@
-/// Input received but not consumed yet, with a consumed-prefix index compacted lazily.
+/// Input received but not consumed yet, with a consumed-prefix index compacted lazily. Empty, it
+/// holds no storage: arrays come from and go back to the thread's spare (``ReadScratch``).
 struct InputBuffer {
     private var storage: [UInt8] = []
     private var start = 0
     private static let recycleLimit = 64 * 1024
 
     var count: Int { storage.count - start }
+    /// The room the buffer holds (0 while empty).
+    var capacity: Int { storage.capacity }
     var isEmpty: Bool { storage.count == start }
 
     mutating func append(_ bytes: UnsafeRawBufferPointer) {
@@ -12,6 +15,7 @@ struct InputBuffer {
             storage.removeFirst(start)
             start = 0
         }
+        if storage.capacity == 0 { storage = ReadScratch.takeSpare() }
         storage.append(contentsOf: bytes)
     }
 
@@ -21,7 +25,7 @@ struct InputBuffer {
         let bytes = Array(storage[start..<(start + length)])
         start += length
         if start == storage.count {
-            storage.removeAll(keepingCapacity: true)
+            ReadScratch.giveBack(&storage)
             start = 0
         }
         return bytes
@@ -56,16 +60,13 @@ struct InputBuffer {
         return nil
     }
 
-    /// Takes back the storage of an array handed out by `takeAll()` once its receiver is done with it,
-    /// so the next arrival is appended without allocating. A receiver that kept the array keeps it
-    /// intact: emptying a shared array gives this buffer a fresh one instead (copy on write). Buffers
+    /// Gives the storage of an array handed out by `takeAll()` back to the thread's spare once its
+    /// receiver is done with it, so the next arrival on any connection of the thread is appended
+    /// without allocating. A receiver that kept the array keeps it intact (copy on write). Buffers
     /// past one default read chunk are let go, so a burst does not leave a large buffer behind.
-    mutating func recycle(_ bytes: inout [UInt8]) {
-        guard storage.capacity == 0, bytes.capacity > 0, bytes.capacity <= Self.recycleLimit else { return }
-        // Swapped, not copied: a second reference would make the emptying below copy.
-        swap(&storage, &bytes)
-        storage.removeAll(keepingCapacity: true)
-        start = 0
+    func recycle(_ bytes: inout [UInt8]) {
+        guard bytes.capacity > 0, bytes.capacity <= Self.recycleLimit else { return }
+        ReadScratch.giveBack(&bytes)
     }
 
     mutating func removeAll() {

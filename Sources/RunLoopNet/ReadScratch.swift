@@ -2,7 +2,8 @@
 import Glibc
 #endif
 
-/// One receive buffer per thread, shared by every connection whose loop runs there.
+/// One receive buffer per thread, shared by every connection whose loop runs there, and one spare
+/// array for the bytes a read hands on.
 ///
 /// A read pass needs `readChunkSize` bytes (64 KiB by default) only while it copies from the socket
 /// into the connection's input, and `withUnsafeTemporaryAllocation` puts a buffer that large on the
@@ -20,11 +21,42 @@ enum ReadScratch {
         }
         return body(holder.buffer(byteCount))
     }
+
+    /// An empty array for a connection's input, with the room of the last one given back on this
+    /// thread (none if none was).
+    ///
+    /// A connection used to keep the array its owner handed back after each delivery, so the next read
+    /// appended without allocating: an idle connection kept a buffer for ever. One spare per thread
+    /// keeps the next read free of allocations just as well, and no idle connection holds any.
+    static func takeSpare() -> [UInt8] {
+        guard let holder = existingHolder else { return [] }
+        var spare: [UInt8] = []
+        swap(&spare, &holder.spare)
+        return spare
+    }
+
+    /// Keeps `bytes`' storage, emptied, as the thread's spare (if it has more room than the spare
+    /// kept); `bytes` is left empty. A shared array is copied on the emptying, not changed.
+    static func giveBack(_ bytes: inout [UInt8]) {
+        guard let holder = existingHolder, bytes.capacity > holder.spare.capacity else {
+            bytes = []
+            return
+        }
+        bytes.removeAll(keepingCapacity: true)
+        swap(&bytes, &holder.spare)
+        bytes = []
+    }
+
+    /// The thread's holder, if a read made it (threads that never read keep no spare).
+    private static var existingHolder: ScratchBuffer? {
+        pthread_getspecific(scratchKey).map { Unmanaged<ScratchBuffer>.fromOpaque($0).takeUnretainedValue() }
+    }
 }
 
 /// The thread's buffer, grown to the largest chunk asked for.
 private final class ScratchBuffer {
     private var storage = UnsafeMutableRawBufferPointer(start: nil, count: 0)
+    var spare: [UInt8] = []
 
     func buffer(_ byteCount: Int) -> UnsafeMutableRawBufferPointer {
         if storage.count < byteCount {

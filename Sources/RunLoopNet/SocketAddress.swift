@@ -18,9 +18,14 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
     /// The port, in host byte order.
     public let port: UInt16
     /// The address in network byte order: 4 bytes for IPv4, 16 for IPv6.
-    public let addressBytes: [UInt8]
+    public var addressBytes: [UInt8] {
+        withUnsafeBytes(of: storage) { Array($0.prefix(family == .ipv4 ? 4 : 16)) }
+    }
     /// The IPv6 scope (interface index) of a link-local address; 0 otherwise.
     public let scopeID: UInt32
+    /// The address bytes inline (an IPv4 address in the first 4, the rest zero): every connection
+    /// keeps two addresses, and an array each was two allocations per connection.
+    private let storage: (UInt64, UInt64)
 
     /// Parses an IP literal ("127.0.0.1", "::1", "fe80::1%eth0"; brackets around IPv6 allowed).
     /// Returns `nil` for anything else, host names included. Never blocks.
@@ -45,10 +50,32 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
     }
 
     private init(family: Family, port: UInt16, bytes: [UInt8], scopeID: UInt32) {
+        self.init(family: family, port: port, scopeID: scopeID) { $0.copyBytes(from: bytes) }
+    }
+
+    private init(family: Family, port: UInt16, scopeID: UInt32, fill: (UnsafeMutableRawBufferPointer) -> Void) {
+        var storage: (UInt64, UInt64) = (0, 0)
+        withUnsafeMutableBytes(of: &storage) { fill(UnsafeMutableRawBufferPointer(rebasing: $0.prefix(family == .ipv4 ? 4 : 16))) }
+        self.init(family: family, port: port, scopeID: scopeID, storage: storage)
+    }
+
+    private init(family: Family, port: UInt16, scopeID: UInt32, storage: (UInt64, UInt64)) {
         self.family = family
         self.port = port
-        self.addressBytes = bytes
         self.scopeID = scopeID
+        self.storage = storage
+    }
+
+    public static func == (a: SocketAddress, b: SocketAddress) -> Bool {
+        a.family == b.family && a.port == b.port && a.scopeID == b.scopeID && a.storage == b.storage
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(family)
+        hasher.combine(port)
+        hasher.combine(scopeID)
+        hasher.combine(storage.0)
+        hasher.combine(storage.1)
     }
 
     /// 127.0.0.1 at `port`.
@@ -73,14 +100,14 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
 
     /// The same address with another port.
     public func withPort(_ port: UInt16) -> SocketAddress {
-        SocketAddress(family: family, port: port, bytes: addressBytes, scopeID: scopeID)
+        SocketAddress(family: family, port: port, scopeID: scopeID, storage: storage)
     }
 
     /// The numeric address, without the port ("127.0.0.1", "::1").
     public var ip: String {
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
         let domain = family == .ipv4 ? AF_INET : AF_INET6
-        let ok = addressBytes.withUnsafeBytes { raw in
+        let ok = withUnsafeBytes(of: storage) { raw in
             inet_ntop(domain, raw.baseAddress, &buffer, socklen_t(buffer.count)) != nil
         }
         guard ok else { return "?" }
@@ -102,7 +129,7 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
             address.sin_port = port.bigEndian
-            withUnsafeMutableBytes(of: &address.sin_addr) { $0.copyBytes(from: addressBytes) }
+            withUnsafeMutableBytes(of: &address.sin_addr) { target in withUnsafeBytes(of: storage) { target.copyBytes(from: $0.prefix(4)) } }
             return withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
             }
@@ -111,7 +138,7 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
             address.sin6_family = sa_family_t(AF_INET6)
             address.sin6_port = port.bigEndian
             address.sin6_scope_id = scopeID
-            withUnsafeMutableBytes(of: &address.sin6_addr) { $0.copyBytes(from: addressBytes) }
+            withUnsafeMutableBytes(of: &address.sin6_addr) { target in withUnsafeBytes(of: storage) { target.copyBytes(from: $0) } }
             return withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
             }
@@ -123,14 +150,14 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
         switch Int32(pointer.pointee.sa_family) {
         case AF_INET:
             let address = UnsafeRawPointer(pointer).loadUnaligned(as: sockaddr_in.self)
-            self.init(
-                family: .ipv4, port: UInt16(bigEndian: address.sin_port),
-                bytes: withUnsafeBytes(of: address.sin_addr) { Array($0) }, scopeID: 0)
+            self.init(family: .ipv4, port: UInt16(bigEndian: address.sin_port), scopeID: 0) { target in
+                withUnsafeBytes(of: address.sin_addr) { target.copyBytes(from: $0) }
+            }
         case AF_INET6:
             let address = UnsafeRawPointer(pointer).loadUnaligned(as: sockaddr_in6.self)
-            self.init(
-                family: .ipv6, port: UInt16(bigEndian: address.sin6_port),
-                bytes: withUnsafeBytes(of: address.sin6_addr) { Array($0) }, scopeID: address.sin6_scope_id)
+            self.init(family: .ipv6, port: UInt16(bigEndian: address.sin6_port), scopeID: address.sin6_scope_id) { target in
+                withUnsafeBytes(of: address.sin6_addr) { target.copyBytes(from: $0) }
+            }
         default:
             return nil
         }

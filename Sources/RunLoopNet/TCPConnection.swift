@@ -277,14 +277,23 @@ public final class TCPConnection {
 
     // MARK: sources
 
-    /// Makes the port sources for the current descriptor (not yet watching).
+    /// Makes the input port source for the current descriptor (not yet watching). The output one is
+    /// made when output first waits (``updateWriteInterest()``): most connections never fill their
+    /// socket's send buffer, and an idle one should not carry a second source.
     func makeSources() throws(NetError) {
         do {
             readSource = try RunLoopPortSource(
                 fileDescriptor: fd, interest: .readable, label: "tcp read \(fd)",
                 cancel: { [weak self] _, _ in self?.sourceCancelled() },
                 perform: { [unowned self] _, _ in self.handleReadable() })
-            writeSource = try RunLoopPortSource(
+        } catch {
+            throw .system(errno: EBADF, operation: "watch socket (\(error))")
+        }
+    }
+
+    private func makeWriteSource() throws(NetError) -> RunLoopPortSource {
+        do {
+            return try RunLoopPortSource(
                 fileDescriptor: fd, interest: .writable, label: "tcp write \(fd)",
                 cancel: { [weak self] _, _ in self?.sourceCancelled() },
                 perform: { [unowned self] _, _ in self.handleWritable() })
@@ -325,10 +334,18 @@ public final class TCPConnection {
         if setWatching(readSource, wanted) { isReadWatched = wanted }
     }
 
-    /// Watches writability, or stops, as the lifecycle says for the output queue.
+    /// Watches writability, or stops, as the lifecycle says for the output queue (making the source the
+    /// first time).
     func updateWriteInterest() {
         let wanted = fd >= 0 && lifecycle.watchesOutput(outputWaiting: !output.isEmpty)
         guard wanted != isWriteWatched else { return }
+        if wanted && writeSource == nil {
+            do throws(NetError) {
+                writeSource = try makeWriteSource()
+            } catch {
+                return finish(.failed(error))
+            }
+        }
         if setWatching(writeSource, wanted) { isWriteWatched = wanted }
     }
 

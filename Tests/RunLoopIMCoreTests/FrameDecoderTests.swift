@@ -13,6 +13,24 @@ struct FrameDecoderTests {
         #expect(IMFrame(command: .send, serial: 1, message: message).encoded().count > bytes.count)
     }
 
+    @Test("between reads a decoder holds no buffer: an array read whole is taken as it is and let go")
+    func holdsNothingBetweenReads() throws {
+        let frames = [IMFrame(command: .heartbeat, serial: 1), IMFrame(command: .heartbeat, serial: 2)]
+        let stream = frames.flatMap { $0.encoded() }
+        var decoder = FrameDecoder()
+        decoder.append(Array(stream[..<20]))
+        #expect(try decoder.next() == frames[0])
+        #expect(try decoder.next() == nil)
+        #expect(decoder.bufferCapacity >= 20)
+        decoder.append(Array(stream[20...]))
+        #expect(try decoder.next() == frames[1])
+        #expect(decoder.bufferCapacity == 0)
+        decoder.append(stream)
+        #expect(try decoder.next() == frames[0])
+        #expect(try decoder.next() == frames[1])
+        #expect(decoder.bufferedByteCount == 0 && decoder.bufferCapacity == 0)
+    }
+
     @Test("frames come out whole whatever the read sizes")
     func reassemblesAcrossReadSizes() throws {
         var message = IMChatMessage()

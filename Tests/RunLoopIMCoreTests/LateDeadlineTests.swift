@@ -96,6 +96,19 @@ struct LateDeadlineTests {
         #expect(session.isEnded)
     }
 
+    @Test("a session machine keeps no actions buffer between frames (an idle connection's memory)")
+    func noActionsBufferKept() {
+        let start = LoopInstant(nanoseconds: 1_000_000_000)
+        var session = Self.onlineSession(now: start)
+        let answer = session.frameReceived(IMFrame(command: .heartbeat, serial: 2), now: start + .seconds(1))
+        guard answer.count == 1, case .write(let frame) = answer[0] else {
+            Issue.record("no single answer: \(answer)")
+            return
+        }
+        #expect(frame.command == .heartbeatAck)
+        #expect(session.actions.capacity == 0)
+    }
+
     private static func onlineSession(now: LoopInstant) -> IMServerSessionMachine {
         var machine = IMServerSessionMachine(settings: .init(), now: now)
         var login = IMLoginRequest()

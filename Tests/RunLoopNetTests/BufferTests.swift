@@ -19,6 +19,27 @@ import Testing
         #expect(input.isEmpty)
     }
 
+    @Test func emptiedInputHoldsNoStorageAndTheNextReadReusesTheThreadSpare() {
+        // The spare lives beside the thread's read scratch, which the first read makes.
+        ReadScratch.withBuffer(byteCount: 512) { _ in }
+        var input = InputBuffer()
+        Array(repeating: UInt8(1), count: 100).withUnsafeBytes { input.append($0) }
+        var delivered = input.takeAll()
+        let storage = delivered.withUnsafeBufferPointer { $0.baseAddress }
+        input.recycle(&delivered)
+        #expect(input.capacity == 0 && delivered.capacity == 0)
+        // Another connection's input on this thread appends into the same storage: no allocation.
+        var other = InputBuffer()
+        Array(repeating: UInt8(2), count: 10).withUnsafeBytes { other.append($0) }
+        #expect(other.takeAll().withUnsafeBufferPointer { $0.baseAddress } == storage)
+        // A request's partial takes give the storage back once all is taken.
+        Array(repeating: UInt8(3), count: 10).withUnsafeBytes { input.append($0) }
+        _ = input.take(4)
+        #expect(input.capacity > 0)
+        _ = input.take(6)
+        #expect(input.capacity == 0)
+    }
+
     @Test func consumedPrefixIsCompactedOnAppend() {
         var input = InputBuffer()
         Array(repeating: UInt8(1), count: 100).withUnsafeBytes { input.append($0) }

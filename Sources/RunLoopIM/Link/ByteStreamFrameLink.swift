@@ -20,6 +20,9 @@ public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink {
     /// the input buffer while a graceful close waits for the peer's end of stream), later closes not
     /// reported.
     private var isReporting = true
+    /// Where events go once opened. Kept here once, so the stream's callbacks capture only this link:
+    /// each of them capturing the six closures would cost every connection three copies of them.
+    private var events: IMFrameLinkEvents?
 
     /// A client's link on a new stream, which `connect` starts connecting when the link is opened.
     public init(connecting connection: Stream, maximumFrameBody: Int, connect: @escaping (Stream) -> Void) {
@@ -50,14 +53,16 @@ public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink {
     public var transport: IMLinkTransport { .tcp }
 
     public func open(_ events: IMFrameLinkEvents) {
-        connection.onConnect = { _ in events.opened() }
+        self.events = events
+        connection.onConnect = { [weak self] _ in self?.events?.opened() }
         connection.onData = { [weak self] _, bytes in
-            guard let self, self.isReporting else { return }
+            guard let self, self.isReporting, let events = self.events else { return }
             self.reader.read(bytes, reportingTo: events) { self.isReporting }
         }
         connection.onClose = { [weak self] _, reason in
-            guard let self, self.isReporting else { return }
+            guard let self, self.isReporting, let events = self.events else { return }
             self.isReporting = false
+            self.events = nil
             events.closed(IMLinkCloseReason(reason, failure: Stream.linkFailure))
         }
         if let connect = startConnecting {
@@ -90,12 +95,15 @@ public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink {
     }
 
     public func close(for reason: IMSessionEndReason?) {
+        // Nothing is reported after a close: the events (and what they capture) are let go.
         isReporting = false
+        events = nil
         connection.close(immediately: false)
     }
 
     public func abort() {
         isReporting = false
+        events = nil
         connection.close(immediately: true)
     }
 }

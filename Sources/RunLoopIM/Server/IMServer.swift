@@ -144,6 +144,8 @@ public final class IMServer {
     /// Presence is announced once per loop pass (IMServer+Presence): changes wait in the ledger, so
     /// many sessions ending at once cost one pass and never recurse.
     var presence = PresenceLedger()
+    /// The sessions' login and keepalive deadlines, one timer per set of modes (in practice one).
+    var deadlinesByModes: [[RunLoop.Mode]: SessionDeadlines] = [:]
     /// The frames of the announcement being made, while it asks for audiences.
     var presenceOutbox: PresenceOutbox?
     /// Users the cluster says are online, on this node or another (IMServer+Cluster).

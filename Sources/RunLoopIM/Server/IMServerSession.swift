@@ -4,8 +4,8 @@ import RunLoopKit
 public import RunLoopNet
 
 /// One client's connection on an ``IMServer``: its ``IMFrameLink`` (TCP,
-/// or WebSocket through `RunLoopIMWebSocket`), the session's ``IMServerSessionMachine`` and its timer.
-/// Created by the server; loop thread only.
+/// or WebSocket through `RunLoopIMWebSocket`) and the session's ``IMServerSessionMachine``, whose
+/// deadlines the server's ``SessionDeadlines`` keep. Created by the server; loop thread only.
 public final class IMServerSession {
     /// The logged-in user, once logged in (still set after the session ended, for its last reports).
     public private(set) var user: String?
@@ -18,7 +18,10 @@ public final class IMServerSession {
 
     weak var server: IMServer?
     private(set) var machine: IMServerSessionMachine
-    private var timer: ProtocolTimer!
+    /// The server's timer for the machine's deadlines, shared by its sessions.
+    private let deadlines: SessionDeadlines
+    /// This session's place in `deadlines`.
+    var deadline = SessionDeadlines.Slot()
     /// Reads the inbox again after a failed read, should no acknowledgement come first.
     private var readRetry: ProtocolTimer?
     /// What this connection owes the client from the user's inbox, and what waits for its DELIVER_ACK.
@@ -33,10 +36,7 @@ public final class IMServerSession {
         remoteAddress = link.remoteAddress
         machine = IMServerSessionMachine(settings: server.settings.sessionSettings, now: link.loop.now)
         window = DeliveryWindow(maximumMessages: server.settings.deliveryWindowMessages, maximumBytes: server.settings.deliveryWindowBytes)
-        timer = ProtocolTimer(loop: link.loop, modes: link.modes, label: "im.session") { [weak self] in
-            guard let self else { return }
-            self.apply(self.machine.timerFired(now: self.link.loop.now, inputWaiting: self.link.hasUnreadInput))
-        }
+        deadlines = server.sessionDeadlines(for: link.modes)
         link.open(
             IMFrameLinkEvents(
                 received: { [weak self] frame in
@@ -55,7 +55,12 @@ public final class IMServerSession {
                     self.apply(self.machine.transportClosed("\(reason)"))
                 }
             ))
-        timer.schedule(at: machine.nextDeadline)
+        deadlines.schedule(self, at: machine.nextDeadline)
+    }
+
+    /// The machine's deadline passed (``SessionDeadlines``).
+    func deadlinePassed() {
+        apply(machine.timerFired(now: link.loop.now, inputWaiting: link.hasUnreadInput))
     }
 
     /// Logged in: the user's inbox starts to flow, a window at a time.
@@ -211,7 +216,7 @@ public final class IMServerSession {
                 end(reason)
             }
         }
-        timer.schedule(at: machine.nextDeadline)
+        deadlines.schedule(self, at: machine.nextDeadline)
     }
 
     /// The server's answer to the LOGIN (IMServer+Logins), maybe much later (an authenticator hashing a
@@ -239,7 +244,7 @@ public final class IMServerSession {
     private func end(_ reason: IMSessionEndReason) {
         guard !isEnded else { return }
         isEnded = true
-        timer.cancel()
+        deadlines.schedule(self, at: nil)
         readRetry?.cancel()
         // What it had out stays in the inbox for the next session: no longer awaited here.
         server?.metrics.unacknowledgedChanged(by: -window.unacknowledgedCount)

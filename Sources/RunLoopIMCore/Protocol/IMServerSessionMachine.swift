@@ -359,8 +359,10 @@ public struct IMServerSessionMachine: Sendable {
         actions.append(.end(reason))
     }
 
+    /// Hands the actions over with their storage: emptying the array just returned, keeping its
+    /// capacity, would allocate a fresh buffer for every call and keep one in every session.
     private mutating func takeActions() -> [IMServerSessionAction] {
-        defer { actions.removeAll(keepingCapacity: true) }
+        defer { actions = [] }
         return actions
     }
 }

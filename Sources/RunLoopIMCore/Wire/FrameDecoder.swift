@@ -73,6 +73,17 @@ public struct FrameDecoder: Sendable {
     /// Bytes received and not yet returned as frames.
     public var bufferedByteCount: Int { buffer.count - start }
 
+    /// The room the buffer holds, read or not (0 between reads).
+    var bufferCapacity: Int { buffer.capacity }
+
+    /// Adds received bytes: an array is taken as it is when nothing is buffered (no copy), and let
+    /// go once its frames are read, so a connection between reads holds no buffer.
+    public mutating func append(_ bytes: [UInt8]) {
+        guard failure == nil, skipping == nil, start == buffer.count else { return append(bytes[...]) }
+        buffer = bytes
+        start = 0
+    }
+
     /// Adds received bytes.
     public mutating func append(_ bytes: some Collection<UInt8>) {
         guard failure == nil else { return }
@@ -152,7 +163,7 @@ public struct FrameDecoder: Sendable {
     /// what is unread while each byte is moved O(1) times on average.
     private mutating func compactIfWorthIt() {
         if start == buffer.count {
-            buffer.removeAll(keepingCapacity: buffer.capacity <= 4 * (FrameHeader.size + maximumBodyLength))
+            buffer = []
             start = 0
         } else if start > 4096, start * 2 > buffer.count {
             buffer.removeSubrange(0..<start)

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Issue 22, "Memory" and "Idle CPU": one real `chat-node serve` (SQLite in a temporary directory) holds
+# N idle logged-in connections from one `cluster-bench idle` client process. Prints the node's RSS per
+# connection ((RSS with all online − RSS before the first login) / N), its CPU over an idle window
+# (/proc/PID/stat) as a share of one core, and its CPU per heartbeat answered.
+#
+#   Scripts/node-idle.sh                          19,000 connections, default heartbeat (30 s), 60 s window
+#   Scripts/node-idle.sh --count 2000 --seconds 20 --heartbeat 2
+#   Scripts/node-idle.sh --count 2000 --heaptrack   the node under heaptrack: live heap by call site
+#
+# Setup only: the node runs with scrypt cost 4 (default 14), so 19,000 first logins (registrations)
+# take a minute or two, 4 in flight as the node admits from one address. The measured window has no
+# logins. The client process and the node each stay under the 20,000 open-file limit. Release builds
+# (chat-node as a product of the parent package, cluster-bench of this one); loopback only; the script
+# stops only the processes it started.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+count=19000
+seconds=60
+heartbeat=30
+heaptrack=false
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --count) count="$2"; shift ;;
+    --seconds) seconds="$2"; shift ;;
+    --heartbeat) heartbeat="$2"; shift ;;
+    --heaptrack) heaptrack=true ;;
+    *) echo "usage: $0 [--count N] [--seconds S] [--heartbeat S] [--heaptrack]" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+swift build -c release --product cluster-bench >/dev/null || exit 1
+swift build -c release --product chat-node >/dev/null || exit 1
+bin="$(swift build -c release --show-bin-path)"
+
+source Scripts/run-header.sh
+
+work="$(mktemp -d -t node-idle.XXXXXX)"
+started=()
+trap 'for pid in "${started[@]}"; do kill "$pid" 2>/dev/null; done; wait; rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM
+
+flags=(serve --host 127.0.0.1 --port 0 --no-http --database "$work/chat.db" --max-connections "$count"
+    --scrypt-cost 4 --log-level notice)
+echo "node:    chat-node ${flags[*]}"
+if $heaptrack; then
+    heaptrack -o "$work/node" "$bin/chat-node" "${flags[@]}" >"$work/node.out" 2>"$work/node.err" &
+else
+    "$bin/chat-node" "${flags[@]}" >"$work/node.out" 2>"$work/node.err" &
+fi
+started+=($!)
+port=""
+for _ in $(seq 300); do
+    port="$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/node.out" | head -1)"
+    [ -n "$port" ] && break
+    sleep 0.1
+done
+node="$(pgrep -n -x chat-node -P "${started[0]}" || echo "${started[0]}")"
+$heaptrack || node="${started[0]}"
+[ -n "$port" ] || { echo "chat-node did not start:" >&2; cat "$work/node.out" "$work/node.err" >&2; exit 1; }
+
+rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$node/status"; }
+# utime + stime in clock ticks (fields 14 and 15; the command name has no spaces).
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$node/stat"; }
+
+sleep 1
+rss_before="$(rss_kib)"
+ramp_start=$SECONDS
+"$bin/cluster-bench" idle --ports "$port" --pids "$node" --label idle --count "$count" --heartbeat "$heartbeat" \
+    --ready-timeout 900 --stop-file "$work/stop" >"$work/clients.txt" 2>&1 &
+clients=$!
+started+=($clients)
+until grep -q '^idle\.online ' "$work/clients.txt" 2>/dev/null; do
+    kill -0 "$clients" 2>/dev/null || break
+    sleep 0.5
+done
+ramp=$((SECONDS - ramp_start))
+# Settle: the last logins' presence and inbox reads, then the window.
+sleep 2
+rss_online="$(rss_kib)"
+cpu_online="$(cpu_ticks)"
+window_start=$SECONDS
+sleep "$seconds"
+rss_end="$(rss_kib)"
+cpu_end="$(cpu_ticks)"
+window=$((SECONDS - window_start))
+touch "$work/stop"
+wait "$clients"
+client_status=$?
+figure() { sed -n "s/^idle\.$1 //p" "$work/clients.txt" | head -1; }
+online="$(figure online)"
+answered="$(figure heartbeats_answered)"
+heartbeating="$(figure connections_heartbeating)"
+disconnects="$(figure window_disconnects)"
+ticks_per_s="$(getconf CLK_TCK)"
+echo "load:    $(cut -d' ' -f1-3 /proc/loadavg) (after the window)"
+echo
+echo "| chat-node, $count idle connections, heartbeat every $heartbeat s | value |"
+echo "| --- | ---: |"
+echo "| online / heartbeating in the window / disconnects | ${online:-?} / ${heartbeating:-?} / ${disconnects:-?} |"
+echo "| logins (registrations) took | $ramp s |"
+echo "| RSS before the first login | $((rss_before / 1024)) MiB |"
+echo "| RSS all online / at the window's end | $((rss_online / 1024)) / $((rss_end / 1024)) MiB |"
+awk -v b="$rss_before" -v o="$rss_online" -v e="$rss_end" -v n="${online:-0}" 'BEGIN {
+    if (n > 0) printf "| **RSS per connection** (all online; window end) | **%.2f KiB** (%.2f) |\n", (o - b) / n, (e - b) / n }'
+awk -v t="$((cpu_end - cpu_online))" -v hz="$ticks_per_s" -v w="$window" -v a="${answered:-0}" 'BEGIN {
+    ms = t * 1000 / hz
+    printf "| **node CPU in the %d s window** | %d ms = **%.2f %% of a core** |\n", w, ms, ms / 10 / w
+    if (a > 0) printf "| heartbeats answered / **node CPU per heartbeat** | %d / **%.1f µs** |\n", a, ms * 1000 / a }'
+grep -v '^idle\.' "$work/clients.txt" | grep -v '^idle.progress' | head -5
+if $heaptrack; then
+    kill -INT "$node" 2>/dev/null
+    wait "${started[0]}"
+    started=()
+    heaptrack_print -f "$(ls "$work"/node*.zst "$work"/node*.gz 2>/dev/null | head -1)" --print-peaks 1 \
+        --print-allocators 0 --print-leaks 0 --print-temporary 0 --peak-limit 25 \
+        --sub-peak-limit 6 >"$work/heap.txt" 2>&1
+    cp "$work/heap.txt" "/tmp/node-idle-heap.$$.txt"
+    echo "heap peak by call site: /tmp/node-idle-heap.$$.txt"
+    sed -n '/PEAK MEMORY CONSUMERS/,$p' "$work/heap.txt" | head -60
+fi
+[ "$client_status" -eq 0 ] && [ "${online:-0}" -eq "$count" ]
