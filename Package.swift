@@ -43,6 +43,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
+        // The chat node's config file (TOML): see Samples/ChatNode/ChatNodeKit/Config/ConfigFile.swift.
+        .package(url: "https://github.com/LebJe/TOMLKit", exact: "0.6.0"),
     ],
     targets: [
         // C
@@ -309,6 +311,7 @@ let package = Package(
                 "RunLoopPostgres", "RunLoopChatPostgres", "RunLoopRedis", "RunLoopChatCluster", "CLibpq", "RunLoopTLS",
                 "ThrowawayServers",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "TOMLKit", package: "TOMLKit"),
             ],
             path: "Samples/ChatNode/ChatNodeKit",
             swiftSettings: swiftSettings
