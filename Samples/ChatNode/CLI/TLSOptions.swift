@@ -5,24 +5,14 @@ import Logging
 import RunLoopKit
 import RunLoopTLS
 
-/// `serve`'s TLS flags: the IM port's certificate and key.
+/// `serve`'s TLS flags: the IM port's certificate and key (settings `tls-cert` and `tls-key`,
+/// checked and loaded as ``NodeSettings`` says; SIGHUP loads them again, ``NodeReloader``).
 struct ServerTLSOptions: ParsableArguments {
     @Option(help: "PEM certificate chain (the certificate first, then intermediates): the IM port speaks TLS only. Needs --tls-key.")
     var tlsCert: String?
 
     @Option(help: "PEM private key of --tls-cert. Reloaded with the certificate on SIGHUP.")
     var tlsKey: String?
-
-    func validate() throws {
-        guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
-    }
-
-    /// The IM port's context, loaded from the files now; `nil` without the flags.
-    /// - Throws: the file that cannot be used and why (``TLSConfigurationError``).
-    func serverContext() throws(TLSConfigurationError) -> TLSContext? {
-        guard let tlsCert, let tlsKey else { return nil }
-        return try TLSContext(.server(certificateChainFile: tlsCert, privateKeyFile: tlsKey))
-    }
 }
 
 /// `client`'s TLS flags.
@@ -38,26 +28,5 @@ struct ClientTLSOptions: ParsableArguments {
     func clientContext() throws(TLSConfigurationError) -> TLSContext? {
         guard tls || caFile != nil else { return nil }
         return try TLSContext(.client(trust: caFile.map(TLSTrustRoots.caFile) ?? .systemStore))
-    }
-}
-
-extension ServerTLSOptions {
-    /// SIGHUP loads the certificate and key again for new connections; open sessions keep theirs. A
-    /// file that fails now leaves the node on the ones it has, and says why.
-    func reloadOnHangup(_ node: ChatNode, loop: RunLoop) throws -> RunLoopSignalSource {
-        let source = try RunLoopSignalSource(signal: SIGHUP) { _, _ in
-            do {
-                if let context = try serverContext() { node.reloadTLS(context) }
-            } catch {
-                node.logger.error("TLS reload refused, keeping the certificate in use: \(error)")
-            }
-        }
-        try loop.add(source, forMode: .common)
-        // A parent may have started the node with every signal blocked (see unblockStopSignals).
-        var hangup = sigset_t()
-        sigemptyset(&hangup)
-        sigaddset(&hangup, SIGHUP)
-        pthread_sigmask(SIG_UNBLOCK, &hangup, nil)
-        return source
     }
 }

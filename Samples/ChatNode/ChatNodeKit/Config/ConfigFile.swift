@@ -8,8 +8,8 @@ import Glibc
 /// ``NodeSettingKey`` (no tables). Read with LebJe/TOMLKit (toml++ underneath): TOML has comments,
 /// types an operator can see (`port = 7100`, `host = "::1"`), no indentation rules, and toml++ reports
 /// the line and column of a syntax error. Of the listed packages, swift-configuration has no TOML
-/// provider (JSON, YAML, plist) and no line numbers, and JSON has no comments; TOMLKit adds about 75 s
-/// to a clean debug build on 2 cores, most of it toml++'s C++ (see Samples/ChatNode/README.md).
+/// provider (JSON, YAML, plist) and no line numbers, and JSON has no comments. The cost: a clean
+/// debug build of TOMLKit alone took 36 s of CPU, most of it toml++'s C++ (Samples/ChatNode/README.md).
 ///
 /// A value; parse on any thread.
 public struct ConfigFile: Equatable, Sendable {

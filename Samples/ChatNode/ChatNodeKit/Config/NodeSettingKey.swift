@@ -137,19 +137,10 @@ private struct SettingType<Value> {
     }
 
     static func integer(in range: ClosedRange<Int>) -> SettingType<Int> {
-        SettingType<Int>(
-            read: { (value: ConfigValue) throws(ConfigValueError) in
-                let number: Int
-                switch value {
-                case .integer(let given): number = given
-                case .unparsed(let text):
-                    guard let given = Int(text) else { throw mismatch("an integer", value) }
-                    number = given
-                default: throw mismatch("an integer", value)
-                }
-                guard range.contains(number) else { throw ConfigValueError(reason: "\(number) is outside \(range.lowerBound)...\(range.upperBound)") }
-                return number
-            }, show: { String($0) })
+        ranged("an integer", in: range) { value in
+            guard case .integer(let number) = value else { return nil }
+            return number
+        }
     }
 
     static var port: SettingType<UInt16> {
@@ -157,21 +148,15 @@ private struct SettingType<Value> {
         return SettingType<UInt16>(read: { (value: ConfigValue) throws(ConfigValueError) in UInt16(try integer.read(value)) }, show: { String($0) })
     }
 
+    /// Integers count: `rate = 5` is as good as `rate = 5.0`.
     static func number(in range: ClosedRange<Double>) -> SettingType<Double> {
-        SettingType<Double>(
-            read: { (value: ConfigValue) throws(ConfigValueError) in
-                let number: Double
-                switch value {
-                case .float(let given): number = given
-                case .integer(let given): number = Double(given)
-                case .unparsed(let text):
-                    guard let given = Double(text) else { throw mismatch("a number", value) }
-                    number = given
-                default: throw mismatch("a number", value)
-                }
-                guard range.contains(number) else { throw ConfigValueError(reason: "\(number) is outside \(range.lowerBound)...\(range.upperBound)") }
-                return number
-            }, show: { String($0) })
+        ranged("a number", in: range) { value in
+            switch value {
+            case .float(let number): return number
+            case .integer(let number): return Double(number)
+            default: return nil
+            }
+        }
     }
 
     static var boolean: SettingType<Bool> {
@@ -202,6 +187,21 @@ private struct SettingType<Value> {
     static func optional<Wrapped>(_ wrapped: SettingType<Wrapped>) -> SettingType<Wrapped?> {
         SettingType<Wrapped?>(read: { (value: ConfigValue) throws(ConfigValueError) in try wrapped.read(value) }, show: { $0.map(wrapped.show) ?? "unset" })
     }
+}
+
+/// Numbers of one type within `range`: `typed` takes the file's values of a fitting kind, and text
+/// (a variable, a flag) is parsed.
+private func ranged<Number: Comparable & LosslessStringConvertible>(
+    _ kind: String, in range: ClosedRange<Number>, typed: @escaping (ConfigValue) -> Number?
+) -> SettingType<Number> {
+    SettingType<Number>(
+        read: { (value: ConfigValue) throws(ConfigValueError) in
+            let parsed: Number?
+            if case .unparsed(let text) = value { parsed = Number(text) } else { parsed = typed(value) }
+            guard let number = parsed else { throw mismatch(kind, value) }
+            guard range.contains(number) else { throw ConfigValueError(reason: "\(number) is outside \(range.lowerBound)...\(range.upperBound)") }
+            return number
+        }, show: { String($0) })
 }
 
 private func mismatch(_ expected: String, _ found: ConfigValue) -> ConfigValueError {
