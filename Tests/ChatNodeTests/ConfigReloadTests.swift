@@ -27,7 +27,7 @@ struct ConfigReloadTests {
                 "configuration reloaded: max-connections: 1024 → 5",
                 "configuration reloaded: log-level: \"info\" → \"debug\"",
                 "configuration: port: 7100 → 7300 needs a restart; keeping 7100",
-                "configuration: database: unset → \"other.db\" needs a restart; keeping unset",
+                "configuration: database: unset → \"other.db\" needs a restart; keeping unset"
             ])
     }
 
@@ -43,7 +43,7 @@ struct ConfigReloadTests {
         #expect(
             reload.report == [
                 "configuration reload refused, keeping every setting as it was:",
-                "  n.toml:3: port: expected an integer, found a string",
+                "  n.toml:3: port: expected an integer, found a string"
             ])
     }
 
@@ -91,7 +91,9 @@ struct ConfigReloadTests {
         for key in NodeSettingKey.all where !key.name.hasPrefix("tls-") {
             var new = NodeSettings()
             // A value of the key's type that differs from the default.
-            let candidates: [ConfigValue] = [.unparsed("5"), .unparsed("2048"), .unparsed("false"), .unparsed("debug"), .unparsed("json"), .unparsed("x")]
+            let candidates: [ConfigValue] = [
+                .unparsed("5"), .unparsed("2048"), .unparsed("false"), .unparsed("debug"), .unparsed("json"), .unparsed("x")
+            ]
             for value in candidates {
                 try? key.set(value, in: &new)
                 if !(new == NodeSettings()) { break }

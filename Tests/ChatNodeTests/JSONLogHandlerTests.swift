@@ -17,7 +17,8 @@ struct JSONLogHandlerTests {
             JSONLogHandler(label: label, clock: { fixed }) { line in lines.update { $0.append(line) } }
         }
         logger[metadataKey: "node"] = "a"
-        logger.info("login failed from 127.0.0.1 \"quoted\"\nsecond line", metadata: ["peer": .dictionary(["port": "4000"]), "tries": .array(["1", "2"])])
+        logger.info(
+            "login failed from 127.0.0.1 \"quoted\"\nsecond line", metadata: ["peer": .dictionary(["port": "4000"]), "tries": .array(["1", "2"])])
         let line = try #require(lines.get().first)
         #expect(lines.get().count == 1)
         #expect(line.hasSuffix("}\n"))

@@ -1,6 +1,6 @@
 import ChatNodeKit
-import RunLoopIMCore
 import Logging
+import RunLoopIMCore
 import Testing
 
 /// The config file, the environment and flags, layered into the settings `chat-node serve` runs
@@ -56,7 +56,7 @@ struct NodeSettingsTests {
                 "/etc/chat-node.toml:1: prot: unknown key",
                 "/etc/chat-node.toml:2: port: expected an integer, found a string",
                 "/etc/chat-node.toml:3: scrypt-cost: 30 is outside 4...20",
-                "/etc/chat-node.toml:4: tls: unknown key",
+                "/etc/chat-node.toml:4: tls: unknown key"
             ])
     }
 
@@ -67,7 +67,7 @@ struct NodeSettingsTests {
         #expect(
             errors.problems.map(\.description) == [
                 "t.toml:1: host: expected a string, found a table",
-                "t.toml:2: log-format: \"xml\" is not one of text, json",
+                "t.toml:2: log-format: \"xml\" is not one of text, json"
             ])
     }
 
@@ -112,7 +112,7 @@ struct NodeSettingsTests {
             errors.problems.map(\.description) == [
                 "CHAT_NODE_PORT: port: expected an integer, found \"seventy\"",
                 "CHAT_NODE_REGISTRATION: registration: expected a boolean (true or false), found \"maybe\"",
-                "--http-port: http-port: 70000 is outside 0...65535",
+                "--http-port: http-port: 70000 is outside 0...65535"
             ])
     }
 

@@ -6,7 +6,8 @@ struct CheckConfig: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check-config",
         abstract: "Print the settings serve would run with (file, environment, flags; passwords masked), or what is wrong with them.",
-        discussion: "Exits 0 when serve would start with them, 78 (EX_CONFIG) with one line per problem on standard error when not, 64 on a usage error."
+        discussion:
+            "Exits 0 when serve would start with them, 78 (EX_CONFIG) with one line per problem on standard error when not, 64 on a usage error."
     )
 
     @OptionGroup var options: ServeOptions

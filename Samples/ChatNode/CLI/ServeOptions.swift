@@ -88,7 +88,7 @@ struct ServeOptions: ParsableArguments {
             "database": storage.database, "postgres": storage.postgres, "redis": redis, "node-id": nodeId, "lease-seconds": leaseSeconds,
             "max-connections": maxConnections, "max-sessions-per-user": maxSessionsPerUser, "messages-per-second": messagesPerSecond,
             "max-rooms-per-user": maxRoomsPerUser, "max-frame-bytes": maxFrameBytes, "login-seconds": loginSeconds, "scrypt-cost": scryptCost,
-            "log-level": logLevel, "log-format": logFormat, "tls-cert": tls.tlsCert, "tls-key": tls.tlsKey,
+            "log-level": logLevel, "log-format": logFormat, "tls-cert": tls.tlsCert, "tls-key": tls.tlsKey
         ]
         var values = texts.compactMapValues { $0.map(ConfigValue.unparsed) }
         if noHttp { values["http"] = .boolean(false) }

@@ -108,7 +108,7 @@ public struct NodeSettingKey {
             NodeSettingKey("log-level", \.logLevel, .choice(Logger.Level.self), live: true),
             NodeSettingKey("log-format", \.logFormat, .choice(NodeSettings.LogFormat.self)),
             NodeSettingKey("tls-cert", \.tlsCertificate, .optional(.string), live: true),
-            NodeSettingKey("tls-key", \.tlsKey, .optional(.string), live: true),
+            NodeSettingKey("tls-key", \.tlsKey, .optional(.string), live: true)
         ]
     }
 }
@@ -185,7 +185,8 @@ private struct SettingType<Value> {
     }
 
     static func optional<Wrapped>(_ wrapped: SettingType<Wrapped>) -> SettingType<Wrapped?> {
-        SettingType<Wrapped?>(read: { (value: ConfigValue) throws(ConfigValueError) in try wrapped.read(value) }, show: { $0.map(wrapped.show) ?? "unset" })
+        SettingType<Wrapped?>(
+            read: { (value: ConfigValue) throws(ConfigValueError) in try wrapped.read(value) }, show: { $0.map(wrapped.show) ?? "unset" })
     }
 }
 

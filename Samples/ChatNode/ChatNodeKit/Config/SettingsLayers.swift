@@ -11,7 +11,9 @@ public struct ResolvedSettings: Equatable, Sendable {
     /// value counts as unset) and `flags` (key names to what the command line gave) over the defaults.
     /// - Throws: every unknown key in the file, every value of the wrong type or out of range, and
     ///   every broken rule between settings (``NodeSettings/inconsistencies()``), all at once.
-    public static func resolve(file: ConfigFile?, environment: [String: String], flags: [String: ConfigValue]) throws(ConfigErrors) -> ResolvedSettings {
+    public static func resolve(file: ConfigFile?, environment: [String: String], flags: [String: ConfigValue]) throws(ConfigErrors)
+        -> ResolvedSettings
+    {
         var resolved = ResolvedSettings(settings: NodeSettings(), sources: [:])
         var problems: [ConfigProblem] = []
         func set(_ key: NodeSettingKey, _ value: ConfigValue, from source: SettingSource) {
