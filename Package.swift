@@ -44,6 +44,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // The chat node's config file (TOML): see Samples/ChatNode/ChatNodeKit/Config/ConfigFile.swift.
+        .package(url: "https://github.com/LebJe/TOMLKit", exact: "0.6.0"),
     ],
     targets: [
         // C
@@ -319,6 +321,7 @@ let package = Package(
                 // The node binary's metrics backend: the libraries emit through swift-metrics alone.
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "TOMLKit", package: "TOMLKit"),
             ],
             path: "Samples/ChatNode/ChatNodeKit",
             swiftSettings: swiftSettings

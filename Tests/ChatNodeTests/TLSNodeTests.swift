@@ -163,25 +163,6 @@ struct TLSNodeTests {
         }
     }
 
-    /// Runs chat-node to its end with `input` on its standard input: its status, standard output and
-    /// standard error.
-    private func runChatNode(_ arguments: [String], input: String = "") throws -> (Int32, String, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: ChatNodeBinary.path)
-        process.arguments = arguments
-        let (output, errors, standardInput) = (Pipe(), Pipe(), Pipe())
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = standardInput
-        try process.run()
-        standardInput.fileHandleForWriting.write(Data(input.utf8))
-        try standardInput.fileHandleForWriting.close()
-        let outputText = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, outputText, errorText)
-    }
-
     /// Polls `condition` for up to 10 s (a peer process's output).
     private func waitFor(_ condition: () -> Bool) -> Bool {
         for _ in 0..<1000 {

@@ -18,7 +18,7 @@ struct ChatNodeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "chat-node",
         abstract: "A small chat service on RunLoopKit's run loop: server, terminal client, demo.",
-        subcommands: [Demo.self, Serve.self, Client.self, Account.self, Migrate.self, Backup.self]
+        subcommands: [Demo.self, Serve.self, CheckConfig.self, Client.self, Account.self, Migrate.self, Backup.self]
     )
 
     /// A first word that is no subcommand: usage on standard error and a failure, with the nearest
@@ -82,97 +82,21 @@ struct LogOptions: ParsableArguments {
 }
 
 struct Serve: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Run a chat node until SIGTERM or SIGINT.")
+    static let configuration = CommandConfiguration(
+        abstract: "Run a chat node until SIGTERM or SIGINT; SIGHUP reloads its settings (--config, see check-config).")
 
-    @Option(help: "Address to listen on (an IPv4 or IPv6 literal).")
-    var host = "127.0.0.1"
-
-    @Option(help: "Port; 0 lets the system choose. Printed on stdout as 'listening on HOST:PORT'.")
-    var port: UInt16 = 7100
-
-    @Option(help: "HTTP port for the browser page (/) and its WebSocket (/ws); 0 lets the system choose. Printed as 'page: URL'.")
-    var httpPort: UInt16 = 7101
-
-    @Flag(help: "Serve no browser page and no WebSocket, only IM over TCP.")
-    var noHttp = false
-
-    @OptionGroup var storage: StorageOptions
-
-    @OptionGroup var tls: ServerTLSOptions
-
-    @Option(
-        help: ArgumentHelp(
-            "Redis of a cluster of nodes: redis://IP[:PORT] or unix:///PATH (also CHAT_NODE_REDIS).",
-            discussion:
-                "Needs --postgres: every node on the same database and Redis delivers the others' messages live and shares presence and the sessions-per-user limit."
-        ))
-    var redis: String?
-
-    @Option(help: "This node's name in its cluster, unique among the live nodes (default: HOST-PID-RANDOM).")
-    var nodeID: String?
-
-    @Option(
-        help: ArgumentHelp(
-            "Seconds a cluster node's lease in Redis lasts without a refresh (default 10).",
-            discussion:
-                "A dead node's users go offline on the other nodes about this long after it died; it is refreshed every third of it. Shorter for demos and tests, never shorter than Redis's worst pause."
-        ))
-    var leaseSeconds: Double?
-
-    @Flag(inversion: .prefixedNo, help: "Create an account at the first login of an unknown name.")
-    var registration = true
-
-    @Option(name: .customLong("max-connections"), help: "Most connections at once.")
-    var maximumConnections = 1024
-
-    @Option(name: .customLong("max-sessions-per-user"), help: "Most sessions per user.")
-    var maximumSessionsPerUser = 4
-
-    @Option(help: "Messages per second one connection may send on average.")
-    var messagesPerSecond = 50.0
-
-    @Option(name: .customLong("max-rooms-per-user"), help: "Rooms one user may be a member of (JOIN beyond it: tooManyRooms); 0 for no limit.")
-    var maximumRoomsPerUser = 100
-
-    @Option(name: .customLong("max-frame-bytes"), help: "Largest frame body accepted, in bytes.")
-    var maximumFrameBytes = 64 * 1024
-
-    @Option(help: "Seconds a client has to log in after connecting.")
-    var loginSeconds = 10
-
-    @Option(help: "scrypt cost (log2 of N) for new password hashes.")
-    var scryptCost = 14
-
-    @Option(help: "Delete messages older than this many days once everyone they were for has acknowledged them (default: keep all).")
-    var keepDays: Int?
-
-    @OptionGroup var log: LogOptions
-
-    func validate() throws {
-        guard maximumConnections > 0, maximumSessionsPerUser > 0, messagesPerSecond > 0, maximumFrameBytes > 0, loginSeconds > 0 else {
-            throw ValidationError("limits must be positive")
-        }
-        guard (4...20).contains(scryptCost) else { throw ValidationError("--scrypt-cost must be 4...20") }
-        guard keepDays.map({ $0 > 0 }) != false else { throw ValidationError("--keep-days must be positive") }
-        if try redisConfiguration() != nil, case .sqlite = try storage.storage() {
-            throw ValidationError(ChatNodeError.clusterNeedsPostgres.description)
-        }
-        guard nodeID?.isEmpty != true else { throw ValidationError("--node-id must not be empty") }
-        guard leaseSeconds.map({ $0 >= 0.1 && $0 <= 3600 }) != false else { throw ValidationError("--lease-seconds must be 0.1...3600") }
-    }
-
-    /// `--redis`, else `CHAT_NODE_REDIS`.
-    func redisConfiguration() throws -> RedisConfiguration? {
-        guard let url = redis ?? environment("CHAT_NODE_REDIS") else { return nil }
-        do {
-            return try RedisURL.parse(url)
-        } catch {
-            throw ValidationError("\(error)")
-        }
-    }
+    @OptionGroup var options: ServeOptions
 
     func run() throws {
-        log.bootstrap()
+        let settings: NodeSettings
+        do throws(ConfigErrors) {
+            settings = try options.resolve().settings
+        } catch {
+            error.problems.forEach { printError("chat-node: \($0)") }
+            throw configurationErrorExit
+        }
+        let logLevel = LiveLogLevel(settings.logLevel)
+        NodeLogging.bootstrap(format: settings.logFormat, level: logLevel)
         unblockStopSignals()
         // Every client is a descriptor: the stock soft limit (1024) is usually far below the hard one,
         // and the node fits its connection limit to the limit in force when it starts listening.
@@ -181,26 +105,11 @@ struct Serve: ParsableCommand {
         let loop = RunLoop.current
         let service = ServiceNotifier.fromEnvironment(environment, loop: loop, logger: Logger(label: "chat-node"))
         // A port in use is refused before the database file is created or opened.
-        try StartupFailure.checkListen(.im, host: host, port: port)
-        if !noHttp { try StartupFailure.checkListen(.http, host: host, port: httpPort) }
-        var configuration = ChatNode.Configuration(storage: try storage.storage())
-        configuration.redis = try redisConfiguration()
-        if let nodeID { configuration.nodeID = nodeID }
-        if let leaseSeconds { configuration.lease = NodeLeasePolicy(ttl: .milliseconds(Int64(leaseSeconds * 1000))) }
-        configuration.host = host
-        configuration.port = port
-        configuration.httpPort = noHttp ? nil : httpPort
-        configuration.registersOnFirstLogin = registration
-        configuration.maximumConnections = maximumConnections
-        configuration.maximumSessionsPerUser = maximumSessionsPerUser
-        configuration.session.maximumMessagesPerSecond = messagesPerSecond
-        configuration.maximumFrameBody = maximumFrameBytes
-        configuration.maximumRoomsPerUser = maximumRoomsPerUser > 0 ? maximumRoomsPerUser : nil
-        configuration.session.loginTimeout = .seconds(loginSeconds)
-        configuration.passwordHasher = PasswordHasher(rounds: 1 << scryptCost)
-        configuration.retention = keepDays.map { HistoryRetentionPolicy(keep: .seconds(86_400 * $0)) }
+        try StartupFailure.checkListen(.im, host: settings.host, port: settings.port)
+        if settings.http { try StartupFailure.checkListen(.http, host: settings.host, port: settings.httpPort) }
+        var configuration = try settings.nodeConfiguration()
         do {
-            configuration.tls = try tls.serverContext()
+            configuration.tls = try settings.tlsContext()
         } catch {
             printError("chat-node: \(error)")
             throw ExitCode.failure
@@ -233,13 +142,18 @@ struct Serve: ParsableCommand {
             try loop.add(source, forMode: .common)
             signals.append(source)
         }
-        if node.isTLS { signals.append(try tls.reloadOnHangup(node, loop: loop)) }
+        let reloader = NodeReloader(node: node, running: settings, logLevel: logLevel) {
+            Result { () throws(ConfigErrors) in try options.resolve().settings }
+        }
+        reloader.willReload = { service?.reloading() }
+        reloader.didReload = { service?.reloaded(status: "serving IM on \(settings.host):\(node.port), settings reloaded") }
+        signals.append(try reloader.reloadOnHangup(loop: loop))
         let stallDetector = configuration.metrics.watchStalls(of: loop, logger: node.logger)
         // Announced once a stop signal would be handled: whoever read the port may send SIGTERM at once.
-        print("listening on \(host):\(node.port)")
+        print("listening on \(settings.host):\(node.port)")
         if let page = node.pageURL { print("page: \(page)") }
         fflush(nil)  // a script or test reads the port from a pipe
-        service?.ready(status: "serving IM on \(host):\(node.port)\(node.pageURL.map { ", page \($0)" } ?? "")")
+        service?.ready(status: "serving IM on \(settings.host):\(node.port)\(node.pageURL.map { ", page \($0)" } ?? "")")
         try loop.run()
         stallDetector.detach()
         signals.forEach { $0.invalidate() }

@@ -98,7 +98,8 @@ public final class ChatNode {
         case postgres(PostgresNodeDatabase)
     }
 
-    public let configuration: Configuration
+    /// What the node was told; a reload changes its limits (ChatNode+Reload).
+    public internal(set) var configuration: Configuration
     public let loop: RunLoop
     public let backend: Backend
     public let server: IMServer
@@ -144,14 +145,9 @@ public final class ChatNode {
             accounts = PostgresNodeAccounts(database: database)
             store = database.store
         }
-        var settings = IMServer.Settings()
-        settings.session = configuration.session
-        settings.maximumFrameBody = configuration.maximumFrameBody
-        settings.maximumConnections = configuration.maximumConnections
-        settings.maximumSessionsPerUser = configuration.maximumSessionsPerUser
-        settings.maximumRoomsPerUser = configuration.maximumRoomsPerUser
-        settings.logins = configuration.logins
-        server = IMServer(store: store, settings: settings, loop: loop, logger: logger, metricsFactory: configuration.metrics.factory)
+        server = IMServer(
+            store: store, settings: Self.serverSettings(for: configuration), loop: loop, logger: logger,
+            metricsFactory: configuration.metrics.factory)
         server.applicationHandler = ChatService()
         server.tlsContext = configuration.tls?.im
         // After the application handler, which the cluster wraps to see JOIN and LEAVE.
@@ -194,6 +190,18 @@ public final class ChatNode {
             default: self?.report("\(user)'s session ended: \(reason)")
             }
         }
+    }
+
+    /// The server's share of a node's configuration.
+    static func serverSettings(for configuration: Configuration) -> IMServer.Settings {
+        var settings = IMServer.Settings()
+        settings.session = configuration.session
+        settings.maximumFrameBody = configuration.maximumFrameBody
+        settings.maximumConnections = configuration.maximumConnections
+        settings.maximumSessionsPerUser = configuration.maximumSessionsPerUser
+        settings.maximumRoomsPerUser = configuration.maximumRoomsPerUser
+        settings.logins = configuration.logins
+        return settings
     }
 
     /// The bound port while listening.

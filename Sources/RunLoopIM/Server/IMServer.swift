@@ -93,7 +93,12 @@ public final class IMServer {
     public static let deliverReserve = IMServerSessionMachine.deliverReserve
 
     public let loop: RunLoop
-    public let settings: Settings
+    /// The limits in force: a change reaches connections accepted, logins checked and sessions
+    /// opened after it (a node's configuration reload); sessions open keep what they started with.
+    /// Loop thread.
+    public var settings: Settings {
+        didSet { listener.maximumConnections = settings.maximumConnections }
+    }
     public let store: any IMServerStore
     public var logger: Logger
     /// A user came online (first session) or went offline (last session ended). Reported once per
