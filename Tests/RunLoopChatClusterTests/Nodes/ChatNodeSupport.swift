@@ -77,6 +77,13 @@ final class ChatNodeUnderTest {
         cluster.start()
     }
 
+    /// Prints what the node logged at debug and above, for a failed test's output.
+    func printLog() {
+        for record in logs.records.get() where record.level >= .debug {
+            print("node \(id) [\(record.level)] \(record.message) \(record.metadata.isEmpty ? "" : "\(record.metadata)")")
+        }
+    }
+
     /// Whether its database connection is up, its lease held and its bus reading.
     var isReady: Bool {
         database.connection != nil && cluster.bus.isReading && cluster.bus.isPublishing
@@ -174,8 +181,14 @@ func withNodes(
             for node in nodes { node.kill() }
             _ = try? RunLoop.current.run(.default, timeout: .milliseconds(50))
         }
-        try #require(try RunLoop.current.runUntil(timeout: patience) { nodes.allSatisfy(\.isReady) })
-        try body(servers, nodes)
+        do {
+            try #require(try RunLoop.current.runUntil(timeout: patience) { nodes.allSatisfy(\.isReady) })
+            try body(servers, nodes)
+        } catch {
+            // A test that gave up waiting shows what each node said (its logs are otherwise only captured).
+            for node in nodes { node.printLog() }
+            throw error
+        }
     }
 }
 
