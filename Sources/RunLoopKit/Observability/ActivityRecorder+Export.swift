@@ -48,21 +48,5 @@ private func seconds(_ duration: Duration) -> String {
     return "\(nanoseconds / 1_000_000_000)." + String(repeating: "0", count: 9 - fraction.count) + fraction
 }
 
-/// A JSON string literal with the escapes RFC 8259 requires.
-func jsonString(_ text: String) -> String {
-    var result = "\""
-    for scalar in text.unicodeScalars {
-        switch scalar {
-        case "\"": result += "\\\""
-        case "\\": result += "\\\\"
-        case "\n": result += "\\n"
-        case "\r": result += "\\r"
-        case "\t": result += "\\t"
-        case _ where scalar.value < 0x20:
-            let hex = String(scalar.value, radix: 16)
-            result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-        default: result.unicodeScalars.append(scalar)
-        }
-    }
-    return result + "\""
-}
+/// The recorder's exports quote through the one public rule (``JSONText``).
+func jsonString(_ text: String) -> String { JSONText.quoted(text) }
