@@ -12,7 +12,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 work="$root/.build-testssl"
-command -v testssl >/dev/null || { echo "testssl: not installed (apt-get install testssl.sh, or Scripts/setup.sh --tests)" >&2; exit 1; }
+command -v testssl >/dev/null || bash "$root/Scripts/setup.sh" --testssl
 
 if [ -z "${CHAT_NODE:-}" ]; then
     (cd "$root" && swift build --product chat-node >/dev/null)
