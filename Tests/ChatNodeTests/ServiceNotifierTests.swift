@@ -84,7 +84,9 @@ struct ServiceNotifierTests {
         }
     }
 
-    @Test("chat-node serve: READY=1 once it listens, STOPPING=1 on SIGTERM, to a socket path and to an abstract one")
+    @Test(
+        "chat-node serve: READY=1 once it listens, RELOADING=1 then READY=1 on SIGHUP, STOPPING=1 on SIGTERM, to a socket path and to an abstract one"
+    )
     func readyAndStopping() throws {
         for abstract in [false, true] {
             let socket = try FakeNotifySocket(abstract: abstract)
@@ -94,6 +96,11 @@ struct ServiceNotifierTests {
             defer { node.kill() }
             let ready = try #require(socket.messages(until: { $0.hasPrefix("READY=1") }), "no READY=1 on \(socket.name)")
             #expect(ready == ["READY=1\nSTATUS=serving IM on 127.0.0.1:\(node.port)"], "nothing before READY, and the port")
+            // SIGHUP (systemctl reload): RELOADING=1 with the time, then READY=1 once the reload is over.
+            kill(node.process.processIdentifier, SIGHUP)
+            let reload = try #require(socket.messages(until: { $0.hasPrefix("READY=1") }), "no READY=1 after SIGHUP")
+            #expect(reload.count == 2 && reload[0].hasPrefix("RELOADING=1\nMONOTONIC_USEC="), "\(reload)")
+            #expect(reload.last == "READY=1\nSTATUS=serving IM on 127.0.0.1:\(node.port), settings reloaded")
             node.signal(SIGTERM)
             #expect(node.process.terminationStatus == 0)
             let stopping = try #require(socket.messages(until: { $0.hasPrefix("STOPPING=1") }))
