@@ -13,8 +13,13 @@ public import RunLoopKit
 ///   (``Action/fetch(_:after:before:)``); the store's answer (``fetched(_:in:now:)``) or late bus
 ///   entries fill it. A gap still open ``Configuration/gapDeadline`` after the ask is asked for
 ///   again, up to ``Configuration/maxFetchAttempts`` fetches in a row that narrow nothing;
-/// - a conversation not seen before (or forgotten) starts at the first number it sees: what came
-///   before is the store's to deliver, through the sessions' inbox reads.
+/// - a conversation not seen before (or forgotten) starts at the first number it sees, and a number
+///   below that first one passes whenever it comes: commits are numbered in order, but the bus brings
+///   different nodes' commits in any order, so a lower number may still have been on its way when the
+///   conversation started here (this node's own commit 9 can come before another node's 8). Dropping
+///   it would leave the members here without it until something later in the conversation sent their
+///   sessions back to the store. A repeat of such a number passes again: each session's
+///   ``DeliveryWindow`` sends a message at most once and reads from the store what does not follow on.
 ///
 /// Memory is bounded: a conversation with nothing held is forgotten after
 /// ``Configuration/idleTimeout`` without messages (checked every `idleTimeout`, so it goes between
@@ -64,6 +69,8 @@ public struct ConversationSequencer: Sendable {
     }
 
     private struct Track: Sendable {
+        /// The first conversationSeq seen: below it nothing passed here, so nothing is a duplicate.
+        let firstSeen: UInt64
         /// The last conversationSeq passed on.
         var delivered: UInt64
         var held: [UInt64: IMMessage] = [:]
@@ -104,7 +111,7 @@ public struct ConversationSequencer: Sendable {
         guard message.conversationSeq > 0 else { return [.deliver(message)] }
         let conversation = message.conversation
         if tracks[conversation] == nil {
-            tracks[conversation] = Track(delivered: message.conversationSeq - 1, lastMessage: now)
+            tracks[conversation] = Track(firstSeen: message.conversationSeq, delivered: message.conversationSeq - 1, lastMessage: now)
             if nextSweep == nil { nextSweep = now + configuration.idleTimeout }
         }
         tracks[conversation]!.lastMessage = now
@@ -157,7 +164,8 @@ public struct ConversationSequencer: Sendable {
     private mutating func accept(_ message: IMMessage, in conversation: IMConversation) -> [Action] {
         guard var track = tracks[conversation] else { return [] }
         let number = message.conversationSeq
-        guard number > track.delivered, track.held[number] == nil else { return [] }
+        guard number > track.delivered else { return number < track.firstSeen ? [.deliver(message)] : [] }
+        guard track.held[number] == nil else { return [] }
         guard number == track.delivered + 1 else {
             track.held[number] = message
             heldCount += 1
