@@ -5,7 +5,7 @@ import RunLoopIMCore
 ///
 /// | field | value |
 /// | --- | --- |
-/// | `k` | the kind: `m` message, `j` membership, `p` presence, `a` away with a stopped node |
+/// | `k` | the kind: `m` message, `j` membership, `p` presence, `a` away with a stopped node, `c` catch up |
 /// | `n` | the publishing node's id |
 /// | `m` | a message: its ChatMessage Protocol Buffers encoding (docs/PROTOCOL.md §5) |
 /// | `u`, `r` | a membership's user and room; `u` a presence's or an away user |
@@ -26,6 +26,8 @@ struct BusEntry: Equatable, Sendable {
             pairs = [("k", Array("p".utf8))] + pairs + [("u", Array(user.utf8)), ("s", Self.flag(online))]
         case .awayWithNode(let user):
             pairs = [("k", Array("a".utf8))] + pairs + [("u", Array(user.utf8))]
+        case .catchUp:
+            pairs = [("k", Array("c".utf8))] + pairs
         }
         return pairs.flatMap { [Array($0.0.utf8), $0.1] }
     }
@@ -66,6 +68,8 @@ struct BusEntry: Equatable, Sendable {
         case "a":
             guard let user = text("u") else { return nil }
             self.init(origin: origin, event: .awayWithNode(user: user))
+        case "c":
+            self.init(origin: origin, event: .catchUp)
         default:
             return nil
         }

@@ -43,6 +43,10 @@ public final class ChatCluster {
         /// anywhere: they reconnect to another node meanwhile (clients back off up to about 30 s), and
         /// are announced offline only if they do not.
         public var stopGrace: Duration = .seconds(30)
+        /// At most this many events that failed to publish wait to be sent again. Past it they are all
+        /// dropped and one ``ClusterEvent/catchUp`` is owed instead: memory stays bounded, and the other
+        /// nodes re-read from the store what the dropped events stood for.
+        public var maximumUnpublished = 10_000
 
         /// - Parameters:
         ///   - nodeID: unique among the live nodes (a restarted node may reuse its id).
@@ -82,9 +86,10 @@ public final class ChatCluster {
     /// Events whose publish failed, oldest first, sent again once the bus publishes: a conversation's
     /// last message must not wait for the next one to be noticed as a gap elsewhere.
     private var unpublished: [ClusterEvent] = []
-    /// At most this many events wait to be published again; older ones are dropped (their
-    /// conversations' next messages show the gap, and inbox reads bring them).
-    static let maximumUnpublished = 10_000
+    /// More events failed than ``Configuration/maximumUnpublished``: the dropped ones may have been the
+    /// last of their conversations, which no later message would show as a gap, so the others are told
+    /// to catch up from the store before the events kept are sent again.
+    private var isCatchUpOwed = false
     private lazy var republishTimer = DeadlineTimer(loop: server.loop, modes: modes, label: "chat cluster republish") { [weak self] in
         self?.republish()
     }
@@ -215,10 +220,30 @@ public final class ChatCluster {
         case .event(.awayWithNode(let user), _):
             away.away(user, now: server.loop.now)
             armAwayTimer()
+        case .event(.catchUp, let origin):
+            logger.notice(
+                "a node could not publish everything it committed: catching up from the store", metadata: ["node": "\(origin)"])
+            catchUp()
         case .fellBehind(let shards):
             logger.notice("the bus fell behind: every session here reads its inbox again", metadata: ["shards": "\(shards)"])
             server.rereadInboxes()
         }
+    }
+
+    /// Everything the bus may have left out, read again from where it is kept: inboxes and rooms from
+    /// the store, presence from Redis's totals.
+    private func catchUp() {
+        server.rereadInboxes()
+        for user in rooms.reloadAll() {
+            store.rooms(of: user) { [weak self] result in
+                guard let self else { return }
+                switch result {
+                case .success(let joined): self.rooms.loaded(user, rooms: joined)
+                case .failure: self.rooms.loadFailed(user)  // logged by the store; the rooms known stay
+                }
+            }
+        }
+        readClusterPresence()
     }
 
     private func perform(_ actions: [ConversationSequencer.Action], skipping own: UInt64? = nil) {
@@ -354,8 +379,11 @@ public final class ChatCluster {
                     level: self.isPublishFailing ? .debug : .warning, "bus publish failed; sent again once Redis is back",
                     metadata: ["error": "\(error)"])
                 self.isPublishFailing = true
+                if self.unpublished.count >= self.configuration.maximumUnpublished {
+                    self.unpublished.removeAll()
+                    self.isCatchUpOwed = true
+                }
                 self.unpublished.append(event)
-                if self.unpublished.count > Self.maximumUnpublished { self.unpublished.removeFirst() }
                 self.republishTimer.arm(at: self.server.loop.now + self.configuration.lease.retryInterval)
             }
         }
@@ -363,10 +391,11 @@ public final class ChatCluster {
 
     /// Sends the events that failed again, in order, once the bus publishes; until then waits on.
     private func republish() {
-        guard !unpublished.isEmpty else { return }
+        guard !unpublished.isEmpty || isCatchUpOwed else { return }
         guard bus.isPublishing else { return republishTimer.arm(at: server.loop.now + configuration.lease.retryInterval) }
-        let events = unpublished
+        let events = (isCatchUpOwed ? [ClusterEvent.catchUp] : []) + unpublished
         unpublished.removeAll()
+        isCatchUpOwed = false
         for event in events { publish(event) }
     }
 }

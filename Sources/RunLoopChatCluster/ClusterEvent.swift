@@ -16,6 +16,11 @@ public enum ClusterEvent: Hashable, Sendable {
     /// log in on another node shortly, so the others announce them offline only if they are not back
     /// within their grace (``ChatCluster/Configuration/stopGrace``).
     case awayWithNode(user: String)
+    /// The publishing node could not tell the others everything it committed: more events failed to
+    /// publish while Redis was out of its reach than it keeps to send again
+    /// (``ChatCluster/Configuration/maximumUnpublished``). Every node catches up from the truth: its
+    /// sessions read their inboxes again, its users' rooms are loaded again, presence is read again.
+    case catchUp
 
     /// What decides the event's stream: events with one ordering key share a stream and keep their
     /// publishing order. A message and a room's membership change order with their conversation;
@@ -26,6 +31,8 @@ public enum ClusterEvent: Hashable, Sendable {
         case .membership(_, let room, _): return IMConversation.room(room).storageKey
         // `u:` is no storage key's prefix, so a user never shares a key with a conversation.
         case .presence(let user, _), .awayWithNode(let user): return "u:" + user
+        // It stands for events of any key; it needs no order with any of them.
+        case .catchUp: return "c:"
         }
     }
 }

@@ -28,21 +28,33 @@ struct LocalRooms: Sendable {
         return true
     }
 
+    /// The node may have missed membership changes of its users (``ClusterEvent/catchUp``): returns the
+    /// tracked users whose rooms must be loaded again, not already loading. Until each load answers,
+    /// its user keeps the rooms known so far.
+    mutating func reloadAll() -> [String] {
+        let users = rooms.keys.filter { loading[$0] == nil }.sorted()
+        for user in users { loading[user] = [] }
+        return users
+    }
     /// The load of `user`'s rooms answered (ignored when they left meanwhile): they are tracked in
-    /// `joined`, with the changes seen since the load was asked for applied over it.
+    /// `joined` — and only there, when the load was a reload — with the changes seen since the load
+    /// was asked for applied over it.
     mutating func loaded(_ user: String, rooms joined: [String]) {
         guard let changes = loading.removeValue(forKey: user) else { return }
+        for room in rooms[user] ?? [] { remove(user, from: room) }
         rooms[user] = []
         for room in joined { add(user, to: room) }
         for change in changes { apply(user, change.room, change.joined) }
     }
 
-    /// The load failed: the user is not tracked (their next first login loads again).
+    /// The load failed: a first load's user is not tracked (their next first login loads again); a
+    /// reloaded user keeps the rooms known before.
     mutating func loadFailed(_ user: String) { loading[user] = nil }
 
     /// `user` joined or left `room`, on any node.
     mutating func membershipChanged(_ user: String, room: String, joined: Bool) {
-        if loading[user] != nil { return loading[user]!.append((room, joined)) }
+        // Kept for the load's answer, which may predate it; a reloaded user's rooms change now too.
+        loading[user]?.append((room, joined))
         guard rooms[user] != nil else { return }
         apply(user, room, joined)
     }

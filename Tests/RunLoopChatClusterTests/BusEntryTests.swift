@@ -12,7 +12,7 @@ struct BusEntryTests {
             id: "id-1", from: "ann", recipient: .user("bob"), text: "hi\u{0}there", seq: 42, sentAtMilliseconds: 1_700, conversationSeq: 7)
         let events: [ClusterEvent] = [
             .message(message), .membership(user: "ann", room: "lobby", joined: true), .membership(user: "ann", room: "lobby", joined: false),
-            .presence(user: "bob", online: true), .presence(user: "bob", online: false), .awayWithNode(user: "bob")
+            .presence(user: "bob", online: true), .presence(user: "bob", online: false), .awayWithNode(user: "bob"), .catchUp
         ]
         for event in events {
             let entry = BusEntry(origin: "node-a", event: event)

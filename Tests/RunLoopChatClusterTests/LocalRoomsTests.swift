@@ -21,6 +21,27 @@ struct LocalRoomsTests {
         #expect(rooms.members(of: "t").isEmpty)
     }
 
+    @Test(
+        "a catch-up reloads every tracked user: their rooms stay as known until the answer, which replaces them, with changes seen meanwhile applied at once and over it"
+    )
+    func reload() {
+        var rooms = LocalRooms()
+        _ = rooms.userArrived("ann")
+        rooms.loaded("ann", rooms: ["r", "s"])
+        _ = rooms.userArrived("ben")
+        #expect(rooms.reloadAll() == ["ann"], "ben's first load is still out")
+        #expect(rooms.reloadAll().isEmpty, "ann's reload is out already")
+        #expect(rooms.members(of: "r") == ["ann"], "known rooms serve until the answer")
+        rooms.membershipChanged("ann", room: "u", joined: true)
+        #expect(rooms.members(of: "u") == ["ann"], "a change during a reload applies now")
+        rooms.loaded("ann", rooms: ["s", "t"])
+        #expect(rooms.members(of: "r").isEmpty, "the store says ann left r: a missed LEAVE")
+        #expect(rooms.members(of: "s") == ["ann"] && rooms.members(of: "t") == ["ann"] && rooms.members(of: "u") == ["ann"])
+        #expect(rooms.reloadAll() == ["ann"])
+        rooms.loadFailed("ann")
+        #expect(rooms.isTracking("ann") && rooms.members(of: "t") == ["ann"], "a failed reload keeps what was known")
+    }
+
     @Test("users without a session here are not tracked: their changes and late loads are ignored")
     func untracked() {
         var rooms = LocalRooms()

@@ -53,7 +53,13 @@ final class ChatNodeUnderTest {
     let links: MemoryLinkConnector
     let logs = CapturingLogHandler()
 
-    init(_ id: String, servers: SharedServers, maximumSessionsPerUser: Int? = nil) {
+    /// - Parameters:
+    ///   - redisSocket: where the node reaches Redis, when not at the shared server's own socket (a
+    ///     path the test makes and takes away).
+    ///   - maximumUnpublished: the node's ``ChatCluster/Configuration/maximumUnpublished``.
+    init(
+        _ id: String, servers: SharedServers, maximumSessionsPerUser: Int? = nil, redisSocket: String? = nil, maximumUnpublished: Int? = nil
+    ) {
         self.id = id
         let loop = RunLoop.current
         let configuration = servers.database
@@ -64,13 +70,15 @@ final class ChatNodeUnderTest {
         settings.maximumSessionsPerUser = maximumSessionsPerUser
         server = IMServer(store: store, settings: settings, logger: logger)
         server.applicationHandler = ChatService()
-        var clusterConfiguration = ChatCluster.Configuration(nodeID: id, redis: .unixSocket(servers.redis.socketPath), lease: shortLeases)
+        var clusterConfiguration = ChatCluster.Configuration(
+            nodeID: id, redis: .unixSocket(redisSocket ?? servers.redis.socketPath), lease: shortLeases)
         clusterConfiguration.bus.blockTimeout = .milliseconds(200)
         clusterConfiguration.bus.replyGrace = .milliseconds(500)
         clusterConfiguration.bus.publishTimeout = .milliseconds(300)
         clusterConfiguration.bus.reconnect = quickReconnect
         clusterConfiguration.sequencer = ConversationSequencer.Configuration(gapDeadline: .milliseconds(200))
         clusterConfiguration.stopGrace = .milliseconds(600)
+        if let maximumUnpublished { clusterConfiguration.maximumUnpublished = maximumUnpublished }
         cluster = ChatCluster(server: server, configuration: clusterConfiguration, logger: logger)
         links = MemoryLinkConnector(server: server)
         database.start()
