@@ -11,7 +11,8 @@ public import RunLoopRedis
 /// online (``NodePresence``).
 ///
 /// Once attached (``init(server:configuration:modes:logger:)``) and started (``start()``):
-/// - **Messages**: each message the server stores is published after its commit; each message from
+/// - **Messages**: each message the server stores is published after its commit (again when its
+///   sender resends it: the first answer may have been lost after the commit); each message from
 ///   the bus, and each of the node's own commits, passes through a ``ConversationSequencer`` and goes
 ///   to this node's sessions of the conversation's members — a direct message's two users, a room's
 ///   members with a session here (their rooms are loaded from the store when their first session here
@@ -104,7 +105,8 @@ public final class ChatCluster {
 
     /// Attaches to `server`, whose store must be a ``ClusterChatStore`` (PostgreSQL's) and whose hooks
     /// it takes over: ``IMServer/sessionAdmission`` and ``IMServer/onAdmittedSessionEnd`` it sets;
-    /// ``IMServer/onMessageStored`` and ``IMServer/applicationHandler`` (set that first) it wraps,
+    /// ``IMServer/onMessageStored``, ``IMServer/onStoredMessageResent`` and
+    /// ``IMServer/applicationHandler`` (set those first) it wraps,
     /// calling what was there. Nothing reaches Redis before ``start()``. Must be called on the
     /// server's loop thread.
     public init(
@@ -171,6 +173,13 @@ public final class ChatCluster {
         server.onMessageStored = { [weak self] server, message in
             stored?(server, message)
             self?.committedHere(message)
+        }
+        let resent = server.onStoredMessageResent
+        server.onStoredMessageResent = { [weak self] server, message in
+            resent?(server, message)
+            // Published again: if the first answer was lost, the other nodes never heard of it, and a
+            // conversation's last message shows no gap to them. A repeat is a duplicate they drop.
+            self?.publish(.message(message))
         }
         if let handler = server.applicationHandler {
             server.applicationHandler = MembershipReporter(inner: handler) { [weak self] user, room, joined in

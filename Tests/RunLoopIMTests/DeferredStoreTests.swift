@@ -41,7 +41,9 @@ struct DeferredStoreTests {
             let store = DeferredIMStore(writeDelay: .seconds(1))
             let server = IMServer(store: store)
             var reports = 0
+            var resends = 0
             server.onMessageStored = { _, _ in reports += 1 }
+            server.onStoredMessageResent = { _, _ in resends += 1 }
             let bob = Self.loggedIn("bob", on: server, store: store)
             let alice = Self.loggedIn("alice", on: server, store: store)
             alice.send(Self.send("m1", to: "bob", serial: 7), settling: false)
@@ -62,6 +64,7 @@ struct DeferredStoreTests {
             #expect(ack.code == .ok && acknowledged == delivered)
             bob.settle()
             #expect(reports == 1 && store.inner.storedCount == 1 && bob.received(.deliver).count == 1, "stored and shown once")
+            #expect(resends == 1, "the resend is reported, for whoever the first report may not have reached")
         }
     }
 

@@ -108,6 +108,10 @@ public final class IMServer {
     public var onSessionEnd: ((IMServer, IMServerSession, IMSessionEndReason) -> Void)?
     /// A message was stored for the first time.
     public var onMessageStored: ((IMServer, IMMessage) -> Void)?
+    /// A SEND named a message stored before: its client resent it, and the store's answer to the first
+    /// SEND may have been lost after its commit, in which case nobody was told of it — neither this
+    /// server's sessions (they are, again, now) nor whoever ``onMessageStored`` tells.
+    public var onStoredMessageResent: ((IMServer, IMMessage) -> Void)?
     /// Checks logins instead of the store, when set: for checks too slow for the loop's thread (a
     /// password hash), which run elsewhere and call `verdict` back **on the loop's thread** (hop with
     /// `RunLoop.perform(inModes:_:)`). The login deadline keeps running meanwhile.
@@ -400,6 +404,8 @@ public final class IMServer {
                 metrics.messageStored()
                 onMessageStored?(self, stored)
                 conversationMayHaveStarted(stored)
+            } else {
+                onStoredMessageResent?(self, stored)
             }
             // A resend too: when the store's answer to the first SEND was lost after its commit, nobody
             // was told of the message. The store names only recipients who have not acknowledged it,

@@ -1,13 +1,15 @@
 import Glibc
 import RunLoopChat
 import RunLoopChatCluster
+import RunLoopChatPostgres
+import RunLoopIM
 import RunLoopIMCore
 import RunLoopKit
 import RunLoopTesting
 import Testing
 
-/// A node that could not publish for longer than it keeps events: what the others get.
-@Suite("Chat cluster: catching up after a long publish outage", .serialized)
+/// What a node committed and could not tell the others at the time: what they get.
+@Suite("Chat cluster: commits the bus was not told of", .serialized)
 struct ChatClusterCatchUpTests {
     @Test(
         "a node that dropped events it could not publish tells the others to catch up when Redis is back: a room's last messages, whose events were dropped, still reach its members on another node"
@@ -50,4 +52,32 @@ struct ChatClusterCatchUpTests {
             }
         }
     }
+
+    @Test(
+        "a resend of a message whose first answer was lost after its commit is published then: the room's members on another node get it live, once"
+    )
+    func resendOfAnUnannouncedCommit() async throws {
+        try await withNodes(["a", "b"]) { _, nodes in
+            let ben = try nodes[1].member("ben", of: "r")
+            let ann = try nodes[0].member("ann", of: "r")
+            // Committed with nobody told, as when the connection to PostgreSQL broke before its answer.
+            var committed: IMStoreResult?
+            let lost = IMMessage(id: "lost-answer", from: "", recipient: .room("r"), text: "r1", seq: 0, sentAtMilliseconds: 0)
+            nodes[0].store.store(lost, from: "ann", nowMilliseconds: 1) { committed = $0 }
+            try wait("committed") { committed != nil }
+            guard case .stored(_, _, isNew: true) = committed else { throw ResendTestFailure.notStored("\(String(describing: committed))") }
+            _ = try RunLoop.current.run(.default, timeout: .milliseconds(300))
+            #expect(ben.received.isEmpty, "nobody was told")
+            // The client did not get its SEND_ACK and sends it again under the same id.
+            try ann.send("r1", to: .room("r"), id: "lost-answer")
+            try wait("ann's resend answered") { ann.isStored("lost-answer") }
+            try wait("ben got it") { !ben.received.isEmpty }
+            _ = try RunLoop.current.run(.default, timeout: .milliseconds(200))
+            #expect(ben.texts == ["r1"])
+        }
+    }
+}
+
+enum ResendTestFailure: Error {
+    case notStored(String)
 }

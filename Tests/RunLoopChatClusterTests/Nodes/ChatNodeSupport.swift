@@ -158,7 +158,7 @@ final class TestClient {
 
     /// Sends `text`; its id.
     @discardableResult
-    func send(_ text: String, to recipient: Recipient) throws -> String { try chat.send(text, to: recipient) }
+    func send(_ text: String, to recipient: Recipient, id: String? = nil) throws -> String { try chat.send(text, to: recipient, id: id) }
 
     /// Whether the message `id` was stored (SEND_ACK ok).
     func isStored(_ id: String) -> Bool { if case .stored = outcomes[id] { true } else { false } }
