@@ -55,6 +55,12 @@ public final class TCPConnection {
     public var limits: TCPBufferLimits
     /// Where the connection logs (failures at `debug`; it is the owner's job to decide what matters).
     public var logger: Logger
+    /// Who the connection is, as traces and timelines name its sources ("alice ↔ node"); nil names
+    /// them by the socket ("tcp read 12"). Read once, when the socket is first watched: set it before
+    /// ``connect(to:port:timeout:resolver:)``, or in the listener's `onAccept`. Name by owner, not
+    /// per connection: a string made once and shared by every connection it names costs no
+    /// allocation per connection (the write source, made only when output waits, appends to it).
+    public var label: String?
 
     /// Where the connection is in its life.
     public var state: State { lifecycle.state }
@@ -283,7 +289,7 @@ public final class TCPConnection {
     func makeSources() throws(NetError) {
         do {
             readSource = try RunLoopPortSource(
-                fileDescriptor: fd, interest: .readable, label: "tcp read \(fd)",
+                fileDescriptor: fd, interest: .readable, label: label ?? "tcp read \(fd)",
                 cancel: { [weak self] _, _ in self?.sourceCancelled() },
                 perform: { [unowned self] _, _ in self.handleReadable() })
         } catch {
@@ -294,7 +300,7 @@ public final class TCPConnection {
     private func makeWriteSource() throws(NetError) -> RunLoopPortSource {
         do {
             return try RunLoopPortSource(
-                fileDescriptor: fd, interest: .writable, label: "tcp write \(fd)",
+                fileDescriptor: fd, interest: .writable, label: label.map { "\($0) (writing)" } ?? "tcp write \(fd)",
                 cancel: { [weak self] _, _ in self?.sourceCancelled() },
                 perform: { [unowned self] _, _ in self.handleWritable() })
         } catch {

@@ -25,14 +25,27 @@ public struct ChromeTraceReading: Sendable {
         public let detail: String?
     }
 
+    /// A flow event pair: an arrow from an "s" to the "f" of the same `id`.
+    public struct Flow: Sendable, CustomStringConvertible {
+        public let id: String
+        public let name: String
+        public let fromThread: Int
+        public let fromTime: Double
+        public let toThread: Int
+        public let toTime: Double
+        public var description: String { "\(name) #\(id): thread \(fromThread) at \(fromTime) → thread \(toThread) at \(toTime)" }
+    }
+
     /// Thread id → its "thread_name" metadata.
     public private(set) var threadNames: [Int: String] = [:]
     public private(set) var slices: [Slice] = []
     /// Async spans ("b"/"e" pairs by `id`), on the thread of their "b": they may overlap.
     public private(set) var asyncSlices: [Slice] = []
     public private(set) var instants: [Instant] = []
+    /// Flow arrows ("s"/"f" pairs by `id`).
+    public private(set) var flows: [Flow] = []
     /// What does not read as a trace: events without a numeric `ts`, an "E" with no "B", a "B" never
-    /// ended (async ones too), a negative duration. Empty for a well-formed trace.
+    /// ended (async ones too), a negative duration, a flow's "s" with no "f" or the reverse, or twice. Empty for a well-formed trace.
     public private(set) var problems: [String] = []
 
     /// Parses `json`; throws when it is not JSON or has no `traceEvents` array.
@@ -43,6 +56,8 @@ public struct ChromeTraceReading: Sendable {
         }
         var open: [Int: [(name: String, start: Double)]] = [:]
         var openAsync: [String: (thread: Int, name: String, start: Double)] = [:]
+        var flowStarts: [String: (thread: Int, name: String, time: Double)] = [:]
+        var flowIDs: Set<String> = []
         for event in events {
             let phase = event["ph"] as? String ?? ""
             let name = event["name"] as? String ?? ""
@@ -77,11 +92,24 @@ public struct ChromeTraceReading: Sendable {
                 }
                 if time < begun.start { problems.append("e before its b: \(name)") }
                 asyncSlices.append(Slice(thread: begun.thread, name: begun.name, start: begun.start, end: time))
+            case "s":
+                let id = event["id"].map { "\($0)" } ?? ""
+                if flowStarts[id] != nil || flowIDs.contains(id) { problems.append("flow \(id) starts twice") }
+                flowStarts[id] = (thread, name, time)
+            case "f":
+                let id = event["id"].map { "\($0)" } ?? ""
+                guard let start = flowStarts.removeValue(forKey: id) else {
+                    problems.append("f without s: flow \(id)")
+                    continue
+                }
+                flowIDs.insert(id)
+                flows.append(Flow(id: id, name: start.name, fromThread: start.thread, fromTime: start.time, toThread: thread, toTime: time))
             case "i", "I":
                 instants.append(Instant(thread: thread, name: name, time: time, detail: args?["detail"] as? String))
             default: break
             }
         }
+        if !flowStarts.isEmpty { problems.append("flows never finished: \(flowStarts.keys.sorted())") }
         if !openAsync.isEmpty { problems.append("b never ended: \(openAsync.values.map(\.name))") }
         for (thread, begun) in open where !begun.isEmpty {
             problems.append("B never ended on thread \(thread): \(begun.map(\.name))")

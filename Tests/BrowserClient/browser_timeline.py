@@ -5,8 +5,12 @@ Playwright: judged by layout (getBoundingClientRect, elementFromPoint), not only
 - The protocol events are labelled and in view: connected, heartbeat, ping timeout, reconnect, the node's
   outage and carol's silent link as spans; zoomed in around a message, SEND, SEND_ACK and DELIVER.
 - Hovers say when and how long; a click fills the details panel; the wheel and the buttons zoom, a drag pans.
+- One message's way is drawn as arrows between lanes (alice → the node → bob and back), each end at its
+  mark's x and its lane's y; a click on its SEND highlights the whole path and lists its steps with each
+  hop's latency. No hover, label or callout names a socket by its descriptor number.
 - The chart fills the window's height; nothing is wider than the window.
-- The same run is beside it as Chrome-trace JSON with named threads and non-negative durations.
+- The same run is beside it as Chrome-trace JSON with named threads, non-negative durations, and flow
+  events ("s"/"f" with one id) that pair up along the message's hops.
 
 A screenshot of the whole run and of a zoomed-in message go to --screenshots (`screenshot: PATH` lines).
 Run by Tests/ChatNodeTests/BrowserTimelineTests.swift; by hand:
@@ -15,12 +19,16 @@ Exit 0 and a last line `{"ok": true, ...}` when every check held.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
 from playwright.sync_api import expect, sync_playwright
 
 from browser_chat import ScriptRun, die_with_parent
+
+# A source named by its socket ("tcp read 45") instead of by whom it serves.
+DESCRIPTOR = re.compile(r"\b(?:read|write|netlink|fd|socket) \d+\b")
 
 LANES = ["the node", "the node, restarted", "alice's loop", "bob's loop", "carol's loop", "carol's link"]
 
@@ -62,6 +70,17 @@ def main():
         names = {event["name"] for event in trace}
         assert {"heartbeat", "SEND", "SEND_ACK", "DELIVER", "ping timeout", "node down", "link silent"} <= names, names
         check("the trace names a thread per lane, its durations are non-negative, its marks are the protocol's")
+
+        starts = {event["id"]: event for event in trace if event.get("ph") == "s"}
+        finishes = {event["id"]: event for event in trace if event.get("ph") == "f"}
+        assert starts and starts.keys() == finishes.keys(), (len(starts), len(finishes))
+        assert len(starts) == sum(event.get("ph") == "s" for event in trace), "a flow id used twice"
+        thread_of = {event["tid"]: event["args"]["name"] for event in trace if event.get("ph") == "M" and event["name"] == "thread_name"}
+        hops = {(thread_of[starts[i]["tid"]], thread_of[finishes[i]["tid"]], starts[i]["name"]) for i in starts}
+        for hop in [("alice's loop · events", "the node · events", "SEND alice"), ("the node · events", "alice's loop · events", "SEND_ACK alice"),
+                    ("the node · events", "bob's loop · events", "DELIVER bob"), ("bob's loop · events", "the node · events", "DELIVER_ACK bob")]:
+            assert hop in hops, f"no flow {hop}: {sorted(hops)[:12]}"
+        check("the trace's flow events pair up: an s and an f per id, from alice's SEND to the node, the node's DELIVER to bob, and back")
 
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=arguments.chromium, args=["--no-sandbox"])
@@ -139,8 +158,57 @@ def main():
             shown = page.evaluate("timeline.view")
             assert shown["end"] - shown["start"] <= end - sent + 2000.001, shown  # microseconds, in floating point
             assert "ms shown" in page.locator("#view-range").inner_text()
-            screenshot(page, "timeline-message.png")
             check("zoomed to 50 ms around alice's first message: SEND, SEND_ACK and DELIVER labelled and in view")
+
+            # The arrows: each end at its mark's triangle (x) on its lane (y), within a few pixels.
+            arrows = page.evaluate("""() => [...document.querySelectorAll("line.flow")].map((line) => {
+              const end = (key) => { const mark = document.querySelector(`path.mark[data-mark="${key}"]`);
+                                     if (!mark) return null;
+                                     const box = mark.getBBox();
+                                     return { x: box.x, y: box.y, width: box.width, height: box.height }; };
+              const [fromLane, toLane] = [line.dataset.from, line.dataset.to].map((key) => timeline.data.lanes[Number(key.split(":")[0])].name);
+              return { fromLane, toLane, x1: +line.getAttribute("x1"), y1: +line.getAttribute("y1"), x2: +line.getAttribute("x2"),
+                       y2: +line.getAttribute("y2"), from: end(line.dataset.from), to: end(line.dataset.to) };
+            })""")
+            whole = [arrow for arrow in arrows if arrow["from"] and arrow["to"]]
+            assert {("alice's loop", "the node"), ("the node", "alice's loop"), ("the node", "bob's loop")} <= {
+                (arrow["fromLane"], arrow["toLane"]) for arrow in whole}, [(a["fromLane"], a["toLane"]) for a in whole]
+            for arrow in whole:
+                for x, y, box in ((arrow["x1"], arrow["y1"], arrow["from"]), (arrow["x2"], arrow["y2"], arrow["to"])):
+                    assert abs(x - (box["x"] + box["width"] / 2)) <= 3, arrow
+                    assert box["y"] - 3 <= y <= box["y"] + box["height"] + 3, arrow
+            check(f"{len(whole)} arrows between lanes, each end at its mark's x and its lane's y within 3 px: alice → node → bob and back")
+
+            # A click on alice's SEND: its whole path highlighted, its steps with each hop's latency listed.
+            first_send = next(index for index, mark in enumerate(alice["marks"]) if mark[2] == "SEND" and mark[0] == sent)
+            alice_index = [lane["name"] for lane in lanes].index("alice's loop")
+            page.locator(f'path.mark[data-mark="{alice_index}:{first_send}"]').click()
+            highlighted = page.evaluate("""() => ({
+              arrows: [...document.querySelectorAll("line.flow.on-path")].map((l) => timeline.data.lanes[Number(l.dataset.to.split(":")[0])].name),
+              marks: document.querySelectorAll("path.mark.on-path").length,
+              others: document.querySelectorAll("line.flow:not(.on-path)").length })""")
+            assert {"the node", "alice's loop", "bob's loop"} <= set(highlighted["arrows"]), highlighted
+            assert highlighted["marks"] >= 4, highlighted
+            steps = page.locator("#path-steps li").all_inner_texts()
+            for part in ("alice's loop: SEND at +", "the node: SEND at +", "(over the wire)", "the node: SEND_ACK", "(in the node)", "bob's loop: DELIVER", "alice's loop: SEND_ACK"):
+                assert any(part in step for step in steps), f"{part!r} not among the steps: {steps}"
+            assert all(" ms after " in step or " µs after " in step or " s after " in step for step in steps[1:]), steps
+            path = next(mark[4] for mark in alice["marks"] if mark[0] == sent)
+            times = [mark[0] for lane in lanes for mark in lane["marks"] if mark[4] == path]
+            margin = (max(times) - min(times)) * 0.15 + 100
+            page.evaluate(f"timeline.zoomTo({min(times) - margin}, {max(times) + margin})")
+            assert page.locator("line.flow.on-path").count() >= 3, "the path's arrows, zoomed to the path"
+            screenshot(page, "timeline-message.png")
+            check(f"a click on alice's SEND highlights its path ({len(highlighted['arrows'])} arrows, {highlighted['marks']} marks) and lists {len(steps)} steps with each hop's latency")
+
+            page.click("#zoom-fit")
+            shown = page.evaluate("""() => [...document.querySelectorAll("#chart title, #chart text")].map((t) => t.textContent)""")
+            names = page.evaluate("""() => timeline.data.lanes.flatMap((lane) => lane.callouts.map((c) => c[3]).concat(lane.sleeps.map((s) => s[2] || "")))""")
+            bare = sorted({text for text in shown + names if DESCRIPTOR.search(text)})
+            assert not bare, f"named by a descriptor: {bare[:8]}"
+            for name in ("I/O alice ↔ node", "I/O node ↔ alice", "I/O node ↔ bob", "I/O carol ↔ link"):
+                assert name in names, f"{name!r} not a callout's name: {sorted(set(names))[:20]}"
+            check("no hover, label or callout names a bare descriptor: connections are named by who they serve (alice ↔ node, node ↔ bob)")
             browser.close()
         return run.passed()
     except Exception as error:  # report and fail

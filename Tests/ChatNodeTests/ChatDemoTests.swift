@@ -27,7 +27,9 @@ final class Lines: @unchecked Sendable {
 @Suite("chat-node demo")
 struct ChatDemoTests {
     /// The README's main job, shortened (0.3 s of downtime, 3 s of silence): it must stay clean.
-    @Test("the demo ends clean: nothing lost or duplicated, the crash and the silent link noticed, a timeline written")
+    @Test(
+        "the demo ends clean: nothing lost or duplicated, the crash and the silent link noticed, a timeline written whose messages flow from loop to loop and whose connections are named by who they serve"
+    )
     func demoIsClean() throws {
         let lines = Lines()
         let timeline = "/tmp/chat-node-demo-test-\(getpid()).html"
@@ -83,6 +85,16 @@ struct ChatDemoTests {
                 marks(on: "alice's loop").contains), "\(marks(on: "alice's loop"))")
         #expect(["ping timeout", "link silent"].allSatisfy(marks(on: "carol's loop").contains), "\(marks(on: "carol's loop"))")
         #expect(marks(on: "the node").isSuperset(of: ["node started", "node down"]) && marks(on: "the node, restarted").contains("node restarted"))
+        let hops = Set(trace.flows.map { "\($0.name): \(trace.threadNames[$0.fromThread] ?? "?") → \(trace.threadNames[$0.toThread] ?? "?")" })
+        #expect(
+            [
+                "SEND alice: alice's loop · events → the node · events", "SEND_ACK alice: the node · events → alice's loop · events",
+                "DELIVER bob: the node · events → bob's loop · events", "DELIVER_ACK bob: bob's loop · events → the node · events"
+            ].allSatisfy(hops.contains), "\(hops.sorted().prefix(12))")
+        let ports = Set(trace.slices.map(\.name).filter { $0.hasPrefix("P:") })
+        let named = ["P:alice ↔ node", "P:node ↔ alice", "P:node ↔ bob", "P:carol ↔ link", "P:link ↔ node for carol"]
+        #expect(named.allSatisfy(ports.contains), "\(ports)")
+        #expect(!ports.contains { $0.hasPrefix("P:tcp read") || $0.hasPrefix("P:tcp write") }, "named by a descriptor: \(ports)")
         let down = try #require(trace.asyncSlices.first { $0.name == "node down" })
         #expect(down.end - down.start >= 300_000, "the node stays down 0.3 s")
         let silent = try #require(trace.asyncSlices.first { $0.name == "link silent" && $0.thread == trace.thread(named: "carol's loop · events") })

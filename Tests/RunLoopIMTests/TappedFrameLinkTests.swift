@@ -32,6 +32,29 @@ struct TappedFrameLinkTests {
         }
     }
 
+    @Test("sending sees each frame before it is handed over (a batch's all before the batch), refused ones too; sent only what was accepted")
+    func sendingComesFirst() async throws {
+        try await onManualClockLoop { loop, _ in
+            let pair = MemoryLinkPair(loop: loop)
+            var sending: [UInt32] = [], sent: [UInt32] = [], sentBefore: [Int] = []
+            let tapped = TappedFrameLink(
+                pair.client,
+                sending: { frame in
+                    sending.append(frame.serial)
+                    sentBefore.append(sent.count)
+                }, sent: { sent.append($0.serial) }, received: { _ in })
+            pair.server.open(events { _ in })
+            tapped.open(events { _ in })
+            try tapped.send(frame(1))
+            try tapped.send([frame(2), frame(3)])
+            #expect(sending == [1, 2, 3] && sent == [1, 2, 3])
+            #expect(sentBefore == [0, 1, 1], "the batch's frames are all seen before it is handed over")
+            tapped.close()
+            #expect(throws: IMLinkFailure.self) { try tapped.send(frame(4)) }
+            #expect(sending == [1, 2, 3, 4] && sent == [1, 2, 3])
+        }
+    }
+
     @Test("a frame the wrapped link refuses is not reported as sent")
     func refusedIsNotSent() async throws {
         try await onManualClockLoop { loop, _ in

@@ -6,18 +6,24 @@ public import RunLoopNet
 /// everything to the link it wraps: what a demo's timeline marks or a benchmark's counters need,
 /// without a per-frame hook in ``IMServer`` or ``IMClient``.
 ///
-/// Loop thread only, like the link it wraps; the observers run on that thread, after a frame was
-/// handed to the wrapped link (sent) or before the link's user sees it (received).
+/// Loop thread only, like the link it wraps; the observers run on that thread, before a frame is
+/// handed to the wrapped link (sending), after it was (sent), or before the link's user sees it
+/// (received).
 public final class TappedFrameLink: IMFrameLink {
     private let inner: any IMFrameLink
+    private let sending: ((IMFrame) -> Void)?
     private let sent: (IMFrame) -> Void
     private let received: (IMFrame) -> Void
 
-    /// Wraps `inner`; `sent` sees each frame it accepted, `received` each frame it read.
+    /// Wraps `inner`; `sending` sees each frame before it is handed over — the moment to stamp a
+    /// departure, for once written the peer may read it before `sent` runs — `sent` each frame it
+    /// accepted, `received` each frame it read.
     public init(
-        _ inner: any IMFrameLink, sent: @escaping (IMFrame) -> Void, received: @escaping (IMFrame) -> Void
+        _ inner: any IMFrameLink, sending: ((IMFrame) -> Void)? = nil, sent: @escaping (IMFrame) -> Void,
+        received: @escaping (IMFrame) -> Void
     ) {
         self.inner = inner
+        self.sending = sending
         self.sent = sent
         self.received = received
     }
@@ -48,11 +54,13 @@ public final class TappedFrameLink: IMFrameLink {
     }
 
     public func send(_ frame: IMFrame) throws(IMLinkFailure) {
+        sending?(frame)
         try inner.send(frame)
         sent(frame)
     }
 
     public func send(_ frames: [IMFrame]) throws(IMLinkFailure) {
+        if let sending { frames.forEach(sending) }
         try inner.send(frames)
         frames.forEach(sent)
     }

@@ -3,13 +3,14 @@ extension ActivityRecorder {
     ///
     /// Activations (entry to exit) and sleeps (beforeWaiting to afterWaiting) are spans, callouts are
     /// spans inside them — a nested run shows inside the callout that started it — and the other
-    /// activities are instant events, all on thread 1; marks (``mark(_:detail:at:)``, spans) are on
-    /// thread 2. Times are microseconds from the first event. ``ChromeTrace`` writes several loops.
+    /// activities are instant events, all on thread 1; marks (``mark(_:detail:flow:at:)``, spans) are on
+    /// thread 2, their flows' arrows flow events there too. Times are microseconds from the first event. ``ChromeTrace`` writes several loops.
     public func chromeTraceJSON() -> String {
         let events = self.events, marks = self.marks
         guard let origin = (events.map(\.time) + marks.map(\.time)).min() else { return #"{"traceEvents":[],"displayTimeUnit":"ms"}"# }
         let clock = TraceClock(origin: origin)
-        return ChromeTrace.document(clock.lines(for: events, thread: 1) + clock.lines(for: marks, thread: 2))
+        return ChromeTrace.document(
+            clock.lines(for: events, thread: 1) + clock.lines(for: marks, thread: 2) + clock.flowLines(marks: [marks]) { _ in 2 })
     }
 
     /// What the tokens of a trace mean, as the `#` lines that head a ``timeline()``.

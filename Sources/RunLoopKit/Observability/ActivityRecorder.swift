@@ -101,6 +101,28 @@ public final class ActivityRecorder: @unchecked Sendable {
         public internal(set) var end: LoopInstant?
         /// Whether it is a span (``ActivityRecorder/beginSpan(_:detail:at:)``), not an instant.
         public let isSpan: Bool
+        /// The path across loops this instant is a step of (nil: none), which a timeline draws as arrows.
+        public let flow: Flow?
+    }
+
+    /// Where a marked instant sits on a path that crosses loops — one message from its sender through
+    /// a server to its recipients: every mark of the same ``path`` is a step of it, and each
+    /// ``isArrival`` is joined by an arrow to the ``hop``'s departure it answers (the latest one made
+    /// before it, on any lane: a frame sent again after a lost one arrives as the second).
+    ///
+    /// A value; any thread.
+    public struct Flow: Sendable, Hashable {
+        /// What the path follows, say a message's id.
+        public let path: String
+        /// The stretch of wire this step is one end of, named alike at both ends ("SEND alice").
+        public let hop: String
+        /// Whether the step is the hop's far end (a frame read), not its near one (a frame written).
+        public let isArrival: Bool
+
+        /// The step where `hop` starts: a frame of `path` written.
+        public static func departure(_ path: String, hop: String) -> Flow { Flow(path: path, hop: hop, isArrival: false) }
+        /// The step where `hop` ends: a frame of `path` read.
+        public static func arrival(_ path: String, hop: String) -> Flow { Flow(path: path, hop: hop, isArrival: true) }
     }
 
     /// A span begun with ``ActivityRecorder/beginSpan(_:detail:at:)``, to hand to ``ActivityRecorder/endSpan(_:at:)``.
@@ -182,22 +204,23 @@ public final class ActivityRecorder: @unchecked Sendable {
 
     // MARK: marks
 
-    /// Marks an instant with a human label, say a protocol event as it happens.
+    /// Marks an instant with a human label, say a protocol event as it happens, and the step of a path
+    /// across loops it is (`flow`), if any.
     ///
     /// Call it from the loop's thread with no `time` (the attached loop's clock says now), or from any
     /// thread with a `time` on that same clock.
-    public func mark(_ label: String, detail: String? = nil, at time: LoopInstant? = nil) {
+    public func mark(_ label: String, detail: String? = nil, flow: Flow? = nil, at time: LoopInstant? = nil) {
         let instant = time ?? now()
-        locked { labelled.append(Mark(label: label, detail: detail, time: instant, end: nil, isSpan: false)) }
+        locked { labelled.append(Mark(label: label, detail: detail, time: instant, end: nil, isSpan: false, flow: flow)) }
     }
 
     /// Begins a labelled stretch of time (an outage, a wait); ``endSpan(_:at:)`` ends it. Threads and
-    /// times as for ``mark(_:detail:at:)``.
+    /// times as for ``mark(_:detail:flow:at:)``.
     @discardableResult
     public func beginSpan(_ label: String, detail: String? = nil, at time: LoopInstant? = nil) -> Span {
         let instant = time ?? now()
         return locked {
-            labelled.append(Mark(label: label, detail: detail, time: instant, end: nil, isSpan: true))
+            labelled.append(Mark(label: label, detail: detail, time: instant, end: nil, isSpan: true, flow: nil))
             return Span(index: labelled.count - 1, generation: generation)
         }
     }

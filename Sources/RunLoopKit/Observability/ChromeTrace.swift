@@ -3,8 +3,10 @@
 ///
 /// Each lane is two named threads of one process: the loop (activations as B/E spans, sleeps and
 /// callouts as "X" complete events that nest, the other activities as instants) and its marks
-/// (``ActivityRecorder/mark(_:detail:at:)`` as instants, spans as async events) — apart, because an
-/// outage span crosses the loop's sleeps and would not nest with them. Markers are global instants.
+/// (``ActivityRecorder/mark(_:detail:flow:at:)`` as instants, spans as async events) — apart, because an
+/// outage span crosses the loop's sleeps and would not nest with them. A flow's arrows (a message from
+/// its sender through the node) are flow events, an "s" at the departure and an "f" at the arrival
+/// with one id. Markers are global instants.
 /// Times are microseconds from the earliest event of any lane.
 public enum ChromeTrace {
     /// - Parameters:
@@ -27,6 +29,7 @@ public enum ChromeTrace {
             lines += clock.lines(for: lane.events, thread: loopThread)
             lines += clock.lines(for: lane.marks, thread: loopThread + 1)
         }
+        lines += clock.flowLines(marks: recorded.map(\.marks)) { lane in 2 * lane + 2 }
         for marker in markers {
             lines.append(#"{"name":\#(jsonString(marker.label)),"cat":"marker","ph":"i","s":"g","pid":1,"tid":1,"ts":\#(clock.micros(marker.at))}"#)
         }
@@ -108,6 +111,19 @@ struct TraceClock {
             return [
                 #"{\#(name),"ts":\#(micros(mark.time)),"ph":"b",\#(id)\#(args)}"#,
                 #"{\#(name),"ts":\#(micros(mark.end ?? mark.time)),"ph":"e",\#(id)}"#
+            ]
+        }
+    }
+
+    /// The arrows of the lanes' flows (``FlowArrow``) as flow events: an "s" where each leaves, an
+    /// "f" where it arrives, one id per arrow, named for its hop, bound to the marks' instants.
+    func flowLines(marks: [[ActivityRecorder.Mark]], thread: (Int) -> Int) -> [String] {
+        FlowArrow.between(marks).enumerated().flatMap { id, arrow -> [String] in
+            let departure = marks[arrow.from.lane][arrow.from.mark], arrival = marks[arrow.to.lane][arrow.to.mark]
+            let common = #""name":\#(jsonString(departure.flow?.hop ?? departure.label)),"cat":"flow","id":\#(id),"bp":"e""#
+            return [
+                #"{\#(common),"ph":"s","pid":1,"tid":\#(thread(arrow.from.lane)),"ts":\#(micros(departure.time))}"#,
+                #"{\#(common),"ph":"f","pid":1,"tid":\#(thread(arrow.to.lane)),"ts":\#(micros(arrival.time))}"#
             ]
         }
     }

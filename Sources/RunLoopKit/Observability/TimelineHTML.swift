@@ -1,7 +1,9 @@
 /// Renders recordings of several loops as one self-contained HTML page a person reads without the
 /// source: a lane per loop with its sleeps (and what woke each), its callouts as nested slices with
 /// durations, its marks as labelled instants and spans, and a summary (wake-ups per second, busy %,
-/// longest callout); markers across all lanes; zoom and pan from the whole run down to microseconds,
+/// longest callout); markers across all lanes; arrows between lanes for the marks' flows (a message
+/// from its sender through the node to its recipients), whose path a click highlights and lists hop by
+/// hop; zoom and pan from the whole run down to microseconds,
 /// hovers with times and durations, a details panel on click. Nothing is loaded from outside.
 ///
 /// Times are the loops' own clocks, which must be the same clock (the system's monotonic one) for
@@ -25,9 +27,13 @@ public enum TimelineHTML {
             return TimelinePage.html(title: title, data: nil)
         }
         let clock = TraceClock(origin: origin)
+        let arrows = FlowArrow.between(drawn.map(\.marks)).map { arrow in
+            "[\(arrow.from.lane),\(arrow.from.mark),\(arrow.to.lane),\(arrow.to.mark)]"
+        }
         let data = """
             {"title":\(jsonString(title)),"end":\(clock.micros(last)),\
             "markers":[\(markers.map { "[\(clock.micros($0.at)),\(jsonString($0.label))]" }.joined(separator: ","))],
+            "arrows":[\(arrows.joined(separator: ","))],
             "lanes":[\(drawn.map { json($0, clock) }.joined(separator: ",\n"))]}
             """
         return TimelinePage.html(title: title, data: data)
@@ -42,7 +48,8 @@ public enum TimelineHTML {
             "[\(clock.micros($0.start)),\(clock.micros($0.end)),\"\($0.kind.names.letter)\",\(jsonString($0.name)),\($0.level)]"
         }
         let marks = lane.marks.map { mark in
-            "[\(clock.micros(mark.time)),\(mark.isSpan ? clock.micros(mark.end ?? mark.time) : "null"),\(jsonString(mark.label)),\(optional(mark.detail))]"
+            "[\(clock.micros(mark.time)),\(mark.isSpan ? clock.micros(mark.end ?? mark.time) : "null"),\(jsonString(mark.label)),"
+                + "\(optional(mark.detail)),\(optional(mark.flow?.path))]"
         }
         return """
             {"name":\(jsonString(lane.name)),"summary":{"wakeUps":\(summary.wakeUps),\

@@ -92,7 +92,7 @@ public struct TimelineLane: Sendable {
             longest: callouts.max { $0.duration < $1.duration })
     }
 
-    /// A callout's kind in words, then its label: "timer im.client", "I/O tcp read 45".
+    /// A callout's kind in words, then its label: "timer im.client alice", "I/O alice ↔ node".
     static func name(_ kind: RunLoop.CalloutKind, _ label: String?) -> String {
         label.map { "\(kind.names.word) \($0)" } ?? kind.names.word
     }

@@ -18,11 +18,13 @@ enum TimelinePage {
             <p class="legend"><span class="key sleep">asleep (hover: what woke it)</span>\
             <span class="key T">timer</span><span class="key P">I/O (socket)</span><span class="key S">source</span>\
             <span class="key B">block</span><span class="key mark">event</span><span class="key span">stretch (outage, silence)</span>\
-            — wheel or buttons to zoom, drag to pan, click anything for its details.</p></header>
+            <span class="key flow">→ a message's way between loops</span> — wheel or buttons to zoom, drag to pan, click anything for its details.</p></header>
             <main><div id="chart">\(data == nil ? "<p>Nothing was recorded.</p>" : "")</div>
-            <aside id="details"><h2>Details</h2><div id="details-body">Click a mark, a span, a callout or a sleep.</div></aside></main>
+            <aside id="details"><h2>Details</h2><div id="details-body">Click a mark, a span, a callout or a sleep; a message's mark for its whole path.</div></aside></main>
             <script type="application/json" id="timeline-data">\(embedded)</script>
-            <script>\(script)</script>
+            <script>"use strict";
+            \(flowScript)
+            \(script)</script>
             </body></html>
 
             """
@@ -42,7 +44,7 @@ enum TimelinePage {
         .legend{margin:6px 0;font-size:.85em}
         .key{padding:1px 7px;margin-right:6px;border-radius:3px}
         .sleep{background:#e4e4e4}.T{background:#f39c12}.P{background:#2e86de;color:#fff}.S{background:#27ae60;color:#fff}
-        .B{background:#8e44ad;color:#fff}.mark{background:#fff;border:1px solid #c0392b;color:#c0392b}.span{background:#f5b7b1}
+        .B{background:#8e44ad;color:#fff}.mark{background:#fff;border:1px solid #c0392b;color:#c0392b}.span{background:#f5b7b1}.flow{color:#7f8c8d}
         main{flex:1;display:flex;min-height:0;border-top:1px solid #ddd}
         #chart{flex:1;min-width:0;overflow-y:auto;cursor:grab}
         #chart.dragging{cursor:grabbing}
@@ -50,6 +52,7 @@ enum TimelinePage {
         #details{width:280px;padding:8px 12px;border-left:1px solid #ddd;overflow-y:auto;font-size:.9em}
         #details h2{font-size:1em;margin:4px 0}
         #details dt{font-weight:bold;margin-top:6px}#details dd{margin:0}
+        #details h3{font-size:.95em;margin:10px 0 4px}#path-steps{padding-left:1.4em;margin:0}#path-steps li{margin-bottom:4px}
         @media (max-width:700px){main{flex-direction:column}#details{width:auto;border-left:0;border-top:1px solid #ddd;max-height:30%}}
         .lane-name{font-weight:bold;font-size:13px}.lane-summary{font-size:11px;fill:#555}
         .mark-label{font-size:11px;fill:#c0392b}.span-label{font-size:11px;fill:#7b241c}.axis{font-size:11px;fill:#666}
@@ -58,7 +61,6 @@ enum TimelinePage {
         """
 
     private static let script = #"""
-        "use strict";
         const data = JSON.parse(document.getElementById("timeline-data").textContent);
         const chart = document.getElementById("chart");
         const details = document.getElementById("details-body");
@@ -115,6 +117,7 @@ enum TimelinePage {
           clip.appendChild(el("rect", { x: LEFT, y: 0, width: plot, height }));
           svg.appendChild(clip);
           const plotGroup = el("g", { "clip-path": "url(#plot)" });
+          const marksGroup = el("g", {});  // on top of the arrows, which are on top of the rest
 
           const step = niceStep(view.end - view.start, plot);
           for (let tick = Math.ceil(view.start / step) * step; tick <= view.end; tick += step) {
@@ -172,7 +175,7 @@ enum TimelinePage {
 
             // Labels go where they fit, the rarest first (a ping timeout before the hundredth heartbeat).
             const labels = [];
-            for (const [from, to, label, detail] of lane.marks) {
+            for (const [markIndex, [from, to, label, detail, path]] of lane.marks.entries()) {
               if (to !== null) {
                 if (!visible(from, to)) continue;
                 const left = Math.max(x(from), LEFT), right = Math.min(x(Math.max(to, from)), width - RIGHT);
@@ -185,9 +188,12 @@ enum TimelinePage {
               }
               if (from < view.start || from > view.end) continue;
               const px = x(from);
-              const tip = label + " — at " + at(from) + (detail ? "\n" + detail : "");
-              const item = { what: label, lane: lane.name, at: from, detail };
-              plotGroup.appendChild(hit(titled(el("path", { d: `M${px - 4},${top + 4} L${px + 4},${top + 4} L${px},${top + 11} Z`, fill: "#c0392b" }), tip), item));
+              const tip = label + " — at " + at(from) + (detail ? "\n" + detail : "") + (path ? "\nclick: its whole path" : "");
+              const item = { what: label, lane: lane.name, at: from, detail, path };
+              const onPath = path !== null && path === selectedPath;
+              marksGroup.appendChild(hit(titled(el("path", { d: `M${px - 4},${top + 4} L${px + 4},${top + 4} L${px},${top + 11} Z`,
+                fill: "#c0392b", stroke: onPath ? "#222" : "none", "stroke-width": 2, class: onPath ? "mark on-path" : "mark",
+                "data-mark": index + ":" + markIndex }), tip), item));
               plotGroup.appendChild(el("line", { x1: px, x2: px, y1: top + 11, y2: top + laneHeight - 6, stroke: "#c0392b", "stroke-opacity": 0.25, "pointer-events": "none" }));
               labels.push({ px, label, tip, item });
             }
@@ -200,9 +206,12 @@ enum TimelinePage {
               const row = rows.findIndex((taken) => taken.every(([l, r]) => right < l || px > r));
               if (row < 0) continue;
               rows[row].push([px, right]);
-              plotGroup.appendChild(hit(titled(el("text", { x: px + 2, y: top + 22 + row * 11, class: "mark-label" }, label), tip), item));
+              marksGroup.appendChild(hit(titled(el("text", { x: px + 2, y: top + 22 + row * 11, class: "mark-label" }, label), tip), item));
             }
           });
+
+          drawArrows(plotGroup, x, (lane) => MARKERS + lane * laneHeight + 8);
+          plotGroup.appendChild(marksGroup);
 
           let lastLabel = -Infinity;
           for (const [time, label] of data.markers) {
@@ -231,6 +240,11 @@ enum TimelinePage {
             list.append(dt, dd);
           }
           details.replaceChildren(list);
+          if (item.path || selectedPath !== null) {
+            selectedPath = item.path || null;
+            draw();
+          }
+          if (item.path) showPath(item.path);
         }
 
         function zoom(factor, around) {

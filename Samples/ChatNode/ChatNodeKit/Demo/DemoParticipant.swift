@@ -46,8 +46,21 @@ final class DemoParticipant {
     private let narratesTraffic: Bool
     private var chatter: RunLoopTimer?
 
-    convenience init(name: String, port: UInt16, narrate: @escaping (String) -> Void) {
-        self.init(name: name, connector: TCPFrameLink.connector(host: "127.0.0.1", port: port, connectTimeout: .seconds(2)), narrate: narrate)
+    /// - Parameter peer: who is at `port`, for the name traces give the connection ("alice ↔ node").
+    convenience init(name: String, port: UInt16, reaching peer: String, narrate: @escaping (String) -> Void) {
+        self.init(name: name, connector: Self.connector(port: port, label: "\(name) ↔ \(peer)"), narrate: narrate)
+    }
+
+    /// A new TCP link to 127.0.0.1:`port` per attempt, its connection named `label`: one string for
+    /// every attempt.
+    private static func connector(port: UInt16, label: String) -> IMConnector {
+        { loop, modes, maximumFrameBody in
+            let connection = TCPConnection(loop: loop, modes: modes)
+            connection.label = label
+            return TCPFrameLink(connecting: connection, maximumFrameBody: maximumFrameBody) {
+                $0.connect(to: "127.0.0.1", port: port, timeout: .seconds(2))
+            }
+        }
     }
 
     /// - Parameter connector: how the client reaches a node, at each attempt.
@@ -69,7 +82,7 @@ final class DemoParticipant {
         configuration.maximumSendAttempts = maximumSendAttempts
         var logger = Logger(label: "demo.\(name)")
         logger.logLevel = .critical  // the narration says it all
-        client = IMClient(configuration: configuration, connector: MarkingLink.connector(connector, marking: recorder), logger: logger)
+        client = IMClient(configuration: configuration, connector: MarkingLink.connector(connector, client: name, marking: recorder), logger: logger)
         chat = ChatClient(connection: client)
         recorder.attach(to: client.loop)
         chat.onStateChange = { [weak self] chat, state in

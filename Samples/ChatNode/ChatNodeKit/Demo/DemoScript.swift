@@ -15,6 +15,9 @@ final class DemoScript {
     private let databasePath = "/tmp/chat-node-demo-\(getpid()).db"
     private var nodeHost: HostedLoop?
     private var node: LoopBound<ChatNode>?
+    private var doors: LoopBound<NodeDoors>?
+    /// Each person's door into the node: any free port at the first start, the same after the crash.
+    private var doorPorts: [String: UInt16] = [:]
     private var nodeRecorders: [ActivityRecorder] = []
     private var port: UInt16 = 0
     /// The page's port: any free one at the first start, the same one after the crash.
@@ -34,15 +37,16 @@ final class DemoScript {
         var summary = ChatDemo.Summary()
         pacing.section("A chat node and three clients, each on a run loop of its own thread")
         try startNode(port: 0)
-        let port = self.port
+        let carolsDoor = doorPorts["carol"] ?? 0
         link = try linkHost.sync { [linkRecorder] in
             linkRecorder.attach(to: RunLoop.current)
-            return LoopBound(try FaultyLink(targetPort: port))
+            return LoopBound(try FaultyLink(targetPort: carolsDoor, naming: "carol"))
         }
         let linkPort = try linkHost.sync { [link] in link!.value.port }
-        for (name, target) in [("alice", port), ("bob", port), ("carol", linkPort)] {
+        let ways = [("alice", doorPorts["alice"] ?? 0, "node"), ("bob", doorPorts["bob"] ?? 0, "node"), ("carol", linkPort, "link")]
+        for (name, target, peer) in ways {
             let narrate = pacing.narrator(name)
-            try people.add(name) { DemoParticipant(name: name, port: target, narrate: narrate) }
+            try people.add(name) { DemoParticipant(name: name, port: target, reaching: peer, narrate: narrate) }
         }
         pacing.note("carol reaches the node through a link that can go silent (a relay on its own loop)")
         try pacing.waitUntil("everyone online") { try self.all { $0.isOnline } }
@@ -127,7 +131,8 @@ final class DemoScript {
         configuration.passwordHasher = PasswordHasher(rounds: 1 << 12)
         let narrate = pacing.narrator("node")
         let recorder = ActivityRecorder()
-        let started = try host.sync { () throws -> LoopBound<ChatNode> in
+        let doorPorts = self.doorPorts
+        let (started, opened) = try host.sync { () throws -> (LoopBound<ChatNode>, LoopBound<NodeDoors>) in
             recorder.attach(to: RunLoop.current)
             recorder.mark(port == 0 ? "node started" : "node restarted", detail: "a fresh node on its own loop")
             var logger = Logger(label: "chat-node")
@@ -135,8 +140,11 @@ final class DemoScript {
             let node = try ChatNode(configuration: configuration, logger: logger)
             node.onEvent = narrate
             try node.start()
-            return LoopBound(node)
+            let people = ["alice", "bob", "carol"].map { ($0, doorPorts[$0] ?? 0) }
+            return (LoopBound(node), LoopBound(try NodeDoors(people: people, server: node.server, recorder: recorder)))
         }
+        self.doorPorts = try host.sync { opened.value.ports }
+        doors = opened
         self.port = try host.sync { started.value.port }
         let page = try host.sync { started.value.pageURL }
         webPort = try host.sync { started.value.webPort ?? 0 }
@@ -152,7 +160,8 @@ final class DemoScript {
 
     private func crashNode() throws {
         guard let host = nodeHost, let node else { return }
-        try host.sync {
+        try host.sync { [doors] in
+            doors?.value.close()
             node.value.onEvent = nil  // a crashed process says nothing more
             node.value.abort()
             node.value.sqliteStore?.database.close()
@@ -160,6 +169,7 @@ final class DemoScript {
         host.stop()
         nodeHost = nil
         self.node = nil
+        doors = nil
     }
 
     // MARK: Counting

@@ -15,9 +15,13 @@ final class FaultyLink {
     private var pairs: [ObjectIdentifier: (TCPConnection, TCPConnection)] = [:]
     /// Drop everything in both directions.
     var isSilent = false
+    /// What traces call the two connections of each relayed pair (nil: their sockets).
+    private let labels: (inbound: String, outbound: String)?
 
-    init(targetPort: UInt16) throws(NetError) {
+    /// - Parameter client: who connects through the link, for the names traces give its connections.
+    init(targetPort: UInt16, naming client: String? = nil) throws(NetError) {
         target = targetPort
+        labels = client.map { ("\($0) ↔ link", "link ↔ node for \($0)") }
         listener = TCPListener()
         listener.onAccept = { [weak self] _, inbound in self?.relay(inbound) }
         try listener.listen(host: "127.0.0.1", port: 0)
@@ -36,6 +40,8 @@ final class FaultyLink {
 
     private func relay(_ inbound: TCPConnection) {
         let outbound = TCPConnection()
+        inbound.label = labels?.inbound
+        outbound.label = labels?.outbound
         let key = ObjectIdentifier(inbound)
         pairs[key] = (inbound, outbound)
         inbound.onData = { [weak self, weak outbound] _, bytes in
