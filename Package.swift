@@ -44,6 +44,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // Heap: the IM server's session deadlines (SessionDeadlines).
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         // The chat node's config file (TOML): see Samples/ChatNode/ChatNodeKit/Config/ConfigFile.swift.
         .package(url: "https://github.com/LebJe/TOMLKit", exact: "0.6.0"),
     ],
@@ -127,6 +129,7 @@ let package = Package(
             dependencies: [
                 "RunLoopKit",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "HeapModule", package: "swift-collections"),
             ],
             swiftSettings: swiftSettings
         ),

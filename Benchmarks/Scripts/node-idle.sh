@@ -7,6 +7,10 @@
 #   Scripts/node-idle.sh                          19,000 connections, default heartbeat (30 s), 60 s window
 #   Scripts/node-idle.sh --count 2000 --seconds 20 --heartbeat 2
 #   Scripts/node-idle.sh --count 2000 --heaptrack   the node under heaptrack: live heap by call site
+#   Scripts/node-idle.sh --count 4000 --heartbeat 2 --perf   the window under `perf record`: where the
+#                                                   node's CPU goes (flat profile, then call chains)
+#   --settle S: seconds between the last login and the window (default 10), so the window holds no
+#   work left over from the logins
 #
 # Setup only: the node runs with scrypt cost 4 (default 14), so 19,000 first logins (registrations)
 # take a minute or two, 4 in flight as the node admits from one address. The measured window has no
@@ -20,13 +24,17 @@ count=19000
 seconds=60
 heartbeat=30
 heaptrack=false
+perf=false
+settle=10
 while [ $# -gt 0 ]; do
     case "$1" in
     --count) count="$2"; shift ;;
     --seconds) seconds="$2"; shift ;;
     --heartbeat) heartbeat="$2"; shift ;;
     --heaptrack) heaptrack=true ;;
-    *) echo "usage: $0 [--count N] [--seconds S] [--heartbeat S] [--heaptrack]" >&2; exit 2 ;;
+    --perf) perf=true ;;
+    --settle) settle="$2"; shift ;;
+    *) echo "usage: $0 [--count N] [--seconds S] [--heartbeat S] [--settle S] [--heaptrack] [--perf]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -78,11 +86,15 @@ until grep -q '^idle\.online ' "$work/clients.txt" 2>/dev/null; do
 done
 ramp=$((SECONDS - ramp_start))
 # Settle: the last logins' presence and inbox reads, then the window.
-sleep 2
+sleep "$settle"
 rss_online="$(rss_kib)"
 cpu_online="$(cpu_ticks)"
 window_start=$SECONDS
-sleep "$seconds"
+if $perf; then
+    perf record -e cpu-clock -F 999 -g -p "$node" -o "$work/perf.data" -- sleep "$seconds" >/dev/null 2>&1
+else
+    sleep "$seconds"
+fi
 rss_end="$(rss_kib)"
 cpu_end="$(cpu_ticks)"
 window=$((SECONDS - window_start))
@@ -110,6 +122,15 @@ awk -v t="$((cpu_end - cpu_online))" -v hz="$ticks_per_s" -v w="$window" -v a="$
     printf "| **node CPU in the %d s window** | %d ms = **%.2f %% of a core** |\n", w, ms, ms / 10 / w
     if (a > 0) printf "| heartbeats answered / **node CPU per heartbeat** | %d / **%.1f µs** |\n", a, ms * 1000 / a }'
 grep -v '^idle\.' "$work/clients.txt" | grep -v '^idle.progress' | head -5
+if $perf; then
+    profile="/tmp/node-idle-perf.$$.txt"
+    {
+        perf report -i "$work/perf.data" --stdio --no-children --percent-limit 0.5 -g none 2>/dev/null
+        perf report -i "$work/perf.data" --stdio --children --percent-limit 3 -g graph,0.5,caller --max-stack 40 2>/dev/null
+    } >"$profile"
+    echo "profile of the window: $profile"
+    grep -v '^#' "$profile" | grep -v '^$' | head -40
+fi
 if $heaptrack; then
     kill -INT "$node" 2>/dev/null
     wait "${started[0]}"

@@ -44,7 +44,7 @@ public final class MemoryLinkPair {
             pair: wire, side: .server, loop: loop, modes: wire.serverModes,
             decoder: FrameDecoder(
                 maximumBodyLength: serverFrameLimit, skippableBodyLength: skippableSendLength,
-                skippableCommands: [IMCommand.send.rawValue]))
+                skippableCommands: FrameDecoder.sendOnly))
         wire.client = client
         wire.server = server
     }

@@ -59,7 +59,8 @@ struct OutputQueue {
             head += 1
             offset = 0
         }
-        chunks.removeAll(keepingCapacity: true)
+        // Let the array go: an idle connection should hold no buffer for output it once queued.
+        chunks = []
         head = 0
         return (sent, .drained)
     }

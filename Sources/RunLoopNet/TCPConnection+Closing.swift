@@ -69,9 +69,9 @@ extension TCPConnection {
         }
         if let reason = next.finish { return finish(reason) }
         guard next.linger else { return }
-        if lingerStart == nil {
-            lingerStart = loop.now
-            lingerUnacknowledged = Socket.unacknowledgedBytes(fd)
+        if rare.lingerStart == nil {
+            rare.lingerStart = loop.now
+            rare.lingerUnacknowledged = Socket.unacknowledgedBytes(fd)
         }
         armLingerTimer()
     }
@@ -107,15 +107,17 @@ extension TCPConnection {
     // MARK: linger timeout
 
     private var lingerDeadline: LoopInstant? {
-        guard state == .closing, isOutputClosed, !isInputClosed, let lingerStart, let lingerTimeout else { return nil }
+        guard state == .closing, isOutputClosed, !isInputClosed, let lingerStart = rareState?.lingerStart, let lingerTimeout else {
+            return nil
+        }
         return lingerStart + lingerTimeout
     }
 
     func armLingerTimer() {
         if let deadline = lingerDeadline {
-            timer(&lingerTimer, "linger timeout") { $0.lingerTimerFired() }.arm(at: deadline)
+            timer(&rare.lingerTimer, "linger timeout") { $0.lingerTimerFired() }.arm(at: deadline)
         } else {
-            lingerTimer?.disarm()
+            rareState?.lingerTimer?.disarm()
         }
     }
 
@@ -125,9 +127,9 @@ extension TCPConnection {
         if now < deadline { return armLingerTimer() }
         // A slow reader still draining what the kernel holds for it is making progress: more time.
         let unacknowledged = Socket.unacknowledgedBytes(fd)
-        if unacknowledged > 0 && unacknowledged < lingerUnacknowledged {
-            lingerUnacknowledged = unacknowledged
-            lingerStart = now
+        if unacknowledged > 0 && unacknowledged < rare.lingerUnacknowledged {
+            rare.lingerUnacknowledged = unacknowledged
+            rare.lingerStart = now
             return armLingerTimer()
         }
         finish(.failed(.timedOut(.linger)))
@@ -139,15 +141,15 @@ extension TCPConnection {
     /// told once (now or on the next pass).
     func finish(_ reason: CloseReason) {
         guard lifecycle.close(reason) else { return }
-        connectTimer?.cancel()
+        rareState?.connectTimer?.cancel()
         readTimer?.cancel()
-        writeTimer?.cancel()
-        lingerTimer?.cancel()
+        rareState?.writeTimer?.cancel()
+        rareState?.lingerTimer?.cancel()
         releaseSocket(reset: reason == .aborted)
         readRequests.removeAll()
         input.removeAll()
         output.removeAll()
-        candidates.removeAll()
+        rareState?.candidates.removeAll()
         listener?.connectionDidClose(self)
         listener = nil
         switch reason {
@@ -166,12 +168,8 @@ extension TCPConnection {
     func notifyClose(_ reason: CloseReason) {
         let handler = onClose
         onClose = nil
-        onConnect = nil
         onData = nil
-        onInputClosed = nil
-        onWritabilityChanged = nil
-        shouldTimeoutRead = nil
-        shouldTimeoutWrite = nil
+        rareState?.dropCallbacks()
         handler?(self, reason)
     }
 

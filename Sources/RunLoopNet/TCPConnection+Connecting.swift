@@ -32,8 +32,8 @@ extension TCPConnection {
         }
         beginConnecting(timeout: timeout)
         lifecycle.startConnecting(resolving: true)
-        resolutionGeneration += 1
-        let generation = resolutionGeneration
+        rare.resolutionGeneration += 1
+        let generation = rare.resolutionGeneration
         let bound = LoopBound(self, loop: loop)
         let loop = self.loop
         let modes = self.modes
@@ -54,7 +54,7 @@ extension TCPConnection {
         callbacks.ownerCall {
             beginConnecting(timeout: timeout)
             lifecycle.startConnecting(resolving: false)
-            candidates = addresses
+            rare.candidates = addresses
             tryNextAddress()
         }
     }
@@ -64,16 +64,16 @@ extension TCPConnection {
         precondition(state == .idle, "connect called on a connection that is not idle (\(state))")
         keepAlive = self
         if let timeout {
-            timer(&connectTimer, "connect timeout") { $0.connectTimerFired() }.arm(at: loop.now + timeout)
+            timer(&rare.connectTimer, "connect timeout") { $0.connectTimerFired() }.arm(at: loop.now + timeout)
         }
     }
 
     private func resolved(_ result: Result<[SocketAddress], NetError>, generation: Int) {
-        guard state == .resolving, generation == resolutionGeneration else { return }
+        guard state == .resolving, generation == rare.resolutionGeneration else { return }
         switch result {
         case .success(let addresses):
             lifecycle.resolved()
-            candidates = addresses
+            rare.candidates = addresses
             tryNextAddress()
         case .failure(let error):
             finish(.failed(error))
@@ -83,8 +83,8 @@ extension TCPConnection {
     /// Starts a non-blocking connect to the next candidate; a synchronous failure moves on to the one
     /// after. With no candidate left the connection fails with the last error.
     private func tryNextAddress() {
-        while state == .connecting, !candidates.isEmpty {
-            let address = candidates.removeFirst()
+        while state == .connecting, !rare.candidates.isEmpty {
+            let address = rare.candidates.removeFirst()
             do throws(NetError) {
                 fd = try Socket.make(address.family)
                 try options.apply(to: fd)
@@ -101,12 +101,12 @@ extension TCPConnection {
                 return
             } catch {
                 logger.trace("connect to \(address) failed: \(error)")
-                lastConnectError = error
+                rare.lastConnectError = error
                 releaseSocket()
             }
         }
         guard state == .connecting else { return }
-        finish(.failed(lastConnectError ?? .connectionRefused))
+        finish(.failed(rare.lastConnectError ?? .connectionRefused))
     }
 
     /// The write source fired during the handshake: SO_ERROR says how it went.
@@ -115,7 +115,7 @@ extension TCPConnection {
         guard code == 0 else {
             let error = NetError.from(errno: code, operation: "connect", connecting: true)
             logger.trace("connect to \(remoteAddress?.description ?? "?") failed: \(error)")
-            lastConnectError = error
+            rare.lastConnectError = error
             releaseSocket()
             return tryNextAddress()
         }
@@ -124,9 +124,9 @@ extension TCPConnection {
 
     private func established() {
         lifecycle.established()
-        connectTimer?.cancel()
-        connectTimer = nil
-        candidates.removeAll()
+        rare.connectTimer?.cancel()
+        rare.connectTimer = nil
+        rare.candidates.removeAll()
         localAddress = SocketAddress.of(fd, peer: false)
         if let peer = SocketAddress.of(fd, peer: true) { remoteAddress = peer }
         let now = loop.now
@@ -138,8 +138,8 @@ extension TCPConnection {
         guard state == .connected else { return }
         flushOutput()
         guard state == .connected else { return }
-        onConnect?(self)
-        onConnect = nil
+        rareState?.onConnect?(self)
+        rareState?.onConnect = nil
         guard state == .connected else { return }
         armReadTimer()
         deliverInput()

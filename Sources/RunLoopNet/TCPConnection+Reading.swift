@@ -222,7 +222,7 @@ extension TCPConnection {
         armReadTimer()
         guard state == .connected else { return }
         switch verdict {
-        case .keepWriting: onInputClosed?(self)
+        case .keepWriting: rareState?.onInputClosed?(self)
         case .closeGracefully: beginGracefulClose(.peerClosed)
         case .finish: break
         }
@@ -273,7 +273,7 @@ extension TCPConnection {
         case .expired:
             break
         }
-        if let ask = shouldTimeoutRead, let more = ask(self, now - readWaitStart), more > .zero {
+        if let ask = rareState?.shouldTimeoutRead, let more = ask(self, now - readWaitStart), more > .zero {
             guard state == .connected else { return }
             readExtension += (now - deadline) + more
             return armReadTimer()

@@ -107,7 +107,7 @@ extension TCPConnection {
         isReportingWritability = true
         defer { isReportingWritability = false }
         while isOpen, let writable = writability.nextReport() {
-            onWritabilityChanged?(self, writable)
+            rareState?.onWritabilityChanged?(self, writable)
         }
     }
 
@@ -120,9 +120,9 @@ extension TCPConnection {
 
     func armWriteTimer() {
         if let deadline = writeDeadline {
-            timer(&writeTimer, "write timeout") { $0.writeTimerFired() }.arm(at: deadline)
+            timer(&rare.writeTimer, "write timeout") { $0.writeTimerFired() }.arm(at: deadline)
         } else {
-            writeTimer?.disarm()
+            rareState?.writeTimer?.disarm()
         }
     }
 
@@ -130,7 +130,7 @@ extension TCPConnection {
         guard let deadline = writeDeadline else { return }
         let now = loop.now
         if now < deadline { return armWriteTimer() }
-        if let ask = shouldTimeoutWrite, let more = ask(self, now - lastWriteProgress), more > .zero {
+        if let ask = rareState?.shouldTimeoutWrite, let more = ask(self, now - lastWriteProgress), more > .zero {
             guard isOpen else { return }
             writeExtension += (now - deadline) + more
             return armWriteTimer()

@@ -50,17 +50,27 @@ public final class TCPConnection {
     /// The modes its sources and timers are in (``RunLoop/Mode/common`` by default).
     public let modes: [RunLoop.Mode]
     /// Socket options, applied when the socket is created or accepted.
-    public let options: TCPOptions
+    public var options: TCPOptions { settings.options }
     /// Buffer limits and water marks; changes apply from the next read or write.
-    public var limits: TCPBufferLimits
+    public var limits: TCPBufferLimits {
+        get { settings.limits }
+        set { ownSettings().limits = newValue }
+    }
     /// Where the connection logs (failures at `debug`; it is the owner's job to decide what matters).
-    public var logger: Logger
+    public var logger: Logger {
+        get { settings.logger }
+        set { ownSettings().logger = newValue }
+    }
     /// Who the connection is, as traces and timelines name its sources ("alice ↔ node"); nil names
     /// them by the socket ("tcp read 12"). Read once, when the socket is first watched: set it before
     /// ``connect(to:port:timeout:resolver:)``, or in the listener's `onAccept`. Name by owner, not
     /// per connection: a string made once and shared by every connection it names costs no
     /// allocation per connection (the write source, made only when output waits, appends to it).
-    public var label: String?
+    /// Kept in the connection's rarely used state: most connections are never named.
+    public var label: String? {
+        get { rareState?.label }
+        set { rare.label = newValue }
+    }
 
     /// Where the connection is in its life.
     public var state: State { lifecycle.state }
@@ -84,7 +94,10 @@ public final class TCPConnection {
     public var allowsHalfClosure = false
 
     /// Runs once when the handshake completes (not for accepted connections, which are already open).
-    public var onConnect: ((TCPConnection) -> Void)?
+    public var onConnect: ((TCPConnection) -> Void)? {
+        get { rareState?.onConnect }
+        set { setRare(\.onConnect, newValue) }
+    }
     /// Receives input as it arrives, whenever no read request (``read(exactly:timeout:_:)``,
     /// ``read(upTo:maximumLength:timeout:_:)``) is pending. Setting it delivers what is already buffered
     /// on the loop's next pass.
@@ -92,10 +105,16 @@ public final class TCPConnection {
         didSet { if onData != nil, !input.isEmpty { scheduleDeferredPass() } }
     }
     /// Runs when the peer has finished sending and ``allowsHalfClosure`` keeps the connection open.
-    public var onInputClosed: ((TCPConnection) -> Void)?
+    public var onInputClosed: ((TCPConnection) -> Void)? {
+        get { rareState?.onInputClosed }
+        set { setRare(\.onInputClosed, newValue) }
+    }
     /// Runs when ``isWritable`` changes: `false` after the queue grew past the high water mark, `true`
     /// after it drained to the low water mark — the signal to resume producing.
-    public var onWritabilityChanged: ((TCPConnection, Bool) -> Void)?
+    public var onWritabilityChanged: ((TCPConnection, Bool) -> Void)? {
+        get { rareState?.onWritabilityChanged }
+        set { setRare(\.onWritabilityChanged, newValue) }
+    }
     /// Runs exactly once when the connection closes, for whatever reason, with that reason.
     public var onClose: ((TCPConnection, CloseReason) -> Void)?
 
@@ -109,7 +128,10 @@ public final class TCPConnection {
     /// Asked when a read timeout expires, with the time waited so far. Return a positive duration to
     /// wait that much longer (CocoaAsyncSocket's should-timeout-read), or `nil` to close the connection
     /// with ``NetError/timedOut(_:)`` `.read`. A heartbeat can send a ping here and grant the pong's time.
-    public var shouldTimeoutRead: ((TCPConnection, Duration) -> Duration?)?
+    public var shouldTimeoutRead: ((TCPConnection, Duration) -> Duration?)? {
+        get { rareState?.shouldTimeoutRead }
+        set { setRare(\.shouldTimeoutRead, newValue) }
+    }
     /// How long queued output may make no progress (including the flush of a graceful close) before
     /// the connection closes with ``NetError/timedOut(_:)`` `.write`. 60 seconds by default; `nil`: no
     /// limit.
@@ -117,19 +139,30 @@ public final class TCPConnection {
     /// This is the timeout that reclaims a peer that stops reading: while its output waits, reading
     /// is typically paused for backpressure (and the read timeout with it), so only the lack of write
     /// progress shows that the peer is gone or hostile. Lift it only for peers you trust.
-    public var writeTimeout: Duration? = .seconds(60) {
-        didSet { armWriteTimer() }
+    public var writeTimeout: Duration? {
+        get { rareState.map(\.writeTimeout) ?? RareState.defaultWriteTimeout }
+        set {
+            rare.writeTimeout = newValue
+            armWriteTimer()
+        }
     }
     /// Asked when the write timeout expires, with the time since the last progress. Return a positive
     /// duration to wait longer, or `nil` to close with ``NetError/timedOut(_:)`` `.write`.
-    public var shouldTimeoutWrite: ((TCPConnection, Duration) -> Duration?)?
+    public var shouldTimeoutWrite: ((TCPConnection, Duration) -> Duration?)? {
+        get { rareState?.shouldTimeoutWrite }
+        set { setRare(\.shouldTimeoutWrite, newValue) }
+    }
     /// How long a graceful close waits, once its output is flushed and shut down, for the peer to end
     /// its input — without the peer acknowledging any more of what was sent meanwhile (a slow reader
     /// still draining the kernel's send queue keeps getting time). On expiry the connection closes with
     /// ``NetError/timedOut(_:)`` `.linger`: bytes sent may not have been read. 10 seconds by default;
     /// `nil`: no limit.
-    public var lingerTimeout: Duration? = .seconds(10) {
-        didSet { armLingerTimer() }
+    public var lingerTimeout: Duration? {
+        get { rareState.map(\.lingerTimeout) ?? RareState.defaultLingerTimeout }
+        set {
+            rare.lingerTimeout = newValue
+            armLingerTimer()
+        }
     }
 
     // MARK: internal state (loop thread only)
@@ -160,24 +193,19 @@ public final class TCPConnection {
     lazy var callbacks = CallbackDeferral(loop: loop, modes: modes, label: "tcp callbacks")
     var deferredPassScheduled = false
 
-    var candidates: [SocketAddress] = []
-    var lastConnectError: NetError?
-    var resolutionGeneration = 0
-
     var readWaitStart = LoopInstant(nanoseconds: 0)
     var readExtension = Duration.zero
     /// Late, not silent: one grace per read wait for bytes that were waiting unread.
     var readSilence = SilenceDeadline(renewal: .perWait)
     var lastWriteProgress = LoopInstant(nanoseconds: 0)
     var writeExtension = Duration.zero
-    var connectTimer: DeadlineTimer?
     var readTimer: DeadlineTimer?
-    var writeTimer: DeadlineTimer?
-    var lingerTimer: DeadlineTimer?
-    /// When the current linger wait started (the shutdown, or the peer's last acknowledgement).
-    var lingerStart: LoopInstant?
-    /// The unacknowledged send-queue bytes at `lingerStart`.
-    var lingerUnacknowledged = 0
+
+    /// Options, limits and logger, shared with the other connections of its listener until it changes
+    /// one (see ``TCPConnectionSettings``).
+    private var settings: TCPConnectionSettings
+    /// What few connections use, made on first use (see ``RareState``).
+    private(set) var rareState: RareState?
 
     /// Creates an idle connection for `loop`; call ``connect(to:port:timeout:resolver:)`` next.
     /// Must be called on the loop's thread.
@@ -197,21 +225,14 @@ public final class TCPConnection {
         precondition(!modes.isEmpty, "TCPConnection needs at least one mode")
         self.loop = loop
         self.modes = modes
-        self.options = options
-        self.limits = limits
-        self.logger = logger
+        self.settings = TCPConnectionSettings(options: options, limits: limits, logger: logger)
     }
 
     /// An accepted socket: already open; input starts flowing after the listener's `onAccept` returns.
-    init(
-        accepted fd: Int32, remote: SocketAddress?, listener: TCPListener, options: TCPOptions,
-        limits: TCPBufferLimits, logger: Logger
-    ) {
+    init(accepted fd: Int32, remote: SocketAddress?, listener: TCPListener, settings: TCPConnectionSettings) {
         self.loop = listener.loop
         self.modes = listener.modes
-        self.options = options
-        self.limits = limits
-        self.logger = logger
+        self.settings = settings
         self.fd = fd
         self.listener = listener
         self.remoteAddress = remote
@@ -250,6 +271,26 @@ public final class TCPConnection {
     @inline(__always)
     func checkThread() {
         precondition(loop.isCurrentThread, "TCPConnection used off its run loop's thread")
+    }
+
+    /// The settings, this connection's own from now on: shared ones are copied before a change.
+    private func ownSettings() -> TCPConnectionSettings {
+        if !isKnownUniquelyReferenced(&settings) { settings = settings.copy() }
+        return settings
+    }
+
+    /// The rare state, made now if it was not yet.
+    var rare: RareState {
+        if let rareState { return rareState }
+        let made = RareState()
+        rareState = made
+        return made
+    }
+
+    /// Sets a rare callback; clearing one that was never set makes no box.
+    private func setRare<Value>(_ field: ReferenceWritableKeyPath<RareState, Value?>, _ value: Value?) {
+        guard value != nil || rareState != nil else { return }
+        rare[keyPath: field] = value
     }
 
     var isOpen: Bool { state == .connected || state == .closing }

@@ -34,11 +34,19 @@ public final class TCPListener {
     /// The modes its source, its connections' sources and all their timers go in.
     public let modes: [RunLoop.Mode]
     /// Socket options for accepted connections.
-    public var connectionOptions: TCPOptions
+    public var connectionOptions: TCPOptions {
+        didSet { sharedSettings = nil }
+    }
     /// Buffer limits for accepted connections.
-    public var connectionLimits: TCPBufferLimits
-    /// Where the listener logs.
-    public var logger: Logger
+    public var connectionLimits: TCPBufferLimits {
+        didSet { sharedSettings = nil }
+    }
+    /// Where the listener logs (and its accepted connections).
+    public var logger: Logger {
+        didSet { sharedSettings = nil }
+    }
+    /// The settings the connections accepted since the last change above share.
+    private var sharedSettings: TCPConnectionSettings?
     /// At most this many accepted connections open at once; `nil` (the default): no limit. While
     /// listening, the limit in force is ``connectionLimit``.
     public var maximumConnections: Int? {
@@ -257,13 +265,20 @@ public final class TCPListener {
                 Glibc.close(accepted)
                 continue
             }
-            let connection = TCPConnection(
-                accepted: accepted, remote: remote, listener: self,
-                options: connectionOptions, limits: connectionLimits, logger: logger)
+            let connection = TCPConnection(accepted: accepted, remote: remote, listener: self, settings: connectionSettings)
             open[ObjectIdentifier(connection)] = connection
             onAccept(self, connection)
             connection.startAccepted()
         }
+    }
+
+    /// What the next accepted connection starts with: the settings its predecessors share, unless one
+    /// of them changed since.
+    private var connectionSettings: TCPConnectionSettings {
+        if let sharedSettings { return sharedSettings }
+        let made = TCPConnectionSettings(options: connectionOptions, limits: connectionLimits, logger: logger)
+        sharedSettings = made
+        return made
     }
 
     /// Sends the refusal message (best effort, never blocking), closes, and reports the refusal once:

@@ -73,3 +73,28 @@ struct SessionDeadlinesTests {
         }
     }
 }
+
+/// Issue 22: a session's settings were copied into every session (some 130 bytes each).
+@Suite("Session settings shared by the server's sessions (manual clock)")
+struct SharedSessionSettingsTests {
+    @Test("sessions opened between two settings changes share one copy; a change reaches only later ones")
+    func sessionsShareTheirSettings() async throws {
+        try await onManualClockLoop { loop, clock in
+            let server = IMServer(store: InMemoryIMStore())
+            func open() -> IMServerSession? {
+                let before = Set(server.open.keys)
+                server.adopt(MemoryLinkPeer(loop: loop).serverEnd)
+                return server.open.first { !before.contains($0.key) }?.value
+            }
+            let first = try #require(open())
+            let second = try #require(open())
+            #expect(first.machine.shared === second.machine.shared)
+            server.settings.session.loginTimeout = .seconds(3)
+            let third = try #require(open())
+            #expect(third.machine.shared !== first.machine.shared)
+            #expect(third.machine.settings.loginTimeout == .seconds(3))
+            #expect(first.machine.settings.loginTimeout == IMServerSessionMachine.Settings().loginTimeout)
+            server.shutdown()
+        }
+    }
+}

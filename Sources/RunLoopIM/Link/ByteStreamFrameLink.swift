@@ -41,7 +41,7 @@ public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink {
         reader = IMFrameStreamReader(
             FrameDecoder(
                 maximumBodyLength: maximumBodyLength, skippableBodyLength: skippableSendLength,
-                skippableCommands: [IMCommand.send.rawValue]))
+                skippableCommands: FrameDecoder.sendOnly))
     }
 
     public var loop: RunLoop { connection.loop }
@@ -54,14 +54,20 @@ public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink {
 
     public func open(_ events: IMFrameLinkEvents) {
         self.events = events
-        connection.onConnect = { [weak self] _ in self?.events?.opened() }
-        connection.onData = { [weak self] _, bytes in
-            guard let self, self.isReporting, let events = self.events else { return }
-            self.reader.read(bytes, reportingTo: events) { self.isReporting }
+        // Accepted streams are open already and never report a connect.
+        if startConnecting != nil {
+            connection.onConnect = { [weak self] _ in self?.events?.opened() }
         }
-        connection.onClose = { [weak self] _, reason in
-            guard let self, self.isReporting, let events = self.events else { return }
-            self.isReporting = false
+        // The stream's callbacks hold the link strongly: a closure holding one reference is that
+        // reference, where a weak capture costs each closure a context and the link a side table. The
+        // cycle ends when the stream reports its close and lets its callbacks go.
+        connection.onData = { [self] _, bytes in
+            guard isReporting, let events = self.events else { return }
+            reader.read(bytes, reportingTo: events) { self.isReporting }
+        }
+        connection.onClose = { [self] _, reason in
+            guard isReporting, let events = self.events else { return }
+            isReporting = false
             self.events = nil
             events.closed(IMLinkCloseReason(reason, failure: Stream.linkFailure))
         }

@@ -97,8 +97,13 @@ public final class IMServer {
     /// opened after it (a node's configuration reload); sessions open keep what they started with.
     /// Loop thread.
     public var settings: Settings {
-        didSet { listener.maximumConnections = settings.maximumConnections }
+        didSet {
+            listener.maximumConnections = settings.maximumConnections
+            sharedSessionSettings = nil
+        }
     }
+    /// The session settings the sessions opened since the last change of ``settings`` share.
+    var sharedSessionSettings: IMServerSessionMachine.SharedSettings?
     public let store: any IMServerStore
     public var logger: Logger
     /// A user came online (first session) or went offline (last session ended). Reported once per

@@ -34,25 +34,29 @@ public final class IMServerSession {
         self.link = link
         self.server = server
         remoteAddress = link.remoteAddress
-        machine = IMServerSessionMachine(settings: server.settings.sessionSettings, now: link.loop.now)
+        machine = IMServerSessionMachine(sharing: server.sessionSettings, now: link.loop.now)
         window = DeliveryWindow(maximumMessages: server.settings.deliveryWindowMessages, maximumBytes: server.settings.deliveryWindowBytes)
         deadlines = server.sessionDeadlines(for: link.modes)
+        // One weak reference all four events share: a closure holding a single object costs nothing of
+        // its own, where each `[weak self]` closure would cost a context.
+        let holder = WeakSession(self)
         link.open(
             IMFrameLinkEvents(
-                received: { [weak self] frame in
-                    guard let self, !self.isEnded else { return }
-                    self.apply(self.machine.frameReceived(frame, now: self.link.loop.now))
+                received: { frame in
+                    guard let session = holder.session, !session.isEnded else { return }
+                    session.apply(session.machine.frameReceived(frame, now: session.link.loop.now))
                 },
-                oversized: { [weak self] header, prefix, limit in
-                    guard let self, !self.isEnded else { return }
-                    self.apply(self.machine.oversizedFrameReceived(header, bodyPrefix: prefix, limit: limit, now: self.link.loop.now))
+                oversized: { header, prefix, limit in
+                    guard let session = holder.session, !session.isEnded else { return }
+                    session.apply(session.machine.oversizedFrameReceived(header, bodyPrefix: prefix, limit: limit, now: session.link.loop.now))
                 },
-                failed: { [weak self] error, serial in
-                    self?.apply(self?.machine.protocolError(error.statusCode, error.description, serial: serial) ?? [])
+                failed: { error, serial in
+                    guard let session = holder.session else { return }
+                    session.apply(session.machine.protocolError(error.statusCode, error.description, serial: serial))
                 },
-                closed: { [weak self] reason in
-                    guard let self else { return }
-                    self.apply(self.machine.transportClosed("\(reason)"))
+                closed: { reason in
+                    guard let session = holder.session else { return }
+                    session.apply(session.machine.transportClosed("\(reason)"))
                 }
             ))
         deadlines.schedule(self, at: machine.nextDeadline)
@@ -250,5 +254,23 @@ public final class IMServerSession {
         server?.metrics.unacknowledgedChanged(by: -window.unacknowledgedCount)
         link.close(for: reason)
         server?.sessionEnded(self, reason: reason)
+    }
+}
+
+/// A session held weakly, for its link's events.
+private final class WeakSession {
+    weak var session: IMServerSession?
+
+    init(_ session: IMServerSession) { self.session = session }
+}
+
+extension IMServer {
+    /// The session settings for a session opening now, shared with the others opened since the
+    /// settings last changed.
+    var sessionSettings: IMServerSessionMachine.SharedSettings {
+        if let sharedSessionSettings { return sharedSessionSettings }
+        let made = IMServerSessionMachine.SharedSettings(settings.sessionSettings)
+        sharedSessionSettings = made
+        return made
     }
 }

@@ -1,3 +1,4 @@
+import HeapModule
 import RunLoopKit
 import RunLoopNet
 
@@ -20,17 +21,18 @@ final class SessionDeadlines {
         fileprivate var queued: LoopInstant?
     }
 
-    private struct Entry {
+    private struct Entry: Comparable {
         let at: LoopInstant
         /// Ties fire in the order they were queued.
         let order: UInt64
         weak var session: IMServerSession?
 
-        func precedes(_ other: Entry) -> Bool { at < other.at || (at == other.at && order < other.order) }
+        static func < (lhs: Entry, rhs: Entry) -> Bool { (lhs.at, lhs.order) < (rhs.at, rhs.order) }
+        static func == (lhs: Entry, rhs: Entry) -> Bool { lhs.at == rhs.at && lhs.order == rhs.order }
     }
 
     private let loop: RunLoop
-    private var heap: [Entry] = []
+    private var heap = Heap<Entry>()
     private var nextOrder: UInt64 = 0
     private var timer: DeadlineTimer!
 
@@ -53,14 +55,13 @@ final class SessionDeadlines {
         guard let instant else { return }
         if let queued = session.deadline.queued, queued <= instant { return }
         push(session, at: instant)
-        timer.arm(at: heap[0].at)
+        if let first = heap.min { timer.arm(at: first.at) }
     }
 
     private func push(_ session: IMServerSession, at instant: LoopInstant) {
         session.deadline.queued = instant
-        heap.append(Entry(at: instant, order: nextOrder, session: session))
+        heap.insert(Entry(at: instant, order: nextOrder, session: session))
         nextOrder &+= 1
-        siftUp(heap.count - 1)
     }
 
     /// Takes every entry due now first, then tells their sessions: a session that asks again for an
@@ -68,8 +69,8 @@ final class SessionDeadlines {
     private func fire() {
         let now = loop.now
         var due: [IMServerSession] = []
-        while let first = heap.first, first.at <= now {
-            popFirst()
+        while let first = heap.min, first.at <= now {
+            heap.removeMin()
             guard let session = first.session, session.deadline.queued == first.at else { continue }
             session.deadline.queued = nil
             guard let wanted = session.deadline.wanted else { continue }
@@ -82,40 +83,7 @@ final class SessionDeadlines {
         for session in due where session.deadline.wanted.map({ $0 <= now }) == true {
             session.deadlinePassed()
         }
-        if let first = heap.first { timer.arm(at: first.at) } else { timer.disarm() }
-    }
-
-    private func popFirst() {
-        let last = heap.removeLast()
-        guard !heap.isEmpty else { return }
-        heap[0] = last
-        siftDown(0)
-    }
-
-    private func siftUp(_ start: Int) {
-        var child = start
-        let entry = heap[child]
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard entry.precedes(heap[parent]) else { break }
-            heap[child] = heap[parent]
-            child = parent
-        }
-        heap[child] = entry
-    }
-
-    private func siftDown(_ start: Int) {
-        var parent = start
-        let entry = heap[parent]
-        while true {
-            var child = 2 * parent + 1
-            guard child < heap.count else { break }
-            if child + 1 < heap.count, heap[child + 1].precedes(heap[child]) { child += 1 }
-            guard heap[child].precedes(entry) else { break }
-            heap[parent] = heap[child]
-            parent = child
-        }
-        heap[parent] = entry
+        if let first = heap.min { timer.arm(at: first.at) } else { timer.disarm() }
     }
 }
 

@@ -93,7 +93,16 @@ public struct IMServerSessionMachine: Sendable {
     /// HISTORY_PAGE wraps each message in 4 more and adds 2 — 94 in all, rounded up.
     public static let deliverReserve = 128
 
-    public let settings: Settings
+    /// Settings many sessions share: one copy for all, instead of one in every session (some 130 bytes
+    /// each). Immutable, so any thread may hold it.
+    public final class SharedSettings: Sendable {
+        public let settings: Settings
+
+        public init(_ settings: Settings) { self.settings = settings }
+    }
+
+    public var settings: Settings { shared.settings }
+    package let shared: SharedSettings
     var phase = Phase.awaitingLogin
     var lastReceived: LoopInstant
     package var loginDeadline: LoopInstant?
@@ -114,7 +123,14 @@ public struct IMServerSessionMachine: Sendable {
 
     /// A session for a connection that opened at `now`.
     public init(settings: Settings, now: LoopInstant) {
-        self.settings = settings
+        self.init(sharing: SharedSettings(settings), now: now)
+    }
+
+    /// A session for a connection that opened at `now`, with settings it shares with others (a
+    /// server's sessions).
+    public init(sharing shared: SharedSettings, now: LoopInstant) {
+        self.shared = shared
+        let settings = shared.settings
         lastReceived = now
         loginDeadline = now + settings.loginTimeout
         sendBudget = settings.maximumMessagesPerSecond.map { TokenBucket(rate: $0, burst: settings.messageBurst, now: now) }

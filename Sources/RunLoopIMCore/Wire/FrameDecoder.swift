@@ -19,6 +19,10 @@ public struct FrameDecoder: Sendable {
     /// How many bytes of an oversized body ``Event/oversized(_:bodyPrefix:)`` keeps.
     public static let keptPrefixLength = 256
 
+    /// SEND alone, as ``skippableCommands`` for a server's decoders: one set all of them share (a set
+    /// made per decoder is an allocation per connection).
+    public static let sendOnly: Set<UInt16> = [IMCommand.send.rawValue]
+
     /// The largest body accepted, in bytes.
     public private(set) var maximumBodyLength: Int
     /// Bodies over ``maximumBodyLength`` but at most this long, of ``skippableCommands``, are skipped

@@ -1,0 +1,40 @@
+import RunLoopKit
+
+extension TCPConnection {
+    /// What few connections ever use, in a box the connection makes on first use: connecting
+    /// (resolution, candidates, its timer), the write and linger timeouts and their timers, and the
+    /// callbacks most owners leave unset. An accepted connection that stays idle never makes it.
+    final class RareState {
+        static let defaultWriteTimeout: Duration? = .seconds(60)
+        static let defaultLingerTimeout: Duration? = .seconds(10)
+
+        var onConnect: ((TCPConnection) -> Void)?
+        var onInputClosed: ((TCPConnection) -> Void)?
+        var onWritabilityChanged: ((TCPConnection, Bool) -> Void)?
+        var shouldTimeoutRead: ((TCPConnection, Duration) -> Duration?)?
+        var shouldTimeoutWrite: ((TCPConnection, Duration) -> Duration?)?
+        var writeTimeout = RareState.defaultWriteTimeout
+        var lingerTimeout = RareState.defaultLingerTimeout
+        var label: String?
+
+        var candidates: [SocketAddress] = []
+        var lastConnectError: NetError?
+        var resolutionGeneration = 0
+        var connectTimer: DeadlineTimer?
+        var writeTimer: DeadlineTimer?
+        var lingerTimer: DeadlineTimer?
+        /// When the current linger wait started (the shutdown, or the peer's last acknowledgement).
+        var lingerStart: LoopInstant?
+        /// The unacknowledged send-queue bytes at `lingerStart`.
+        var lingerUnacknowledged = 0
+
+        /// Lets go of the callbacks once the close is reported (they may capture the connection).
+        func dropCallbacks() {
+            onConnect = nil
+            onInputClosed = nil
+            onWritabilityChanged = nil
+            shouldTimeoutRead = nil
+            shouldTimeoutWrite = nil
+        }
+    }
+}
