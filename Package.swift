@@ -359,13 +359,13 @@ let package = Package(
         ),
         .executableTarget(
             name: "WebSocketEcho",
-            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopWebSocket"],
+            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopTLS", "RunLoopWebSocket"],
             path: "Samples/WebSocketEcho",
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "WebSocketAutobahnClient",
-            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopWebSocket"],
+            dependencies: ["RunLoopKit", "RunLoopNet", "RunLoopTLS", "RunLoopWebSocket"],
             path: "Samples/WebSocketAutobahnClient",
             swiftSettings: swiftSettings
         ),

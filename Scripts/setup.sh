@@ -3,8 +3,9 @@
 # SQLite, OpenSSL 3, hiredis and libpq headers. With --tests, also what the test suite uses: redis-server (the
 # Redis tests start their own, on a unix socket; a system one the package may start on 6379 does not matter),
 # the PostgreSQL server (the RunLoopPostgres tests start throw-away servers from its binaries), iproute2
-# (network-namespace tests, which need root), Debian's Chromium (the browser test), the openssl command
-# line and python3 (RunLoopTLSTests make certificates with one and use both as TLS peers), and a Python venv
+# (network-namespace tests, which need root), Debian's Chromium (the browser tests) and libnss3-tools (its
+# certutil makes the NSS database through which the HTTPS browser test's Chromium trusts its test CA), the
+# openssl command line and python3 (RunLoopTLSTests make certificates with one and use both as TLS peers), and a Python venv
 # with the protobuf runtime (the outside-client test) and Playwright (which drives that Chromium; it downloads
 # no browser), and systemd for `systemd-analyze verify` of the chat node's unit (it reads the file offline; no
 # running systemd needed). With --fanout, also what Benchmarks/Scripts/fanout.sh runs beside the chat node: the
@@ -24,7 +25,7 @@ for flag in "$@"; do
   case "$flag" in
     --tests)
       with_tests=true
-      packages+=(redis-server postgresql iproute2 openssl python3 python3-venv chromium systemd)
+      packages+=(redis-server postgresql iproute2 openssl python3 python3-venv chromium libnss3-tools systemd)
       ;;
     --fanout) packages+=(mosquitto mosquitto-clients python3-venv) ;;
     --cluster) packages+=(redis-server postgresql) ;;

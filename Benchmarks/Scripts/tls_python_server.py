@@ -1,13 +1,18 @@
 """Python's TLS (the ssl module, OpenSSL underneath) as the comparison server: an asyncio server on
-127.0.0.1:0 that completes handshakes and echoes. Prints "listening on 127.0.0.1:PORT"."""
+127.0.0.1:0 that completes handshakes and echoes; with --plain, the same echo without TLS (the
+throughput figures' baseline). Prints "listening on 127.0.0.1:PORT".
+    python3 tls_python_server.py CERT KEY  |  python3 tls_python_server.py --plain"""
 import asyncio
 import ssl
 import sys
 
-certificate, key = sys.argv[1], sys.argv[2]
-context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-context.minimum_version = ssl.TLSVersion.TLSv1_2
-context.load_cert_chain(certificate, key)
+if sys.argv[1:] == ["--plain"]:
+    context = None
+else:
+    certificate, key = sys.argv[1], sys.argv[2]
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(certificate, key)
 
 
 async def echo(reader, writer):

@@ -3,10 +3,20 @@
 # sections (12.*, 13.*: permessage-deflate is not implemented):
 #   fuzzingclient  -> ws-echo-server       (our server)
 #   fuzzingserver  <- ws-autobahn-client   (our client)
+# With --tls the same both ways over wss:// (RunLoopTLS under RunLoopWebSocket): a throw-away CA and a
+# certificate for 127.0.0.1 (Scripts/make-test-certificate.sh); the fuzzing client does not verify it
+# (Autobahn's client context checks nothing), our client verifies it against that CA; the fuzzing
+# server takes it as the spec's "key" and "cert". Same cases, same pass criteria.
 # Prints one summary line per mode and exits non-zero if any case FAILED. Without Python 2.7 (the
 # suite's only runtime) it says so loudly and exits 0 with a SKIPPED line, so CI can always call it.
 # Installs the pinned suite into .build-autobahn/ on first use; reports go to .build-autobahn/reports/.
 set -euo pipefail
+tls=false
+case "${1:-}" in
+    "") ;;
+    --tls) tls=true ;;
+    *) echo "usage: Scripts/autobahn/run.sh [--tls]" >&2; exit 2 ;;
+esac
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 work="$root/.build-autobahn"
@@ -53,6 +63,19 @@ rm -rf "$work/reports"
 mkdir -p "$work/reports"
 cd "$work"
 start=$(date +%s)
+scheme=ws
+server_tls=()
+client_tls=()
+spec_tls=""
+if $tls; then
+    scheme=wss
+    rm -rf "$work/pki"
+    mkdir -p "$work/pki"
+    bash "$root/Scripts/make-test-certificate.sh" "$work/pki"
+    server_tls=(--tls-cert "$work/pki/node.pem" --tls-key "$work/pki/node.key")
+    client_tls=(--ca-file "$work/pki/ca.pem")
+    spec_tls="\"key\": \"$work/pki/node.key\", \"cert\": \"$work/pki/node.pem\","
+fi
 
 # The two modes share nothing (their own ports, processes, specs, logs and report directories), and
 # each is one Python process taking turns with one of ours — about one core — so they run side by side
@@ -61,21 +84,21 @@ start=$(date +%s)
 
 # 1. fuzzingclient against our echo server.
 fuzz_our_server() {
-    "$bin/ws-echo-server" --host 127.0.0.1 --port "$server_port" > "$work/echo-server.log" 2>&1 &
+    "$bin/ws-echo-server" --host 127.0.0.1 --port "$server_port" "${server_tls[@]}" > "$work/echo-server.log" 2>&1 &
     echo_server=$!  # not `local`: the EXIT trap reads it after the function returned
     trap 'kill $echo_server 2>/dev/null || true' EXIT
     for _ in $(seq 100); do grep -q "listening on" "$work/echo-server.log" && break; sleep 0.1; done
     cat > "$work/fuzzingclient.json" <<SPEC
 {
   "outdir": "./reports/servers",
-  "servers": [{"agent": "RunLoopWebSocket", "url": "ws://127.0.0.1:$server_port"}],
+  "servers": [{"agent": "RunLoopWebSocket", "url": "$scheme://127.0.0.1:$server_port"}],
   "cases": ["*"],
   "exclude-cases": ["12.*", "13.*"],
   "exclude-agent-cases": {}
 }
 SPEC
     py2 "$here/wstest_local.py" -m fuzzingclient -s "$work/fuzzingclient.json" > "$work/fuzzingclient.log" 2>&1 || true
-    py2 "$here/summarize.py" fuzzingclient "$work/reports/servers/index.json"
+    py2 "$here/summarize.py" "fuzzingclient ($scheme://)" "$work/reports/servers/index.json"
 }
 
 # 2. fuzzingserver against our client (--webport 0: no report web server, whose fixed port 8080 a
@@ -83,7 +106,7 @@ SPEC
 fuzz_our_client() {
     cat > "$work/fuzzingserver.json" <<SPEC
 {
-  "url": "ws://127.0.0.1:$fuzzing_port",
+  "url": "$scheme://127.0.0.1:$fuzzing_port", $spec_tls
   "outdir": "./reports/clients",
   "cases": ["*"],
   "exclude-cases": ["12.*", "13.*"],
@@ -95,8 +118,8 @@ SPEC
     trap 'kill $fuzzing_server 2>/dev/null || true' EXIT
     for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$fuzzing_port") 2>/dev/null && break; sleep 0.1; done
     local client_status=0
-    "$bin/ws-autobahn-client" --port "$fuzzing_port" --agent runloopkit > "$work/autobahn-client.log" 2>&1 || client_status=1
-    py2 "$here/summarize.py" fuzzingserver "$work/reports/clients/index.json" || client_status=1
+    "$bin/ws-autobahn-client" --port "$fuzzing_port" --agent runloopkit "${client_tls[@]}" > "$work/autobahn-client.log" 2>&1 || client_status=1
+    py2 "$here/summarize.py" "fuzzingserver ($scheme://)" "$work/reports/clients/index.json" || client_status=1
     return $client_status
 }
 

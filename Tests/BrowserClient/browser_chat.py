@@ -66,12 +66,13 @@ class Node:
         self.port = 0
         self.http_port = 0
         self.process = None
+        self.extra = []  # more `serve` flags, e.g. a TLS certificate
 
     def start(self):
         self.process = subprocess.Popen(
             [self.binary, "serve", "--port", str(self.port), "--http-port", str(self.http_port),
              "--database", self.database, "--scrypt-cost", "4", "--log-level", "warning",
-             "--messages-per-second", "20"],  # bursts of 100, then 20 a second: the rate check below
+             "--messages-per-second", "20"] + self.extra,  # bursts of 100, then 20 a second: the rate check below
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.log, text=True, preexec_fn=die_with_parent)
         out = Lines(self.process.stdout)
         listening = out.wait_for(lambda line: line.startswith("listening on "), "the node's port")[0]
@@ -97,11 +98,14 @@ class ScriptRun:
     """One run of a browser script: its command line, a work directory with the node's database and
     log, the node, and the numbered checks it passed; ends with a last line `{"ok": ...}`."""
 
-    def __init__(self, prefix):
+    def __init__(self, prefix, options=None):
+        """`options`, if given, adds a script's own arguments to the parser."""
         parser = argparse.ArgumentParser()
         parser.add_argument("--chat-node", required=True)
         parser.add_argument("--chromium", default="/usr/bin/chromium")
         parser.add_argument("--screenshots", default=None, help="directory for the screenshots (default: a temporary one)")
+        if options:
+            options(parser)
         self.arguments = parser.parse_args()
         self.started = time.monotonic()
         self.workdir = tempfile.mkdtemp(prefix=prefix)

@@ -33,9 +33,10 @@ struct BrowserEnvironment: Sendable {
     }
 
     /// Runs `Tests/BrowserClient/<script>` against the built `chat-node`, screenshots into `screenshots`,
-    /// killed after 160 s, and expects it to pass: exit 0 and a last line `{"ok": true, …}`. Its
-    /// screenshots' lines (`screenshot: PATH`) are printed in the test log.
-    func expectPasses(_ script: String, screenshots: String) async throws {
+    /// the script's own `arguments` after the common ones, killed after 160 s, and expects it to pass:
+    /// exit 0 and a last line `{"ok": true, …}`. Its screenshots' lines (`screenshot: PATH`) are printed
+    /// in the test log.
+    func expectPasses(_ script: String, screenshots: String, arguments: [String] = []) async throws {
         let binary = ChatNodeBinary.path
         try #require(FileManager.default.isExecutableFile(atPath: binary), "chat-node not built at \(binary)")
         let path = Self.repository.appendingPathComponent("Tests/BrowserClient/\(script)").path
@@ -45,7 +46,7 @@ struct BrowserEnvironment: Sendable {
 
         let process = Process()
         process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [path, "--chat-node", binary, "--chromium", chromium, "--screenshots", screenshots]
+        process.arguments = [path, "--chat-node", binary, "--chromium", chromium, "--screenshots", screenshots] + arguments
         var childEnvironment = ProcessInfo.processInfo.environment
         childEnvironment["PYTHONDONTWRITEBYTECODE"] = "1"
         childEnvironment["PYTHONUNBUFFERED"] = "1"
