@@ -37,13 +37,26 @@ struct PresenceLedger {
     /// The frame that states `user`'s presence as last announced.
     func frame(of user: String) -> IMFrame { announced[user] ?? Self.frame(user, online: false) }
 
-    /// What a new session of `user` is told first: the users of `audience` announced online (not
-    /// `user`), at most `limit` of them.
-    func snapshot(of audience: IMPresenceAudience, for user: String, limit: Int) -> [IMFrame] {
+    /// Who a snapshot of `audience` goes through: its users, or everyone announced online now.
+    func members(of audience: IMPresenceAudience) -> [String] {
         switch audience {
-        case .everyone: return Array(announced.lazy.filter { $0.key != user }.map(\.value).prefix(limit))
-        case .users(let users): return Array(users.lazy.filter { $0 != user }.compactMap { announced[$0] }.prefix(limit))
+        case .everyone: return Array(announced.keys)
+        case .users(let users): return users
         }
+    }
+
+    /// One page of a snapshot for `user`: the users of `members` from `start` on who are announced
+    /// online (not `user`), at most `limit` frames, and where the next page starts (`nil`: this was
+    /// the last). Pages read the ledger when they are made, so a later page never contradicts an
+    /// announcement made since.
+    func page(of members: [String], from start: Int, for user: String, limit: Int) -> (frames: [IMFrame], next: Int?) {
+        var frames: [IMFrame] = []
+        var index = start
+        while index < members.count, frames.count < max(1, limit) {
+            if members[index] != user, let frame = announced[members[index]] { frames.append(frame) }
+            index += 1
+        }
+        return (frames, index < members.count ? index : nil)
     }
 
     static func frame(_ user: String, online: Bool) -> IMFrame {
