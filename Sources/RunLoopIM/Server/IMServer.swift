@@ -288,12 +288,14 @@ public final class IMServer {
 
     func sessionEnded(_ session: IMServerSession, reason: IMSessionEndReason) {
         open[ObjectIdentifier(session)] = nil
+        open.shrinkIfSparse()
         loginSessionEnded(session)
         if let user = session.user {
             byUser[user]?.removeAll { $0 === session }
             metrics.sessionOffline(on: session.link.transport)
             if byUser[user]?.isEmpty == true {
                 byUser[user] = nil
+                byUser.shrinkIfSparse()
                 presenceChanged(user)
             }
             logger.debug("\(user) session ended: \(reason)")

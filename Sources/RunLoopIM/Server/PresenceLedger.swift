@@ -31,6 +31,7 @@ struct PresenceLedger {
             announced[user] = online ? Self.frame(user, online: true) : nil
             changes.append((user, online))
         }
+        announced.shrinkIfSparse()
         return changes
     }
 
