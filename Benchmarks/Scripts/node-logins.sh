@@ -10,7 +10,7 @@
 #   Scripts/node-logins.sh --count 2000 --rooms 4 --processes 2
 #
 # The accounts exist before the run: `cluster-bench seed` prints SQL that sqlite3 applies to the
-# node's database (schema made by `chat-node account list`): every account with one scrypt hash at
+# node's database (schema made by `chat-node migrate` and `account list`): every account with one scrypt hash at
 # cost 10 (shared: a check costs the same whatever the salt), user i in room i mod R, and a direct
 # conversation between users i and i + 1 for every i mod 10 = 0 (a membership without a message).
 # Each client process logs in one at a time: the node takes 4 logins in progress per address, and
@@ -48,8 +48,10 @@ trap 'exit 130' INT TERM
 
 db="$work/chat.db"
 layout=(--label u --total "$count" --rooms "$rooms" --direct-every "$direct_every")
+# The node's schema (migrate: messages; account list: the accounts table), then the seed.
+"$bin/chat-node" migrate --database "$db" >/dev/null || exit 1
 "$bin/chat-node" account list --database "$db" >/dev/null || exit 1
-"$bin/cluster-bench" seed "${layout[@]}" --scrypt-cost "$cost" | sqlite3 "$db" || exit 1
+"$bin/cluster-bench" seed "${layout[@]}" --scrypt-cost "$cost" | sqlite3 -bail "$db" || exit 1
 
 flags=(serve --host 127.0.0.1 --port 0 --no-http --database "$db" --max-connections $((count + 100))
     --scrypt-cost "$cost" --log-level notice)
