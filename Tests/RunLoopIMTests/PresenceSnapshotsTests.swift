@@ -36,7 +36,7 @@ struct PresenceSnapshotsTests {
     @Test("a page reads the ledger when it is made: a member announced offline since is left out")
     func pageReadsTheLedgerNow() {
         var ledger = Self.ledger(online: ["a", "b", "c"])
-        let members = ledger.members(of: .everyone).sorted()
+        let members = ["a", "b", "c"]
         _ = ledger.note("b")
         _ = ledger.settle { $0 != "b" }
         #expect(Self.names(ledger.page(of: members, from: 0, for: "me", limit: 10).frames) == ["a", "c"])
@@ -81,6 +81,16 @@ struct PresenceSnapshotsTests {
         }
         let after = snapshots.nextPages { ledger.page(of: $0, from: $1, for: $2, limit: 3) }
         #expect(after.pages.isEmpty && !after.more && snapshots.isEmpty)
+    }
+
+    @Test("with everyone as the audience, a snapshot is its first page only: no rest is owed")
+    func everyoneGetsTheFirstPage() {
+        let ledger = Self.ledger(online: (0..<6).map { "m\($0)" })
+        let snapshot = ledger.snapshot(of: .everyone, for: "m0", limit: 3)
+        #expect(snapshot.frames.count == 3 && snapshot.rest == nil)
+        #expect(!Self.names(snapshot.frames).contains("m0"))
+        let ofUsers = ledger.snapshot(of: .users((0..<6).map { "m\($0)" }), for: "m0", limit: 3)
+        #expect(Self.names(ofUsers.frames) == ["m1", "m2", "m3"] && ofUsers.rest?.next == 4)
     }
 
     @Test("a snapshot whose first page was all of it owes nothing, and drops the one it replaces")

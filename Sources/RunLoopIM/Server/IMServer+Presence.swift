@@ -36,16 +36,17 @@ extension IMServer {
     /// A new session of `user` (or the sessions of a user whose audience changed): who of their
     /// audience is online now, so they need not wait for changes. The first page (at most
     /// ``Settings/presenceSnapshotPage`` PRESENCE frames) goes at once, the others one a pass after
-    /// it. Users online but not yet announced (this pass) come with the announcement.
+    /// it (with everyone as the audience, the first page only). Users online but not yet announced
+    /// (this pass) come with the announcement.
     func sendPresenceSnapshot(to sessions: [IMServerSession], of user: String) {
         guard settings.broadcastsPresence, !sessions.isEmpty else { return }
         askAudience(of: user) { [weak self] audience in
             guard let self else { return }
-            let members = self.presence.members(of: audience)
-            let first = self.presence.page(of: members, from: 0, for: user, limit: self.settings.presenceSnapshotPage)
+            let first = self.presence.snapshot(of: audience, for: user, limit: self.settings.presenceSnapshotPage)
             for session in sessions {
                 session.write(first.frames)
-                if self.snapshots.owe(session, of: user, members: members, from: first.next) { self.scheduleSnapshotPages() }
+                let owed = self.snapshots.owe(session, of: user, members: first.rest?.members ?? [], from: first.rest?.next)
+                if owed { self.scheduleSnapshotPages() }
             }
         }
     }

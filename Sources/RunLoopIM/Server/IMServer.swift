@@ -57,7 +57,8 @@ public final class IMServer {
         public var broadcastsPresence = true
         /// The most PRESENCE frames of a snapshot (its audience online, right after LOGIN_ACK or a
         /// JOIN) a session gets in one loop pass: the snapshot's first page goes at once, the next
-        /// ones a pass apart, until the session has all of its audience online.
+        /// ones a pass apart, until the session has all of its audience online. With no application
+        /// (everyone is the audience), the first page only.
         public var presenceSnapshotPage = 500
         /// Login admission: checks at once, per-address limits, failure delays (``IMLoginLimits``).
         public var logins = IMLoginLimits()

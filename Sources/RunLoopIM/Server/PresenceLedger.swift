@@ -38,11 +38,16 @@ struct PresenceLedger {
     /// The frame that states `user`'s presence as last announced.
     func frame(of user: String) -> IMFrame { announced[user] ?? Self.frame(user, online: false) }
 
-    /// Who a snapshot of `audience` goes through: its users, or everyone announced online now.
-    func members(of audience: IMPresenceAudience) -> [String] {
+    /// The first page of a snapshot of `audience` for `user` (at most `limit` frames), and where the
+    /// rest of it starts, if there is a rest. Everyone as the audience (a server without an
+    /// application) gets the first page only: the whole of everyone online would make each login
+    /// cost what everyone online does.
+    func snapshot(of audience: IMPresenceAudience, for user: String, limit: Int) -> (frames: [IMFrame], rest: (members: [String], next: Int)?) {
         switch audience {
-        case .everyone: return Array(announced.keys)
-        case .users(let users): return users
+        case .everyone: return (Array(announced.lazy.filter { $0.key != user }.map(\.value).prefix(limit)), nil)
+        case .users(let users):
+            let first = page(of: users, from: 0, for: user, limit: limit)
+            return (first.frames, first.next.map { (users, $0) })
         }
     }
 
