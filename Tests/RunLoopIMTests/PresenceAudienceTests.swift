@@ -78,21 +78,23 @@ struct PresenceAudienceTests {
         }
     }
 
-    @Test("the snapshot after LOGIN_ACK holds only the audience online, and at most presenceSnapshotLimit of them")
-    func snapshotIsBounded() async throws {
+    @Test("the snapshot after LOGIN_ACK holds only the audience online, all of it, in pages of presenceSnapshotPage")
+    func snapshotIsPaged() async throws {
         try await onLoopThread {
             var settings = IMServer.Settings.withoutLoginLimits
-            settings.presenceSnapshotLimit = 3
+            settings.presenceSnapshotPage = 3
             let chat = Fixture(settings: settings)
-            let members = (0..<6).map { "m\($0)" }
+            let members = (0..<7).map { "m\($0)" }
             chat.join(members + ["newcomer"], "lobby")
             for user in members + ["x0", "x1", "x2"] { chat.logIn(user, keepingFrames: false) }
             try chat.settle()
             chat.logIn("newcomer")
+            // Three pages (3, 3, 1), a pass apart.
+            try #require(try spin(chat.server.loop) { chat.peers["newcomer"]?.received(.presence).count == 7 })
+            try chat.settle()
             try chat.settle()
             let seen = chat.presence(seenBy: "newcomer")
-            #expect(seen.count == 3, "\(seen)")
-            #expect(seen.allSatisfy { $0.hasPrefix("m") && $0.hasSuffix(" online") }, "\(seen)")
+            #expect(seen.sorted() == members.map { "\($0) online" }, "\(seen)")
         }
     }
 

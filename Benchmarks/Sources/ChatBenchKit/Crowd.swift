@@ -46,6 +46,8 @@ public final class Crowd {
     public var onFirstOnline: ((Int, ChatClient) -> Void)?
     /// Called for every message a member receives.
     public var onMessage: ((Int, ChatMessage) -> Void)?
+    /// Called for every PRESENCE notice a member receives.
+    public var onPresence: ((Int, PresenceChange) -> Void)?
 
     /// Members log in to the nodes at 127.0.0.1:`ports` with `password` (registering at the first login);
     /// `configure` adjusts each one's configuration. With `countsHeartbeats`, each client's link counts
@@ -142,7 +144,10 @@ public final class Crowd {
             disconnects += 1
             note("\(member.user) disconnected: \(reason)")
         }
-        chat.onPresence = { [unowned self] _, _ in presenceNotices += 1 }
+        chat.onPresence = { [unowned self] _, change in
+            presenceNotices += 1
+            onPresence?(index, change)
+        }
         chat.onMessage = { [unowned self] _, message in onMessage?(index, message) }
         clients[index] = chat
         client.start()

@@ -1,8 +1,8 @@
 import ChatBenchKit
 
-/// `cluster-bench traffic …` and `cluster-bench idle …`: see ``usage``.
+/// `cluster-bench traffic …`, `idle …`, `seed …` and `logins …`: see ``usage``.
 struct Options {
-    enum Mode: String { case traffic, idle }
+    enum Mode: String { case traffic, idle, seed, logins }
     /// Who receives a traffic run's messages.
     enum Target: String { case user, room }
     /// Where a traffic run's recipients log in.
@@ -38,7 +38,13 @@ struct Options {
     var heartbeat = 10
     /// The idle run reports and exits once this file exists (the script makes it after its window).
     var stopFile = ""
-    // both
+    // seed and logins (and idle's --count, --first, --heartbeat, --stop-file for logins)
+    var total = 19_000
+    var rooms = 8
+    var directEvery = 10
+    var scryptCost = 10
+    var layout: LoginsLayout { LoginsLayout(label: label, total: total, rooms: rooms, directEvery: directEvery) }
+    // all but seed
     var loginsInFlight = 4
     var readyTimeout = 60
 
@@ -48,13 +54,21 @@ struct Options {
                                      [--messages M] [--window W] [--payload BYTES] [--timeout S]
                cluster-bench idle --ports P1,… --pids PID1,… --stop-file PATH [--label NAME] [--count N]
                                   [--first K] [--heartbeat S]
-               both: [--logins-in-flight L] [--ready-timeout S]
+               cluster-bench seed [--label NAME] [--total N] [--rooms R] [--direct-every D] [--scrypt-cost C]
+               cluster-bench logins --ports P --pids PID --stop-file PATH [--label NAME] [--total N] [--rooms R]
+                                    [--direct-every D] [--count N] [--first K] [--heartbeat S]
+               all but seed: [--logins-in-flight L] [--ready-timeout S]
           traffic: one sender on the first node sends M messages (at most W unacknowledged) to one user
             or a room of R recipients spread over the other nodes (or all); prints `cluster.<figure>`
             lines: counts, SEND→DELIVER latency, deliveries per second, node CPU per delivery.
           idle: N clients (users LABEL<K>…) spread over the nodes log in and heartbeat every S seconds;
             prints `idle.online` when all are online, then `idle.<figure>` lines once the stop file
             exists. Clients log in at most L at a time per node (the node's limit per address).
+          seed: prints SQL for sqlite3 that makes a chat-node database's accounts (users LABEL0…, one
+            shared scrypt hash at cost C), rooms (user i in room i mod R) and direct conversations
+            (user i with i + 1 when i mod D = 0).
+          logins: users K…K+N−1 of that layout log in and stay; `logins.online` once all are; once
+            the stop file exists, whether each knows exactly its contacts online (`logins.<figure>`).
         """
 
     init(_ arguments: [String]) throws(UsageError) {
@@ -84,13 +98,18 @@ struct Options {
                 case "--heartbeat": heartbeat = max(1, value)
                 case "--logins-in-flight": loginsInFlight = max(1, value)
                 case "--ready-timeout": readyTimeout = max(1, value)
+                case "--total": total = max(1, value)
+                case "--rooms": rooms = max(1, value)
+                case "--direct-every": directEvery = value
+                case "--scrypt-cost": scryptCost = min(20, max(4, value))
                 default: throw UsageError(flag)
                 }
             }
         }
+        if mode == .seed { return }
         if ports.isEmpty { throw UsageError("--ports") }
         if pids.count != ports.count { throw UsageError("--pids (one per port)") }
-        if mode == .idle, stopFile.isEmpty { throw UsageError("--stop-file") }
+        if mode == .idle || mode == .logins, stopFile.isEmpty { throw UsageError("--stop-file") }
     }
 
     private static func list<T: FixedWidthInteger>(_ text: String, _ flag: String) throws(UsageError) -> [T] {

@@ -63,6 +63,7 @@ extension IMServer {
         if let key = loginGate.instanceOfSession.removeValue(forKey: id), loginGate.online[key] === session {
             loginGate.online[key] = nil
         }
+        loginGate.sessionGone()
     }
 
     // MARK: Checks

@@ -34,16 +34,38 @@ extension IMServer {
     }
 
     /// A new session of `user` (or the sessions of a user whose audience changed): who of their
-    /// audience is online now, so they need not wait for changes — at most
-    /// ``Settings/presenceSnapshotLimit`` PRESENCE frames. Users online but not yet announced (this
-    /// pass) come with the announcement.
+    /// audience is online now, so they need not wait for changes. The first page (at most
+    /// ``Settings/presenceSnapshotPage`` PRESENCE frames) goes at once, the others one a pass after
+    /// it (with everyone as the audience, the first page only). Users online but not yet announced
+    /// (this pass) come with the announcement.
     func sendPresenceSnapshot(to sessions: [IMServerSession], of user: String) {
         guard settings.broadcastsPresence, !sessions.isEmpty else { return }
         askAudience(of: user) { [weak self] audience in
             guard let self else { return }
-            let frames = self.presence.snapshot(of: audience, for: user, limit: self.settings.presenceSnapshotLimit)
-            for session in sessions { session.write(frames) }
+            let first = self.presence.snapshot(of: audience, for: user, limit: self.settings.presenceSnapshotPage)
+            for session in sessions {
+                session.write(first.frames)
+                let owed = self.snapshots.owe(session, of: user, members: first.rest?.members ?? [], from: first.rest?.next)
+                if owed { self.scheduleSnapshotPages() }
+            }
         }
+    }
+
+    private func scheduleSnapshotPages() {
+        // The loop's own thread by construction, as for the announcement.
+        try? loop.performFromLoopThread(inModes: modes, label: "im.server presence snapshots") { [weak self] in
+            self?.sendSnapshotPages()
+        }
+    }
+
+    /// The next page of every snapshot still owed; another pass follows while any is. A server
+    /// shutting down sends no more of them.
+    private func sendSnapshotPages() {
+        guard !isShuttingDown else { return snapshots = PresenceSnapshots() }
+        let limit = settings.presenceSnapshotPage
+        let (pages, more) = snapshots.nextPages { self.presence.page(of: $0, from: $1, for: $2, limit: limit) }
+        for (session, frames) in pages { session.write(frames) }
+        if more { scheduleSnapshotPages() }
     }
 
     /// The application changed whom `user` shares a conversation with (a JOIN, here or on another

@@ -55,9 +55,11 @@ public final class IMServer {
         /// Whether PRESENCE notices go to clients when a user comes online or goes offline — to the
         /// user's audience, as the ``IMServer/applicationHandler`` names it (without one: everyone).
         public var broadcastsPresence = true
-        /// The most PRESENCE frames a session gets right after its LOGIN_ACK (the snapshot of its
-        /// audience online); the others it learns of as they change.
-        public var presenceSnapshotLimit = 500
+        /// The most PRESENCE frames of a snapshot (its audience online, right after LOGIN_ACK or a
+        /// JOIN) a session gets in one loop pass: the snapshot's first page goes at once, the next
+        /// ones a pass apart, until the session has all of its audience online. With no application
+        /// (everyone is the audience), the first page only.
+        public var presenceSnapshotPage = 500
         /// Login admission: checks at once, per-address limits, failure delays (``IMLoginLimits``).
         public var logins = IMLoginLimits()
 
@@ -158,6 +160,8 @@ public final class IMServer {
     /// Presence is announced once per loop pass (IMServer+Presence): changes wait in the ledger, so
     /// many sessions ending at once cost one pass and never recurse.
     var presence = PresenceLedger()
+    /// The snapshots' pages not sent yet, a page per session per pass (IMServer+Presence).
+    var snapshots = PresenceSnapshots<IMServerSession>()
     /// The sessions' login and keepalive deadlines, one timer per set of modes (in practice one).
     var deadlinesByModes: [[RunLoop.Mode]: SessionDeadlines] = [:]
     /// The frames of the announcement being made, while it asks for audiences.
@@ -294,12 +298,14 @@ public final class IMServer {
 
     func sessionEnded(_ session: IMServerSession, reason: IMSessionEndReason) {
         open[ObjectIdentifier(session)] = nil
+        open.shrinkIfSparse()
         loginSessionEnded(session)
         if let user = session.user {
             byUser[user]?.removeAll { $0 === session }
             metrics.sessionOffline(on: session.link.transport)
             if byUser[user]?.isEmpty == true {
                 byUser[user] = nil
+                byUser.shrinkIfSparse()
                 presenceChanged(user)
             }
             logger.debug("\(user) session ended: \(reason)")

@@ -82,5 +82,15 @@ final class LoginGate {
             ticketOfSession[ObjectIdentifier(session)] = nil
         }
         if let key = login.instance, newestLogin[key] == ticket { newestLogin[key] = nil }
+        waiting.shrinkIfSparse()
+        ticketOfSession.shrinkIfSparse()
+        newestLogin.shrinkIfSparse()
+    }
+
+    /// The tables of sessions logging in or online give back their room once a crowd has gone.
+    func sessionGone() {
+        unauthenticated.shrinkIfSparse()
+        online.shrinkIfSparse()
+        instanceOfSession.shrinkIfSparse()
     }
 }

@@ -31,19 +31,38 @@ struct PresenceLedger {
             announced[user] = online ? Self.frame(user, online: true) : nil
             changes.append((user, online))
         }
+        announced.shrinkIfSparse()
         return changes
     }
 
     /// The frame that states `user`'s presence as last announced.
     func frame(of user: String) -> IMFrame { announced[user] ?? Self.frame(user, online: false) }
 
-    /// What a new session of `user` is told first: the users of `audience` announced online (not
-    /// `user`), at most `limit` of them.
-    func snapshot(of audience: IMPresenceAudience, for user: String, limit: Int) -> [IMFrame] {
+    /// The first page of a snapshot of `audience` for `user` (at most `limit` frames), and where the
+    /// rest of it starts, if there is a rest. Everyone as the audience (a server without an
+    /// application) gets the first page only: the whole of everyone online would make each login
+    /// cost what everyone online does.
+    func snapshot(of audience: IMPresenceAudience, for user: String, limit: Int) -> (frames: [IMFrame], rest: (members: [String], next: Int)?) {
         switch audience {
-        case .everyone: return Array(announced.lazy.filter { $0.key != user }.map(\.value).prefix(limit))
-        case .users(let users): return Array(users.lazy.filter { $0 != user }.compactMap { announced[$0] }.prefix(limit))
+        case .everyone: return (Array(announced.lazy.filter { $0.key != user }.map(\.value).prefix(limit)), nil)
+        case .users(let users):
+            let first = page(of: users, from: 0, for: user, limit: limit)
+            return (first.frames, first.next.map { (users, $0) })
         }
+    }
+
+    /// One page of a snapshot for `user`: the users of `members` from `start` on who are announced
+    /// online (not `user`), at most `limit` frames, and where the next page starts (`nil`: this was
+    /// the last). Pages read the ledger when they are made, so a later page never contradicts an
+    /// announcement made since.
+    func page(of members: [String], from start: Int, for user: String, limit: Int) -> (frames: [IMFrame], next: Int?) {
+        var frames: [IMFrame] = []
+        var index = start
+        while index < members.count, frames.count < max(1, limit) {
+            if members[index] != user, let frame = announced[members[index]] { frames.append(frame) }
+            index += 1
+        }
+        return (frames, index < members.count ? index : nil)
     }
 
     static func frame(_ user: String, online: Bool) -> IMFrame {

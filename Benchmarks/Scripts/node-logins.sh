@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# Issue 22, "Presence is quadratic": N users log in to one real `chat-node serve` (SQLite in a
+# temporary directory, scrypt cost 10) from several client processes, all of them in a few shared
+# rooms and some in direct conversations, so each login's presence has an audience of thousands.
+# Prints the logins per second, the time until all were online, the node's RSS before the first
+# login, with all online and after all left, and whether each user learnt exactly its contacts
+# online. Targets: 19,000 logins in under 60 s; RSS after within 10 % of before.
+#
+#   Scripts/node-logins.sh                                19,000 users, 8 rooms, 4 client processes
+#   Scripts/node-logins.sh --count 2000 --rooms 4 --processes 2
+#
+# The accounts exist before the run: `cluster-bench seed` prints SQL that sqlite3 applies to the
+# node's database (schema made by `chat-node migrate` and `account list`): every account with one scrypt hash at
+# cost 10 (shared: a check costs the same whatever the salt), user i in room i mod R, and a direct
+# conversation between users i and i + 1 for every i mod 10 = 0 (a membership without a message).
+# Each client process logs in one at a time: the node takes 4 logins in progress per address, and
+# every process is 127.0.0.1. Release builds (chat-node as a product of the parent package,
+# cluster-bench of this one); loopback only; the script stops only the processes it started.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+count=19000
+rooms=8
+direct_every=10
+processes=4
+cost=10
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --count) count="$2"; shift ;;
+    --rooms) rooms="$2"; shift ;;
+    --direct-every) direct_every="$2"; shift ;;
+    --processes) processes="$2"; shift ;;
+    *) echo "usage: $0 [--count N] [--rooms R] [--direct-every D] [--processes P]" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+swift build -c release --product cluster-bench >/dev/null || exit 1
+swift build -c release --product chat-node >/dev/null || exit 1
+bin="$(swift build -c release --show-bin-path)"
+
+source Scripts/run-header.sh
+
+work="$(mktemp -d -t node-logins.XXXXXX)"
+started=()
+trap 'for pid in "${started[@]}"; do kill "$pid" 2>/dev/null; done; wait; rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM
+
+db="$work/chat.db"
+layout=(--label u --total "$count" --rooms "$rooms" --direct-every "$direct_every")
+# The node's schema (migrate: messages; account list: the accounts table), then the seed.
+"$bin/chat-node" migrate --database "$db" >/dev/null || exit 1
+"$bin/chat-node" account list --database "$db" >/dev/null || exit 1
+"$bin/cluster-bench" seed "${layout[@]}" --scrypt-cost "$cost" | sqlite3 -bail "$db" || exit 1
+
+flags=(serve --host 127.0.0.1 --port 0 --no-http --database "$db" --max-connections $((count + 100))
+    --scrypt-cost "$cost" --log-level notice)
+echo "node:    chat-node ${flags[*]}"
+echo "clients: $processes × cluster-bench logins ${layout[*]} --logins-in-flight 1"
+"$bin/chat-node" "${flags[@]}" >"$work/node.out" 2>"$work/node.err" &
+node=$!
+started+=($node)
+port=""
+for _ in $(seq 300); do
+    port="$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/node.out" | head -1)"
+    [ -n "$port" ] && break
+    sleep 0.1
+done
+[ -n "$port" ] || { echo "chat-node did not start:" >&2; cat "$work/node.out" "$work/node.err" >&2; exit 1; }
+
+rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$node/status"; }
+# utime + stime in clock ticks (fields 14 and 15; the command name has no spaces).
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$node/stat"; }
+
+sleep 1
+rss_before="$(rss_kib)"
+cpu_before="$(cpu_ticks)"
+share=$((count / processes))
+clients=()
+ramp_start=$EPOCHREALTIME
+for k in $(seq 0 $((processes - 1))); do
+    n=$share
+    [ "$k" -eq $((processes - 1)) ] && n=$((count - share * (processes - 1)))
+    "$bin/cluster-bench" logins --ports "$port" --pids "$node" "${layout[@]}" --first $((k * share)) --count "$n" \
+        --logins-in-flight 1 --ready-timeout 900 --stop-file "$work/stop" >"$work/clients.$k.txt" 2>&1 &
+    clients+=($!)
+    started+=($!)
+done
+# All online: every process said so (or one ended early).
+while true; do
+    ready=0
+    for k in $(seq 0 $((processes - 1))); do
+        if grep -q '^logins\.online ' "$work/clients.$k.txt" 2>/dev/null || ! kill -0 "${clients[$k]}" 2>/dev/null; then
+            ready=$((ready + 1))
+        fi
+    done
+    [ "$ready" -eq "$processes" ] && break
+    sleep 0.1
+done
+ramp_end=$EPOCHREALTIME
+cpu_online="$(cpu_ticks)"
+# The last logins' snapshot pages and announcements, then the figure with all online.
+sleep 3
+rss_online="$(rss_kib)"
+touch "$work/stop"
+status=0
+for pid in "${clients[@]}"; do wait "$pid" || status=1; done
+# Everyone left when their processes ended; the node announces it, then settles.
+sleep 5
+rss_after="$(rss_kib)"
+sleep 10
+rss_later="$(rss_kib)"
+kill -0 "$node" 2>/dev/null || { echo "chat-node ended:" >&2; tail -5 "$work/node.err" >&2; status=1; }
+
+sum() { cat "$work"/clients.*.txt | sed -n "s/^logins\.$1 //p" | awk '{ s += $1 } END { print s + 0 }'; }
+online="$(sum online)"
+ticks_per_s="$(getconf CLK_TCK)"
+echo "load:    $(cut -d' ' -f1-3 /proc/loadavg) (after the run)"
+echo
+echo "| chat-node, $count logins at scrypt cost $cost, $rooms rooms, direct every $direct_every | value |"
+echo "| --- | ---: |"
+awk -v s="$ramp_start" -v e="$ramp_end" -v n="$online" -v c="$count" 'BEGIN {
+    printf "| online / users | %d / %d |\n", n, c
+    printf "| **time until all were online** | **%.1f s** |\n", e - s
+    printf "| logins per second | %.0f |\n", n / (e - s) }'
+awk -v t="$((cpu_online - cpu_before))" -v hz="$ticks_per_s" -v n="$online" 'BEGIN {
+    if (n > 0) printf "| node CPU during the logins / per login | %.1f s / %.2f ms |\n", t / hz, t * 1000 / hz / n }'
+echo "| login retries (refused for now) / disconnects | $(sum login_retries) / $(sum disconnects) |"
+echo "| presence notices received / contacts online expected / known at the end | $(sum presence_notices) / $(sum presence_expected) / $(sum presence_known) |"
+echo "| users knowing exactly their contacts online / strangers announced | $(sum presence_exact_users) / $(sum presence_strangers) |"
+echo "| longest wait for the last presence after all were online | $(cat "$work"/clients.*.txt | sed -n 's/^logins\.presence_settle_s //p' | sort -g | tail -1) s (+3 s) |"
+echo "| RSS before the first login → all online | $((rss_before / 1024)) → $((rss_online / 1024)) MiB |"
+awk -v b="$rss_before" -v a="$rss_after" -v l="$rss_later" 'BEGIN {
+    printf "| **RSS after all left** (5 s; 15 s) | **%.1f MiB = %+.1f %%** (%.1f MiB = %+.1f %%) |\n",
+        a / 1024, (a - b) * 100 / b, l / 1024, (l - b) * 100 / b }'
+echo "| client CPU, all processes | $(sum client_cpu_ms) ms |"
+grep -h '^cluster-bench:' "$work"/clients.*.txt | head -5
+[ "$status" -eq 0 ] && [ "$online" -eq "$count" ] && [ "$(sum presence_exact_users)" -eq "$count" ]
