@@ -252,7 +252,7 @@ if [ -n "$rooms" ]; then
     # Per room size: the node, then mosquitto, then their table and counts.
     for n in $rooms; do
         messages="$(last_value --messages $((200000 / n > 0 ? 200000 / n : 1)) "$@")"
-        run_node "chat-node-$n" "$@" --subscribers "$n" --messages "$messages" --ready-timeout "$bound" --timeout "$bound"
+        run_node "chat-node-$n" "$@" --subscribers "$n" --messages "$messages" --timeout "$bound"
         # shellcheck disable=SC2046
         run_mosquitto "mosquitto-$n" $(mqtt_clients "$n") "$@" --subscribers "$n" --messages "$messages" --timeout "$bound" --ready-timeout "$bound"
         echo "load after N = $n: $(cut -d' ' -f1-3 /proc/loadavg)"

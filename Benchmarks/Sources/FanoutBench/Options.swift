@@ -24,8 +24,9 @@ struct Options {
     /// refuses a login it expects to wait too long in its queue) and is retried after its
     /// `retry_after_ms`, by IMClient itself.
     var loginsInFlight = 4
-    /// Logging in and joining must finish within this (a room of 10,000 takes longer than one of 50).
-    var readyTimeout = 30
+    /// Logging in and joining must finish within this; unless given, 30 s and 10 ms more per
+    /// subscriber (a room of 10,000 takes minutes to log in 4 at a time).
+    var readyTimeout = 0
     /// The room every client joins.
     var room = "fanout"
 
@@ -50,10 +51,11 @@ struct Options {
             case "--payload": payload = max(20, value)
             case "--timeout": timeout = max(1, value)
             case "--logins-in-flight": loginsInFlight = max(1, value)
-            case "--ready-timeout": readyTimeout = max(1, value)
+            case "--ready-timeout": readyTimeout = value
             default: throw UsageError(flag)
             }
         }
+        if readyTimeout == 0 { readyTimeout = 30 + subscribers / 100 }
         if port == 0 { throw UsageError("--port") }
         if pid == 0 { throw UsageError("--pid") }
     }
