@@ -342,13 +342,7 @@ def run_c_clients(args):
             print(f"mqtt_fanout: not ready: {count_subscribed(args.log)} of {n} C subscribers subscribed")
             return 1
         ramp = (time.monotonic_ns() - ramp_start) / 1e9
-        time.sleep(0.5)
-        rss_online = rss_bytes(args.pid)
-        lines = payload_lines(args)
-        window_start = time.monotonic_ns()
-        server_cpu_start = cpu_ns(args.pid)
-        server_wait_start = runqueue_wait_ns(args.pid)
-        publisher = start_c_publisher(args, lines)
+        rss_online, window_start, marks, publisher = open_window(args)
         deadline = time.monotonic() + args.timeout
         finished = 0
         last = window_start
@@ -364,18 +358,9 @@ def run_c_clients(args):
             pending = still
             time.sleep(0.001)
         window_end = time.monotonic_ns()
-        server_cpu = cpu_ns(args.pid) - server_cpu_start
-        server_wait = runqueue_wait_ns(args.pid) - server_wait_start
-        rss_after = rss_bytes(args.pid)
-        try:
-            publisher.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
+        server_cpu, server_wait, rss_after = window_close(args, marks, publisher)
     finally:
-        for process in subscribers + ([publisher] if publisher else []):
-            if process.poll() is None:
-                process.kill()
-            process.wait()
+        stop_all(subscribers + ([publisher] if publisher else []))
     # The C clients' CPU: every child that exited (subscribers and publisher), set-up included.
     clients_cpu = own_cpu_ns(resource.RUSAGE_CHILDREN) - children_cpu_start
     emit_throughput("mosquitto + C clients", args, finished * args.messages, finished, publisher.returncode == 0,
@@ -383,6 +368,36 @@ def run_c_clients(args):
                     rss=(rss_idle, rss_online, rss_after), server=(server_cpu, server_wait), clients_cpu=clients_cpu,
                     client_threads=n + 1)
     return 0 if finished == n and publisher.returncode == 0 else 1
+
+
+def open_window(args):
+    """Once every subscriber is in: settles, reads the server's RSS, opens the measured window and
+    starts the C publisher. Returns (RSS online, window start, the server's CPU and wait marks, publisher)."""
+    time.sleep(0.5)
+    rss_online = rss_bytes(args.pid)
+    lines = payload_lines(args)
+    window_start = time.monotonic_ns()
+    marks = (cpu_ns(args.pid), runqueue_wait_ns(args.pid))
+    return rss_online, window_start, marks, start_c_publisher(args, lines)
+
+
+def window_close(args, marks, publisher):
+    """The server's CPU and run-queue wait since the window opened and its RSS now; then waits (a
+    while) for the C publisher to exit."""
+    figures = (cpu_ns(args.pid) - marks[0], runqueue_wait_ns(args.pid) - marks[1], rss_bytes(args.pid))
+    try:
+        publisher.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+    return figures
+
+
+def stop_all(processes):
+    """Kills the client processes still running and reaps them all."""
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
 
 
 def c_client_host(args):
@@ -537,27 +552,12 @@ def run_raw(args):
             print(f"mqtt_fanout: not ready: {ready.count('ready')} of {k} raw subscriber processes subscribed")
             return 1
         ramp = (time.monotonic_ns() - ramp_start) / 1e9
-        time.sleep(0.5)
-        rss_online = rss_bytes(args.pid)
-        lines = payload_lines(args)
-        window_start = time.monotonic_ns()
-        server_cpu_start = cpu_ns(args.pid)
-        server_wait_start = runqueue_wait_ns(args.pid)
-        publisher = start_c_publisher(args, lines)
+        rss_online, window_start, marks, publisher = open_window(args)
         reports = [worker.stdout.readline().split() for worker in workers]
         window_end = time.monotonic_ns()
-        server_cpu = cpu_ns(args.pid) - server_cpu_start
-        server_wait = runqueue_wait_ns(args.pid) - server_wait_start
-        rss_after = rss_bytes(args.pid)
-        try:
-            publisher.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
+        server_cpu, server_wait, rss_after = window_close(args, marks, publisher)
     finally:
-        for process in workers + ([publisher] if publisher else []):
-            if process.poll() is None:
-                process.kill()
-            process.wait()
+        stop_all(workers + ([publisher] if publisher else []))
     done = [[int(field) for field in report[1:]] if report[:1] == ["done"] else [0, 0, 0, 0] for report in reports]
     deliveries, finished = sum(d[0] for d in done), sum(d[1] for d in done)
     last = max([d[2] for d in done] + [window_start])
