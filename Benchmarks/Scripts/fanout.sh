@@ -10,6 +10,10 @@
 #   Scripts/fanout.sh --subscribers 20 --messages 1000 --window 50
 #   Scripts/fanout.sh --smoke                           N=5, M=200, W=20, debug builds, counts only (CI)
 #   Scripts/fanout.sh --callgrind                       instructions per delivery, chat-node and mosquitto
+#   Scripts/fanout.sh --rooms "1000 10000"              rooms of 1,000 and 10,000 members, each through
+#                                                       the node and mosquitto (raw MQTT subscribers in
+#                                                       --processes K processes, default 4), M = 200,000 / N
+#                                                       unless --messages is given (issue 22)
 #   Scripts/fanout.sh --callgrind --node OTHER/chat-node  the same for another build of the node
 #                                                       (--bench PATH: a fanout-bench built elsewhere;
 #                                                       --keep: leave the logs and callgrind files)
@@ -19,7 +23,9 @@
 # M=100, W=100 unless given: a larger M makes the node under valgrind fall so far behind that its
 # clients' heartbeats time out), and the difference of the two totals over the difference of their
 # deliveries is the instructions one more delivery costs — start-up, logins and shutdown cancel out.
-# mosquitto runs with the C clients (paho's Python subscribers would be the limit at valgrind's pace).
+# mosquitto runs with the C clients (paho's Python subscribers would be the limit at valgrind's pace),
+# or above 200 subscribers with the raw ones (a process per subscriber would be the limit then).
+# --callgrind --subscribers 1000 counts a room of 1,000.
 #
 # Needs: the parent package's chat-node and this package's fanout-bench (both built here: release, or
 # debug with --smoke), `mosquitto` and `mosquitto-clients` (Debian; installed here through
@@ -34,6 +40,8 @@ callgrind=false
 node=""
 bench=""
 keep=false
+rooms=""
+processes=4
 arguments=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -42,6 +50,8 @@ while [ $# -gt 0 ]; do
         --node) node="$(realpath "$2")" && shift ;;
         --bench) bench="$(realpath "$2")" && shift ;;
         --keep) keep=true ;;
+        --rooms) rooms="$2" && shift ;;
+        --processes) processes="$2" && shift ;;
         *) arguments+=("$1") ;;
     esac
     shift
@@ -72,10 +82,12 @@ if [ ! -x "$mosquitto" ] || ! command -v mosquitto_sub >/dev/null || ! command -
     mosquitto="$(command -v mosquitto || echo /usr/sbin/mosquitto)"
 fi
 python=".build-mqtt/bin/python"
-if $callgrind; then
-    # The C clients only: the venv's paho is not needed, and valgrind must be there.
+if $callgrind || [ -n "$rooms" ]; then
+    # The C and raw clients only: the venv's paho is not needed (but valgrind is, to count).
     python=python3
-    command -v valgrind >/dev/null || { echo "--callgrind needs valgrind (Debian: valgrind)" >&2; exit 1; }
+    if $callgrind; then
+        command -v valgrind >/dev/null || { echo "--callgrind needs valgrind (Debian: valgrind)" >&2; exit 1; }
+    fi
 elif ! "$python" -c 'import paho.mqtt' 2>/dev/null; then
     python3 -m venv .build-mqtt && "$python" -m pip install -q paho-mqtt==2.2.0 || exit 1
 fi
@@ -116,6 +128,9 @@ bound=180
 if $callgrind; then
     patience=600
     bound=1800
+elif [ -n "$rooms" ]; then
+    # Thousands of logins before the fan-out: minutes, not seconds.
+    bound=900
 fi
 
 # Starts a server for the run NAME (its command after NAME) under the prefix, in the background.
@@ -199,6 +214,22 @@ EOF
     stop_server
 }
 
+# The last value given for a flag among the arguments, or $2 when none is.
+last_value() {
+    local flag="$1" value="$2"
+    shift 2
+    while [ $# -gt 1 ]; do
+        [ "$1" = "$flag" ] && value="$2"
+        shift
+    done
+    echo "$value"
+}
+
+# The MQTT clients for a room of N: Debian's C ones (a process each) up to 200, raw sockets beyond.
+mqtt_clients() {
+    if [ "$1" -le 200 ]; then echo "--clients c"; else echo "--clients raw --processes $processes"; fi
+}
+
 if $callgrind; then
     # Valgrind 3.19 cannot read the DWARF 5 Swift writes: a copy without debug information, which keeps
     # its symbols for callgrind_annotate.
@@ -208,11 +239,28 @@ if $callgrind; then
     counts="$(python3 Scripts/fanout_callgrind.py --message-counts "$@")" || exit 1
     for messages in $counts; do
         run_node "chat-node-$messages" "$@" --messages "$messages" --timeout "$bound"
-        run_mosquitto "mosquitto-$messages" --clients c "$@" --messages "$messages" --timeout "$bound"
+        # shellcheck disable=SC2046
+        run_mosquitto "mosquitto-$messages" $(mqtt_clients "$(last_value --subscribers 50 "$@")") "$@" --messages "$messages" --timeout "$bound"
     done
     echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo
     python3 Scripts/fanout_callgrind.py --work "$work" "$@" || status=1
+    exit $status
+fi
+
+if [ -n "$rooms" ]; then
+    # Per room size: the node, then mosquitto, then their table and counts.
+    for n in $rooms; do
+        messages="$(last_value --messages $((200000 / n > 0 ? 200000 / n : 1)) "$@")"
+        run_node "chat-node-$n" "$@" --subscribers "$n" --messages "$messages" --timeout "$bound"
+        # shellcheck disable=SC2046
+        run_mosquitto "mosquitto-$n" $(mqtt_clients "$n") "$@" --subscribers "$n" --messages "$messages" --timeout "$bound" --ready-timeout "$bound"
+        echo "load after N = $n: $(cut -d' ' -f1-3 /proc/loadavg)"
+        echo
+        python3 Scripts/fanout_table.py "$work/chat-node-$n.txt" "$work/mosquitto-$n.txt" || status=1
+        grep -h -v '^fanout\.' "$work/chat-node-$n.txt" "$work/mosquitto-$n.txt"
+        echo
+    done
     exit $status
 fi
 

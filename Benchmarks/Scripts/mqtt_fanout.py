@@ -3,7 +3,7 @@
 broker that Scripts/fanout.sh started on 127.0.0.1.
 
     mqtt_fanout.py --port P --pid PID [--subscribers 50] [--messages 5000] [--window 100]
-                   [--payload 64] [--timeout 90] [--clients paho|c] [--log FILE]
+                   [--payload 64] [--timeout 90] [--clients paho|c|raw] [--processes K] [--log FILE]
 
 --clients paho (default): N paho-mqtt 2.2.0 subscribers (MQTT 3.1.1, clean session) on one topic at
 QoS 1, driven by one select loop in this process, and one QoS 1 publisher in a second process (this
@@ -17,6 +17,12 @@ and DELIVER_ACK.
 `mosquitto_pub -q 1 -M W -l` (M lines of one fixed payload): throughput, server CPU and RSS only, since
 those clients cannot time each message. It needs the broker's log (`log_type subscribe`) to see that
 every subscriber is in before publishing.
+
+--clients raw: rooms of thousands (issue 22), where N processes or paho's pace would be the limit:
+the subscribers speak MQTT 3.1.1 on plain sockets (CONNECT, SUBSCRIBE at QoS 1, PUBACK per PUBLISH),
+N / K to each of K worker processes (`--processes K`, this script again, role `worker`), each on one
+epoll loop that answers everything one read brought with one write; the publisher is `mosquitto_pub`
+as with `--clients c`. Throughput, server CPU and RSS; no latency.
 
 Prints `fanout.<figure> <value>` lines, the same figures as `fanout-bench`, for Scripts/fanout_table.py.
 Loopback only; every wait is bounded, and it kills the client processes it started.
@@ -322,7 +328,7 @@ def run_c_clients(args):
     rss_idle = rss_bytes(args.pid)
     ramp_start = time.monotonic_ns()
     n = args.subscribers
-    host = ["-h", "127.0.0.1", "-p", str(args.port)]
+    host = c_client_host(args)
     children_cpu_start = own_cpu_ns(resource.RUSAGE_CHILDREN)
     subscribers = [subprocess.Popen(["mosquitto_sub", *host, "-t", TOPIC, "-q", "1", "-C", str(args.messages),
                                      "-i", f"csub{i}"], stdout=subprocess.DEVNULL)
@@ -336,20 +342,7 @@ def run_c_clients(args):
             print(f"mqtt_fanout: not ready: {count_subscribed(args.log)} of {n} C subscribers subscribed")
             return 1
         ramp = (time.monotonic_ns() - ramp_start) / 1e9
-        time.sleep(0.5)
-        rss_online = rss_bytes(args.pid)
-        # The M payloads, one a line, in a file: written before the window, read by mosquitto_pub at its pace.
-        lines = tempfile.TemporaryFile()
-        lines.write((payload(0, args.payload) + b"\n") * args.messages)
-        lines.seek(0)
-
-        window_start = time.monotonic_ns()
-        server_cpu_start = cpu_ns(args.pid)
-        server_wait_start = runqueue_wait_ns(args.pid)
-        # `-l` publishes a message per line of its input as soon as it is read, with at most -M
-        # unacknowledged; `--repeat` would wait for each PUBACK before the next publish (a window of 1).
-        publisher = subprocess.Popen(["mosquitto_pub", *host, "-t", TOPIC, "-q", "1", "-M", str(args.window),
-                                      "-i", "cpub", "-l"], stdin=lines, stdout=subprocess.DEVNULL)
+        rss_online, window_start, marks, publisher = open_window(args)
         deadline = time.monotonic() + args.timeout
         finished = 0
         last = window_start
@@ -365,29 +358,80 @@ def run_c_clients(args):
             pending = still
             time.sleep(0.001)
         window_end = time.monotonic_ns()
-        server_cpu = cpu_ns(args.pid) - server_cpu_start
-        server_wait = runqueue_wait_ns(args.pid) - server_wait_start
-        rss_after = rss_bytes(args.pid)
-        try:
-            publisher.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
+        server_cpu, server_wait, rss_after = window_close(args, marks, publisher)
     finally:
-        for process in subscribers + ([publisher] if publisher else []):
-            if process.poll() is None:
-                process.kill()
-            process.wait()
+        stop_all(subscribers + ([publisher] if publisher else []))
     # The C clients' CPU: every child that exited (subscribers and publisher), set-up included.
     clients_cpu = own_cpu_ns(resource.RUSAGE_CHILDREN) - children_cpu_start
-    deliveries = finished * args.messages
-    wall = (last - window_start) / 1e9
-    emit("system", "mosquitto + C clients")
+    emit_throughput("mosquitto + C clients", args, finished * args.messages, finished, publisher.returncode == 0,
+                    ramp=ramp, wall=(last - window_start) / 1e9, window=(window_end - window_start) / 1e9,
+                    rss=(rss_idle, rss_online, rss_after), server=(server_cpu, server_wait), clients_cpu=clients_cpu,
+                    client_threads=n + 1)
+    return 0 if finished == n and publisher.returncode == 0 else 1
+
+
+def open_window(args):
+    """Once every subscriber is in: settles, reads the server's RSS, opens the measured window and
+    starts the C publisher. Returns (RSS online, window start, the server's CPU and wait marks, publisher)."""
+    time.sleep(0.5)
+    rss_online = rss_bytes(args.pid)
+    lines = payload_lines(args)
+    window_start = time.monotonic_ns()
+    marks = (cpu_ns(args.pid), runqueue_wait_ns(args.pid))
+    return rss_online, window_start, marks, start_c_publisher(args, lines)
+
+
+def window_close(args, marks, publisher):
+    """The server's CPU and run-queue wait since the window opened and its RSS now; then waits (a
+    while) for the C publisher to exit."""
+    figures = (cpu_ns(args.pid) - marks[0], runqueue_wait_ns(args.pid) - marks[1], rss_bytes(args.pid))
+    try:
+        publisher.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+    return figures
+
+
+def stop_all(processes):
+    """Kills the client processes still running and reaps them all."""
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+
+
+def c_client_host(args):
+    return ["-h", "127.0.0.1", "-p", str(args.port)]
+
+
+def payload_lines(args):
+    """The M payloads, one a line, in a file: written before the window, read by mosquitto_pub at its pace."""
+    lines = tempfile.TemporaryFile()
+    lines.write((payload(0, args.payload) + b"\n") * args.messages)
+    lines.seek(0)
+    return lines
+
+
+def start_c_publisher(args, lines):
+    # `-l` publishes a message per line of its input as soon as it is read, with at most -M
+    # unacknowledged; `--repeat` would wait for each PUBACK before the next publish (a window of 1).
+    return subprocess.Popen(["mosquitto_pub", *c_client_host(args), "-t", TOPIC, "-q", "1", "-M", str(args.window),
+                             "-i", "cpub", "-l"], stdin=lines, stdout=subprocess.DEVNULL)
+
+
+def emit_throughput(system, args, deliveries, finished, published, *, ramp, wall, window, rss, server, clients_cpu,
+                    client_threads):
+    """The figures of a run whose clients cannot time single messages (C or raw subscribers)."""
+    n = args.subscribers
+    rss_idle, rss_online, rss_after = rss
+    server_cpu, server_wait = server
+    emit("system", system)
     emit("subscribers", n)
     emit("messages", args.messages)
     emit("window", args.window)
     emit("payload_bytes", args.payload)
     emit("ramp_s", ramp)
-    emit("published", args.messages if publisher.returncode == 0 else 0)
+    emit("published", args.messages if published else 0)
     emit("deliveries_expected", n * args.messages)
     emit("deliveries", deliveries)
     emit("subscribers_complete", finished)
@@ -399,18 +443,136 @@ def run_c_clients(args):
     # The publisher is only connected while it publishes: N clients online here, not N + 1.
     emit("rss_per_client_kib", (rss_online - rss_idle) / 1024 / n)
     emit("rss_after_kib", rss_after // 1024)
-    emit("window_s", (window_end - window_start) / 1e9)
+    emit("window_s", window)
     emit("server_cpu_ms", server_cpu / 1e6)
     emit("server_cpu_per_delivery_us", server_cpu / 1e3 / max(1, deliveries))
     emit("server_runqueue_wait_ms", server_wait / 1e6)
     emit("client_cpu_ms", clients_cpu / 1e6)
-    emit("client_threads", n + 1)
+    emit("client_threads", client_threads)
+
+
+def mqtt_packet(kind, body):
+    """An MQTT packet: its first byte, the remaining length (variable-length integer), the body."""
+    length, encoded = len(body), bytearray()
+    while True:
+        digit, length = length % 128, length // 128
+        encoded.append(digit | (0x80 if length else 0))
+        if not length:
+            return bytes([kind]) + bytes(encoded) + body
+
+
+def mqtt_string(text):
+    data = text.encode()
+    return len(data).to_bytes(2, "big") + data
+
+
+def run_worker(args):
+    """Role `worker`: subscribers first .. first + count - 1 on raw sockets; says `ready` once every
+    SUBACK came, then counts PUBLISHes (answering each with PUBACK) until each subscriber has M or the
+    timeout; prints `done <deliveries> <complete> <last receive ns> <cpu ns>`."""
+    import select
+
+    poller = select.epoll()
+    sockets, received, pending = {}, {}, {}
+    subscribed = 0
+    connect_body = mqtt_string("MQTT") + bytes([4, 2, 0, 60])  # 3.1.1, clean session, keepalive 60 s
+    subscribe = mqtt_packet(0x82, (1).to_bytes(2, "big") + mqtt_string(TOPIC) + bytes([1]))
+    for index in range(args.first, args.first + args.count):
+        sock = socket.create_connection(("127.0.0.1", args.port))
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.sendall(mqtt_packet(0x10, connect_body + mqtt_string(f"rsub{index}")) + subscribe)
+        sock.setblocking(False)
+        sockets[sock.fileno()] = sock
+        received[sock.fileno()], pending[sock.fileno()] = 0, b""
+        poller.register(sock.fileno(), select.EPOLLIN)
+    deadline = time.monotonic() + args.ready_timeout
+    expected, deliveries, last, cpu_start = args.count * args.messages, 0, 0, 0
+    while time.monotonic() < deadline and (subscribed < args.count or deliveries < expected):
+        for fd, _ in poller.poll(0.1):
+            try:
+                data = sockets[fd].recv(262144)
+            except BlockingIOError:
+                continue
+            if not data:
+                poller.unregister(fd)
+                continue
+            buffer, position, answers = pending[fd] + data, 0, []
+            while True:
+                # Fixed header: type byte, then up to four length bytes.
+                length, multiplier, cursor = 0, 1, position + 1
+                while cursor < len(buffer):
+                    length += (buffer[cursor] & 0x7F) * multiplier
+                    multiplier *= 128
+                    cursor += 1
+                    if not buffer[cursor - 1] & 0x80:
+                        break
+                else:
+                    break
+                if cursor + length > len(buffer):
+                    break
+                kind = buffer[position] >> 4
+                if kind == 3:  # PUBLISH at QoS 1: topic, packet id, payload
+                    topic_end = cursor + 2 + int.from_bytes(buffer[cursor:cursor + 2], "big")
+                    answers.append(b"\x40\x02" + buffer[topic_end:topic_end + 2])
+                    received[fd] += 1
+                    deliveries += 1
+                elif kind == 9:  # SUBACK
+                    subscribed += 1
+                    if subscribed == args.count:
+                        print("ready", flush=True)
+                        deadline = time.monotonic() + args.timeout
+                        cpu_start = own_cpu_ns()
+                position = cursor + length
+            pending[fd] = buffer[position:]
+            if answers:
+                last = time.monotonic_ns()
+                sockets[fd].sendall(b"".join(answers))
+    if subscribed < args.count:
+        print("failed", flush=True)
+    complete = sum(1 for count in received.values() if count == args.messages)
+    print(f"done {deliveries} {complete} {last} {own_cpu_ns() - cpu_start}", flush=True)
+    return 0
+
+
+def run_raw(args):
+    """The raw subscribers in K worker processes, then mosquitto_pub (see --clients raw)."""
+    rss_idle = rss_bytes(args.pid)
+    ramp_start = time.monotonic_ns()
+    n, k = args.subscribers, max(1, min(args.processes, args.subscribers))
+    shares = [n // k + (1 if index < n % k else 0) for index in range(k)]
+    common = ["--port", str(args.port), "--pid", str(args.pid), "--messages", str(args.messages),
+              "--timeout", str(args.timeout), "--ready-timeout", str(args.ready_timeout)]
+    workers = [subprocess.Popen([sys.executable, __file__, "worker", *common, "--first", str(sum(shares[:index])),
+                                 "--count", str(share)], stdout=subprocess.PIPE, text=True)
+               for index, share in enumerate(shares)]
+    publisher = None
+    try:
+        ready = [worker.stdout.readline().strip() for worker in workers]
+        if ready != ["ready"] * k:
+            print(f"mqtt_fanout: not ready: {ready.count('ready')} of {k} raw subscriber processes subscribed")
+            return 1
+        ramp = (time.monotonic_ns() - ramp_start) / 1e9
+        rss_online, window_start, marks, publisher = open_window(args)
+        reports = [worker.stdout.readline().split() for worker in workers]
+        window_end = time.monotonic_ns()
+        server_cpu, server_wait, rss_after = window_close(args, marks, publisher)
+    finally:
+        stop_all(workers + ([publisher] if publisher else []))
+    done = [[int(field) for field in report[1:]] if report[:1] == ["done"] else [0, 0, 0, 0] for report in reports]
+    deliveries, finished = sum(d[0] for d in done), sum(d[1] for d in done)
+    last = max([d[2] for d in done] + [window_start])
+    # The workers' CPU during the window (each reports its own) and the publisher's (a child that exited).
+    clients_cpu = sum(d[3] for d in done) + own_cpu_ns(resource.RUSAGE_CHILDREN)
+    emit_throughput(f"mosquitto + raw clients ({k} processes)", args, deliveries, finished, publisher.returncode == 0,
+                    ramp=ramp, wall=(last - window_start) / 1e9, window=(window_end - window_start) / 1e9,
+                    rss=(rss_idle, rss_online, rss_after), server=(server_cpu, server_wait), clients_cpu=clients_cpu,
+                    client_threads=k + 1)
     return 0 if finished == n and publisher.returncode == 0 else 1
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("role", nargs="?", default="subscribers", choices=["subscribers", "publisher"])
+    parser.add_argument("role", nargs="?", default="subscribers", choices=["subscribers", "publisher", "worker"])
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--pid", type=int, required=True)
     parser.add_argument("--subscribers", type=int, default=50)
@@ -419,13 +581,18 @@ def main():
     parser.add_argument("--payload", type=int, default=64)
     parser.add_argument("--timeout", type=int, default=90)
     parser.add_argument("--ready-timeout", type=int, default=30)
-    parser.add_argument("--clients", choices=["paho", "c"], default="paho")
+    parser.add_argument("--clients", choices=["paho", "c", "raw"], default="paho")
+    parser.add_argument("--processes", type=int, default=4)
+    parser.add_argument("--first", type=int, default=0)
+    parser.add_argument("--count", type=int, default=0)
     parser.add_argument("--log")
     args = parser.parse_args()
     args.payload = max(DIGITS, args.payload)
     if args.role == "publisher":
         return run_publisher(args)
-    return run_paho(args) if args.clients == "paho" else run_c_clients(args)
+    if args.role == "worker":
+        return run_worker(args)
+    return {"paho": run_paho, "c": run_c_clients, "raw": run_raw}[args.clients](args)
 
 
 if __name__ == "__main__":

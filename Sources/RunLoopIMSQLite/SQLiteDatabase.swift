@@ -128,6 +128,13 @@ public final class SQLiteDatabase {
         )
     }
 
+    /// How many times the statement of `sql` ran since the last call (reset by this call); `nil`: it
+    /// was never prepared. For tests that a batch runs a statement once, not once per item.
+    package func runs(of sql: String) -> Int? {
+        guard let statement = statements[sql] else { return nil }
+        return Int(sqlite3_stmt_status(statement, SQLITE_STMTSTATUS_RUN, 1))
+    }
+
     /// Rows changed by the last INSERT, UPDATE or DELETE.
     public var changes: Int { Int(sqlite3_changes(handle)) }
     /// The rowid of the last INSERT.

@@ -214,7 +214,7 @@ public final class SQLiteIMStore: SynchronousChatStore {
                     guard try isMember(sender, of: .room(name)) else { return .refused(.unknownRecipient) }
                 }
                 let stored = try insert(message, from: sender, nowMilliseconds: nowMilliseconds)
-                return .stored(stored, recipients: try members(waitingFor: stored), isNew: true)
+                return .stored(stored, recipients: try members(receiving: stored), isNew: true)
             }
         } catch {
             logger.error("message \(message.id) from \(sender) not stored: \(error)")
@@ -332,8 +332,11 @@ public final class SQLiteIMStore: SynchronousChatStore {
     }
 
     /// Every user's acknowledgements in one transaction (one commit for a loop pass's worth): per user
-    /// and conversation, the cursor moves once, to the highest number acknowledged.
+    /// and conversation, the cursor moves once, to the highest number acknowledged. Each message's
+    /// place is looked up once per batch: a room's members acknowledge the same messages in the same
+    /// pass, so a room of N would otherwise make N lookups of each.
     public func acknowledge(_ seqsByUser: [String: [UInt64]]) {
+        var places: [Int64: (conversation: Int64, number: Int64)?] = [:]
         do {
             try database.transaction { () throws(SQLiteError) in
                 for (user, seqs) in seqsByUser {
@@ -342,9 +345,15 @@ public final class SQLiteIMStore: SynchronousChatStore {
                     // signed), and converting it would trap and take the node down.
                     for seq in seqs {
                         guard let key = Int64(exactly: seq) else { continue }
-                        try database.query(Self.placeOfMessageSQL, [.integer(key)]) { row in
-                            through[row.integer(0)] = max(through[row.integer(0)] ?? 0, row.integer(1))
+                        let place: (conversation: Int64, number: Int64)?
+                        if let known = places[key] {
+                            place = known
+                        } else {
+                            place = try self.place(ofMessage: key)
+                            places[key] = place
                         }
+                        guard let place else { continue }
+                        through[place.conversation] = max(through[place.conversation] ?? 0, place.number)
                     }
                     for (conversation, number) in through {
                         try database.query(Self.moveCursorSQL, [.text(user), .integer(conversation), .integer(number)])
@@ -360,6 +369,13 @@ public final class SQLiteIMStore: SynchronousChatStore {
     /// A message's conversation and number: one rowid lookup. (An UPDATE … FROM a subquery instead
     /// made SQLite build and drop a temporary table for every acknowledgement, most of a delivery's cost.)
     package static let placeOfMessageSQL = "SELECT conversation_id, conversation_seq FROM messages WHERE seq = ?"
+
+    /// The conversation and number of the message `seq`; `nil`: no such message (deleted, or never).
+    private func place(ofMessage seq: Int64) throws(SQLiteError) -> (conversation: Int64, number: Int64)? {
+        var place: (conversation: Int64, number: Int64)?
+        try database.query(Self.placeOfMessageSQL, [.integer(seq)]) { row in place = (row.integer(0), row.integer(1)) }
+        return place
+    }
 
     /// A member's cursor up to a number, never back: one primary-key lookup.
     package static let moveCursorSQL = "UPDATE members SET acked_through = ?3 WHERE user = ?1 AND conversation_id = ?2 AND acked_through < ?3"
@@ -381,6 +397,20 @@ public final class SQLiteIMStore: SynchronousChatStore {
             row in found = Self.message(from: row)
         }
         return found
+    }
+
+    /// The members of a new message's conversation but its sender: none can have acknowledged it
+    /// yet (a cursor only reaches numbers stored before), so one read of the conversation's index,
+    /// with no look-up of each member's cursor row — a room of N pays N of those per message otherwise.
+    package static let newMessageRecipientsSQL = "SELECT user FROM members WHERE conversation_id = ? AND user <> ? ORDER BY user"
+
+    private func members(receiving message: IMMessage) throws(SQLiteError) -> [String] {
+        guard let place = try place(ofMessage: Int64(clamping: message.seq)) else { return [] }
+        var members: [String] = []
+        try database.query(Self.newMessageRecipientsSQL, [.integer(place.conversation), .text(message.from)]) { row in
+            if let user = row.text(0) { members.append(user) }
+        }
+        return members
     }
 
     /// The members of a stored message's conversation, but its sender, who have not acknowledged it.

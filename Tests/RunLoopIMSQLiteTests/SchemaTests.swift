@@ -84,6 +84,48 @@ struct SchemaTests {
         #expect(try store.undelivered(for: "u7").isEmpty && store.undelivered(for: "u8").count == 15)
     }
 
+    @Test("a new room message's recipients are one read of the members index, every member but the sender, no cursor row read")
+    func newMessageRecipientsFromTheIndex() throws {
+        let store = try SQLiteIMStore(path: ":memory:")
+        for index in 0..<20 { _ = try store.join(room: "hall", user: "u\(index)").get() }
+        var plan: [String] = []
+        try store.database.query("EXPLAIN QUERY PLAN \(SQLiteIMStore.newMessageRecipientsSQL)", [.integer(1), .text("u0")]) { row in
+            plan.append(row.text(3) ?? "")
+        }
+        #expect(plan.count == 1 && plan[0].contains("COVERING INDEX members_by_conversation"), "\(plan)")
+        _ = store.database.runs(of: SQLiteIMStore.newMessageRecipientsSQL)
+        guard case .stored(let stored, let recipients, true) = store.store(Self.message("m", to: .room("hall")), from: "u3", nowMilliseconds: 1)
+        else {
+            Issue.record("not stored")
+            return
+        }
+        #expect(store.database.runs(of: SQLiteIMStore.newMessageRecipientsSQL) == 1)
+        #expect(recipients == (0..<20).map { "u\($0)" }.filter { $0 != "u3" }.sorted())
+        // A resend still names only those who have not acknowledged it.
+        store.acknowledge([stored.seq], for: "u5")
+        guard case .stored(_, let again, false) = store.store(Self.message("m", to: .room("hall")), from: "u3", nowMilliseconds: 2) else {
+            Issue.record("resend not answered")
+            return
+        }
+        #expect(again == recipients.filter { $0 != "u5" })
+    }
+
+    @Test("a pass's acknowledgements look each message up once, however many members acknowledge it, and move every cursor")
+    func batchLooksEachMessageUpOnce() throws {
+        let store = try SQLiteIMStore(path: ":memory:")
+        for index in 0..<50 { _ = try store.join(room: "hall", user: "u\(index)").get() }
+        for index in 0..<3 { _ = store.store(Self.message("m\(index)", to: .room("hall")), from: "u0", nowMilliseconds: 1) }
+        let seqs = try store.undelivered(for: "u1").map(\.seq)
+        try #require(seqs.count == 3)
+        _ = store.database.runs(of: SQLiteIMStore.placeOfMessageSQL)
+        var batch: [String: [UInt64]] = [:]
+        for index in 1..<50 { batch["u\(index)"] = seqs }
+        batch["u0"] = [seqs[0], 999_999]
+        store.acknowledge(batch)
+        #expect(store.database.runs(of: SQLiteIMStore.placeOfMessageSQL) == 4, "three messages and one unknown seq, each once")
+        for index in 1..<50 { #expect(try store.undelivered(for: "u\(index)").isEmpty, "u\(index)") }
+    }
+
     /// A database file at a new temporary path, written by `sql` and closed.
     static func file(_ name: String, _ sql: String) throws -> String {
         let path = temporaryPath(name)

@@ -1,5 +1,5 @@
 /// `fanout-bench --port P --pid PID [--subscribers N] [--messages M] [--window W] [--payload B] [--timeout S]
-/// [--logins-in-flight L]`
+/// [--logins-in-flight L] [--ready-timeout S]`
 struct Options {
     /// The chat node's port on 127.0.0.1 (the script started it and read "listening on …").
     var port: UInt16 = 0
@@ -24,14 +24,15 @@ struct Options {
     /// refuses a login it expects to wait too long in its queue) and is retried after its
     /// `retry_after_ms`, by IMClient itself.
     var loginsInFlight = 4
-    /// Logging in and joining must finish within this.
-    var readyTimeout = 30
+    /// Logging in and joining must finish within this; unless given, 30 s and 10 ms more per
+    /// subscriber (a room of 10,000 takes minutes to log in 4 at a time).
+    var readyTimeout = 0
     /// The room every client joins.
     var room = "fanout"
 
     static let usage = """
         usage: fanout-bench --port P --pid PID [--subscribers N] [--messages M] [--window W] [--payload BYTES] [--timeout SECONDS]
-                           [--logins-in-flight L]
+                           [--logins-in-flight L] [--ready-timeout SECONDS]
           N subscribers and one publisher (IMClient) join one room of the chat node at 127.0.0.1:P; the
           publisher sends M messages with at most W unacknowledged; prints `fanout.<figure> <value>` lines.
           Subscribers log in at most L at a time (default 4: the node's published limit per address).
@@ -50,9 +51,11 @@ struct Options {
             case "--payload": payload = max(20, value)
             case "--timeout": timeout = max(1, value)
             case "--logins-in-flight": loginsInFlight = max(1, value)
+            case "--ready-timeout": readyTimeout = value
             default: throw UsageError(flag)
             }
         }
+        if readyTimeout == 0 { readyTimeout = 30 + subscribers / 100 }
         if port == 0 { throw UsageError("--port") }
         if pid == 0 { throw UsageError("--pid") }
     }

@@ -30,6 +30,8 @@ guard rssIdle > 0 else {
     exit(1)
 }
 
+// A descriptor per client: a room of 10,000 needs more than the usual 1,024.
+FileLimit.raise(wanted: options.subscribers + 64)
 let loop = RunLoop.current
 let subscribers = Subscribers(options: options)
 let publisher = PublisherThread(options: options)

@@ -165,20 +165,30 @@ public final class IMServerSession {
     func write(_ frame: IMFrame) {
         // Every SEND_ACK passes here, the machine's refusals (rate, size) and the store's alike.
         if frame.command == .sendAck, let code = frame.code, code != .ok { server?.metrics.sendRefused(code) }
-        write([frame])
+        // Not through write(_ frames:): every DELIVER of a room's fan-out passes here, and a
+        // one-frame array would be an allocation per member.
+        write(bytes: FrameHeader.size + frame.body.count) { () throws(IMLinkFailure) in try link.send(frame) }
     }
 
     /// Writes frames in one go (a presence snapshot or announcement).
     func write(_ frames: [IMFrame]) {
-        guard !isEnded, !frames.isEmpty else { return }
+        guard !frames.isEmpty else { return }
         let bytes = frames.reduce(0) { $0 + FrameHeader.size + $1.body.count }
+        write(bytes: bytes) { () throws(IMLinkFailure) in
+            if frames.count == 1 { try link.send(frames[0]) } else { try link.send(frames) }
+        }
+    }
+
+    /// Runs `send` (`bytes` of frames) unless the client's unread output would pass the server's limit.
+    private func write(bytes: Int, _ send: () throws(IMLinkFailure) -> Void) {
+        guard !isEnded else { return }
         if let server, link.bufferedOutputBytes + bytes > server.settings.maximumBufferedOutput {
             // A client that asks and does not read: told why (the ERROR goes past this check, within
             // the transport's larger limit), then closed; its inbox stays as it was.
             return apply(machine.tooSlow(bufferedBytes: link.bufferedOutputBytes))
         }
         do {
-            if frames.count == 1 { try link.send(frames[0]) } else { try link.send(frames) }
+            try send()
         } catch {
             // The transport refused it (closed, or its own limit): nothing more can reach this client.
             link.abort()

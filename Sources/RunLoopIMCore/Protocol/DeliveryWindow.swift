@@ -53,7 +53,8 @@ public struct DeliveryWindow: Sendable, Equatable {
     /// cursor) or a live one that followed on.
     public mutating func sent(_ message: IMMessage, bytes: Int) {
         if message.conversationSeq > 0 {
-            sentThrough[message.conversation] = max(sentThrough[message.conversation] ?? 0, message.conversationSeq)
+            // One hash of the conversation, not two: this runs for every member of a room's fan-out.
+            Self.raise(&sentThrough[message.conversation, default: 0], to: message.conversationSeq)
         }
         guard unacknowledged.updateValue(bytes, forKey: message.seq) == nil else { return }
         unacknowledgedBytes += bytes
@@ -62,7 +63,9 @@ public struct DeliveryWindow: Sendable, Equatable {
     /// The user sent `message`, so it needs no DELIVER on this session: the next one of its
     /// conversation still follows on, if this one did.
     public mutating func passed(_ message: IMMessage) {
-        if message.conversationSeq > 0, follows(message) { sentThrough[message.conversation] = message.conversationSeq }
+        if message.conversationSeq > 0, Self.follows(message, through: sentThrough[message.conversation]) {
+            sentThrough[message.conversation] = message.conversationSeq
+        }
     }
 
     /// A message was stored for this session's user while it is online: `true` if it goes out now
@@ -78,7 +81,7 @@ public struct DeliveryWindow: Sendable, Equatable {
         // Unknown conversation past its first message, or a gap (a message whose store answer was
         // lost): what comes before it may be unacknowledged, and acknowledging this one would
         // acknowledge that too. The store has both, in order.
-        guard follows(message), admits(bytes: bytes) else {
+        guard Self.follows(message, through: through), admits(bytes: bytes) else {
             isBehind = true
             return false
         }
@@ -122,10 +125,14 @@ public struct DeliveryWindow: Sendable, Equatable {
         return isRefillDue
     }
 
-    /// Whether `message` comes right after what this session sent of its conversation (a first
-    /// message has nothing before it).
-    private func follows(_ message: IMMessage) -> Bool {
+    /// Whether `message` comes right after `through`, what this session sent of its conversation (a
+    /// first message has nothing before it).
+    private static func follows(_ message: IMMessage, through: UInt64?) -> Bool {
         // 0: a store that does not number conversations; its messages go in the order it gives them.
-        message.conversationSeq == 0 || message.conversationSeq == (sentThrough[message.conversation] ?? 0) + 1
+        message.conversationSeq == 0 || message.conversationSeq == (through ?? 0) + 1
+    }
+
+    private static func raise(_ value: inout UInt64, to candidate: UInt64) {
+        if candidate > value { value = candidate }
     }
 }
