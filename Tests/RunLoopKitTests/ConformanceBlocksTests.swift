@@ -127,4 +127,25 @@ import Testing
         #expect(laterA == .finished)
         #expect(laterB == .finished)
     }
+    @Test("blocks a pass leaves for other modes keep their FIFO order, and so do the ones it runs")
+    func blocksLeftForOtherModesKeepTheirOrder() async throws {
+        let (inA, inB) = try await onManualClockLoop { loop, _ in
+            let trace = Trace()
+            let modeA = RunLoop.Mode("A")
+            let modeB = RunLoop.Mode("B")
+            // Interleaved, so the pass for A takes blocks out of the middle of the queue.
+            for index in 1...3 {
+                loop.perform(inModes: [modeB]) { trace.append("B\(index)") }
+                loop.perform(inModes: [modeA]) { trace.append("A\(index)") }
+            }
+            loop.perform(inModes: [modeB]) { trace.append("B4") }
+            try loop.run(modeA, timeout: .zero)
+            let inA = trace.events
+            trace.reset()
+            try loop.run(modeB, timeout: .zero)
+            return (inA, trace.events)
+        }
+        #expect(inA == ["A1", "A2", "A3"])
+        #expect(inB == ["B1", "B2", "B3", "B4"])
+    }
 }

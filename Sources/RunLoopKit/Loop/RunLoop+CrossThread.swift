@@ -71,7 +71,9 @@ extension RunLoop {
     ///   - modes: the modes the block may run in.
     ///   - label: a name for traces and stall reports.
     ///   - block: the work; runs on the loop's thread.
-    public func perform(inModes modes: [Mode] = [.default], label: String? = nil, _ block: @escaping @Sendable () -> Void) {
+    public func perform(
+        inModes modes: [Mode] = Mode.defaultOnly, label: String? = nil, _ block: @escaping @Sendable () -> Void
+    ) {
         let queued = lock.withLock { () -> Bool in
             guard !tornDownLocked, !modes.isEmpty else { return false }
             for mode in modes where mode != .common { _ = storeLocked(mode) }
@@ -95,7 +97,7 @@ extension RunLoop {
     /// - Throws: ``RunLoopError/notOwningThread`` when called off the loop's thread (nothing is queued),
     ///   ``RunLoopError/loopTornDown`` once the thread has ended.
     public func performFromLoopThread(
-        inModes modes: [Mode] = [.default], label: String? = nil, _ block: @escaping () -> Void
+        inModes modes: [Mode] = Mode.defaultOnly, label: String? = nil, _ block: @escaping () -> Void
     ) throws(RunLoopError) {
         try checkOwnership()
         // Queued from this thread (checked above), run and released on it: nothing crosses threads.

@@ -284,25 +284,42 @@ extension RunLoop {
     }
 
     private func runPendingBlocks(for store: ModeStore) {
-        let runnable: [PendingBlock] = lock.withLock {
+        // The pass's blocks move into the loop thread's spare array and the queue keeps its storage, so
+        // once both have grown to the busiest burst, queuing and running a block allocates nothing. The
+        // spare is taken, not borrowed: a block may start a nested run, whose pass needs an array too.
+        var runnable: [PendingBlock] = []
+        swap(&runnable, &blockScratch)
+        lock.withLock {
             let isCommon = commonModeList.contains(store.mode)
-            guard blocks.contains(where: { $0.matches(store.mode, isCommon: isCommon) }) else { return [] }
-            var runnable: [PendingBlock] = []
-            var kept: [PendingBlock] = []
-            for block in blocks {
-                if block.matches(store.mode, isCommon: isCommon) { runnable.append(block) } else { kept.append(block) }
+            let matching = blocks.count { $0.matches(store.mode, isCommon: isCommon) }
+            if matching == blocks.count {
+                swap(&runnable, &blocks)
+            } else if matching > 0 {
+                // Stable in both parts: the pass runs its blocks, and the rest keep waiting, in FIFO order.
+                var keptCount = 0
+                for index in blocks.indices {
+                    if blocks[index].matches(store.mode, isCommon: isCommon) {
+                        runnable.append(blocks[index])
+                    } else {
+                        blocks.swapAt(keptCount, index)
+                        keptCount += 1
+                    }
+                }
+                blocks.removeLast(blocks.count - keptCount)
             }
-            blocks = kept
-            pendingBlockCount.subtract(runnable.count, ordering: .releasing)
-            return runnable
+            pendingBlockCount.subtract(matching, ordering: .releasing)
         }
-        let clock = clockStorage
-        let wasRunningBlocks = isRunningBlocks
-        isRunningBlocks = true
-        defer { isRunningBlocks = wasRunningBlocks }
-        for block in runnable {
-            callOut(.block, item: nil, label: block.label, mode: store.mode, clock: clock, block.body)
+        if !runnable.isEmpty {
+            let clock = clockStorage
+            let wasRunningBlocks = isRunningBlocks
+            isRunningBlocks = true
+            for block in runnable {
+                callOut(.block, item: nil, label: block.label, mode: store.mode, clock: clock, block.body)
+            }
+            isRunningBlocks = wasRunningBlocks
+            runnable.removeAll(keepingCapacity: true)
         }
+        blockScratch = runnable
     }
 
     /// The sources0 pass: signalled custom sources in (order, first-signal) order.

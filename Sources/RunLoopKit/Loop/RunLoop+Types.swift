@@ -16,6 +16,10 @@ extension RunLoop {
         public static let common = Mode("kCFRunLoopCommonModes")
 
         public var description: String { rawValue }
+
+        /// `perform`'s default mode list, made once: an array literal as the default argument is a new
+        /// array buffer per call, the largest part of a cross-thread `perform`'s allocations.
+        @usableFromInline static let defaultOnly: [Mode] = [.default]
     }
 
     /// What a single activation (``RunLoop/run(_:timeout:returnAfterSourceHandled:)``) ended with.

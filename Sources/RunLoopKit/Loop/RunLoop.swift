@@ -65,6 +65,8 @@ public final class RunLoop: @unchecked Sendable {
     @exclusivity(unchecked) var timerScratch: [TimerHeap.Entry] = []
     @exclusivity(unchecked) var timerBatchScratch: [RunLoopTimer] = []
     @exclusivity(unchecked) var sourceScratch: [(RunLoopSource, UInt64)] = []
+    /// The storage a blocks pass runs its blocks from, swapped with the queue's (`runPendingBlocks`).
+    @exclusivity(unchecked) var blockScratch: [PendingBlock] = []
     /// True while the loop's thread runs a batch of blocks: a block queued from the loop's thread now
     /// would wait for the next wake-up (§9.13), which ``performFromLoopThread(inModes:label:_:)`` avoids.
     /// Loop thread only.
