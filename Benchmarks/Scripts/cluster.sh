@@ -327,9 +327,15 @@ rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 # utime + stime (fields 14 and 15; the command name in field 2 has no spaces here).
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 # PostgreSQL (the postmaster and its backends) and Redis, summed: CPU ticks, and RSS (each backend's
-# RSS counts the shared buffers it touched, so the sum overstates PostgreSQL's memory).
+# RSS counts the shared buffers it touched, so the sum overstates PostgreSQL's memory). A backend that
+# ended is counted in its parent's cutime + cstime (fields 16 and 17), so the sum never goes back.
 service_tree() { for pid in ${service_pids//,/ }; do echo "$pid"; pgrep -P "$pid"; done; }
-services_cpu_ticks() { local sum=0; for pid in $(service_tree); do sum=$((sum + $(cpu_ticks "$pid" 2>/dev/null || echo 0))); done; echo "$sum"; }
+services_cpu_ticks() {
+    local sum=0
+    for pid in ${service_pids//,/ }; do sum=$((sum + $(awk '{ print $16 + $17 }' "/proc/$pid/stat" 2>/dev/null || echo 0))); done
+    for pid in $(service_tree); do sum=$((sum + $(cpu_ticks "$pid" 2>/dev/null || echo 0))); done
+    echo "$sum"
+}
 services_rss_kib() { local sum=0; for pid in $(service_tree); do sum=$((sum + $(rss_kib "$pid" 2>/dev/null || echo 0))); done; echo "$sum"; }
 
 if ! $skip_idle; then
