@@ -3,7 +3,8 @@
 # PostgreSQL + Redis, then idle heartbeating connections held by 6 clustered nodes.
 #
 #   Scripts/cluster.sh                         2 runs of each traffic workload, then 6 × 2,000 idle
-#   Scripts/cluster.sh --runs 3 --idle-per-node 16700   the issue's 100,000 (6 × 16,700) once presence is linear
+#   Scripts/cluster.sh --runs 0 --idle-per-node 16700 --idle-ready-timeout 1500
+#                                              the issue's 100,000 (6 × 16,700), idle only: no traffic runs
 #   Scripts/cluster.sh --skip-idle             the traffic workloads only
 #   Scripts/cluster.sh --smoke                 debug builds, a few seconds of each workload, counts only (CI)
 #
@@ -15,6 +16,9 @@
 #              (deliveries per second; node CPU per delivery, summed over the nodes)
 # Idle: N connections per node, each node's from a client process of its own (the open-file limit is
 # 20,000 per process), heartbeating every 10 s; memory per connection and idle CPU per node over a window.
+# As root the whole run goes into a network namespace of its own (`unshare --net`) whose ephemeral port
+# range is widened to 1024–65535: loopback's default gives a client 28,232 ports per node, and no other
+# process's loopback traffic shares the run's. --no-namespace runs on the host's network.
 #
 # Needs the parent package's chat-node and this package's cluster-bench (built here, release; debug with
 # --smoke), PostgreSQL (initdb, pg_ctl) and redis-server from Debian (../Scripts/setup.sh --tests), and
@@ -22,6 +26,7 @@
 # socket only (as the `postgres` user when run as root: it refuses root), redis-server with no TCP port,
 # nodes on 127.0.0.1 port 0. All are stopped and the directory removed at exit, Ctrl-C included.
 set -uo pipefail
+script="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 cd "$(dirname "$0")/.."
 
 smoke=false
@@ -31,6 +36,10 @@ idle_nodes=6
 idle_seconds=30
 idle_ready=300
 skip_idle=false
+namespace=true
+keep_results=""
+node_override=""
+arguments=("$@")
 messages=300
 fanout_members=1000
 fanout_messages=100
@@ -44,10 +53,13 @@ while [ $# -gt 0 ]; do
     --idle-seconds) idle_seconds="$2"; shift ;;
     --idle-ready-timeout) idle_ready="$2"; shift ;;
     --skip-idle) skip_idle=true ;;
+    --no-namespace) namespace=false ;;
+    --keep-results) keep_results="$2"; shift ;;
+    --node) node_override="$2"; shift ;;
     --messages) messages="$2"; shift ;;
     --fanout-members) fanout_members="$2"; shift ;;
     --fanout-messages) fanout_messages="$2"; shift ;;
-    *) echo "usage: $0 [--smoke] [--runs N] [--messages M] [--fanout-members N] [--fanout-messages M] [--skip-idle] [--idle-per-node N] [--idle-nodes N] [--idle-seconds S] [--idle-ready-timeout S]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--smoke] [--runs N] [--messages M] [--fanout-members N] [--fanout-messages M] [--skip-idle] [--idle-per-node N] [--idle-nodes N] [--idle-seconds S] [--idle-ready-timeout S] [--no-namespace] [--keep-results DIR] [--node CHAT_NODE]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -64,6 +76,20 @@ if $smoke; then
     idle_nodes=3
     idle_seconds=12
     idle_ready=60
+    namespace=false
+fi
+
+# Into a network namespace of its own, once, before anything is built or started (see the header). Only
+# root may make one; anyone else runs on the host's network, and says so.
+if $namespace && [ -z "${CLUSTER_SH_NAMESPACE:-}" ]; then
+    if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null && unshare --net true 2>/dev/null; then
+        exec env CLUSTER_SH_NAMESPACE=1 unshare --net -- bash "$script" "${arguments[@]}"
+    fi
+    echo "cluster.sh: not root (or no unshare): on the host's network, 28,232 ephemeral ports per node" >&2
+fi
+if [ -n "${CLUSTER_SH_NAMESPACE:-}" ]; then
+    ip link set lo up || exit 1
+    sysctl -qw net.ipv4.ip_local_port_range="1024 65535" || exit 1
 fi
 
 # Built every time (a no-op when up to date), so a chat-node from an older checkout is never measured.
@@ -72,7 +98,11 @@ fi
 # parent's own debug build, which CI has made already.
 swift build -c "$configuration" --product cluster-bench >/dev/null || exit 1
 bench="$(swift build -c "$configuration" --show-bin-path)/cluster-bench"
-if [ "$configuration" = release ]; then
+if [ -n "$node_override" ]; then
+    # A chat-node built elsewhere (another configuration or checkout): measured as it is, named below.
+    node="$(realpath "$node_override")"
+    [ -x "$node" ] || { echo "cluster.sh: $node_override is not an executable" >&2; exit 2; }
+elif [ "$configuration" = release ]; then
     swift build -c release --product chat-node >/dev/null || exit 1
     node="$(swift build -c release --show-bin-path)/chat-node"
 else
@@ -89,7 +119,8 @@ echo "date:    $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(uname -sr), $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
 echo "commit:  $(git -C .. log -1 --format='%h %s' | cut -c1-100)$(git -C .. diff --quiet HEAD -- || echo ' (with local changes)')"
 echo "load:    $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min before the run; the machine may be shared)"
-echo "servers: chat-node ($configuration) | $("$pg_bin/postgres" --version) | $(redis-server --version | cut -d' ' -f1-3)"
+echo "network: $([ -n "${CLUSTER_SH_NAMESPACE:-}" ] && echo 'a namespace of its own' || echo "the host's"), ephemeral ports $(tr '\t' - </proc/sys/net/ipv4/ip_local_port_range), open files $(ulimit -n) per process"
+echo "servers: chat-node ($([ -n "$node_override" ] && echo "$node, not built here" || echo "$configuration")) | $("$pg_bin/postgres" --version) | $(redis-server --version | cut -d' ' -f1-3)"
 
 work="$(mktemp -d -t cluster.XXXXXX)"
 # PostgreSQL's user must reach its directory inside this one.
@@ -107,7 +138,7 @@ stop_all() {
         postgres_data=""
     fi
 }
-trap 'stop_all; rm -rf "$work"' EXIT
+trap 'stop_all; [ -n "$keep_results" ] && mkdir -p "$keep_results" && cp -r "$work/results" "$work"/*/node*.err "$keep_results"/ 2>/dev/null; rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
 status=0
 
@@ -251,6 +282,9 @@ run_idle() {
     sleep 1
     local rss_before=() cpu_start=() cpu_online=() cpu_end=() rss_online=() rss_end=()
     for pid in "${pid_list[@]}"; do rss_before+=("$(rss_kib "$pid")"); cpu_start+=("$(cpu_ticks "$pid")"); done
+    local services_start services_online services_end services_rss_before services_rss_online
+    services_start="$(services_cpu_ticks)"
+    services_rss_before="$(services_rss_kib)"
     local started=$SECONDS
     for index in "${!port_list[@]}"; do
         "$bench" idle --ports "${port_list[$index]}" --pids "${pid_list[$index]}" --label idle \
@@ -265,9 +299,12 @@ run_idle() {
     done
     local ramp=$((SECONDS - started))
     for pid in "${pid_list[@]}"; do rss_online+=("$(rss_kib "$pid")"); cpu_online+=("$(cpu_ticks "$pid")"); done
+    services_online="$(services_cpu_ticks)"
+    services_rss_online="$(services_rss_kib)"
     local window_start=$SECONDS
     sleep "$idle_seconds"
     for pid in "${pid_list[@]}"; do rss_end+=("$(rss_kib "$pid")"); cpu_end+=("$(cpu_ticks "$pid")"); done
+    services_end="$(services_cpu_ticks)"
     local window=$((SECONDS - window_start))
     touch "$stop"
     for pid in "${drivers[@]}"; do wait "$pid" || status=1; done
@@ -280,6 +317,7 @@ run_idle() {
         for index in "${!pid_list[@]}"; do
             echo "idle.node$index rss_before_kib=${rss_before[$index]} rss_online_kib=${rss_online[$index]} rss_end_kib=${rss_end[$index]} cpu_ramp_ticks=$((cpu_online[index] - cpu_start[index])) cpu_window_ticks=$((cpu_end[index] - cpu_online[index]))"
         done
+        echo "idle.services rss_before_kib=$services_rss_before rss_online_kib=$services_rss_online cpu_ramp_ticks=$((services_online - services_start)) cpu_window_ticks=$((services_end - services_online))"
         echo "idle.clock_ticks_per_s $(getconf CLK_TCK)"
         cat "$work"/results/idle.client*.txt
     } >"$out"
@@ -288,6 +326,17 @@ run_idle() {
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 # utime + stime (fields 14 and 15; the command name in field 2 has no spaces here).
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# PostgreSQL (the postmaster and its backends) and Redis, summed: CPU ticks, and RSS (each backend's
+# RSS counts the shared buffers it touched, so the sum overstates PostgreSQL's memory). A backend that
+# ended is counted in its parent's cutime + cstime (fields 16 and 17), so the sum never goes back.
+service_tree() { for pid in ${service_pids//,/ }; do echo "$pid"; pgrep -P "$pid"; done; }
+services_cpu_ticks() {
+    local sum=0
+    for pid in ${service_pids//,/ }; do sum=$((sum + $(awk '{ print $16 + $17 }' "/proc/$pid/stat" 2>/dev/null || echo 0))); done
+    for pid in $(service_tree); do sum=$((sum + $(cpu_ticks "$pid" 2>/dev/null || echo 0))); done
+    echo "$sum"
+}
+services_rss_kib() { local sum=0; for pid in $(service_tree); do sum=$((sum + $(rss_kib "$pid" 2>/dev/null || echo 0))); done; echo "$sum"; }
 
 if ! $skip_idle; then
     run_idle || status=1

@@ -94,7 +94,7 @@ def idle(directory, counts_only):
     path = os.path.join(directory, "idle.txt")
     if not os.path.exists(path):
         return []
-    figures, nodes, clients = {}, [], []
+    figures, nodes, clients, services = {}, [], [], None
     with open(path) as handle:
         for line in handle:
             parts = line.split()
@@ -103,6 +103,8 @@ def idle(directory, counts_only):
             key = parts[0].split(".", 1)[1]
             if key.startswith("node") and len(parts) > 1 and "=" in parts[1]:
                 nodes.append({k: int(v) for k, v in (p.split("=") for p in parts[1:])})
+            elif key == "services" and len(parts) > 1:
+                services = {k: int(v) for k, v in (p.split("=") for p in parts[1:])}
             elif key == "count":
                 clients.append({})
             elif clients and key != "progress" and len(parts) > 1:
@@ -148,6 +150,11 @@ def idle(directory, counts_only):
     print(f"| node RSS per connection, end of window | {spread(rss_end, '{:,.0f}')} bytes |")
     print(f"| idle node CPU in the {window} s window | {spread(cpu, '{:.2f}')} % of a core |")
     print(f"| heartbeats sent / answered in the window | {sent:,} / {answered:,} |")
+    if services:
+        print(f"| ramp: PostgreSQL + Redis CPU | {services['cpu_ramp_ticks'] / ticks:.1f} s |")
+        print(f"| PostgreSQL + Redis RSS growth per connection, all online (backends' shared pages counted in each) | "
+              f"{(services['rss_online_kib'] - services['rss_before_kib']) * 1024 / max(1, online):,.0f} bytes |")
+        print(f"| idle PostgreSQL + Redis CPU in the window | {100 * services['cpu_window_ticks'] / ticks / window:.2f} % of a core |")
     return [] if ok else ["idle"]
 
 

@@ -44,9 +44,7 @@ final class HiredisLoopAdapter {
             handled()
         }
         writeSource = try RunLoopPortSource(fileDescriptor: fd, interest: .writable, label: "redis write \(fd)") { [weak self] _, _ in
-            guard let self, let context = self.context else { return }
-            redisAsyncHandleWrite(context)
-            handled()
+            self?.writable()
         }
         context.pointee.ev.data = Unmanaged.passUnretained(self).toOpaque()
         context.pointee.ev.addRead = { HiredisLoopAdapter.from($0).setWatching(read: true) }
@@ -54,6 +52,15 @@ final class HiredisLoopAdapter {
         context.pointee.ev.addWrite = { HiredisLoopAdapter.from($0).setWatching(write: true) }
         context.pointee.ev.delWrite = { HiredisLoopAdapter.from($0).setWatching(write: false) }
         context.pointee.ev.cleanup = { HiredisLoopAdapter.from($0).contextWillBeFreed() }
+    }
+
+    /// hiredis writes what it has queued (its first write also completes the connect). SIGPIPE is
+    /// held off during it: hiredis's `write(2)` raises it on a connection Redis has just closed, and
+    /// hiredis then ends the context with `EPIPE`, as for any broken connection.
+    func writable() {
+        guard let context else { return }
+        withSIGPIPESuppressed { redisAsyncHandleWrite(context) }
+        handled()
     }
 
     private static func from(_ data: UnsafeMutableRawPointer?) -> HiredisLoopAdapter {

@@ -113,6 +113,8 @@ struct ClusterChaosTests {
 private struct ChaosOutcome: Sendable {
     var tally: DeliveryTally
     var notes: ChaosNotes
+    /// Nodes that ended although no fault stopped them, with how (``ClusterRig/unexpectedEnds``).
+    var unexpectedEnds: [String]
     /// The narration and the nodes' logs, for a failure's message.
     var log: String
 }
@@ -150,13 +152,17 @@ private func chaos(
                         try rig.pacing.pause(.seconds(1))
                         try fault(rig, &notes)
                         try rig.settle()
-                        return ChaosOutcome(tally: try rig.tally(), notes: notes, log: lines.all.joined(separator: "\n") + "\n" + rig.logs)
+                        return ChaosOutcome(
+                            tally: try rig.tally(), notes: notes, unexpectedEnds: rig.unexpectedEnds,
+                            log: lines.all.joined(separator: "\n") + "\n" + rig.logs)
                     } catch {
                         throw NodeTestFailure("\(error)\n\(lines.all.joined(separator: "\n"))\n\(rig.logs)")
                     }
                 })
         }
     }
+    // Before the counts: a node that died by itself explains them.
+    #expect(outcome.unexpectedEnds.isEmpty, "\(outcome.unexpectedEnds)\n\(outcome.log)")
     let tally = outcome.tally
     #expect(tally.acknowledged > 20, "traffic ran: \(tally)")
     #expect(tally.lost == 0 && tally.duplicatesShown == 0 && tally.unsettled == 0, "\(tally)\n\(outcome.log)")

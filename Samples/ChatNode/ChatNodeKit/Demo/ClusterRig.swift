@@ -293,9 +293,21 @@ final class ClusterRig {
         return try cast.on(index) { _ in rotation.currentNode }
     }
 
-    /// The nodes' logs, for a failure to print.
+    /// The nodes' logs, for a failure to print, each after how its node ended if it ended by itself.
     var logs: String {
-        nodes.map { "== \($0.id)\n\(log(of: $0.id))" }.joined(separator: "\n")
+        nodes.map { "== \($0.id)\(Self.unexpectedEnd(of: $0).map { " (\($0))" } ?? "")\n\(log(of: $0.id))" }.joined(separator: "\n")
+    }
+
+    /// The nodes that ended although no fault stopped them, with how. A node killed by a signal it
+    /// does not handle (SIGPIPE, say) logs nothing: its clients only see their connections end.
+    var unexpectedEnds: [String] {
+        nodes.compactMap { node in Self.unexpectedEnd(of: node).map { "\(node.id) \($0)" } }
+    }
+
+    private static func unexpectedEnd(of node: Node) -> String? {
+        guard let process = node.process?.process, !process.isRunning else { return nil }
+        let how = process.terminationReason == .uncaughtSignal ? "signal \(process.terminationStatus)" : "status \(process.terminationStatus)"
+        return "ended by itself: \(how)"
     }
 
     /// What node `id` logged so far (warnings and worse).
