@@ -39,16 +39,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-swift build -c release --product cluster-bench >/dev/null || exit 1
-swift build -c release --product chat-node >/dev/null || exit 1
-bin="$(swift build -c release --show-bin-path)"
-
-source Scripts/run-header.sh
-
-work="$(mktemp -d -t node-idle.XXXXXX)"
-started=()
-trap 'for pid in "${started[@]}"; do kill "$pid" 2>/dev/null; done; wait; rm -rf "$work"' EXIT
-trap 'exit 130' INT TERM
+source Scripts/node-bench-setup.sh node-idle
 
 flags=(serve --host 127.0.0.1 --port 0 --no-http --database "$work/chat.db" --max-connections "$count"
     --scrypt-cost 4 --log-level notice)

@@ -35,16 +35,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-swift build -c release --product cluster-bench >/dev/null || exit 1
-swift build -c release --product chat-node >/dev/null || exit 1
-bin="$(swift build -c release --show-bin-path)"
-
-source Scripts/run-header.sh
-
-work="$(mktemp -d -t node-logins.XXXXXX)"
-started=()
-trap 'for pid in "${started[@]}"; do kill "$pid" 2>/dev/null; done; wait; rm -rf "$work"' EXIT
-trap 'exit 130' INT TERM
+source Scripts/node-bench-setup.sh node-logins
 
 db="$work/chat.db"
 layout=(--label u --total "$count" --rooms "$rooms" --direct-every "$direct_every")
