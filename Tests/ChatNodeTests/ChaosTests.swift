@@ -73,7 +73,10 @@ struct ChaosTests {
         var report = ""
     }
 
-    @Test("3 × 1,000 messages, two SIGKILLs, a silent link: 0 lost, 0 duplicated, all settled", .timeLimit(.minutes(1)))
+    // The judge is the count, not the time: alone it settles in about 8 s, but beside the rest of the
+    // suite (four Chromium tests, node processes) it has taken 40-56 s on two cores, past the 45 s it
+    // had, and failed a fresh-clone CI run unsettled with nothing lost.
+    @Test("3 × 1,000 messages, two SIGKILLs, a silent link: 0 lost, 0 duplicated, all settled", .timeLimit(.minutes(3)))
     func chaos() async throws {
         let outcome = try await onLoopThread { try Self.play() }
         print("chaos: \(outcome.report)")
@@ -179,7 +182,7 @@ struct ChaosTests {
             return copies
         }
         func receivedCopies(of key: String) -> Int { members.reduce(0) { $0 + ($1.received[key] ?? 0) } }
-        let settled = try spin(loop, for: .seconds(45)) {
+        let settled = try spin(loop, for: .seconds(150)) {
             run.faults.count == schedule.count
                 && members.allSatisfy { $0.sent.count == perMember && $0.final.count == perMember }
                 && expectedCopies().allSatisfy { receivedCopies(of: $0.key) >= $0.value }
