@@ -12,3 +12,17 @@ work="$(mktemp -d -t "$1.XXXXXX")"
 started=()
 trap 'for pid in "${started[@]}"; do kill "$pid" 2>/dev/null; done; wait; rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
+
+# Waits up to 30 s for the node whose output goes to "$work/node.out" to say where it listens, and sets
+# "port"; exits with the node's output when it does not.
+wait_for_node_port() {
+    port=""
+    for _ in $(seq 300); do
+        port="$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/node.out" | head -1)"
+        [ -n "$port" ] && return 0
+        sleep 0.1
+    done
+    echo "chat-node did not start:" >&2
+    cat "$work/node.out" "$work/node.err" >&2
+    exit 1
+}

@@ -50,15 +50,9 @@ else
     "$bin/chat-node" "${flags[@]}" >"$work/node.out" 2>"$work/node.err" &
 fi
 started+=($!)
-port=""
-for _ in $(seq 300); do
-    port="$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/node.out" | head -1)"
-    [ -n "$port" ] && break
-    sleep 0.1
-done
+wait_for_node_port
 node="$(pgrep -n -x chat-node -P "${started[0]}" || echo "${started[0]}")"
 $heaptrack || node="${started[0]}"
-[ -n "$port" ] || { echo "chat-node did not start:" >&2; cat "$work/node.out" "$work/node.err" >&2; exit 1; }
 
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$node/status"; }
 # utime + stime in clock ticks (fields 14 and 15; the command name has no spaces).

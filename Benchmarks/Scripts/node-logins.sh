@@ -51,13 +51,7 @@ echo "clients: $processes × cluster-bench logins ${layout[*]} --logins-in-fligh
 "$bin/chat-node" "${flags[@]}" >"$work/node.out" 2>"$work/node.err" &
 node=$!
 started+=($node)
-port=""
-for _ in $(seq 300); do
-    port="$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/node.out" | head -1)"
-    [ -n "$port" ] && break
-    sleep 0.1
-done
-[ -n "$port" ] || { echo "chat-node did not start:" >&2; cat "$work/node.out" "$work/node.err" >&2; exit 1; }
+wait_for_node_port
 
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$node/status"; }
 # utime + stime in clock ticks (fields 14 and 15; the command name has no spaces).
