@@ -41,21 +41,32 @@ def ratio(a, b):
     return f"{a / b:.2f}×" if b else "n/a"
 
 
+def row(label, node, broker, node_over_broker=""):
+    print(f"| {label} | {node} | {broker} | {node_over_broker} |")
+
+
+def counts(f):
+    return f"{int(f['online']):,} / {int(f['connections_heartbeating']):,} / {int(f['window_disconnects'])}"
+
+
+def rss_path(f):
+    return f"{f['rss_before_kib'] / 1024:.1f} → {f['rss_online_kib'] / 1024:.1f} → {f['rss_end_kib'] / 1024:.1f} MiB"
+
+
+def cpu(f, share):
+    return f"{f['server_cpu_ms']:,.0f} ms in {f['window_s']:.0f} s = **{share:.2f} %**"
+
+
 def main():
     node, broker = read(sys.argv[1]), read(sys.argv[2])
     (node_rss, node_share, node_beat), (broker_rss, broker_share, broker_beat) = derived(node), derived(broker)
-    row = lambda label, a, b, r="": print(f"| {label} | {a} | {b} | {r} |")
     print(f"| {int(node['count']):,} idle connections, heartbeat / keepalive {int(node['heartbeat_s'])} s "
           "| chat-node | mosquitto | chat-node ÷ mosquitto |")
     print("| --- | ---: | ---: | ---: |")
-    counts = lambda f: f"{int(f['online']):,} / {int(f['connections_heartbeating']):,} / {int(f['window_disconnects'])}"
     row("online / heartbeating in the window / disconnects", counts(node), counts(broker))
     row("logins (chat-node) / CONNECTs (mosquitto) took", f"{node['ramp_s']:.0f} s", f"{broker['ramp_s']:.0f} s")
-    mib = lambda f: (f"{f['rss_before_kib'] / 1024:.1f} → {f['rss_online_kib'] / 1024:.1f} → "
-                     f"{f['rss_end_kib'] / 1024:.1f} MiB")
-    row("RSS before → all online → window's end", mib(node), mib(broker))
+    row("RSS before → all online → window's end", rss_path(node), rss_path(broker))
     row("**RSS per connection**", f"**{node_rss:.2f} KiB**", f"**{broker_rss:.2f} KiB**", ratio(node_rss, broker_rss))
-    cpu = lambda f, share: f"{f['server_cpu_ms']:,.0f} ms in {f['window_s']:.0f} s = **{share:.2f} %**"
     row("**server CPU in the window**, share of a core", cpu(node, node_share), cpu(broker, broker_share),
         ratio(node_share, broker_share))
     row("heartbeats answered, all online → window's end (settle included)", f"{int(node['heartbeats_answered']):,}",
