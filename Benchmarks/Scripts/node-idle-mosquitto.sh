@@ -22,9 +22,12 @@ write_node_figures() {
 run_mosquitto_idle() {
     mosquitto_status=1
     write_node_figures >"$work/chat-node.txt"
-    # One server at a time: the node's memory and descriptors go before the broker starts.
-    kill "${started[0]}" 2>/dev/null
-    wait "${started[0]}" 2>/dev/null
+    # One server at a time: the node's memory and descriptors go before the broker starts (--heaptrack
+    # has stopped it already and emptied "started").
+    if [ ${#started[@]} -gt 0 ]; then
+        kill "${started[0]}" 2>/dev/null
+        wait "${started[0]}" 2>/dev/null
+    fi
     # Debian puts the broker in /usr/sbin, which is not on an ordinary user's PATH.
     local broker
     broker="$(command -v mosquitto || echo /usr/sbin/mosquitto)"
