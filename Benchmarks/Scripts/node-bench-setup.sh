@@ -2,9 +2,16 @@
 # benchmark's name: `source Scripts/node-bench-setup.sh node-idle`. It builds the release chat-node and
 # cluster-bench (into "$bin"), prints the run header (machine, load, commit), and makes "$work", a
 # temporary directory removed on exit, when every process whose pid was added to "started" is killed.
-swift build -c release --product cluster-bench >/dev/null || exit 1
-swift build -c release --product chat-node >/dev/null || exit 1
-bin="$(swift build -c release --show-bin-path)"
+# NODE_BENCH_BIN=DIR skips both builds and takes chat-node and cluster-bench from DIR instead (release
+# binaries built elsewhere, e.g. another checkout's Benchmarks/.build/release: the commit in the header
+# is this checkout's, not necessarily theirs).
+if [ -n "${NODE_BENCH_BIN:-}" ]; then
+    bin="$NODE_BENCH_BIN"
+else
+    swift build -c release --product cluster-bench >/dev/null || exit 1
+    swift build -c release --product chat-node >/dev/null || exit 1
+    bin="$(swift build -c release --show-bin-path)"
+fi
 
 source Scripts/run-header.sh
 
@@ -18,7 +25,7 @@ trap 'exit 130' INT TERM
 wait_for_node_port() {
     port=""
     for _ in $(seq 300); do
-        port="$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/node.out" | head -1)"
+        port="$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/node.out" 2>/dev/null | head -1)"
         [ -n "$port" ] && return 0
         sleep 0.1
     done

@@ -11,6 +11,11 @@
 #                                                   node's CPU goes (flat profile, then call chains)
 #   --settle S: seconds between the last login and the window (default 10), so the window holds no
 #   work left over from the logins
+#   Scripts/node-idle.sh --mosquitto              then the same crowd (N, heartbeat as MQTT keepalive,
+#                                                   settle, window) on Debian's mosquitto, and one table
+#                                                   of both with chat-node ÷ mosquitto
+#                                                   (Scripts/node-idle-mosquitto.sh, Scripts/mqtt_idle.py)
+#   NODE_BENCH_BIN=DIR Scripts/node-idle.sh       chat-node and cluster-bench from DIR, not built here
 #
 # Setup only: the node runs with scrypt cost 4 (default 14), so 19,000 first logins (registrations)
 # take a minute or two, 4 in flight as the node admits from one address. The measured window has no
@@ -26,6 +31,7 @@ heartbeat=30
 heaptrack=false
 perf=false
 settle=10
+mosquitto=false
 while [ $# -gt 0 ]; do
     case "$1" in
     --count) count="$2"; shift ;;
@@ -34,7 +40,8 @@ while [ $# -gt 0 ]; do
     --heaptrack) heaptrack=true ;;
     --perf) perf=true ;;
     --settle) settle="$2"; shift ;;
-    *) echo "usage: $0 [--count N] [--seconds S] [--heartbeat S] [--settle S] [--heaptrack] [--perf]" >&2; exit 2 ;;
+    --mosquitto) mosquitto=true ;;
+    *) echo "usage: $0 [--count N] [--seconds S] [--heartbeat S] [--settle S] [--heaptrack] [--perf] [--mosquitto]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -127,4 +134,9 @@ if $heaptrack; then
     echo "heap peak by call site: /tmp/node-idle-heap.$$.txt"
     sed -n '/PEAK MEMORY CONSUMERS/,$p' "$work/heap.txt" | head -60
 fi
-[ "$client_status" -eq 0 ] && [ "${online:-0}" -eq "$count" ]
+mosquitto_status=0
+if $mosquitto; then
+    source Scripts/node-idle-mosquitto.sh
+    run_mosquitto_idle
+fi
+[ "$client_status" -eq 0 ] && [ "${online:-0}" -eq "$count" ] && [ "$mosquitto_status" -eq 0 ]
