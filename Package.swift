@@ -483,3 +483,25 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+/// Scripts/asan.sh builds only the test targets it runs under AddressSanitizer: with
+/// `RUNLOOPKIT_TEST_TARGETS` set (test target names separated by commas), the package keeps those
+/// test targets and what they depend on, and drops the rest — the chat node, the cluster, the
+/// PostgreSQL and Redis clients, the samples and their dependencies — which that build would
+/// otherwise compile for tests it does not run. Unset (every other build), nothing changes.
+if let testTargets = Context.environment["RUNLOOPKIT_TEST_TARGETS"] {
+    let targetsByName = Dictionary(uniqueKeysWithValues: package.targets.map { ($0.name, $0) })
+    var kept = Set<String>()
+    var pending = testTargets.split(separator: ",").map(String.init)
+    while let name = pending.popLast() {
+        guard let target = targetsByName[name], kept.insert(name).inserted else { continue }
+        for dependency in target.dependencies {
+            switch dependency {
+            case .targetItem(let name, _), .byNameItem(let name, _): pending.append(name)
+            default: break
+            }
+        }
+    }
+    package.targets.removeAll { !kept.contains($0.name) }
+    package.products.removeAll()
+}
