@@ -14,19 +14,11 @@ struct SessionDeadlinesTests {
     @Test("sessions with different keepalives end each at its own deadline; heartbeats add no entries")
     func eachSessionAtItsOwnDeadline() async throws {
         try await onManualClockLoop { loop, clock in
-            let server = IMServer(store: InMemoryIMStore())
+            let (server, ends) = serverNotingEnds(clock)
             let start = clock.now
-            var ended: [String: Duration] = [:]
-            server.onSessionEnd = { _, session, _ in ended[session.user ?? "?"] = clock.now - start }
             // (user, announced keepalive): dropped after 1.5 × that much silence.
             let peers = [("a", 10), ("b", 4), ("c", 20)].map { user, keepalive in
-                let peer = MemoryLinkPeer(loop: loop)
-                server.adopt(peer.serverEnd)
-                var login = IMLoginRequest()
-                login.user = user
-                login.keepaliveSeconds = UInt32(keepalive)
-                peer.send(IMFrame(command: .login, serial: 1, message: login))
-                return peer
+                logIn(user, keepalive: keepalive, to: server, on: loop)
             }
             #expect(peers.allSatisfy { $0.received.first?.command == .loginAck })
             let deadlines = try #require(server.deadlinesByModes.values.first)
@@ -40,7 +32,7 @@ struct SessionDeadlinesTests {
                 #expect(deadlines.entryCount <= 4)
             }
             try advance(loop, clock, to: start + .seconds(40))
-            #expect(ended == ["a": .seconds(15), "b": .seconds(26), "c": .seconds(30)])
+            #expect(ends.sinceStart == ["a": .seconds(15), "b": .seconds(26), "c": .seconds(30)])
             #expect(deadlines.entryCount == 0)
             server.shutdown()
         }
@@ -64,6 +56,62 @@ struct SessionDeadlinesTests {
             #expect(deadlines.entryCount == 0)
             server.shutdown()
         }
+    }
+
+    @Test("deadlines inside one 250 ms tick end together at its boundary, never before their own")
+    func deadlinesEndOnTicks() async throws {
+        try await onManualClockLoop { loop, clock in
+            let (server, ends) = serverNotingEnds(clock)
+            let start = clock.now
+            // Keepalive 10 s: silent sessions are due 15 s after their login. Logins at 0, 10, 60 and
+            // 260 ms put the first deadline on a boundary, two inside the next tick and one in the one after.
+            var peers: [MemoryLinkPeer] = []
+            for (user, at) in [("a", 0), ("b", 10), ("c", 60), ("d", 260)] {
+                try advance(loop, clock, to: start + .milliseconds(at))
+                peers.append(logIn(user, keepalive: 10, to: server, on: loop))
+            }
+            #expect(peers.allSatisfy { $0.received.first?.command == .loginAck })
+            try advance(loop, clock, to: start + .seconds(16))
+            #expect(
+                ends.sinceStart == [
+                    "a": .seconds(15), "b": .milliseconds(15_250), "c": .milliseconds(15_250),
+                    "d": .milliseconds(15_500)
+                ])
+            server.shutdown()
+        }
+    }
+
+    @Test("the timer wakes at the first 250 ms boundary at or after an entry's instant")
+    func wakeUpRoundsUpToTheTick() {
+        let boundary = LoopInstant(nanoseconds: 1_000_250_000_000)
+        #expect(SessionDeadlines.wakeUp(for: boundary) == boundary)
+        #expect(SessionDeadlines.wakeUp(for: LoopInstant(nanoseconds: 1_000_000_000_001)) == boundary)
+        #expect(SessionDeadlines.wakeUp(for: LoopInstant(nanoseconds: 1_000_249_999_999)) == boundary)
+        #expect(SessionDeadlines.wakeUp(for: .distantFuture) == .distantFuture)
+    }
+
+    /// When each user's session ended, as time since the server was made.
+    private final class EndTimes {
+        var sinceStart: [String: Duration] = [:]
+    }
+
+    private func serverNotingEnds(_ clock: ManualClock) -> (IMServer, EndTimes) {
+        let server = IMServer(store: InMemoryIMStore())
+        let start = clock.now
+        let ends = EndTimes()
+        server.onSessionEnd = { _, session, _ in ends.sinceStart[session.user ?? "?"] = clock.now - start }
+        return (server, ends)
+    }
+
+    /// A client by hand that sends its LOGIN announcing `keepalive` seconds, then nothing.
+    private func logIn(_ user: String, keepalive: Int, to server: IMServer, on loop: RunLoop) -> MemoryLinkPeer {
+        let peer = MemoryLinkPeer(loop: loop)
+        server.adopt(peer.serverEnd)
+        var login = IMLoginRequest()
+        login.user = user
+        login.keepaliveSeconds = UInt32(keepalive)
+        peer.send(IMFrame(command: .login, serial: 1, message: login))
+        return peer
     }
 
     /// Runs the loop until the manual clock reads `instant` (timers on the way fire at their times).

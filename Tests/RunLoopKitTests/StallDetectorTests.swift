@@ -47,6 +47,31 @@ import Testing
         #expect(callouts.values.count == 1000)
     }
 
+    /// Issue 22: recording into the backend on every pass was 9 % of an idle chat node's CPU.
+    @Test func valuesReachTheMetricsOnceASecondAndAllOfThemAtExit() async throws {
+        let (seen, metrics) = try await onManualClockLoop { loop, _ in
+            let metrics = TestMetrics()
+            let detector = RunLoopStallDetector(threshold: .seconds(1), logger: nil, metricsFactory: metrics)
+            detector.attach(to: loop, modes: ["M"])
+            // What the metrics say at each of 1,000 passes, 10 ms apart.
+            var seen: [Int64] = []
+            loop.add(
+                RunLoopTimer(after: .milliseconds(10), repeating: .milliseconds(10), label: "look") { _ in
+                    seen.append(metrics.counterTotal(label: "runloop.iterations"))
+                }, forMode: "M")
+            try loop.run("M", timeout: .seconds(10))
+            detector.detach()
+            return (seen, metrics)
+        }
+        // Published in ten batches (the first at the first pass), not once a pass, nor only at exit.
+        #expect((9...11).contains(Set(seen).count))
+        #expect(seen.count >= 1000)
+        #expect(metrics.counterTotal(label: "runloop.iterations") >= 1000)
+        #expect(metrics.counterTotal(label: "runloop.iterations") > seen.last ?? 0)
+        let busy = try metrics.expectTimer("runloop.busy", [("mode", "M")])
+        #expect(busy.values.count == metrics.counterTotal(label: "runloop.iterations"))
+    }
+
     @Test func aNestedRunsSleepIsNotItsCallersWorkButASlowNestedCalloutIs() async throws {
         let stalls = try await onManualClockLoop { loop, clock in
             var stalls: [RunLoopStallDetector.Stall] = []

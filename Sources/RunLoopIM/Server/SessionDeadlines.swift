@@ -11,6 +11,11 @@ import RunLoopNet
 /// earlier pushes a new entry and leaves the old one to be dropped when it surfaces. A session's live
 /// entry is the one at its ``Slot/queued`` instant.
 ///
+/// The timer wakes only on tick boundaries (``tickNanoseconds``): with thousands of sessions some entry comes due every
+/// millisecond or two (each heartbeat's moved deadline resurfaces once), and a wake-up each would cost
+/// more than the deadlines are worth; one wake-up handles every entry due in its slice instead. A
+/// session is therefore told between its deadline and 250 ms after it (docs/PROTOCOL.md, section 6).
+///
 /// Loop thread only, owned by its server; sessions are held weakly.
 final class SessionDeadlines {
     /// What a session keeps of its deadline (inline in the session: no object of its own).
@@ -29,6 +34,16 @@ final class SessionDeadlines {
 
         static func < (lhs: Entry, rhs: Entry) -> Bool { (lhs.at, lhs.order) < (rhs.at, rhs.order) }
         static func == (lhs: Entry, rhs: Entry) -> Bool { lhs.at == rhs.at && lhs.order == rhs.order }
+    }
+
+    /// How far past its deadline a session may be told, in nanoseconds (250 ms): the timer's instants
+    /// are rounded up to a multiple of this on the loop's clock.
+    static let tickNanoseconds: UInt64 = 250_000_000
+
+    /// The first tick boundary at or after `instant`: when the timer wakes for an entry due then.
+    static func wakeUp(for instant: LoopInstant) -> LoopInstant {
+        let past = instant.nanoseconds % tickNanoseconds
+        return past == 0 ? instant : instant + .nanoseconds(Int64(tickNanoseconds - past))
     }
 
     private let loop: RunLoop
@@ -55,7 +70,7 @@ final class SessionDeadlines {
         guard let instant else { return }
         if let queued = session.deadline.queued, queued <= instant { return }
         push(session, at: instant)
-        if let first = heap.min { timer.arm(at: first.at) }
+        armForFirstEntry()
     }
 
     private func push(_ session: IMServerSession, at instant: LoopInstant) {
@@ -83,7 +98,11 @@ final class SessionDeadlines {
         for session in due where session.deadline.wanted.map({ $0 <= now }) == true {
             session.deadlinePassed()
         }
-        if let first = heap.min { timer.arm(at: first.at) } else { timer.disarm() }
+        armForFirstEntry()
+    }
+
+    private func armForFirstEntry() {
+        if let first = heap.min { timer.arm(at: Self.wakeUp(for: first.at)) } else { timer.disarm() }
     }
 }
 

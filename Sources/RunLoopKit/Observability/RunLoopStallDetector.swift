@@ -11,7 +11,12 @@ public import Logging
 ///
 /// Metrics (swift-metrics, dimension `mode`): counter `runloop.iterations`, timers `runloop.busy` and
 /// `runloop.asleep` (per iteration and per wait), timer `runloop.callout` (dimension `kind` too), counter
-/// `runloop.stalls`.
+/// `runloop.stalls`. Every iteration, wait and callout is counted, but the values are kept on the loop's
+/// thread and handed to the metrics in batches — at the first iteration at least ``publishInterval``
+/// after the last batch, and when the outermost activation exits — so an idle loop that wakes for one
+/// event at a time does not touch the metrics backend (locks, cold histograms) on every pass. Metrics
+/// read while the loop runs may therefore lag it by that interval, or until its next iteration when
+/// it sleeps longer. Stalls are counted and reported at once.
 ///
 /// It is built on the public observer APIs (``RunLoopObserver``, ``RunLoopCalloutObserver``), so it costs
 /// nothing while detached. Times come from the loop's clock, so tests can drive it with a ``ManualClock``.
@@ -44,6 +49,9 @@ public final class RunLoopStallDetector: @unchecked Sendable {
 
     /// Iterations busy for longer than this are reported.
     public let threshold: Duration
+    /// How long iteration, wait and callout values may wait on the loop's thread before they are
+    /// handed to the metrics (one second).
+    public static let publishInterval = Duration.seconds(1)
     private let logger: Logger?
     private let onStall: ((Stall) -> Void)?
     private let metricsFactory: any MetricsFactory
@@ -55,21 +63,58 @@ public final class RunLoopStallDetector: @unchecked Sendable {
     // Loop thread only.
     private var frames: [Frame] = []
     private var metricsByMode: [RunLoop.Mode: ModeMetrics] = [:]
+    private var nextPublish: LoopInstant?
 
     private struct Frame {
         let mode: RunLoop.Mode
+        /// The mode's metrics, found once per activation rather than once per activity.
+        let metrics: ModeMetrics
         var iterationStart: LoopInstant?
         var sleepStart: LoopInstant?
         var asleep: Duration = .zero
         var callouts: [RunLoop.Callout] = []
     }
 
-    private struct ModeMetrics {
+    /// One mode's metrics with the values not yet published. Loop thread only.
+    private final class ModeMetrics {
         let iterations: Counter
-        let busy: CoreMetrics.Timer
-        let asleep: CoreMetrics.Timer
+        var unpublishedIterations: Int64 = 0
+        let busy: BatchedTimer
+        let asleep: BatchedTimer
         let stalls: Counter
-        var callouts: [RunLoop.CalloutKind: CoreMetrics.Timer] = [:]
+        var callouts: [RunLoop.CalloutKind: BatchedTimer] = [:]
+
+        init(iterations: Counter, busy: BatchedTimer, asleep: BatchedTimer, stalls: Counter) {
+            self.iterations = iterations
+            self.busy = busy
+            self.asleep = asleep
+            self.stalls = stalls
+        }
+
+        func publish() {
+            if unpublishedIterations > 0 {
+                iterations.increment(by: unpublishedIterations)
+                unpublishedIterations = 0
+            }
+            busy.publish()
+            asleep.publish()
+            for timer in callouts.values { timer.publish() }
+        }
+    }
+
+    /// A timer whose durations are kept until ``publish()``. Loop thread only.
+    private final class BatchedTimer {
+        let timer: CoreMetrics.Timer
+        private var unpublished: [Int64] = []
+
+        init(_ timer: CoreMetrics.Timer) { self.timer = timer }
+
+        func record(_ duration: Duration) { unpublished.append(duration.clampedNanoseconds) }
+
+        func publish() {
+            for nanoseconds in unpublished { timer.recordNanoseconds(nanoseconds) }
+            unpublished.removeAll(keepingCapacity: true)
+        }
     }
 
     /// - Parameters:
@@ -117,7 +162,8 @@ public final class RunLoopStallDetector: @unchecked Sendable {
         loop.add(callouts)
     }
 
-    /// Stops watching. Safe from any thread.
+    /// Stops watching. Safe from any thread. Values gathered since the last batch are published only
+    /// if the loop's outermost activation exits before the detachment.
     public func detach() {
         let (observers, callouts) = lock.withLock { () -> ([RunLoopObserver], RunLoopCalloutObserver?) in
             defer {
@@ -142,7 +188,8 @@ public final class RunLoopStallDetector: @unchecked Sendable {
         let now = loop.now
         switch activity {
         case .entry:
-            frames.append(Frame(mode: loop.currentMode ?? .default))
+            let mode = loop.currentMode ?? .default
+            frames.append(Frame(mode: mode, metrics: metrics(for: mode)))
         case .beforeTimers:
             finishIteration(at: now)
             if !frames.isEmpty { frames[frames.count - 1].iterationStart = now }
@@ -154,24 +201,29 @@ public final class RunLoopStallDetector: @unchecked Sendable {
             // Outer iterations were waiting too: a nested run's sleep is not their work.
             for index in frames.indices { frames[index].asleep += slept }
             frames[frames.count - 1].sleepStart = nil
-            metrics(for: top.mode).asleep.recordNanoseconds(slept.clampedNanoseconds)
+            top.metrics.asleep.record(slept)
         case .exit:
             finishIteration(at: now)
             if !frames.isEmpty { frames.removeLast() }
+            // Nothing may wait for a next iteration that might never come.
+            if frames.isEmpty { publish(at: now) }
         default:
             break
         }
     }
 
     private func record(_ callout: RunLoop.Callout) {
-        var modeMetrics = metrics(for: callout.mode)
-        if modeMetrics.callouts[callout.kind] == nil {
-            modeMetrics.callouts[callout.kind] = CoreMetrics.Timer(
-                label: "runloop.callout", dimensions: [("mode", callout.mode.rawValue), ("kind", callout.kind.rawValue)],
-                factory: metricsFactory)
-            metricsByMode[callout.mode] = modeMetrics
+        let modeMetrics = frames.last.flatMap { $0.mode == callout.mode ? $0.metrics : nil } ?? metrics(for: callout.mode)
+        if let timer = modeMetrics.callouts[callout.kind] {
+            timer.record(callout.duration)
+        } else {
+            let timer = BatchedTimer(
+                CoreMetrics.Timer(
+                    label: "runloop.callout", dimensions: [("mode", callout.mode.rawValue), ("kind", callout.kind.rawValue)],
+                    factory: metricsFactory))
+            modeMetrics.callouts[callout.kind] = timer
+            timer.record(callout.duration)
         }
-        modeMetrics.callouts[callout.kind]?.recordNanoseconds(callout.duration.clampedNanoseconds)
         guard callout.depth == frames.count, !frames.isEmpty else { return }
         frames[frames.count - 1].callouts.append(callout)
     }
@@ -179,11 +231,10 @@ public final class RunLoopStallDetector: @unchecked Sendable {
     private func finishIteration(at now: LoopInstant) {
         guard var frame = frames.last, let start = frame.iterationStart else { return }
         let busy = (now - start) - frame.asleep
-        let modeMetrics = metrics(for: frame.mode)
-        modeMetrics.iterations.increment()
-        modeMetrics.busy.recordNanoseconds(busy.clampedNanoseconds)
+        frame.metrics.unpublishedIterations += 1
+        frame.metrics.busy.record(busy)
         if busy > threshold {
-            modeMetrics.stalls.increment()
+            frame.metrics.stalls.increment()
             let stall = Stall(
                 mode: frame.mode, depth: frames.count, start: start, busy: busy,
                 callouts: frame.callouts.sorted { $0.duration > $1.duration })
@@ -199,6 +250,13 @@ public final class RunLoopStallDetector: @unchecked Sendable {
         frame.asleep = .zero
         frame.callouts.removeAll(keepingCapacity: true)
         frames[frames.count - 1] = frame
+        if let nextPublish, now < nextPublish { return }
+        publish(at: now)
+    }
+
+    private func publish(at now: LoopInstant) {
+        for modeMetrics in metricsByMode.values { modeMetrics.publish() }
+        nextPublish = now + Self.publishInterval
     }
 
     private func metrics(for mode: RunLoop.Mode) -> ModeMetrics {
@@ -206,8 +264,8 @@ public final class RunLoopStallDetector: @unchecked Sendable {
         let dimensions = [("mode", mode.rawValue)]
         let created = ModeMetrics(
             iterations: Counter(label: "runloop.iterations", dimensions: dimensions, factory: metricsFactory),
-            busy: CoreMetrics.Timer(label: "runloop.busy", dimensions: dimensions, factory: metricsFactory),
-            asleep: CoreMetrics.Timer(label: "runloop.asleep", dimensions: dimensions, factory: metricsFactory),
+            busy: BatchedTimer(CoreMetrics.Timer(label: "runloop.busy", dimensions: dimensions, factory: metricsFactory)),
+            asleep: BatchedTimer(CoreMetrics.Timer(label: "runloop.asleep", dimensions: dimensions, factory: metricsFactory)),
             stalls: Counter(label: "runloop.stalls", dimensions: dimensions, factory: metricsFactory))
         metricsByMode[mode] = created
         return created
