@@ -166,6 +166,8 @@ public final class IMServer {
     var deadlinesByModes: [[RunLoop.Mode]: SessionDeadlines] = [:]
     /// The frames of the announcement being made, while it asks for audiences.
     var presenceOutbox: PresenceOutbox?
+    /// Audiences read for this pass's logins, which its announcement uses again (IMServer+Presence).
+    var audiencesOfThisPass: [String: IMPresenceAudience] = [:]
     /// Users the cluster says are online, on this node or another (IMServer+Cluster).
     var clusterOnline: Set<String> = []
     /// Whether ``shutdown(completion:)`` was called: the server's users are not gone, only moving.
