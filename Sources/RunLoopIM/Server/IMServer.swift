@@ -226,6 +226,8 @@ public final class IMServer {
     public var port: UInt16 { listener.port }
     /// Open sessions (logged in or not).
     public var sessions: [IMServerSession] { Array(open.values) }
+    /// How many sessions are open (logged in or not), without listing them.
+    public var sessionCount: Int { open.count }
     /// Users with at least one logged-in session.
     public var onlineUsers: [String] { byUser.keys.sorted() }
 
