@@ -142,11 +142,11 @@ struct PresenceAudienceTests {
     func loginReadsTheAudienceOnce() async throws {
         try await onLoopThread {
             let chat = Fixture()
-            chat.join(["alice", "bob"], "lobby")
-            chat.logIn("bob")
-            try chat.settle()
-            chat.logIn("alice")
-            try chat.settle()
+            chat.converse("alice", "bob")
+            for user in ["bob", "alice"] {
+                chat.logIn(user)
+                try chat.settle()
+            }
             #expect(chat.audiencesAsked.value["alice"] == 1)
             #expect(chat.presence(seenBy: "bob") == ["alice online"])
             #expect(chat.presence(seenBy: "alice") == ["bob online"])

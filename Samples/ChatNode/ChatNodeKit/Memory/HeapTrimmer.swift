@@ -4,7 +4,7 @@ public import RunLoopKit
 
 /// Checks a ``HeapTrimPolicy`` once a second with the node's open sessions, and when it says so
 /// empties the caches it was given (SQLite's page cache) and calls `malloc_trim(0)`, logging what
-/// came back and what it cost.
+/// it cost (RSS tells what came back).
 ///
 /// Loop thread only: made, started and stopped on its loop's thread.
 public final class HeapTrimmer {
@@ -46,13 +46,11 @@ public final class HeapTrimmer {
     private func check() {
         let count = sessions()
         guard policy.check(sessions: count, now: loop.now) else { return }
-        let before = Self.residentKiB()
         let start = Self.monotonicNanoseconds()
         releaseCaches()
         _ = Self.mallocTrim?(0)
         let micros = (Self.monotonicNanoseconds() - start) / 1_000
-        let givenBack = (before - Self.residentKiB()) / 1024
-        logger.notice("\(count) sessions open, down from a crowd: \(givenBack) MiB of freed heap given back in \(micros) µs")
+        logger.notice("\(count) sessions open, down from a crowd: freed heap given back in \(micros) µs")
     }
 
     /// glibc's `malloc_trim`, which its Swift module does not show (it is declared in malloc.h).
@@ -60,19 +58,6 @@ public final class HeapTrimmer {
         guard let symbol = dlsym(nil, "malloc_trim") else { return nil }
         return unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)
     }()
-
-    /// The process's resident set: the second field of /proc/self/statm, in pages.
-    private static func residentKiB() -> Int {
-        let descriptor = open("/proc/self/statm", O_RDONLY)
-        guard descriptor >= 0 else { return 0 }
-        defer { close(descriptor) }
-        var bytes = [UInt8](repeating: 0, count: 128)
-        let count = read(descriptor, &bytes, bytes.count)
-        guard count > 0 else { return 0 }
-        let fields = bytes[..<count].split(separator: UInt8(ascii: " "))
-        guard fields.count > 1, let pages = Int(String(decoding: fields[1], as: UTF8.self)) else { return 0 }
-        return pages * sysconf(Int32(_SC_PAGESIZE)) / 1024
-    }
 
     private static func monotonicNanoseconds() -> Int {
         var now = timespec()
