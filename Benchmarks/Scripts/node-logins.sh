@@ -54,11 +54,19 @@ started+=($node)
 wait_for_node_port
 
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$node/status"; }
+# RSS by kind, in MiB: mapped files (code pages the logins touched stay), malloc's main heap, other
+# anonymous memory (the password threads' arenas, thread stacks).
+rss_kinds() {
+    awk '/^[0-9a-f]+-[0-9a-f]+ / { kind = ($6 ~ /^\// ? "files" : ($6 == "[heap]" ? "heap" : "other")) }
+        /^Rss:/ { rss[kind] += $2 } END { printf "files %.1f, heap %.1f, other %.1f", rss["files"] / 1024, rss["heap"] / 1024, rss["other"] / 1024 }' \
+        "/proc/$node/smaps"
+}
 # utime + stime in clock ticks (fields 14 and 15; the command name has no spaces).
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$node/stat"; }
 
 sleep 1
 rss_before="$(rss_kib)"
+kinds_before="$(rss_kinds)"
 cpu_before="$(cpu_ticks)"
 share=$((count / processes))
 clients=()
@@ -88,6 +96,14 @@ cpu_online="$(cpu_ticks)"
 sleep 3
 rss_online="$(rss_kib)"
 touch "$work/stop"
+# Each process checks its users' presence, then stays online until all have checked.
+until [ "$(cat "$work"/clients.*.txt | grep -c '^logins\.presence_exact_users ')" -ge "$processes" ]; do
+    alive=0
+    for pid in "${clients[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ "$alive" -eq 0 ] && break
+    sleep 0.1
+done
+touch "$work/stop.leave"
 status=0
 for pid in "${clients[@]}"; do wait "$pid" || status=1; done
 # Everyone left when their processes ended; the node announces it, then settles.
@@ -95,6 +111,7 @@ sleep 5
 rss_after="$(rss_kib)"
 sleep 10
 rss_later="$(rss_kib)"
+kinds_later="$(rss_kinds)"
 kill -0 "$node" 2>/dev/null || { echo "chat-node ended:" >&2; tail -5 "$work/node.err" >&2; status=1; }
 
 sum() { cat "$work"/clients.*.txt | sed -n "s/^logins\.$1 //p" | awk '{ s += $1 } END { print s + 0 }'; }
@@ -118,6 +135,8 @@ echo "| RSS before the first login → all online | $((rss_before / 1024)) → $
 awk -v b="$rss_before" -v a="$rss_after" -v l="$rss_later" 'BEGIN {
     printf "| **RSS after all left** (5 s; 15 s) | **%.1f MiB = %+.1f %%** (%.1f MiB = %+.1f %%) |\n",
         a / 1024, (a - b) * 100 / b, l / 1024, (l - b) * 100 / b }'
+echo "| RSS by kind before → 15 s after all left (MiB) | $kinds_before → $kinds_later |"
+grep -h 'freed heap given back' "$work/node.err" | sed 's/^.*chat-node: /| node: /; s/$/ |/' | head -3
 echo "| client CPU, all processes | $(sum client_cpu_ms) ms |"
 grep -h '^cluster-bench:' "$work"/clients.*.txt | head -5
 [ "$status" -eq 0 ] && [ "$online" -eq "$count" ] && [ "$(sum presence_exact_users)" -eq "$count" ]

@@ -59,6 +59,12 @@ public final class SQLiteDatabase {
         handle = nil
     }
 
+    /// Frees the page cache's unused pages (``SQLiteIMStore``'s reads of a crowd's logins fill it to
+    /// its size, in blocks scattered among the crowd's own): the next reads load them again.
+    public func releaseMemory() {
+        if let handle { sqlite3_db_release_memory(handle) }
+    }
+
     /// Runs SQL with no parameters and no rows (schema, pragmas, transactions).
     public func execute(_ sql: String) throws(SQLiteError) {
         var error: UnsafeMutablePointer<CChar>?

@@ -13,13 +13,29 @@ import Testing
 struct PresenceAudienceTests {
     /// A chat server on an in-memory store whose rooms and direct conversations a test sets up.
     final class Fixture {
+        /// ChatService, counting the audiences it is asked for, by user.
+        struct CountingService: IMApplicationHandler {
+            let chat = ChatService()
+            let asked: Box<[String: Int]>
+
+            func answer(_ request: IMFrame, from user: String, on server: IMServer, reply: @escaping (IMFrame) -> Void) throws(IMFrameError) {
+                try chat.answer(request, from: user, on: server, reply: reply)
+            }
+
+            func presenceAudience(of user: String, on server: IMServer, completion: @escaping (IMPresenceAudience) -> Void) {
+                asked.value[user, default: 0] += 1
+                chat.presenceAudience(of: user, on: server, completion: completion)
+            }
+        }
+
         let store = InMemoryIMStore()
         let server: IMServer
+        let audiencesAsked = Box<[String: Int]>([:])
         private(set) var peers: [String: MemoryLinkPeer] = [:]
 
         init(settings: IMServer.Settings = .withoutLoginLimits) {
             server = IMServer(store: store, settings: settings)
-            server.applicationHandler = ChatService()
+            server.applicationHandler = CountingService(asked: audiencesAsked)
         }
 
         func join(_ users: [String], _ room: String) {
@@ -119,6 +135,26 @@ struct PresenceAudienceTests {
             // LOGIN_ACK and the snapshot (the friend online) to the newcomer, its arrival to the friend.
             #expect(few == 3)
             #expect(many == few)
+        }
+    }
+
+    @Test("a login reads its user's audience once: the snapshot's read serves the pass's announcement")
+    func loginReadsTheAudienceOnce() async throws {
+        try await onLoopThread {
+            let chat = Fixture()
+            chat.converse("alice", "bob")
+            for user in ["bob", "alice"] {
+                chat.logIn(user)
+                try chat.settle()
+            }
+            #expect(chat.audiencesAsked.value["alice"] == 1)
+            #expect(chat.presence(seenBy: "bob") == ["alice online"])
+            #expect(chat.presence(seenBy: "alice") == ["bob online"])
+            // Her departure is a later pass: its announcement reads the audience again.
+            chat.peers["alice"]?.pair.apply(.reset)
+            try chat.settle()
+            #expect(chat.audiencesAsked.value["alice"] == 2)
+            #expect(chat.presence(seenBy: "bob") == ["alice online", "alice offline"])
         }
     }
 

@@ -8,8 +8,9 @@ import RunLoopKit
 /// of `total`) logs in to one node, `loginsInFlight` at a time, and stays. Prints `logins.online`
 /// once all are (or the ready timeout passed), then waits for the stop file, gives the node up to
 /// 30 s more to finish its presence snapshots and announcements, and prints whether each user knows
-/// exactly its contacts online — no more, no fewer. Exits without logging out: the node sees every
-/// connection close at once. Returns whether all logged in and all presence was right.
+/// exactly its contacts online — no more, no fewer; stays online until the file STOP.leave exists
+/// (every process has checked), then exits without logging out: the node sees every connection
+/// close at once. Returns whether all logged in and all presence was right.
 func runLogins(_ options: Options) -> Bool {
     let layout = options.layout
     let files = FileLimit.raise(wanted: options.count + 64)
@@ -69,6 +70,9 @@ func runLogins(_ options: Options) -> Bool {
     emit(p, "client_cpu_ms", ProcessStats.ownCPUNanoseconds() / 1_000_000)
     for failure in crowd.failures { print("cluster-bench: \(failure)") }
     fflush(nil)
+    // Online until every process has checked (the script makes STOP.leave then): users leaving
+    // early would be departures the others' checks see.
+    runLoop(loop, seconds: 120) { access(options.stopFile + ".leave", F_OK) == 0 }
     return allOnline && exact == options.count && strangers == 0 && crowd.disconnects == 0
 }
 

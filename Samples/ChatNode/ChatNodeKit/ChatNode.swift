@@ -118,6 +118,8 @@ public final class ChatNode {
     let accounts: any NodeAccounts
     /// The history sweeps, from ``start()`` on when ``Configuration/retention`` is set.
     private var retention: HistoryRetention?
+    /// Gives back the heap a crowd of sessions left behind, from ``start()`` on.
+    private var heapTrimmer: HeapTrimmer?
     private(set) var isStopping = false
 
     /// Opens the database and prepares the server; ``start()`` listens.
@@ -277,6 +279,12 @@ public final class ChatNode {
         )
         if let cluster, let redis = configuration.redis { join(cluster, redis: redis) }
         if let policy = configuration.retention { startRetention(policy) }
+        let sqlite = sqliteStore
+        let heapTrimmer = HeapTrimmer(
+            loop: loop, logger: logger, sessions: { [weak server] in server?.sessionCount ?? 0 },
+            releaseCaches: { [weak sqlite] in sqlite?.database.releaseMemory() })
+        self.heapTrimmer = heapTrimmer
+        heapTrimmer.start()
     }
 
     private func startRetention(_ policy: HistoryRetentionPolicy) {
@@ -318,6 +326,7 @@ public final class ChatNode {
     /// real stop is ``stop(_:)``.
     public func abort() {
         retention?.stop()
+        heapTrimmer?.stop()
         web?.close()
         server.abort()
         cluster?.close()
@@ -379,6 +388,7 @@ public final class ChatNode {
         guard !isStopping else { return }
         isStopping = true
         retention?.stop()
+        heapTrimmer?.stop()
         web?.close()
         // Whichever comes first stops the node: the last session's end, or the grace period (a
         // one-shot timer, invalid once it fired).

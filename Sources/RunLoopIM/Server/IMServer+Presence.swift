@@ -20,12 +20,19 @@ extension IMServer {
     /// A server shutting down tells its clients nothing: they are told `shuttingDown`, and their
     /// users are not gone, only moving (docs/PROTOCOL.md §8).
     private func announcePresence() {
+        // Read for this pass only: a later announcement asks again.
+        let known = audiencesOfThisPass
+        audiencesOfThisPass = [:]
         let changes = presence.settle { self.byUser[$0] != nil || self.clusterOnline.contains($0) }
         for change in changes { onPresenceChange?(self, change.user, change.online) }
         guard settings.broadcastsPresence, !isShuttingDown, !changes.isEmpty else { return }
         // Audiences answered at once (the memory and SQLite stores) share one write per session.
         presenceOutbox = PresenceOutbox()
         for change in changes {
+            if let audience = known[change.user] {
+                tell(presenceOf: change.user, to: audience)
+                continue
+            }
             askAudience(of: change.user) { [weak self] audience in self?.tell(presenceOf: change.user, to: audience) }
         }
         let outbox = presenceOutbox
@@ -42,6 +49,10 @@ extension IMServer {
         guard settings.broadcastsPresence, !sessions.isEmpty else { return }
         askAudience(of: user) { [weak self] audience in
             guard let self else { return }
+            // A login's user is announced at the end of this pass to the same audience: one read of
+            // the user's contacts (thousands of names in a big room) serves both. An answer that
+            // comes after the announcement is not kept: the next one asks again.
+            if self.presence.isNoted(user) { self.audiencesOfThisPass[user] = audience }
             let first = self.presence.snapshot(of: audience, for: user, limit: self.settings.presenceSnapshotPage)
             for session in sessions {
                 session.write(first.frames)
@@ -72,6 +83,8 @@ extension IMServer {
     /// node): `user`'s sessions here get a new snapshot, and `user`, when online, is announced to
     /// their audience again (a state: those who knew already are told again). Loop thread only.
     public func presenceAudienceChanged(for user: String) {
+        // A JOIN changes the audience of the room's other members too: none read before it is kept.
+        audiencesOfThisPass = [:]
         sendPresenceSnapshot(to: byUser[user] ?? [], of: user)
         guard settings.broadcastsPresence, presence.announced[user] != nil else { return }
         askAudience(of: user) { [weak self] audience in self?.tell(presenceOf: user, to: audience) }

@@ -166,6 +166,8 @@ public final class IMServer {
     var deadlinesByModes: [[RunLoop.Mode]: SessionDeadlines] = [:]
     /// The frames of the announcement being made, while it asks for audiences.
     var presenceOutbox: PresenceOutbox?
+    /// Audiences read for this pass's logins, which its announcement uses again (IMServer+Presence).
+    var audiencesOfThisPass: [String: IMPresenceAudience] = [:]
     /// Users the cluster says are online, on this node or another (IMServer+Cluster).
     var clusterOnline: Set<String> = []
     /// Whether ``shutdown(completion:)`` was called: the server's users are not gone, only moving.
@@ -224,6 +226,8 @@ public final class IMServer {
     public var port: UInt16 { listener.port }
     /// Open sessions (logged in or not).
     public var sessions: [IMServerSession] { Array(open.values) }
+    /// How many sessions are open (logged in or not), without listing them.
+    public var sessionCount: Int { open.count }
     /// Users with at least one logged-in session.
     public var onlineUsers: [String] { byUser.keys.sorted() }
 

@@ -7,15 +7,18 @@ struct PresenceLedger {
     private(set) var announced: [String: IMFrame] = [:]
     /// Users noted since the last announcement, in the order they were first noted.
     private var noted: [String] = []
-    private var isNoted: Set<String> = []
+    private var notedSet: Set<String> = []
 
     /// Notes that `user` may have come online or gone offline. Returns whether it is the first note
     /// since the last announcement: then one must be scheduled.
     mutating func note(_ user: String) -> Bool {
         let isFirst = noted.isEmpty
-        if isNoted.insert(user).inserted { noted.append(user) }
+        if notedSet.insert(user).inserted { noted.append(user) }
         return isFirst
     }
+
+    /// Whether `user` was noted since the last announcement: the next one settles them.
+    func isNoted(_ user: String) -> Bool { notedSet.contains(user) }
 
     /// The announcement: each noted user whose state now (`isOnline`) differs from the one last
     /// announced, however many times it changed in between, in the order noted. They count as
@@ -23,7 +26,7 @@ struct PresenceLedger {
     mutating func settle(isOnline: (String) -> Bool) -> [(user: String, online: Bool)] {
         let users = noted
         noted.removeAll()
-        isNoted.removeAll()
+        notedSet.removeAll()
         var changes: [(user: String, online: Bool)] = []
         for user in users {
             let online = isOnline(user)

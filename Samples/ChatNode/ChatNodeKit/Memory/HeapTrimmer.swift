@@ -1,0 +1,67 @@
+import Glibc
+public import Logging
+public import RunLoopKit
+
+/// Checks a ``HeapTrimPolicy`` once a second with the node's open sessions, and when it says so
+/// empties the caches it was given (SQLite's page cache) and calls `malloc_trim(0)`, logging what
+/// it cost (RSS tells what came back).
+///
+/// Loop thread only: made, started and stopped on its loop's thread.
+public final class HeapTrimmer {
+    public let loop: RunLoop
+    private var policy: HeapTrimPolicy
+    private let sessions: () -> Int
+    private let releaseCaches: () -> Void
+    private let logger: Logger
+    private var timer: RunLoopTimer?
+
+    /// - Parameters:
+    ///   - sessions: the count the policy watches, read on the loop's thread.
+    ///   - releaseCaches: frees what caches hold before the trim, on the loop's thread.
+    public init(
+        policy: HeapTrimPolicy = HeapTrimPolicy(), loop: RunLoop, logger: Logger, sessions: @escaping () -> Int,
+        releaseCaches: @escaping () -> Void = {}
+    ) {
+        self.policy = policy
+        self.loop = loop
+        self.logger = logger
+        self.sessions = sessions
+        self.releaseCaches = releaseCaches
+    }
+
+    public func start() {
+        guard timer == nil else { return }
+        let timer = RunLoopTimer(after: .seconds(1), repeating: .seconds(1), label: "chat-node.heap-trim") { [weak self] _ in
+            self?.check()
+        }
+        self.timer = timer
+        loop.add(timer, forMode: .common)
+    }
+
+    public func stop() {
+        timer?.invalidate()
+        timer = nil
+    }
+
+    private func check() {
+        let count = sessions()
+        guard policy.check(sessions: count, now: loop.now) else { return }
+        let start = Self.monotonicNanoseconds()
+        releaseCaches()
+        _ = Self.mallocTrim?(0)
+        let micros = (Self.monotonicNanoseconds() - start) / 1_000
+        logger.notice("\(count) sessions open, down from a crowd: freed heap given back in \(micros) µs")
+    }
+
+    /// glibc's `malloc_trim`, which its Swift module does not show (it is declared in malloc.h).
+    private static let mallocTrim: (@convention(c) (Int) -> Int32)? = {
+        guard let symbol = dlsym(nil, "malloc_trim") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)
+    }()
+
+    private static func monotonicNanoseconds() -> Int {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return now.tv_sec * 1_000_000_000 + now.tv_nsec
+    }
+}
