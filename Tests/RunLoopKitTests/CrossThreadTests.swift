@@ -56,6 +56,41 @@ import Testing
         source.invalidate()
     }
 
+    /// Both loops wake for every signal and race to take it; the take must let exactly one of them
+    /// perform. Each signal waits for the previous perform, so any count above the signals sent is a
+    /// signal performed twice. The race is narrow, so a regression shows often, not always.
+    @Test func aSourceOnTwoLoopsIsPerformedOncePerSignal() async throws {
+        let performed = LockedBox(0)
+        let source = RunLoopSource { _ in performed.update { $0 += 1 } }
+        let loops = LockedBox<[RunLoop]>([])
+        let sent = LockedBox(0)
+        startThread {
+            while loops.get().count < 2 { sleep(milliseconds: 1) }
+            let clock = ContinuousClock()
+            let end = clock.now + .seconds(10)
+            for round in 1...2_000 where clock.now < end {
+                source.signalAndWakeUp()
+                sent.set(round)
+                while performed.get() < round && clock.now < end { usleep(20) }
+            }
+            // Time for a second perform of the last signal to show.
+            sleep(milliseconds: 20)
+            for loop in loops.get() { loop.stop() }
+        }
+        @Sendable func runLoopWithSource() throws -> RunLoop.RunResult {
+            let loop = RunLoop.current
+            loop.add(RunLoopTimer(after: .seconds(60)) { _ in }, forMode: .default)
+            loop.add(source, forMode: .default)
+            loops.update { $0.append(loop) }
+            return try loop.run(.default, timeout: .seconds(30))
+        }
+        let results = try await onLoopThreads([runLoopWithSource, runLoopWithSource])
+        source.invalidate()
+        #expect(results == [.stopped, .stopped])
+        #expect(sent.get() >= 100, "too few signals to mean anything: \(sent.get())")
+        #expect(performed.get() == sent.get())
+    }
+
     /// A block queued by the loop's own thread may capture that thread's state (a local `var` here),
     /// which `perform`'s `@Sendable` block cannot: it runs later, on the same thread, at a block point.
     @Test func performFromLoopThreadCapturesLoopThreadState() async throws {
