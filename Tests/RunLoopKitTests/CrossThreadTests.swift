@@ -56,6 +56,42 @@ import Testing
         source.invalidate()
     }
 
+    /// Both loops poll without sleeping, so each signal finds both looking at the source at once; the
+    /// take must let exactly one of them perform it. Each signal waits for the previous perform, so any
+    /// count above the signals sent is a signal performed twice. The race is narrow, so a regression
+    /// shows often, not always.
+    @Test func aSourceOnTwoLoopsIsPerformedOncePerSignal() async throws {
+        let performed = LockedBox(0)
+        let source = RunLoopSource { _ in performed.update { $0 += 1 } }
+        let attached = LockedBox(0)
+        let done = LockedBox(false)
+        let sent = LockedBox(0)
+        startThread {
+            while attached.get() < 2 { sleep(milliseconds: 1) }
+            let clock = ContinuousClock()
+            let end = clock.now + .seconds(10)
+            for round in 1...20_000 where clock.now < end {
+                source.signal()
+                sent.set(round)
+                while performed.get() < round && clock.now < end { sched_yield() }
+            }
+            // Time for a second perform of the last signal to show.
+            sleep(milliseconds: 20)
+            done.set(true)
+        }
+        @Sendable func pollLoopWithSource() throws {
+            let loop = RunLoop.current
+            loop.add(RunLoopTimer(after: .seconds(60)) { _ in }, forMode: .default)
+            loop.add(source, forMode: .default)
+            attached.update { $0 += 1 }
+            while !done.get() { try loop.run(.default, timeout: .zero) }
+        }
+        _ = try await onLoopThreads([pollLoopWithSource, pollLoopWithSource])
+        source.invalidate()
+        #expect(sent.get() >= 100, "too few signals to mean anything: \(sent.get())")
+        #expect(performed.get() == sent.get())
+    }
+
     /// A block queued by the loop's own thread may capture that thread's state (a local `var` here),
     /// which `perform`'s `@Sendable` block cannot: it runs later, on the same thread, at a block point.
     @Test func performFromLoopThreadCapturesLoopThreadState() async throws {

@@ -99,6 +99,32 @@ import Testing
         #expect(released)
     }
 
+    /// The loop performs a mode's only source without retaining it; the mode's copy of its sources
+    /// holds it. A callout that invalidates its source and runs the mode nested makes that pass replace
+    /// the copy: the source must live until its callout returns, and be released after.
+    @Test func aSoleSourceOutlivesItsCalloutsNestedRunAndIsReleasedAfter() async throws {
+        let (aliveAfterNestedRun, releasedAfter) = try await onManualClockLoop { loop, _ in
+            let mode = RunLoop.Mode("M")
+            let weakSource = WeakBox<RunLoopSource>(nil)
+            let aliveAfterNestedRun = LockedBox(false)
+            loop.add(RunLoopTimer(after: .seconds(60)) { _ in }, forMode: mode)
+            do {
+                let source = RunLoopSource(label: "sole") { source in
+                    source.invalidate()
+                    _ = try? loop.run(mode, timeout: .zero)
+                    aliveAfterNestedRun.set(weakSource.value != nil && source.label == "sole")
+                }
+                weakSource.value = source
+                loop.add(source, forMode: mode)
+                source.signal()
+            }
+            try loop.run(mode, timeout: .zero)
+            return (aliveAfterNestedRun.get(), weakSource.value == nil)
+        }
+        #expect(aliveAfterNestedRun)
+        #expect(releasedAfter)
+    }
+
     @Test func currentIsTheSameObjectOnOneThreadAndDifferentAcrossThreads() async throws {
         let same = try await onLoopThread { RunLoop.current === RunLoop.current }
         #expect(same)

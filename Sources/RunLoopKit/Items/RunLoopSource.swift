@@ -41,8 +41,15 @@ public final class RunLoopSource: RunLoopSourceBase, @unchecked Sendable {
     /// an invalidated source. Does not wake a sleeping loop.
     public func signal() {
         guard isValid, signalStamp.load(ordering: .relaxed) == 0 else { return }
-        let stamp = signalSequence.add(1, ordering: .relaxed).newValue
-        _ = signalStamp.compareExchange(expected: 0, desired: stamp, ordering: .acquiringAndReleasing)
+        // Wrapping: `add` traps on overflow, which made it a compare-and-exchange loop; this is one
+        // locked add. A billion signals a second would take 584 years to wrap.
+        let stamp = signalSequence.wrappingAdd(1, ordering: .relaxed).newValue
+        // A plain store, not a compare-and-exchange: one locked instruction less per signal. Only the
+        // loop's take (an exchange) clears the stamp, so two signallers that both saw 0 both store a
+        // stamp of a signal that came before the next perform, and the later one's place in line is
+        // as good as the earlier one's: they raced. A take between the load and this store served an
+        // earlier signal, so this one is performed again, as it would be had it come just after.
+        signalStamp.store(stamp, ordering: .releasing)
     }
 
     /// Signals the source, then wakes every loop it is scheduled on: the safe cross-thread hand-off.
@@ -58,10 +65,13 @@ public final class RunLoopSource: RunLoopSourceBase, @unchecked Sendable {
         signalStamp.store(0, ordering: .releasing)
     }
 
-    /// Clears the signal; true if it was set.
+    /// Clears the signal; true if it was set. Only this exchange clears a stamp, so of several loops
+    /// the source is on, one takes each signal.
     @inline(__always)
     func takeSignal() -> Bool {
-        signalStamp.exchange(0, ordering: .acquiringAndReleasing) != 0
+        // A plain load first: an unsignalled source costs no locked instruction. A signal stored after
+        // the load is seen by the next pass, as it would be had it come just after an exchange.
+        signalStamp.load(ordering: .relaxed) != 0 && signalStamp.exchange(0, ordering: .acquiringAndReleasing) != 0
     }
 }
 

@@ -17,6 +17,11 @@ final class ModeStore {
     /// ever touches it, and the check would cost a runtime call per pass.
     @exclusivity(unchecked) var loopSources: [RunLoopSource] = []
     @exclusivity(unchecked) var loopSourcesGeneration: UInt64 = 0
+    /// Loop thread only: sole-source callouts of this mode under way (a nested run may start another).
+    /// While one is, a refresh keeps the `loopSources` copy it replaces here instead of releasing it:
+    /// that copy is what keeps the performing source alive, which the loop does not retain itself.
+    @exclusivity(unchecked) var soleSourceCallouts = 0
+    @exclusivity(unchecked) var retiredLoopSources: [[RunLoopSource]] = []
     /// Port registrations, found by source or by descriptor number (to spot stale ones) without a scan:
     /// a daemon holds thousands of sockets, and adding or removing one must not visit the others.
     @exclusivity(unchecked) private(set) var ports = PortTable()
@@ -125,9 +130,26 @@ final class ModeStore {
                 }
                 return loopSources
             }
-            releaseAfterTheLock(retired)
+            if soleSourceCallouts > 0 {
+                retiredLoopSources.append(retired)
+            } else {
+                releaseAfterTheLock(retired)
+            }
         }
         return loopSources
+    }
+
+    /// Runs `body` with the sole source of `loopSources`, not retained: one retain and release, two
+    /// locked instructions, fewer per pass. Safe because only `sourcesForPass` replaces `loopSources`,
+    /// and while `body` runs it keeps the replaced copy, which holds the source, until the outermost
+    /// such callout has returned.
+    @inline(__always)
+    func withSoleSource<Result>(_ body: (RunLoopSource) -> Result) -> Result {
+        soleSourceCallouts += 1
+        let result = Unmanaged.passUnretained(loopSources[0])._withUnsafeGuaranteedRef(body)
+        soleSourceCallouts -= 1
+        if soleSourceCallouts == 0 && !retiredLoopSources.isEmpty { retiredLoopSources.removeAll() }
+        return result
     }
 
     /// The mode's observers, for the loop thread: as `sourcesForPass(lock:)`.

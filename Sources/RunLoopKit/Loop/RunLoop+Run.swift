@@ -326,12 +326,7 @@ extension RunLoop {
     private func performSources(in store: ModeStore, returnAfterFirst: Bool) -> Bool {
         let sources = store.sourcesForPass(lock: lock)
         if sources.isEmpty { return false }
-        if sources.count == 1 {
-            let source = sources[0]
-            guard source.takeSignal(), source.isValid else { return false }
-            callOut(.source, item: source, label: source.label, mode: store.mode, clock: clockStorage) { source.performCallout(source) }
-            return true
-        }
+        if sources.count == 1 { return store.withSoleSource { perform($0, in: store) } }
         var batch: [(RunLoopSource, UInt64)] = []
         swap(&batch, &sourceScratch)
         for source in sources {
@@ -345,14 +340,22 @@ extension RunLoop {
         // makes the iteration "handled".
         var handled = false
         for (source, _) in batch {
-            guard source.takeSignal(), source.isValid else { continue }
-            callOut(.source, item: source, label: source.label, mode: store.mode, clock: clockStorage) { source.performCallout(source) }
+            guard perform(source, in: store) else { continue }
             handled = true
             if returnAfterFirst { break }
         }
         batch.removeAll(keepingCapacity: true)
         if sourceScratch.capacity < batch.capacity { sourceScratch = batch }
         return handled
+    }
+
+    /// Takes the source's signal and performs it, unless it was not signalled or was invalidated;
+    /// returns whether it performed.
+    @inline(__always)
+    private func perform(_ source: RunLoopSource, in store: ModeStore) -> Bool {
+        guard source.takeSignal(), source.isValid else { return false }
+        callOut(.source, item: source, label: source.label, mode: store.mode, clock: clockStorage) { source.performCallout(source) }
+        return true
     }
 
     /// Fires every timer of the mode due now, in (deadline, scheduling) order.
