@@ -46,11 +46,11 @@ public final class HeapTrimmer {
     private func check() {
         let count = sessions()
         guard policy.check(sessions: count, now: loop.now) else { return }
-        let start = Self.monotonicNanoseconds()
+        let start = loop.now
         releaseCaches()
         _ = Self.mallocTrim?(0)
-        let micros = (Self.monotonicNanoseconds() - start) / 1_000
-        logger.notice("\(count) sessions open, down from a crowd: freed heap given back in \(micros) µs")
+        let micros = (loop.now - start) / .microseconds(1)
+        logger.notice("\(count) sessions open, down from a crowd: freed heap given back in \(Int(micros)) µs")
     }
 
     /// glibc's `malloc_trim`, which its Swift module does not show (it is declared in malloc.h).
@@ -58,10 +58,4 @@ public final class HeapTrimmer {
         guard let symbol = dlsym(nil, "malloc_trim") else { return nil }
         return unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)
     }()
-
-    private static func monotonicNanoseconds() -> Int {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return now.tv_sec * 1_000_000_000 + now.tv_nsec
-    }
 }
