@@ -12,7 +12,7 @@
 # mosquitto broker and its C clients (the script starts its own broker on a port of its own; a system one the package
 # may start on 1883 does not matter) and python3-venv (its paho-mqtt venv). With --cluster, the PostgreSQL and
 # Redis servers `chat-node demo --cluster` (Scripts/cluster-demo.sh) starts throw-away copies of. With --testssl,
-# testssl.sh for Scripts/testssl.sh (not in CI: a run takes minutes). The flags combine.
+# testssl.sh for Scripts/testssl.sh (CI's TLS scan of the chat node). The flags combine.
 # Idempotent: installs only what is missing. Works as root or through sudo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
