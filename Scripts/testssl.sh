@@ -16,9 +16,10 @@
 #      negotiated, as INFO; a weak cipher they would show is rated by -s, -f and -U, which run.
 #   DNS (--nodns none): the target is an IP literal; reverse DNS is INFO and the CAA record at most LOW.
 # Where the time goes: testssl is bash that forks a process or more for each byte string it parses, so
-# it is CPU-bound (its waits, mostly a second wherever a reply is not there at once, are a few seconds
-# a port). Each process first spends ~7 CPU-seconds learning what the local openssl can do, so one
-# process per port: more processes cost more CPU than the waits they would fill on two cores.
+# it is CPU-bound; its waits (a second wherever a reply is not there at once) are a few seconds a port.
+# The full default run of both ports was ~100 CPU-seconds, -e and -c almost half of it; this is ~55.
+# Each testssl process spends ~7 CPU-seconds before its first check (what the local openssl can do, its
+# cipher tables), so one process per port: three per port, the sections split, took ~100 again.
 #   Scripts/testssl.sh            # builds chat-node (debug) first
 #   CHAT_NODE=/path/to/chat-node Scripts/testssl.sh
 #   CERT_DAYS=0 Scripts/testssl.sh   # an already expired certificate: must fail (CRITICAL)
