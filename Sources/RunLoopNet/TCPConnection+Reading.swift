@@ -49,7 +49,7 @@ extension TCPConnection {
         checkThread()
         guard !isReadingPaused else { return }
         isReadingPaused = true
-        callbacks.ownerCall {
+        ownerCall {
             updateReadInterest()
             armReadTimer()
         }
@@ -60,7 +60,7 @@ extension TCPConnection {
         checkThread()
         guard isReadingPaused else { return }
         isReadingPaused = false
-        callbacks.ownerCall {
+        ownerCall {
             restartReadWait()
             updateReadInterest()
             if !input.isEmpty { scheduleDeferredPass() }
@@ -89,7 +89,7 @@ extension TCPConnection {
         checkThread()
         guard state != .closed, state != .closing, !isInputClosed else { return }
         readRequests.append(request)
-        callbacks.ownerCall {
+        ownerCall {
             if readRequests.count == 1 { restartReadWait() }
             guard state == .connected else { return }
             updateReadInterest()

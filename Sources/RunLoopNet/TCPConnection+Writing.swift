@@ -22,7 +22,7 @@ extension TCPConnection {
     ///   ``shutdownOutput()`` or ``close(immediately:)``, or once closed.
     public func write(_ bytes: [UInt8]) throws(NetError) {
         checkThread()
-        try callbacks.ownerCall { () throws(NetError) in try queue(bytes) }
+        try ownerCall { () throws(NetError) in try queue(bytes) }
     }
 
     private func queue(_ bytes: [UInt8]) throws(NetError) {
@@ -67,7 +67,7 @@ extension TCPConnection {
         checkThread()
         guard lifecycle.askShutdown() else { return }
         guard state == .connected && output.isEmpty && readSource != nil else { return }
-        callbacks.ownerCall { outputDrained() }
+        ownerCall { outputDrained() }
     }
 
     /// Sends what the socket takes, then settles interest, timers, writability and pending closes.
@@ -98,7 +98,7 @@ extension TCPConnection {
     /// call the owner made).
     func updateWritability() {
         guard writability.update(queuedBytes: output.count, limits: limits) else { return }
-        if callbacks.isInsideOwnerCall { scheduleDeferredPass() } else { reportWritability() }
+        if isInsideOwnerCall { scheduleDeferredPass() } else { reportWritability() }
     }
 
     /// Tells the owner about writability changes, one call per change, until it settles.

@@ -189,8 +189,11 @@ public final class TCPConnection {
     var writability = WritabilitySignal()
     var isReportingWritability = false
     /// No callback runs inside a method the owner called: what such a call causes is reported on the
-    /// loop's next pass (see ``scheduleDeferredPass()``).
+    /// loop's next pass (see ``scheduleDeferredPass()``). Made when something is first deferred: the
+    /// owner-call depth is counted in the connection, since every connection that writes makes owner
+    /// calls and a deferral object made on the first write cost each of them some 80 bytes.
     lazy var callbacks = CallbackDeferral(loop: loop, modes: modes, label: "tcp callbacks")
+    private var ownerCallDepth: UInt32 = 0
     var deferredPassScheduled = false
 
     var readWaitStart = LoopInstant(nanoseconds: 0)
@@ -303,6 +306,16 @@ public final class TCPConnection {
         }
         slot = made
         return made
+    }
+
+    /// True while a method the owner called runs (``ownerCall(_:)``): callbacks wait for the loop.
+    var isInsideOwnerCall: Bool { ownerCallDepth > 0 }
+
+    /// Runs `body` as the owner's call: what it causes is reported after it, not from inside it.
+    func ownerCall<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
+        ownerCallDepth += 1
+        defer { ownerCallDepth -= 1 }
+        return try body()
     }
 
     /// Work that must not run inside the owner's call: buffered input for a newly set consumer, a
