@@ -142,7 +142,7 @@ extension TCPConnection {
     func finish(_ reason: CloseReason) {
         guard lifecycle.close(reason) else { return }
         rareState?.connectTimer?.cancel()
-        readTimer?.cancel()
+        rareState?.readTimer?.cancel()
         rareState?.writeTimer?.cancel()
         rareState?.lingerTimer?.cancel()
         releaseSocket(reset: reason == .aborted)

@@ -131,7 +131,7 @@ extension TCPConnection {
         if let peer = SocketAddress.of(fd, peer: true) { remoteAddress = peer }
         let now = loop.now
         readWaitStart = now
-        readExtension = .zero
+        rareState?.readExtension = .zero
         lastWriteProgress = now
         updateWriteInterest()
         updateReadInterest()

@@ -123,7 +123,11 @@ public final class TCPConnection {
     /// the time since the last bytes arrived. `nil` (the default): no limit. Not counted while reading
     /// is paused.
     public var readTimeout: Duration? {
-        didSet { restartReadWait() }
+        get { rareState?.readTimeout }
+        set {
+            setRare(\.readTimeout, newValue)
+            restartReadWait()
+        }
     }
     /// Asked when a read timeout expires, with the time waited so far. Return a positive duration to
     /// wait that much longer (CocoaAsyncSocket's should-timeout-read), or `nil` to close the connection
@@ -196,13 +200,9 @@ public final class TCPConnection {
     private var ownerCallDepth: UInt32 = 0
     var deferredPassScheduled = false
 
+    /// Stamped on every arrival and every send, timeouts or not; what a timeout adds is rare state.
     var readWaitStart = LoopInstant(nanoseconds: 0)
-    var readExtension = Duration.zero
-    /// Late, not silent: one grace per read wait for bytes that were waiting unread.
-    var readSilence = SilenceDeadline(renewal: .perWait)
     var lastWriteProgress = LoopInstant(nanoseconds: 0)
-    var writeExtension = Duration.zero
-    var readTimer: DeadlineTimer?
 
     /// Options, limits and logger, shared with the other connections of its listener until it changes
     /// one (see ``TCPConnectionSettings``).
