@@ -12,7 +12,9 @@
 # mosquitto broker and its C clients (the script starts its own broker on a port of its own; a system one the package
 # may start on 1883 does not matter) and python3-venv (its paho-mqtt venv). With --cluster, the PostgreSQL and
 # Redis servers `chat-node demo --cluster` (Scripts/cluster-demo.sh) starts throw-away copies of. With --testssl,
-# testssl.sh for Scripts/testssl.sh (CI's TLS scan of the chat node). The flags combine.
+# testssl.sh for Scripts/testssl.sh (CI's TLS scan of the chat node). With --systemd, what Scripts/systemd-check.sh
+# needs to boot a real systemd in a container and talk TLS to the node there: systemd, systemd-container
+# (systemd-nspawn), openssl and curl. The flags combine.
 # Idempotent: installs only what is missing. Works as root or through sudo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,7 +32,8 @@ for flag in "$@"; do
     --fanout) packages+=(mosquitto mosquitto-clients python3-venv) ;;
     --cluster) packages+=(redis-server postgresql) ;;
     --testssl) packages+=(testssl.sh openssl python3) ;;
-    *) echo "usage: Scripts/setup.sh [--tests] [--fanout] [--cluster] [--testssl]" >&2; exit 2 ;;
+    --systemd) packages+=(systemd systemd-container openssl curl) ;;
+    *) echo "usage: Scripts/setup.sh [--tests] [--fanout] [--cluster] [--testssl] [--systemd]" >&2; exit 2 ;;
   esac
 done
 

@@ -28,7 +28,7 @@ extension TCPConnection {
     /// abandoned either way.
     public func close(immediately: Bool = false) {
         checkThread()
-        callbacks.ownerCall {
+        ownerCall {
             switch lifecycle.closeAsked(immediately: immediately) {
             case .nothing: break
             case .finish(let reason): finish(reason)
@@ -142,7 +142,7 @@ extension TCPConnection {
     func finish(_ reason: CloseReason) {
         guard lifecycle.close(reason) else { return }
         rareState?.connectTimer?.cancel()
-        readTimer?.cancel()
+        rareState?.readTimer?.cancel()
         rareState?.writeTimer?.cancel()
         rareState?.lingerTimer?.cancel()
         releaseSocket(reset: reason == .aborted)
@@ -156,7 +156,7 @@ extension TCPConnection {
         case .failed(let error): logger.debug("connection \(remoteAddress?.description ?? "?") failed: \(error)")
         default: logger.trace("connection \(remoteAddress?.description ?? "?") closed: \(reason)")
         }
-        if callbacks.isInsideOwnerCall {
+        if isInsideOwnerCall {
             // Holds the connection until then, so a close is reported to a released one too.
             callbacks.runLater { self.notifyClose(reason) }
         } else {

@@ -51,7 +51,7 @@ extension TCPConnection {
     /// Starts connecting to the first of `addresses` that accepts. See
     /// ``connect(to:port:timeout:resolver:)``.
     public func connect(to addresses: [SocketAddress], timeout: Duration? = .seconds(30)) {
-        callbacks.ownerCall {
+        ownerCall {
             beginConnecting(timeout: timeout)
             lifecycle.startConnecting(resolving: false)
             rare.candidates = addresses
@@ -131,7 +131,7 @@ extension TCPConnection {
         if let peer = SocketAddress.of(fd, peer: true) { remoteAddress = peer }
         let now = loop.now
         readWaitStart = now
-        readExtension = .zero
+        rareState?.readExtension = .zero
         lastWriteProgress = now
         updateWriteInterest()
         updateReadInterest()

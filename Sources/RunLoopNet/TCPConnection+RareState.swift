@@ -2,8 +2,10 @@ import RunLoopKit
 
 extension TCPConnection {
     /// What few connections ever use, in a box the connection makes on first use: connecting
-    /// (resolution, candidates, its timer), the write and linger timeouts and their timers, and the
-    /// callbacks most owners leave unset. An accepted connection that stays idle never makes it.
+    /// (resolution, candidates, its timer), the read, write and linger timeouts with their timers and
+    /// the time they granted, and the callbacks most owners leave unset. An accepted connection that
+    /// stays idle never makes it (some 110 bytes of read and write timeout state moved here from the
+    /// connection, which every connection carried).
     final class RareState {
         static let defaultWriteTimeout: Duration? = .seconds(60)
         static let defaultLingerTimeout: Duration? = .seconds(10)
@@ -13,6 +15,7 @@ extension TCPConnection {
         var onWritabilityChanged: ((TCPConnection, Bool) -> Void)?
         var shouldTimeoutRead: ((TCPConnection, Duration) -> Duration?)?
         var shouldTimeoutWrite: ((TCPConnection, Duration) -> Duration?)?
+        var readTimeout: Duration?
         var writeTimeout = RareState.defaultWriteTimeout
         var lingerTimeout = RareState.defaultLingerTimeout
         var label: String?
@@ -22,6 +25,12 @@ extension TCPConnection {
         var resolutionGeneration = 0
         var connectTimer: DeadlineTimer?
         var writeTimer: DeadlineTimer?
+        var readTimer: DeadlineTimer?
+        /// Time granted past the read and write deadlines in the current wait (a grace, `shouldTimeout…`).
+        var readExtension = Duration.zero
+        var writeExtension = Duration.zero
+        /// Late, not silent: one grace per read wait for bytes that were waiting unread.
+        var readSilence = SilenceDeadline(renewal: .perWait)
         var lingerTimer: DeadlineTimer?
         /// When the current linger wait started (the shutdown, or the peer's last acknowledgement).
         var lingerStart: LoopInstant?

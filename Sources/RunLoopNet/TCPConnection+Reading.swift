@@ -49,7 +49,7 @@ extension TCPConnection {
         checkThread()
         guard !isReadingPaused else { return }
         isReadingPaused = true
-        callbacks.ownerCall {
+        ownerCall {
             updateReadInterest()
             armReadTimer()
         }
@@ -60,7 +60,7 @@ extension TCPConnection {
         checkThread()
         guard isReadingPaused else { return }
         isReadingPaused = false
-        callbacks.ownerCall {
+        ownerCall {
             restartReadWait()
             updateReadInterest()
             if !input.isEmpty { scheduleDeferredPass() }
@@ -89,7 +89,7 @@ extension TCPConnection {
         checkThread()
         guard state != .closed, state != .closing, !isInputClosed else { return }
         readRequests.append(request)
-        callbacks.ownerCall {
+        ownerCall {
             if readRequests.count == 1 { restartReadWait() }
             guard state == .connected else { return }
             updateReadInterest()
@@ -132,7 +132,7 @@ extension TCPConnection {
             if readRequests.isEmpty {
                 // An idle timeout counts from the last arrival; the timer catches up lazily.
                 readWaitStart = loop.now
-                readExtension = .zero
+                rareState?.readExtension = .zero
             }
             deliverInput()
             guard state == .connected else { return }
@@ -233,8 +233,8 @@ extension TCPConnection {
     /// A new wait starts: a request became first in line, the timeout changed, reading resumed.
     func restartReadWait() {
         readWaitStart = loop.now
-        readExtension = .zero
-        readSilence.startOver()
+        rareState?.readExtension = .zero
+        rareState?.readSilence.startOver()
         armReadTimer()
     }
 
@@ -248,14 +248,14 @@ extension TCPConnection {
             timeout = onData != nil ? readTimeout : nil
         }
         guard let timeout else { return nil }
-        return readWaitStart + timeout + readExtension
+        return readWaitStart + timeout + (rareState?.readExtension ?? .zero)
     }
 
     func armReadTimer() {
         if let deadline = readDeadline {
-            timer(&readTimer, "read timeout") { $0.readTimerFired() }.arm(at: deadline)
+            timer(&rare.readTimer, "read timeout") { $0.readTimerFired() }.arm(at: deadline)
         } else {
-            readTimer?.disarm()
+            rareState?.readTimer?.disarm()
         }
     }
 
@@ -264,18 +264,18 @@ extension TCPConnection {
         let now = loop.now
         // Late, not silent: asked before `shouldTimeoutRead`, whose answer may be a refusal (a
         // server's 408). Once per wait, so a peer that drips bytes cannot keep a request alive this way.
-        switch readSilence.judge(deadline, now: now, peerBytesWaiting: { hasUnreadInput }) {
+        switch rare.readSilence.judge(deadline, now: now, peerBytesWaiting: { hasUnreadInput }) {
         case .fine:
             return armReadTimer()
         case .extend(let until):
-            readExtension += until - deadline
+            rare.readExtension += until - deadline
             return armReadTimer()
         case .expired:
             break
         }
         if let ask = rareState?.shouldTimeoutRead, let more = ask(self, now - readWaitStart), more > .zero {
             guard state == .connected else { return }
-            readExtension += (now - deadline) + more
+            rare.readExtension += (now - deadline) + more
             return armReadTimer()
         }
         guard state == .connected, readDeadline != nil else { return }

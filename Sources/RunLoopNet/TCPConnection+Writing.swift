@@ -22,7 +22,7 @@ extension TCPConnection {
     ///   ``shutdownOutput()`` or ``close(immediately:)``, or once closed.
     public func write(_ bytes: [UInt8]) throws(NetError) {
         checkThread()
-        try callbacks.ownerCall { () throws(NetError) in try queue(bytes) }
+        try ownerCall { () throws(NetError) in try queue(bytes) }
     }
 
     private func queue(_ bytes: [UInt8]) throws(NetError) {
@@ -31,7 +31,7 @@ extension TCPConnection {
         guard output.count + bytes.count <= limits.writeLimit else { throw .writeBufferFull(limit: limits.writeLimit) }
         if output.isEmpty {
             lastWriteProgress = loop.now
-            writeExtension = .zero
+            rareState?.writeExtension = .zero
             if state == .connected && fd >= 0 {
                 let sent = bytes.withUnsafeBytes { Socket.send(fd, $0) }
                 if sent == bytes.count { return }
@@ -67,7 +67,7 @@ extension TCPConnection {
         checkThread()
         guard lifecycle.askShutdown() else { return }
         guard state == .connected && output.isEmpty && readSource != nil else { return }
-        callbacks.ownerCall { outputDrained() }
+        ownerCall { outputDrained() }
     }
 
     /// Sends what the socket takes, then settles interest, timers, writability and pending closes.
@@ -77,7 +77,7 @@ extension TCPConnection {
             let (sent, outcome) = output.flush(to: fd)
             if sent > 0 {
                 lastWriteProgress = loop.now
-                writeExtension = .zero
+                rareState?.writeExtension = .zero
             }
             if case .failed(let code) = outcome {
                 return finish(.failed(.from(errno: code, operation: "send")))
@@ -98,7 +98,7 @@ extension TCPConnection {
     /// call the owner made).
     func updateWritability() {
         guard writability.update(queuedBytes: output.count, limits: limits) else { return }
-        if callbacks.isInsideOwnerCall { scheduleDeferredPass() } else { reportWritability() }
+        if isInsideOwnerCall { scheduleDeferredPass() } else { reportWritability() }
     }
 
     /// Tells the owner about writability changes, one call per change, until it settles.
@@ -115,7 +115,7 @@ extension TCPConnection {
 
     private var writeDeadline: LoopInstant? {
         guard isOpen, !output.isEmpty, let writeTimeout else { return nil }
-        return lastWriteProgress + writeTimeout + writeExtension
+        return lastWriteProgress + writeTimeout + (rareState?.writeExtension ?? .zero)
     }
 
     func armWriteTimer() {
@@ -132,7 +132,7 @@ extension TCPConnection {
         if now < deadline { return armWriteTimer() }
         if let ask = rareState?.shouldTimeoutWrite, let more = ask(self, now - lastWriteProgress), more > .zero {
             guard isOpen else { return }
-            writeExtension += (now - deadline) + more
+            rare.writeExtension += (now - deadline) + more
             return armWriteTimer()
         }
         guard isOpen, writeDeadline != nil else { return }

@@ -123,7 +123,11 @@ public final class TCPConnection {
     /// the time since the last bytes arrived. `nil` (the default): no limit. Not counted while reading
     /// is paused.
     public var readTimeout: Duration? {
-        didSet { restartReadWait() }
+        get { rareState?.readTimeout }
+        set {
+            setRare(\.readTimeout, newValue)
+            restartReadWait()
+        }
     }
     /// Asked when a read timeout expires, with the time waited so far. Return a positive duration to
     /// wait that much longer (CocoaAsyncSocket's should-timeout-read), or `nil` to close the connection
@@ -189,17 +193,16 @@ public final class TCPConnection {
     var writability = WritabilitySignal()
     var isReportingWritability = false
     /// No callback runs inside a method the owner called: what such a call causes is reported on the
-    /// loop's next pass (see ``scheduleDeferredPass()``).
+    /// loop's next pass (see ``scheduleDeferredPass()``). Made when something is first deferred: the
+    /// owner-call depth is counted in the connection, since every connection that writes makes owner
+    /// calls and a deferral object made on the first write cost each of them some 80 bytes.
     lazy var callbacks = CallbackDeferral(loop: loop, modes: modes, label: "tcp callbacks")
+    private var ownerCallDepth: UInt32 = 0
     var deferredPassScheduled = false
 
+    /// Stamped on every arrival and every send, timeouts or not; what a timeout adds is rare state.
     var readWaitStart = LoopInstant(nanoseconds: 0)
-    var readExtension = Duration.zero
-    /// Late, not silent: one grace per read wait for bytes that were waiting unread.
-    var readSilence = SilenceDeadline(renewal: .perWait)
     var lastWriteProgress = LoopInstant(nanoseconds: 0)
-    var writeExtension = Duration.zero
-    var readTimer: DeadlineTimer?
 
     /// Options, limits and logger, shared with the other connections of its listener until it changes
     /// one (see ``TCPConnectionSettings``).
@@ -305,6 +308,16 @@ public final class TCPConnection {
         return made
     }
 
+    /// True while a method the owner called runs (``ownerCall(_:)``): callbacks wait for the loop.
+    var isInsideOwnerCall: Bool { ownerCallDepth > 0 }
+
+    /// Runs `body` as the owner's call: what it causes is reported after it, not from inside it.
+    func ownerCall<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
+        ownerCallDepth += 1
+        defer { ownerCallDepth -= 1 }
+        return try body()
+    }
+
     /// Work that must not run inside the owner's call: buffered input for a newly set consumer, a
     /// writability change. One pass per burst, which looks at what is due when it runs (nothing once
     /// closed: the close is reported on its own).
@@ -327,12 +340,18 @@ public final class TCPConnection {
     /// Makes the input port source for the current descriptor (not yet watching). The output one is
     /// made when output first waits (``updateWriteInterest()``): most connections never fill their
     /// socket's send buffer, and an idle one should not carry a second source.
+    ///
+    /// The sources' callouts hold the connection strongly: a closure holding one reference is that
+    /// reference, where a `[weak self]` or `[unowned self]` capture costs each callout a context and
+    /// the connection a side table (some 80 bytes per connection). The cycle ends in
+    /// ``releaseSocket(reset:)``, which every path to `closed` takes, and an open connection is kept
+    /// alive by the loop (``keepAlive``) anyway.
     func makeSources() throws(NetError) {
         do {
             readSource = try RunLoopPortSource(
                 fileDescriptor: fd, interest: .readable, label: label ?? "tcp read \(fd)",
-                cancel: { [weak self] _, _ in self?.sourceCancelled() },
-                perform: { [unowned self] _, _ in self.handleReadable() })
+                cancel: { [self] _, _ in sourceCancelled() },
+                perform: { [self] _, _ in handleReadable() })
         } catch {
             throw .system(errno: EBADF, operation: "watch socket (\(error))")
         }
@@ -342,8 +361,8 @@ public final class TCPConnection {
         do {
             return try RunLoopPortSource(
                 fileDescriptor: fd, interest: .writable, label: label.map { "\($0) (writing)" } ?? "tcp write \(fd)",
-                cancel: { [weak self] _, _ in self?.sourceCancelled() },
-                perform: { [unowned self] _, _ in self.handleWritable() })
+                cancel: { [self] _, _ in sourceCancelled() },
+                perform: { [self] _, _ in handleWritable() })
         } catch {
             throw .system(errno: EBADF, operation: "watch socket (\(error))")
         }

@@ -114,4 +114,48 @@ import Testing
         #expect(logged.first?.metadata["callouts"] == "hog")
         #expect(logged.first?.metadata["mode"] == "M")
     }
+
+    /// A mass disconnect runs one read callout per closed connection in one pass; at 16,700 the
+    /// stall line listed every one of them.
+    @Test func aWidePassIsLoggedAsItsSlowestCalloutsAndACount() async throws {
+        let logged = try await onManualClockLoop { loop, clock in
+            let handler = CapturingLogHandler()
+            let logger = Logger(label: "test.stalls") { _ in handler }
+            let detector = RunLoopStallDetector(threshold: .milliseconds(50), logger: logger, metricsFactory: TestMetrics())
+            detector.attach(to: loop, modes: ["M"])
+            // Read i takes i ms of the pass, so the slowest are the last ones added.
+            for index in 1...40 {
+                loop.add(
+                    RunLoopTimer(after: .milliseconds(1), label: "tcp read \(index)") { _ in
+                        clock.advance(by: .milliseconds(Int64(index)))
+                    }, forMode: "M")
+            }
+            try loop.run("M", timeout: .seconds(5))
+            detector.detach()
+            return handler.records.get()
+        }
+        let record = try #require(logged.first)
+        let slowest = (31...40).reversed().map { "tcp read \($0)" }
+        #expect(record.metadata["callouts"] == slowest.joined(separator: ", ") + " and 30 more")
+        #expect(record.metadata["calloutCount"] == "40")
+    }
+
+    @Test func aSummaryNamesEveryLabelWhenFewRan() async throws {
+        let stalls = try await onManualClockLoop { loop, clock in
+            var stalls: [RunLoopStallDetector.Stall] = []
+            let detector = RunLoopStallDetector(threshold: .milliseconds(10), logger: nil, metricsFactory: TestMetrics()) {
+                stalls.append($0)
+            }
+            detector.attach(to: loop, modes: ["M"])
+            for label in ["a", "b", "c"] {
+                loop.add(RunLoopTimer(after: .milliseconds(1), label: label) { _ in clock.advance(by: .milliseconds(5)) }, forMode: "M")
+            }
+            try loop.run("M", timeout: .seconds(1))
+            detector.detach()
+            return stalls
+        }
+        let stall = try #require(stalls.first)
+        #expect(stall.summary(limit: 3) == stall.labels.joined(separator: ", "))
+        #expect(stall.summary(limit: 2) == stall.labels.prefix(2).joined(separator: ", ") + " and 1 more")
+    }
 }

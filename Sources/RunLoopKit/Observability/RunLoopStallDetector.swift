@@ -42,8 +42,23 @@ public final class RunLoopStallDetector: @unchecked Sendable {
             return callouts.map { $0.label ?? $0.kind.rawValue }.filter { seen.insert($0).inserted }
         }
 
+        /// The slowest `limit` of ``labels`` and how many others there were, for a log line.
+        ///
+        /// One pass can run a callout per connection — a mass disconnect reads every closed socket in
+        /// one pass — and labels that name the descriptor are all distinct: 16,700 of them made one
+        /// stall line 400 KB long. The slowest few say where the time went; the count says how wide the
+        /// pass was.
+        public func summary(limit: Int = Stall.summaryLimit) -> String {
+            let all = labels
+            guard all.count > limit else { return all.joined(separator: ", ") }
+            return all.prefix(limit).joined(separator: ", ") + " and \(all.count - limit) more"
+        }
+
+        /// How many labels ``summary(limit:)`` names by default, in the detector's log line too.
+        public static let summaryLimit = 10
+
         public var description: String {
-            "iteration in mode \(mode) (depth \(depth)) busy for \(busy): \(labels.joined(separator: ", "))"
+            "iteration in mode \(mode) (depth \(depth)) busy for \(busy): \(summary())"
         }
     }
 
@@ -242,7 +257,7 @@ public final class RunLoopStallDetector: @unchecked Sendable {
                 "run loop stalled",
                 metadata: [
                     "mode": "\(stall.mode)", "busy": "\(stall.busy)", "depth": "\(stall.depth)",
-                    "callouts": "\(stall.labels.joined(separator: ", "))"
+                    "callouts": "\(stall.summary())", "calloutCount": "\(stall.callouts.count)"
                 ])
             onStall?(stall)
         }
