@@ -1,5 +1,7 @@
 import Foundation
 import Glibc
+import RunLoopIM
+import RunLoopIMCore
 import RunLoopKit
 import RunLoopTesting
 import Testing
