@@ -8,6 +8,12 @@
 #
 #   Scripts/node-logins.sh                                19,000 users, 8 rooms, 4 client processes
 #   Scripts/node-logins.sh --count 2000 --rooms 4 --processes 2
+#   Scripts/node-logins.sh --count 4000 --rooms 200 --processes 2 --heaptrack
+#       the node under heaptrack, killed 15 s after all left: what is still allocated then, by call
+#       site (heaptrack's leaks), and malloc's own figures of every arena (in use, free but kept)
+#   Scripts/node-logins.sh --count 4000 --rooms 200 --processes 2 --heap-pages
+#       15 s after all left, what holds the pages of malloc's main heap resident: the blocks in use
+#       by kind (Swift objects by type), and the pages each kind holds alone (Scripts/heap_pages.py)
 #
 # The accounts exist before the run: `cluster-bench seed` prints SQL that sqlite3 applies to the
 # node's database (schema made by `chat-node migrate` and `account list`): every account with one scrypt hash at
@@ -24,13 +30,17 @@ rooms=8
 direct_every=10
 processes=4
 cost=10
+heaptrack=false
+heap_pages=false
 while [ $# -gt 0 ]; do
     case "$1" in
     --count) count="$2"; shift ;;
     --rooms) rooms="$2"; shift ;;
     --direct-every) direct_every="$2"; shift ;;
     --processes) processes="$2"; shift ;;
-    *) echo "usage: $0 [--count N] [--rooms R] [--direct-every D] [--processes P]" >&2; exit 2 ;;
+    --heaptrack) heaptrack=true ;;
+    --heap-pages) heap_pages=true ;;
+    *) echo "usage: $0 [--count N] [--rooms R] [--direct-every D] [--processes P] [--heaptrack] [--heap-pages]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -48,10 +58,15 @@ flags=(serve --host 127.0.0.1 --port 0 --no-http --database "$db" --max-connecti
     --scrypt-cost "$cost" --log-level notice)
 echo "node:    chat-node ${flags[*]}"
 echo "clients: $processes × cluster-bench logins ${layout[*]} --logins-in-flight 1"
-"$bin/chat-node" "${flags[@]}" >"$work/node.out" 2>"$work/node.err" &
-node=$!
-started+=($node)
+if $heaptrack; then
+    heaptrack -o "$work/node" "$bin/chat-node" "${flags[@]}" >"$work/node.out" 2>"$work/node.err" &
+else
+    "$bin/chat-node" "${flags[@]}" >"$work/node.out" 2>"$work/node.err" &
+fi
+started+=($!)
 wait_for_node_port
+node="$(pgrep -n -x chat-node -P "${started[0]}" || echo "${started[0]}")"
+$heaptrack || node="${started[0]}"
 
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$node/status"; }
 # RSS by kind, in MiB: mapped files (code pages the logins touched stay), malloc's main heap, other
@@ -139,4 +154,27 @@ echo "| RSS by kind before → 15 s after all left (MiB) | $kinds_before → $ki
 grep -h 'freed heap given back' "$work/node.err" | sed 's/^.*chat-node: /| node: /; s/$/ |/' | head -3
 echo "| client CPU, all processes | $(sum client_cpu_ms) ms |"
 grep -h '^cluster-bench:' "$work"/clients.*.txt | head -5
+if $heap_pages; then
+    echo
+    python3 Scripts/heap_pages.py "$node"
+fi
+if $heaptrack; then
+    # malloc_stats() prints every arena's system bytes and bytes in use to the node's stderr.
+    gdb -p "$node" -batch -ex 'call (void) malloc_stats()' >/dev/null 2>&1
+    echo
+    echo "malloc_stats 15 s after all left (system bytes: held from the system; in use: live blocks):"
+    sed -n '/^Arena 0:/,/^max mmap bytes/p' "$work/node.err"
+    # SIGKILL, so nothing is freed by a graceful stop: heaptrack's leaks are what was live then.
+    kill -KILL "$node" 2>/dev/null
+    wait "${started[0]}" 2>/dev/null
+    started=()
+    data="$(ls "$work"/node*.zst "$work"/node*.gz 2>/dev/null | head -1)"
+    cp "$data" "/tmp/node-logins-heap.$$.${data##*.}"
+    heaptrack_print -f "$data" --print-peaks 0 \
+        --print-allocators 0 --print-leaks 1 --print-temporary 0 --peak-limit 40 \
+        --sub-peak-limit 8 >"$work/heap.txt" 2>&1
+    cp "$work/heap.txt" "/tmp/node-logins-heap.$$.txt"
+    echo "live blocks 15 s after all left, by call site: /tmp/node-logins-heap.$$.txt (data: .${data##*.})"
+    sed -n '/MEMORY LEAKS/,$p' "$work/heap.txt" | head -60
+fi
 [ "$status" -eq 0 ] && [ "$online" -eq "$count" ] && [ "$(sum presence_exact_users)" -eq "$count" ]

@@ -125,6 +125,8 @@ public final class ChatNode {
     /// Opens the database and prepares the server; ``start()`` listens.
     public init(configuration: Configuration, loop: RunLoop = .current, logger: Logger = Logger(label: "chat-node")) throws {
         precondition(loop.isCurrentThread, "ChatNode must be created on its run loop's thread")
+        // Before the password threads first allocate, so the heap trim after a crowd reaches theirs.
+        GlibcMalloc.shareMainArena()
         self.configuration = configuration
         self.loop = loop
         self.logger = logger

@@ -1,4 +1,3 @@
-import Glibc
 public import Logging
 public import RunLoopKit
 
@@ -48,14 +47,8 @@ public final class HeapTrimmer {
         guard policy.check(sessions: count, now: loop.now) else { return }
         let start = loop.now
         releaseCaches()
-        _ = Self.mallocTrim?(0)
+        _ = GlibcMalloc.trim?(0)
         let micros = (loop.now - start) / .microseconds(1)
         logger.notice("\(count) sessions open, down from a crowd: freed heap given back in \(Int(micros)) µs")
     }
-
-    /// glibc's `malloc_trim`, which its Swift module does not show (it is declared in malloc.h).
-    private static let mallocTrim: (@convention(c) (Int) -> Int32)? = {
-        guard let symbol = dlsym(nil, "malloc_trim") else { return nil }
-        return unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)
-    }()
 }
