@@ -52,7 +52,7 @@ struct AsyncChatBotTests {
             var stopped = false
             node.stop { stopped = true }
             try spin(loop) { stopped }
-            return (heard, bot.terminationStatus, printed)
+            return (heard, bot.exitIfEnded()?.status ?? -1, printed)
         }
         #expect(heard == ["bot here: I echo what you say", "echo #1: hello bot"])
         #expect(status == 0)
