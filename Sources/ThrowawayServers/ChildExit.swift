@@ -58,8 +58,7 @@ extension Process {
     public func exitIfEnded() -> ChildExit? {
         var info = siginfo_t()
         while waitid(P_PID, id_t(processIdentifier), &info, WEXITED | WNOHANG | WNOWAIT) < 0 {
-            // ECHILD: already reaped, by Foundation (the only one that reaps these), which has the status.
-            guard errno == EINTR else { return isRunning ? nil : foundationExit() }
+            guard errno == EINTR else { return reapedExit() }
         }
         guard info._sifields._sigchld.si_pid == processIdentifier else { return nil }
         let status = info._sifields._sigchld.si_status
@@ -96,8 +95,16 @@ extension Process {
         }
     }
 
-    private func foundationExit() -> ChildExit {
-        terminationReason == .uncaughtSignal ? .signalled(terminationStatus) : .exited(terminationStatus)
+    /// How a child already reaped ended: Foundation, the only one that reaps these, has the status
+    /// once `isRunning` is false, which its manager thread sets just after its `waitpid` — a moment a
+    /// loaded machine can stretch, and in which the child must not look alive again.
+    private func reapedExit() -> ChildExit? {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while isRunning {
+            guard ContinuousClock.now < deadline else { return nil }
+            usleep(100)
+        }
+        return terminationReason == .uncaughtSignal ? .signalled(terminationStatus) : .exited(terminationStatus)
     }
 
     private func procText(_ name: String) -> String {

@@ -13,6 +13,13 @@ import Testing
         return process
     }
 
+    /// Waits (up to 10 s: the test with the stuck manager thread may run meanwhile) until Foundation has reaped `child`.
+    private func foundationNoticed(_ child: Process) -> Bool {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while child.isRunning, ContinuousClock.now < deadline { usleep(1_000) }
+        return !child.isRunning
+    }
+
     private func threadWaitsForAChild() -> Bool {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
         return tasks.contains { (try? String(contentsOfFile: "/proc/self/task/\($0)/wchan", encoding: .utf8)) == "do_wait" }
@@ -23,6 +30,8 @@ import Testing
         let child = try started("/bin/sh", ["-c", "exit 3"])
         #expect(try child.waitForExit(within: .seconds(30)) == .exited(3))
         #expect(child.exitIfEnded() == .exited(3), "asking again gives the same answer")
+        try #require(foundationNoticed(child))
+        #expect(child.exitIfEnded() == .exited(3), "once Foundation reaped it, the answer is Foundation's")
     }
 
     @Test("a child a signal ended is seen with the signal")
@@ -32,6 +41,8 @@ import Testing
         // SIGKILL: Foundation's children inherit the mask of a Swift concurrency thread, which blocks SIGTERM.
         kill(child.processIdentifier, SIGKILL)
         #expect(try child.waitForExit(within: .seconds(30)) == .signalled(SIGKILL))
+        try #require(foundationNoticed(child))
+        #expect(child.exitIfEnded() == .signalled(SIGKILL))
     }
 
     @Test("a child that does not end in time is reported, then killed")
