@@ -12,7 +12,7 @@ public final class ServerProcess: @unchecked Sendable {
     public let process = Process()
     /// The port the server reported.
     public let port: UInt16
-    /// How it ended, once ``signal(_:)`` or ``kill()`` saw it end (read this, not `process.terminationStatus`,
+    /// How it ended, once ``signal(_:)`` or ``kill()`` returned (read this, not `process.terminationStatus`,
     /// which Foundation may not have caught up with).
     public var exit: ChildExit? { ended.withLock { $0 } }
     private let ended = Mutex<ChildExit?>(nil)
@@ -77,10 +77,11 @@ public final class ServerProcess: @unchecked Sendable {
     /// Sends `number` and waits for the process to end (at most a minute, then SIGKILL: see
     /// ``Foundation/Process/waitForExit(within:)``).
     public func signal(_ number: Int32) {
-        guard process.exitIfEnded() == nil else { return }
-        Glibc.kill(process.processIdentifier, number)
-        let exit = try? process.waitForExit()
-        ended.withLock { $0 = exit ?? process.exitIfEnded() }
+        if process.exitIfEnded() == nil {
+            Glibc.kill(process.processIdentifier, number)
+            _ = try? process.waitForExit()
+        }
+        ended.withLock { $0 = process.exitIfEnded() }
     }
 
     deinit {

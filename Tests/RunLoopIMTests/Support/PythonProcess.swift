@@ -85,7 +85,7 @@ final class PythonProcess {
     var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
     var errorOutput: String { (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? "" }
 
-    /// SIGKILL and reap.
+    /// SIGKILL, and wait until it has ended.
     func kill() {
         guard isRunning else { return }
         Glibc.kill(process.processIdentifier, SIGKILL)
