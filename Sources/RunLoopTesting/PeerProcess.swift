@@ -1,5 +1,6 @@
 public import Foundation
 import Glibc
+import ThrowawayServers
 
 public enum PeerFailure: Error {
     case toolFailed(String)
@@ -37,9 +38,14 @@ public final class PeerProcess: @unchecked Sendable {
         try? input.fileHandleForWriting.close()
     }
 
-    public var isRunning: Bool { process.isRunning }
-    /// Its exit status, once it has ended.
-    public var exitStatus: Int32 { process.terminationStatus }
+    /// Whether it still runs, as the kernel knows (Foundation may notice an end late: see
+    /// ``Foundation/Process/exitIfEnded()``).
+    public var isRunning: Bool { process.exitIfEnded() == nil }
+    /// Its exit status (the signal's number if a signal ended it), once it has ended.
+    public var exitStatus: Int32 {
+        guard let exit = process.exitIfEnded() else { preconditionFailure("\(process.processIdentifier) still runs") }
+        return exit.status
+    }
 
     /// The port of `openssl s_server`, from its `ACCEPT host:port` line (polled: it comes within
     /// milliseconds).
@@ -51,16 +57,16 @@ public final class PeerProcess: @unchecked Sendable {
             {
                 return port
             }
-            if !process.isRunning { break }
+            if !isRunning { break }
             usleep(10_000)
         }
         throw PeerFailure.noPort(output)
     }
 
     deinit {
-        if process.isRunning {
+        if isRunning {
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            _ = try? process.waitForExit()
         }
         unlink(outputPath)
     }

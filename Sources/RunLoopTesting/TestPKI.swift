@@ -1,4 +1,5 @@
 import Foundation
+import ThrowawayServers
 
 /// Certificates made for one test with the `openssl` command line, in a directory of its own: a test
 /// CA, and leaf certificates it signs (or not) for 127.0.0.1 and localhost. Remove it with ``remove()``.
@@ -71,7 +72,6 @@ public struct TestPKI: Sendable {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw PeerFailure.toolFailed("openssl \(arguments.joined(separator: " "))") }
+        guard try process.waitForExit() == .exited(0) else { throw PeerFailure.toolFailed("openssl \(arguments.joined(separator: " "))") }
     }
 }

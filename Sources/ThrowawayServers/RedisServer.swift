@@ -60,9 +60,9 @@ public final class RedisServer: @unchecked Sendable {
 
     /// SIGKILL: no goodbye, no flush; its connections see the end of their streams.
     public func kill() {
-        guard let process, process.isRunning else { return }
+        guard let process, process.exitIfEnded() == nil else { return }
         Glibc.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        _ = try? process.waitForExit()
         self.process = nil
     }
 
@@ -98,7 +98,7 @@ public final class RedisServer: @unchecked Sendable {
         // Redis removes a stale socket file before it binds, so a connect that works is this server's.
         let deadline = ContinuousClock.now + .seconds(10)
         while !acceptsConnections() {
-            guard process.isRunning, ContinuousClock.now < deadline else {
+            guard process.exitIfEnded() == nil, ContinuousClock.now < deadline else {
                 kill()
                 throw Failure.didNotStart(log)
             }

@@ -1,5 +1,6 @@
 public import Foundation
 import Glibc
+import Synchronization
 
 /// A server program started by a test (or by `chat-node demo --cluster`) and killed by pid. The
 /// program must print `listening on HOST:PORT` on its standard output once it accepts connections;
@@ -11,6 +12,10 @@ public final class ServerProcess: @unchecked Sendable {
     public let process = Process()
     /// The port the server reported.
     public let port: UInt16
+    /// How it ended, once ``signal(_:)`` or ``kill()`` returned (read this, not `process.terminationStatus`,
+    /// which Foundation may not have caught up with).
+    public var exit: ChildExit? { ended.withLock { $0 } }
+    private let ended = Mutex<ChildExit?>(nil)
     private let output = Pipe()
 
     public enum Failure: Error, CustomStringConvertible {
@@ -69,14 +74,17 @@ public final class ServerProcess: @unchecked Sendable {
         signal(SIGKILL)
     }
 
-    /// Sends `number` and waits for the process to end.
+    /// Sends `number` and waits for the process to end (at most a minute, then SIGKILL: see
+    /// ``Foundation/Process/waitForExit(within:)``).
     public func signal(_ number: Int32) {
-        guard process.isRunning else { return }
-        Glibc.kill(process.processIdentifier, number)
-        process.waitUntilExit()
+        if process.exitIfEnded() == nil {
+            Glibc.kill(process.processIdentifier, number)
+            _ = try? process.waitForExit()
+        }
+        ended.withLock { $0 = process.exitIfEnded() }
     }
 
     deinit {
-        if process.isRunning { kill() }
+        if process.exitIfEnded() == nil { kill() }
     }
 }

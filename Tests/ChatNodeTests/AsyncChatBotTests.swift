@@ -38,7 +38,7 @@ struct AsyncChatBotTests {
             bot.arguments = ["--port", "\(node.port)", "--user", "bot", "--password", "pw", "--room", "lobby"]
             bot.standardOutput = output
             try bot.run()
-            defer { if bot.isRunning { Glibc.kill(bot.processIdentifier, SIGKILL) } }
+            defer { if bot.exitIfEnded() == nil { Glibc.kill(bot.processIdentifier, SIGKILL) } }
             // The greeting says the bot is in the room: what is said there now reaches it.
             try #require(try spin(loop) { !heard.isEmpty }, "the bot never greeted the room")
             try ann.send("hello bot", to: .room("lobby"))
@@ -46,14 +46,13 @@ struct AsyncChatBotTests {
 
             Glibc.kill(bot.processIdentifier, SIGINT)
             // The node's loop keeps running while the bot logs out.
-            try #require(try spin(loop) { !bot.isRunning }, "the bot did not exit on SIGINT")
-            bot.waitUntilExit()
+            try #require(try spin(loop) { bot.exitIfEnded() != nil }, "the bot did not exit on SIGINT")
             let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             ann.close()
             var stopped = false
             node.stop { stopped = true }
             try spin(loop) { stopped }
-            return (heard, bot.terminationStatus, printed)
+            return (heard, bot.exitIfEnded()?.status ?? -1, printed)
         }
         #expect(heard == ["bot here: I echo what you say", "echo #1: hello bot"])
         #expect(status == 0)

@@ -60,15 +60,15 @@ struct BrowserEnvironment: Sendable {
         // Alone a script takes 15-30 s; beside the whole suite on two busy cores, Chromium alone can
         // take a minute to start.
         let deadline = ContinuousClock.now + .seconds(160)
-        while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        if process.isRunning {
+        while process.exitIfEnded() == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        if process.exitIfEnded() == nil {
             kill(process.processIdentifier, SIGKILL)  // its finally-block cannot run: the node dies with its pipe
         }
-        process.waitUntilExit()
+        let exit = try process.waitForExit()
         try sink.close()
         let transcript = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
         for line in transcript.split(separator: "\n") where line.hasPrefix("screenshot: ") { print(line) }
-        #expect(process.terminationStatus == 0, "\(script) failed:\n\(transcript)")
+        #expect(exit == .exited(0), "\(script) failed:\n\(transcript)")
         let summary = transcript.split(separator: "\n").last.map(String.init) ?? ""
         #expect(summary.hasPrefix("{\"ok\": true"), "\(transcript)")
     }
@@ -80,8 +80,7 @@ struct BrowserEnvironment: Sendable {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        process.waitUntilExit()
-        return process.terminationStatus
+        return try process.waitForExit().status
     }
 }
 

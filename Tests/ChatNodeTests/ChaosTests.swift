@@ -223,7 +223,7 @@ struct ChaosTests {
         try spin(loop) { members.allSatisfy { if case .closed = $0.client.state { return true } else { return false } } }
         // SIGTERM: the node tells nobody (all logged out), closes its database and exits 0.
         run.node.signal(SIGTERM)
-        outcome.stoppedCleanly = run.node.process.terminationReason == .exit && run.node.process.terminationStatus == 0
+        outcome.stoppedCleanly = run.node.exit == .exited(0)
         return outcome
     }
 }

@@ -100,8 +100,8 @@ struct ClusterNodeTests {
         #expect(received == ["from process A"])
         nodeA.signal(SIGTERM)
         nodeB.signal(SIGTERM)
-        #expect(nodeA.process.terminationStatus == 0)
-        #expect(nodeB.process.terminationStatus == 0)
+        #expect(nodeA.exit == .exited(0))
+        #expect(nodeB.exit == .exited(0))
     }
 }
 

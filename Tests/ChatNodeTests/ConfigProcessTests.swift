@@ -104,7 +104,7 @@ struct ConfigProcessTests {
             bob.close()
         }
         node.signal(SIGTERM)
-        #expect(node.process.terminationStatus == 0)
+        #expect(node.exit == .exited(0))
     }
 
     /// A node's standard error, written to a file.

@@ -61,7 +61,7 @@ struct InstanceLockTests {
         let third = try ServerProcess(executable: ChatNodeBinary.path, serve)
         #expect(third.port != 0)
         third.signal(SIGTERM)
-        #expect(third.process.terminationStatus == 0)
+        #expect(third.exit == .exited(0))
         #expect(access(database + ".lock", F_OK) != 0, "a node that stopped removes its lock file")
     }
 }

@@ -64,7 +64,7 @@ struct PostgresProcessTests {
         }
         #expect(received == ["over PostgreSQL"])
         node.signal(SIGTERM)
-        #expect(node.process.terminationStatus == 0)
+        #expect(node.exit == .exited(0))
         let stored = try await onLoopThread { try database.execute("SELECT count(*) FROM messages").int(0, 0) }
         #expect(stored == 1)
     }

@@ -102,7 +102,7 @@ struct ServiceNotifierTests {
             #expect(reload.count == 2 && reload[0].hasPrefix("RELOADING=1\nMONOTONIC_USEC="), "\(reload)")
             #expect(reload.last == "READY=1\nSTATUS=serving IM on 127.0.0.1:\(node.port), settings reloaded")
             node.signal(SIGTERM)
-            #expect(node.process.terminationStatus == 0)
+            #expect(node.exit == .exited(0))
             let stopping = try #require(socket.messages(until: { $0.hasPrefix("STOPPING=1") }))
             #expect(stopping == ["STOPPING=1\nSTATUS=stopping on signal \(SIGTERM): closing 0 sessions"])
             #expect(socket.next(withinMilliseconds: 0) == nil)

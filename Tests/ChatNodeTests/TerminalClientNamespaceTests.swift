@@ -57,8 +57,7 @@ private final class LoopbackNamespace: Sendable {
         let errors = Pipe()
         process.standardError = errors
         try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        guard try process.waitForExit() == .exited(0) else {
             let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             throw CommandFailed(description: "ip \(arguments.joined(separator: " ")): \(stderr)")
         }

@@ -439,13 +439,13 @@ struct TerminalClientProcessTests {
             try process.run()
             input.fileHandleForWriting.write(Data("/join lobby\nhello from a script\n/msg bob psst\n".utf8))
             try input.fileHandleForWriting.close()
-            let finished = try spin(loop, for: .seconds(30)) { !process.isRunning }
+            let finished = try spin(loop, for: .seconds(30)) { process.exitIfEnded() != nil }
             if !finished { process.terminate() }
-            process.waitUntilExit()
+            let exit = try process.waitForExit()
             let stdout = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             #expect(finished)
-            #expect(process.terminationStatus == 0, "stdout:\n\(stdout)\nstderr:\n\(stderr)")
+            #expect(exit == .exited(0), "stdout:\n\(stdout)\nstderr:\n\(stderr)")
             let lines = stdout.split(separator: "\n").map(String.init)
             #expect(lines.first == "* connecting to 127.0.0.1:\(node.port) as carol")
             #expect(lines.contains("→ m1 queued [lobby]: hello from a script"))

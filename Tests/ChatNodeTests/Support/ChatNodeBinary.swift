@@ -22,6 +22,5 @@ func runChatNode(_ arguments: [String], input: String = "", environment: [String
     try standardInput.fileHandleForWriting.close()
     let outputText = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    return (process.terminationStatus, outputText, errorText)
+    return (try process.waitForExit().status, outputText, errorText)
 }

@@ -37,7 +37,7 @@ struct PythonEnvironment: Sendable {
             """
         do {
             let run = try PythonProcess(environment.interpreter, arguments: ["-c", script, directory.path])
-            while run.isRunning { usleep(10_000) }
+            _ = try run.process.waitForExit()
             if run.status == 0 {
                 environment.versions = run.output.trimmingCharacters(in: .whitespacesAndNewlines)
             } else {
@@ -79,17 +79,17 @@ final class PythonProcess {
         try process.run()
     }
 
-    var isRunning: Bool { process.isRunning }
+    var isRunning: Bool { process.exitIfEnded() == nil }
     /// The exit status (valid once `isRunning` is false).
-    var status: Int32 { process.terminationStatus }
+    var status: Int32 { process.exitIfEnded()?.status ?? -1 }
     var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
     var errorOutput: String { (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? "" }
 
-    /// SIGKILL and reap.
+    /// SIGKILL, and wait until it has ended.
     func kill() {
-        guard process.isRunning else { return }
+        guard isRunning else { return }
         Glibc.kill(process.processIdentifier, SIGKILL)
-        while process.isRunning { usleep(1_000) }
+        _ = try? process.waitForExit()
     }
 
     deinit {
