@@ -57,7 +57,7 @@ struct TimerHeap {
         let last = entries.count - 1
         if index != last {
             entries[index] = entries[last]
-            setIndex(index, of: entries[index])
+            Self.setIndex(index, of: entries[index], in: owner)
         }
         entries.removeLast()
         if index < entries.count {
@@ -137,46 +137,58 @@ struct TimerHeap {
     // MARK: heap mechanics
 
     @inline(__always)
-    private func setIndex(_ index: Int, of entry: Entry) {
+    private static func setIndex(_ index: Int, of entry: Entry, in owner: ObjectIdentifier) {
         entry.withTimer { $0.setHeapIndex(index, in: owner) }
     }
 
     /// Returns where the entry ended up.
+    ///
+    /// Both sifts work on the entries' storage through one unsafe buffer: an `entries[i] = …` per level
+    /// is a uniqueness check (a runtime call) and a bounds check each, most of a sift's instructions
+    /// on a deep heap. Safe: the buffer lives only for the call, `entries` is not touched otherwise
+    /// meanwhile, and every index is below `count` (children are checked against it, parents are
+    /// smaller than their child).
     @discardableResult
     private mutating func siftUp(_ start: Int) -> Int {
-        var child = start
-        let moving = entries[child]
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard moving.precedes(entries[parent]) else { break }
-            entries[child] = entries[parent]
-            setIndex(child, of: entries[child])
-            child = parent
+        let owner = owner
+        return entries.withUnsafeMutableBufferPointer { entries in
+            var child = start
+            let moving = entries[child]
+            while child > 0 {
+                let parent = (child - 1) / 2
+                guard moving.precedes(entries[parent]) else { break }
+                entries[child] = entries[parent]
+                Self.setIndex(child, of: entries[child], in: owner)
+                child = parent
+            }
+            if child != start {
+                entries[child] = moving
+                Self.setIndex(child, of: moving, in: owner)
+            }
+            return child
         }
-        if child != start {
-            entries[child] = moving
-            setIndex(child, of: moving)
-        }
-        return child
     }
 
     private mutating func siftDown(_ start: Int) {
-        var parent = start
-        let count = entries.count
-        let moving = entries[parent]
-        while true {
-            let left = 2 * parent + 1
-            guard left < count else { break }
-            var smallest = left
-            if left + 1 < count, entries[left + 1].precedes(entries[left]) { smallest = left + 1 }
-            guard entries[smallest].precedes(moving) else { break }
-            entries[parent] = entries[smallest]
-            setIndex(parent, of: entries[parent])
-            parent = smallest
-        }
-        if parent != start {
-            entries[parent] = moving
-            setIndex(parent, of: moving)
+        let owner = owner
+        entries.withUnsafeMutableBufferPointer { entries in
+            var parent = start
+            let count = entries.count
+            let moving = entries[parent]
+            while true {
+                let left = 2 * parent + 1
+                guard left < count else { break }
+                var smallest = left
+                if left + 1 < count, entries[left + 1].precedes(entries[left]) { smallest = left + 1 }
+                guard entries[smallest].precedes(moving) else { break }
+                entries[parent] = entries[smallest]
+                Self.setIndex(parent, of: entries[parent], in: owner)
+                parent = smallest
+            }
+            if parent != start {
+                entries[parent] = moving
+                Self.setIndex(parent, of: moving, in: owner)
+            }
         }
     }
 
