@@ -49,10 +49,11 @@ struct TimerHeap {
         debugCheck()
     }
 
-    /// Removes the timer and its membership record. The caller holds a reference to the timer, so the
-    /// heap's release never ends its life here (under the loop lock).
-    mutating func remove(_ timer: RunLoopTimer) {
-        guard let index = timer.removeMembership(in: owner) else { return }
+    /// Removes the timer and its membership record; false if it is not in this heap. The caller holds
+    /// a reference to the timer, so the heap's release never ends its life here (under the loop lock).
+    @discardableResult
+    mutating func remove(_ timer: RunLoopTimer) -> Bool {
+        guard let index = timer.removeMembership(in: owner) else { return false }
         let removed = entries[index].reference
         let last = entries.count - 1
         if index != last {
@@ -65,6 +66,7 @@ struct TimerHeap {
         }
         removed.release()
         debugCheck()
+        return true
     }
 
     /// Empties the heap, handing its references to the caller (teardown). Membership records are
