@@ -108,6 +108,10 @@ final class ModeBackend {
         return sawWakeUp || sawTimer || sawPort
     }
 
+    /// Records a port's readiness seen by this dispatch (its libevent callback).
+    @inline(__always)
+    func noteReadyPort() { sawPort = true }
+
     /// Starts watching a port source's descriptor in this mode. Returns 0 or an errno value.
     func watch(_ registration: PortRegistration) -> Int32 {
         let context = Unmanaged.passUnretained(registration).toOpaque()
@@ -116,13 +120,12 @@ final class ModeBackend {
             let event = event_new(
                 base, registration.source.fileDescriptor, flags,
                 { _, what, context in
-                    let registration = Unmanaged<PortRegistration>.fromOpaque(context!).takeUnretainedValue()
-                    registration.pendingEvents |= what & Int16(EV_READ | EV_WRITE)
-                    let store = registration.store
-                    store.backend.sawPort = true
-                    if !registration.isQueued {
-                        registration.isQueued = true
-                        store.readyPorts.append(registration)
+                    // Borrowed, not retained: the event exists only while its registration does
+                    // (`unwatch` frees it first). Only the queue's own reference is counted: with a
+                    // retained registration, store and backend, this callback was three retains and
+                    // two releases per readiness.
+                    Unmanaged<PortRegistration>.fromOpaque(context!)._withUnsafeGuaranteedRef { registration in
+                        registration.noteReady(what & Int16(EV_READ | EV_WRITE))
                     }
                 }, context)
         else { return ENOMEM }
