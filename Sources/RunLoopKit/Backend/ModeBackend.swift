@@ -25,8 +25,10 @@ final class ModeBackend {
     private let wakePort: WakeUpPort
     private var wakeEvent: OpaquePointer?
     private var timerEvent: OpaquePointer?
-    /// The instant the timerfd is armed at; `.max` when disarmed. Guarded by the loop lock.
-    var armedAt: UInt64 = .max
+    /// The instant the timerfd is armed at; `.max` when disarmed. Written under the loop lock; atomic
+    /// so that the loop's thread can see "disarmed" without it (`RunLoop.wait`'s untimed wait).
+    private let armedInstant = Atomic<UInt64>(.max)
+    var armedAt: UInt64 { armedInstant.load(ordering: .relaxed) }
     /// False while the loop runs on a manual clock, whose instants mean nothing to the kernel.
     var usesKernelTimer = true
     /// Set by callbacks during one dispatch.
@@ -92,7 +94,7 @@ final class ModeBackend {
     /// Caller holds the loop lock.
     func arm(at deadline: UInt64) {
         guard usesKernelTimer, deadline != armedAt else { return }
-        armedAt = deadline
+        armedInstant.store(deadline, ordering: .relaxed)
         _ = rlk_timerfd_arm(timerPort, deadline == .max ? 0 : max(deadline, 1))
     }
 

@@ -168,6 +168,15 @@ extension RunLoop {
         }
         switch clock {
         case .system:
+            // No timer, no run deadline, the kernel timer disarmed: nothing to arm or compute, so no lock
+            // (every wait of a port-only mode). Only this thread writes `runDeadline`; a timer another
+            // thread adds meanwhile arms the kernel timer itself, which ends this wait.
+            if deadline == .max && store.runDeadline == .max && store.earliestDeadline.load(ordering: .acquiring) == .max
+                && backend.armedAt == .max
+            {
+                backend.dispatch(blocking: true)
+                return
+            }
             let action = lock.withLock { () -> DueWait in
                 store.runDeadline = deadline
                 let now = clock.nowNanoseconds
