@@ -156,6 +156,15 @@ struct TimerHeap {
         entry.withTimer { $0.setHeapIndex(index, in: owner) }
     }
 
+    /// Writes `entry` to slot `index` of a sift's buffer and records the slot in its timer.
+    @inline(__always)
+    private static func place(
+        _ entry: Entry, at index: Int, in entries: UnsafeMutableBufferPointer<Entry>, owner: ObjectIdentifier
+    ) {
+        entries[index] = entry
+        setIndex(index, of: entry, in: owner)
+    }
+
     /// Returns where the entry ended up.
     ///
     /// Both sifts work on the entries' storage through one unsafe buffer: an `entries[i] = …` per level
@@ -172,14 +181,10 @@ struct TimerHeap {
             while child > 0 {
                 let parent = (child - 1) / 2
                 guard moving.precedes(entries[parent]) else { break }
-                entries[child] = entries[parent]
-                Self.setIndex(child, of: entries[child], in: owner)
+                Self.place(entries[parent], at: child, in: entries, owner: owner)
                 child = parent
             }
-            if child != start {
-                entries[child] = moving
-                Self.setIndex(child, of: moving, in: owner)
-            }
+            if child != start { Self.place(moving, at: child, in: entries, owner: owner) }
             return child
         }
     }
@@ -196,14 +201,10 @@ struct TimerHeap {
                 var smallest = left
                 if left + 1 < count, entries[left + 1].precedes(entries[left]) { smallest = left + 1 }
                 guard entries[smallest].precedes(moving) else { break }
-                entries[parent] = entries[smallest]
-                Self.setIndex(parent, of: entries[parent], in: owner)
+                Self.place(entries[smallest], at: parent, in: entries, owner: owner)
                 parent = smallest
             }
-            if parent != start {
-                entries[parent] = moving
-                Self.setIndex(parent, of: moving, in: owner)
-            }
+            if parent != start { Self.place(moving, at: parent, in: entries, owner: owner) }
         }
     }
 
