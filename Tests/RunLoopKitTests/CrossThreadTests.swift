@@ -164,6 +164,51 @@ import Testing
         #expect(at >= .milliseconds(20) && at < .seconds(2))
     }
 
+    @Test("a timer added from another thread ends an untimed wait of a mode with only a port source")
+    func timerAddedFromAnotherThreadEndsAnUntimedPortWait() async throws {
+        // No timer, no run deadline, a disarmed kernel timer: the wait that takes no lock. The added
+        // timer must arm the kernel timer itself. Should it not, the helper makes the port ready after
+        // 2 s, so a failure ends the test instead of hanging it.
+        let (fired, result) = try await onLoopThread {
+            let loop = RunLoop.current
+            let mode = RunLoop.Mode("P")
+            let pipe = try makePipe()
+            defer {
+                close(pipe.read)
+                close(pipe.write)
+            }
+            let port = try RunLoopPortSource(fileDescriptor: pipe.read) { _, _ in loop.stop() }
+            try loop.add(port, forMode: mode)
+            let fired = Mutex(false)
+            let helperDone = Mutex(false)
+            startThread {
+                while !loop.isWaiting { sleep(milliseconds: 1) }
+                loop.add(
+                    RunLoopTimer(after: .milliseconds(5)) { _ in
+                        fired.withLock { $0 = true }
+                        loop.stop()
+                    }, forMode: mode)
+                var waited = 0
+                while !fired.withLock({ $0 }) && waited < 2_000 {
+                    sleep(milliseconds: 1)
+                    waited += 1
+                }
+                if !fired.withLock({ $0 }) {
+                    var byte: UInt8 = 1
+                    _ = write(pipe.write, &byte, 1)
+                }
+                helperDone.withLock { $0 = true }
+            }
+            let result = try loop.run(mode)
+            // The pipe stays open until the helper is done with it.
+            while !helperDone.withLock({ $0 }) { sleep(milliseconds: 1) }
+            port.invalidate()
+            return (fired.withLock { $0 }, result)
+        }
+        #expect(fired)
+        #expect(result == .stopped)
+    }
+
     @Test func blocksFromManyThreadsAreNeverLost() async throws {
         let threads = 4
         let perThread = 500

@@ -17,6 +17,44 @@ import Testing
         let failures = try await onLoopThread { HeapChurn.run(seed: 42, steps: 3_000, prefill: 2_000) }
         #expect(failures.isEmpty, "\(failures.prefix(5))")
     }
+
+    @Test("a batch holds every due timer not in its callout, in firing order, whatever order the heap was filled in")
+    func dueBatchIsInFiringOrder() async throws {
+        let (collected, expected) = try await onLoopThread { DueBatch.run(seed: 7) }
+        #expect(collected.count == expected.count)
+        #expect(collected == expected)
+    }
+}
+
+/// Timers on 40 deadlines (many shared, so the scheduling order breaks ties) added in random order, one
+/// of the due ones in its callout; the batch due at the 25th deadline, against the same set sorted.
+private enum DueBatch {
+    static func run(seed: UInt64) -> (collected: [ObjectIdentifier], expected: [ObjectIdentifier]) {
+        let loop = RunLoop.current
+        let mode = RunLoop.Mode("dueBatch")
+        let base = loop.now.nanoseconds + 3_600_000_000_000
+        var random = seed
+        var timers: [RunLoopTimer] = []
+        for _ in 0..<300 {
+            random = random &* 6364136223846793005 &+ 1442695040888963407
+            let step = (random >> 33) % 40
+            let timer = RunLoopTimer(fireAt: LoopInstant(nanoseconds: base + step * 1_000)) { _ in }
+            loop.add(timer, forMode: mode)
+            timers.append(timer)
+        }
+        let now = base + 24 * 1_000
+        defer { for timer in timers { timer.invalidate() } }
+        return loop.lock.withLock {
+            let inCallout = timers.first { $0.deadline <= now }!
+            inCallout.isInCallout = true
+            defer { inCallout.isInCallout = false }
+            let expected = timers.filter { $0.deadline <= now && $0 !== inCallout }
+                .sorted { ($0.deadline, $0.sequence) < ($1.deadline, $1.sequence) }
+            var batch: [TimerHeap.Entry] = []
+            loop.modes[mode]!.timers.collectDue(at: now, into: &batch)
+            return (batch.map { $0.withTimer { ObjectIdentifier($0) } }, expected.map { ObjectIdentifier($0) })
+        }
+    }
 }
 
 /// A static function, not a long closure: the Swift 6.3.1 compiler crashes on long `onLoopThread`

@@ -25,8 +25,10 @@ final class ModeBackend {
     private let wakePort: WakeUpPort
     private var wakeEvent: OpaquePointer?
     private var timerEvent: OpaquePointer?
-    /// The instant the timerfd is armed at; `.max` when disarmed. Guarded by the loop lock.
-    var armedAt: UInt64 = .max
+    /// The instant the timerfd is armed at; `.max` when disarmed. Written under the loop lock; atomic
+    /// so that the loop's thread can see "disarmed" without it (`RunLoop.wait`'s untimed wait).
+    private let armedInstant = Atomic<UInt64>(.max)
+    var armedAt: UInt64 { armedInstant.load(ordering: .relaxed) }
     /// False while the loop runs on a manual clock, whose instants mean nothing to the kernel.
     var usesKernelTimer = true
     /// Set by callbacks during one dispatch.
@@ -92,7 +94,7 @@ final class ModeBackend {
     /// Caller holds the loop lock.
     func arm(at deadline: UInt64) {
         guard usesKernelTimer, deadline != armedAt else { return }
-        armedAt = deadline
+        armedInstant.store(deadline, ordering: .relaxed)
         _ = rlk_timerfd_arm(timerPort, deadline == .max ? 0 : max(deadline, 1))
     }
 
@@ -108,6 +110,10 @@ final class ModeBackend {
         return sawWakeUp || sawTimer || sawPort
     }
 
+    /// Records a port's readiness seen by this dispatch (its libevent callback).
+    @inline(__always)
+    func noteReadyPort() { sawPort = true }
+
     /// Starts watching a port source's descriptor in this mode. Returns 0 or an errno value.
     func watch(_ registration: PortRegistration) -> Int32 {
         let context = Unmanaged.passUnretained(registration).toOpaque()
@@ -116,13 +122,12 @@ final class ModeBackend {
             let event = event_new(
                 base, registration.source.fileDescriptor, flags,
                 { _, what, context in
-                    let registration = Unmanaged<PortRegistration>.fromOpaque(context!).takeUnretainedValue()
-                    registration.pendingEvents |= what & Int16(EV_READ | EV_WRITE)
-                    let store = registration.store
-                    store.backend.sawPort = true
-                    if !registration.isQueued {
-                        registration.isQueued = true
-                        store.readyPorts.append(registration)
+                    // Borrowed, not retained: the event exists only while its registration does
+                    // (`unwatch` frees it first). Only the queue's own reference is counted: with a
+                    // retained registration, store and backend, this callback was three retains and
+                    // two releases per readiness.
+                    Unmanaged<PortRegistration>.fromOpaque(context!)._withUnsafeGuaranteedRef { registration in
+                        registration.noteReady(what & Int16(EV_READ | EV_WRITE))
                     }
                 }, context)
         else { return ENOMEM }

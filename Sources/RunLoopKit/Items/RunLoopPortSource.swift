@@ -139,6 +139,18 @@ final class PortRegistration {
         self.sequence = sequence
     }
 
+    /// Adds readiness seen by the mode's dispatch and queues the registration once for performing.
+    /// Loop thread only.
+    @inline(__always)
+    func noteReady(_ events: Int16) {
+        pendingEvents |= events
+        store.backend.noteReadyPort()
+        if !isQueued {
+            isQueued = true
+            store.readyPorts.append(self)
+        }
+    }
+
     @inline(__always)
     static func precedes(_ a: PortRegistration, _ b: PortRegistration) -> Bool {
         a.source.order < b.source.order || (a.source.order == b.source.order && a.sequence < b.sequence)

@@ -198,10 +198,13 @@ final class ModeStore {
         publishCounts()
     }
 
-    func removeTimer(_ timer: RunLoopTimer) {
-        timers.remove(timer)
+    /// Returns false (and changes nothing) if the timer is not in this mode.
+    @discardableResult
+    func removeTimer(_ timer: RunLoopTimer) -> Bool {
+        guard timers.remove(timer) else { return false }
         publishEarliest()
         publishCounts()
+        return true
     }
 
     func repositionTimer(_ timer: RunLoopTimer) {

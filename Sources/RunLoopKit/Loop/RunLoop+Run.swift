@@ -168,6 +168,15 @@ extension RunLoop {
         }
         switch clock {
         case .system:
+            // No timer, no run deadline, the kernel timer disarmed: nothing to arm or compute, so no lock
+            // (every wait of a port-only mode). Only this thread writes `runDeadline`; a timer another
+            // thread adds meanwhile arms the kernel timer itself, which ends this wait.
+            if deadline == .max && store.runDeadline == .max && store.earliestDeadline.load(ordering: .acquiring) == .max
+                && backend.armedAt == .max
+            {
+                backend.dispatch(blocking: true)
+                return
+            }
             let action = lock.withLock { () -> DueWait in
                 store.runDeadline = deadline
                 let now = clock.nowNanoseconds
@@ -390,24 +399,31 @@ extension RunLoop {
         }
         batch.removeAll(keepingCapacity: true)
         if timerScratch.capacity < batch.capacity { timerScratch = batch }
-        for timer in timers { fire(timer, in: store, at: now, clock: clock) }
+        // Each timer's wrap-up after its callout and the next timer's claim share one critical section:
+        // nothing runs between them, and a lock pair per timer fewer is a tenth of a batch's timer.
+        var claimed = timers.isEmpty ? nil : lock.withLock { claimInBatchLocked(timers[0], at: now, clock: clock) }
+        for index in timers.indices {
+            let next = index + 1 < timers.count ? timers[index + 1] : nil
+            if let deadline = claimed {
+                claimed = fireClaimed(timers[index], servicing: deadline, in: store, clock: clock, thenClaim: next, at: now)
+            } else if let next {
+                claimed = lock.withLock { claimInBatchLocked(next, at: now, clock: clock) }
+            }
+        }
         timers.removeAll(keepingCapacity: true)
         if timerBatchScratch.capacity < timers.capacity { timerBatchScratch = timers }
     }
 
-    /// Fires one timer of the batch, after CFRunLoop's re-check: still valid, due, not in its callout and
-    /// still scheduled on this loop. Membership of the running mode is not asked: a timer that an earlier
+    /// Claims one timer of the batch for firing, after CFRunLoop's re-check: still valid, due, not in
+    /// its callout and still scheduled on this loop. Membership of the running mode is not asked: a timer that an earlier
     /// timer of the batch moved out of this mode, but left in another, still fires in this batch (as in
     /// `__CFRunLoopDoTimer`); one taken out of every mode no longer belongs to the loop and is skipped.
     /// "Due" is against the clock as it reads now, as in CF: an earlier timer of the batch may have
     /// re-dated this one to "now" after time went on. The clock is read only for such a timer, so a
-    /// batch still costs one read.
-    private func fire(_ timer: RunLoopTimer, in store: ModeStore, at batchInstant: UInt64, clock: LoopClock) {
-        let firingDeadline = lock.withLock { () -> UInt64? in
-            claimLocked(timer, at: timer.deadline <= batchInstant ? batchInstant : clock.nowNanoseconds)
-        }
-        guard let firingDeadline else { return }
-        fireClaimed(timer, servicing: firingDeadline, in: store, clock: clock)
+    /// batch still costs one read. Caller holds the lock.
+    @inline(__always)
+    private func claimInBatchLocked(_ timer: RunLoopTimer, at batchInstant: UInt64, clock: LoopClock) -> UInt64? {
+        claimLocked(timer, at: timer.deadline <= batchInstant ? batchInstant : clock.nowNanoseconds)
     }
 
     /// Marks a due timer as in its callout; returns the deadline being serviced (the next one is
@@ -422,10 +438,18 @@ extension RunLoop {
         return timer.deadline
     }
 
-    /// Runs a claimed timer's callout, then re-dates it (repeating) or detaches it (one-shot).
-    private func fireClaimed(_ timer: RunLoopTimer, servicing firingDeadline: UInt64, in store: ModeStore, clock: LoopClock) {
+    /// Runs a claimed timer's callout, then re-dates it (repeating) or detaches it (one-shot). With
+    /// `next`, claims that timer of the batch in the same critical section and returns what
+    /// `claimInBatchLocked` returns for it.
+    @discardableResult
+    private func fireClaimed(
+        _ timer: RunLoopTimer, servicing firingDeadline: UInt64, in store: ModeStore, clock: LoopClock,
+        thenClaim next: RunLoopTimer? = nil, at batchInstant: UInt64 = 0
+    ) -> UInt64? {
         callOut(.timer, item: timer, label: timer.label, mode: store.mode, clock: clock) { timer.callback(timer) }
+        var nextDeadline: UInt64?
         let after = lock.withLock { () -> AfterFire in
+            defer { if let next { nextDeadline = claimInBatchLocked(next, at: batchInstant, clock: clock) } }
             timer.isInCallout = false
             guard timer.isValid else { return .nothing }
             guard timer.repeats else {
@@ -448,9 +472,10 @@ extension RunLoop {
         case .invalidate: timer.invalidate()
         case .release: timer.attachment.release()
         }
+        return nextDeadline
     }
 
-    /// What `fire` does once the lock is dropped.
+    /// What `fireClaimed` does once the lock is dropped.
     private enum AfterFire {
         case nothing
         /// A one-shot that left this loop's modes in its callout: the general path.

@@ -64,7 +64,9 @@ extension RunLoop {
 
     func insertTimerLocked(_ timer: RunLoopTimer, into mode: Mode) {
         lock.assertHeld()
-        guard timer.isValid, let store = storeLocked(mode), !store.timers.contains(timer) else { return }
+        guard timer.isValid, let store = storeLocked(mode) else { return }
+        // Unscheduled (the usual add) means in no heap: no lookup.
+        if timer.isScheduled && store.timers.contains(timer) { return }
         if !timer.isScheduled {
             // The clock is read only for a delay: a timer re-added, or created for a date, needs none.
             if timer.start == .afterDelay {
@@ -90,9 +92,7 @@ extension RunLoop {
         } else {
             return
         }
-        guard store.timers.contains(timer) else { return }
-        store.removeTimer(timer)
-        timersChangedLocked(store)
+        if store.removeTimer(timer) { timersChangedLocked(store) }
     }
 
     /// Gives the timer a new place in line (after every timer with the same deadline) in all its modes.

@@ -49,15 +49,16 @@ struct TimerHeap {
         debugCheck()
     }
 
-    /// Removes the timer and its membership record. The caller holds a reference to the timer, so the
-    /// heap's release never ends its life here (under the loop lock).
-    mutating func remove(_ timer: RunLoopTimer) {
-        guard let index = timer.removeMembership(in: owner) else { return }
+    /// Removes the timer and its membership record; false if it is not in this heap. The caller holds
+    /// a reference to the timer, so the heap's release never ends its life here (under the loop lock).
+    @discardableResult
+    mutating func remove(_ timer: RunLoopTimer) -> Bool {
+        guard let index = timer.removeMembership(in: owner) else { return false }
         let removed = entries[index].reference
         let last = entries.count - 1
         if index != last {
             entries[index] = entries[last]
-            setIndex(index, of: entries[index])
+            Self.setIndex(index, of: entries[index], in: owner)
         }
         entries.removeLast()
         if index < entries.count {
@@ -65,6 +66,7 @@ struct TimerHeap {
         }
         removed.release()
         debugCheck()
+        return true
     }
 
     /// Empties the heap, handing its references to the caller (teardown). Membership records are
@@ -116,67 +118,93 @@ struct TimerHeap {
     }
 
     /// Appends every due timer not in its callout, in firing order (deadline, then scheduling order).
+    ///
+    /// Collected level by level, that is in index order (the batch itself is the queue: the children of
+    /// earlier entries come before those of later ones), not depth first. A heap filled in ascending
+    /// order — a burst of timers added in a loop — is then already in firing order, which the sort (a
+    /// merge sort that first looks for runs) confirms in one pass; collected depth first, sorting that
+    /// burst was an eighth of each timer's instructions. Due entries form a subtree at the root (a
+    /// parent is never later than its child), so nothing below a pending entry is visited.
     func collectDue(at now: UInt64, into batch: inout [Entry]) {
         guard let first = entries.first, first.deadline <= now else { return }
         let start = batch.count
-        visitDue(0, now, &batch)
+        batch.append(first)
+        var next = start
+        while next < batch.count {
+            let index = batch[next].withTimer { $0.heapIndex(in: owner)! }
+            next += 1
+            let left = 2 * index + 1
+            if left < entries.count, entries[left].deadline <= now { batch.append(entries[left]) }
+            if left + 1 < entries.count, entries[left + 1].deadline <= now { batch.append(entries[left + 1]) }
+        }
+        // A timer in its callout is not due again, but its subtree was searched all the same.
+        var kept = start
+        for index in start..<batch.count where !batch[index].withTimer({ $0.isInCallout }) {
+            batch.swapAt(kept, index)
+            kept += 1
+        }
+        batch.removeLast(batch.count - kept)
         if batch.count - start > 1 {
             batch[start...].sort { $0.precedes($1) }
         }
     }
 
-    private func visitDue(_ index: Int, _ now: UInt64, _ batch: inout [Entry]) {
-        let entry = entries[index]
-        if entry.deadline > now { return }
-        if !entry.withTimer({ $0.isInCallout }) { batch.append(entry) }
-        let left = 2 * index + 1
-        if left < entries.count { visitDue(left, now, &batch) }
-        if left + 1 < entries.count { visitDue(left + 1, now, &batch) }
-    }
-
     // MARK: heap mechanics
 
     @inline(__always)
-    private func setIndex(_ index: Int, of entry: Entry) {
+    private static func setIndex(_ index: Int, of entry: Entry, in owner: ObjectIdentifier) {
         entry.withTimer { $0.setHeapIndex(index, in: owner) }
     }
 
+    /// Writes `entry` to slot `index` of a sift's buffer and records the slot in its timer.
+    @inline(__always)
+    private static func place(
+        _ entry: Entry, at index: Int, in entries: UnsafeMutableBufferPointer<Entry>, owner: ObjectIdentifier
+    ) {
+        entries[index] = entry
+        setIndex(index, of: entry, in: owner)
+    }
+
     /// Returns where the entry ended up.
+    ///
+    /// Both sifts work on the entries' storage through one unsafe buffer: an `entries[i] = …` per level
+    /// is a uniqueness check (a runtime call) and a bounds check each, most of a sift's instructions
+    /// on a deep heap. Safe: the buffer lives only for the call, `entries` is not touched otherwise
+    /// meanwhile, and every index is below `count` (children are checked against it, parents are
+    /// smaller than their child).
     @discardableResult
     private mutating func siftUp(_ start: Int) -> Int {
-        var child = start
-        let moving = entries[child]
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard moving.precedes(entries[parent]) else { break }
-            entries[child] = entries[parent]
-            setIndex(child, of: entries[child])
-            child = parent
+        let owner = owner
+        return entries.withUnsafeMutableBufferPointer { entries in
+            var child = start
+            let moving = entries[child]
+            while child > 0 {
+                let parent = (child - 1) / 2
+                guard moving.precedes(entries[parent]) else { break }
+                Self.place(entries[parent], at: child, in: entries, owner: owner)
+                child = parent
+            }
+            if child != start { Self.place(moving, at: child, in: entries, owner: owner) }
+            return child
         }
-        if child != start {
-            entries[child] = moving
-            setIndex(child, of: moving)
-        }
-        return child
     }
 
     private mutating func siftDown(_ start: Int) {
-        var parent = start
-        let count = entries.count
-        let moving = entries[parent]
-        while true {
-            let left = 2 * parent + 1
-            guard left < count else { break }
-            var smallest = left
-            if left + 1 < count, entries[left + 1].precedes(entries[left]) { smallest = left + 1 }
-            guard entries[smallest].precedes(moving) else { break }
-            entries[parent] = entries[smallest]
-            setIndex(parent, of: entries[parent])
-            parent = smallest
-        }
-        if parent != start {
-            entries[parent] = moving
-            setIndex(parent, of: moving)
+        let owner = owner
+        entries.withUnsafeMutableBufferPointer { entries in
+            var parent = start
+            let count = entries.count
+            let moving = entries[parent]
+            while true {
+                let left = 2 * parent + 1
+                guard left < count else { break }
+                var smallest = left
+                if left + 1 < count, entries[left + 1].precedes(entries[left]) { smallest = left + 1 }
+                guard entries[smallest].precedes(moving) else { break }
+                Self.place(entries[smallest], at: parent, in: entries, owner: owner)
+                parent = smallest
+            }
+            if parent != start { Self.place(moving, at: parent, in: entries, owner: owner) }
         }
     }
 
