@@ -98,6 +98,9 @@ fi
 # time, retrying a refusal after its retry_after_ms, as a well-behaved crowd behind one address would.
 # scrypt cost 4 (default 14) makes each first login cheap; no page or WebSocket listener.
 node_flags=(--host 127.0.0.1 --port 0 --no-http --messages-per-second 100000 --scrypt-cost 4 --log-level warning)
+# --rooms: a room larger than the node's default 1,024 connections in all needs that limit raised too
+# (to N + 64, said in the room's `node:` line); the default refuses the rest with `tooManyConnections`.
+room_node_flags=()
 
 echo "date:    $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(uname -sr)"
@@ -159,7 +162,7 @@ run_node() {
     local name="$1"
     shift
     rm -f "$work/chat.db"*
-    start_server "$name" "$node" serve "${node_flags[@]}" --database "$work/chat.db" >"$work/$name.out" 2>"$work/$name.err"
+    start_server "$name" "$node" serve "${node_flags[@]}" "${room_node_flags[@]}" --database "$work/chat.db" >"$work/$name.out" 2>"$work/$name.err"
     port="$(wait_for "$work/$name.out" '^listening on 127\.0\.0\.1:\([0-9]*\).*')"
     if [ -z "$port" ]; then
         echo "chat-node did not start:" >&2
@@ -252,6 +255,11 @@ if [ -n "$rooms" ]; then
     # Per room size: the node, then mosquitto, then their table and counts.
     for n in $rooms; do
         messages="$(last_value --messages $((200000 / n > 0 ? 200000 / n : 1)) "$@")"
+        room_node_flags=()
+        if [ $((n + 64)) -gt 1024 ]; then
+            room_node_flags=(--max-connections $((n + 64)))
+            echo "node for N = $n: also --max-connections $((n + 64)) (default 1,024)"
+        fi
         run_node "chat-node-$n" "$@" --subscribers "$n" --messages "$messages" --timeout "$bound"
         # shellcheck disable=SC2046
         run_mosquitto "mosquitto-$n" $(mqtt_clients "$n") "$@" --subscribers "$n" --messages "$messages" --timeout "$bound" --ready-timeout "$bound"
