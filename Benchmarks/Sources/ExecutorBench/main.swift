@@ -122,9 +122,17 @@ for system in makeSystems() {
     }
     let otherThread = measure(repetitions: repetitions, operations: roundTrips) {
         let handOff = HandOff()
-        let driver = Task.detached { await actor.resumedFromOutside(roundTrips, handOff) }
+        // Waiting for the task's end, not only its last resume, keeps its final job from landing on an
+        // executor the loop below has already stopped.
+        let finished = bs_sem_new()!
+        defer { bs_sem_free(finished) }
+        nonisolated(unsafe) let semaphore = finished
+        Task.detached {
+            await actor.resumedFromOutside(roundTrips, handOff)
+            bs_sem_post(semaphore)
+        }
         for _ in 0..<roundTrips { handOff.take().resume() }
-        _ = driver
+        bs_sem_wait(finished)
     }
     print("\(system.name): same thread \(describe(sameThread)); other thread \(describe(otherThread))")
     system.stop()
