@@ -35,7 +35,7 @@ let package = Package(
         // The workloads written in C directly on libevent 2.1 (Debian's libevent-dev).
         .target(
             name: "LibeventBaseline",
-            linkerSettings: [.linkedLibrary("event_core")]
+            linkerSettings: [.linkedLibrary("event_core"), .linkedLibrary("event_pthreads")]
         ),
         // What the chat-node drivers share: a crowd of chat clients logging in as the node's limits
         // allow, the timed payload, /proc figures of another process, the open-file limit, a frame link

@@ -16,7 +16,9 @@ let benchmarks: @Sendable () -> Void = {
 /// An event_base kept for the whole benchmark (default configuration unless `precise`).
 private final class Loop: @unchecked Sendable {
     let pointer: OpaquePointer
-    init(precise: Bool = false) { pointer = lev_loop_new(precise ? 1 : 0)! }
+    init(precise: Bool = false, threadSafe: Bool = false) {
+        pointer = lev_loop_new_with(precise ? 1 : 0, threadSafe ? 1 : 0)!
+    }
     deinit { lev_loop_free(pointer) }
 }
 
@@ -65,7 +67,10 @@ private func timerBenchmarks() {
         tickLoop.state = nil
     }
 
-    for (workload, pending, iterations) in [(Workload.pending1K, 1_000, 200), (Workload.pending1M, 1_000_000, 50)] {
+    for (workload, pending, iterations, threadSafe) in [
+        (Workload.pending1K, 1_000, 200, false), (Workload.pending1M, 1_000_000, 50, false),
+        (Workload.pending1KThreadSafe, 1_000, 200, true)
+    ] {
         let operations = 10_000
         let pendingLoop = Holder<Loop>()
         let timers = Holder<OpaquePointer>()
@@ -75,7 +80,7 @@ private func timerBenchmarks() {
         ) { benchmark in
             lev_pending_insert_cancel(timers.state!, Int32(operations))
         } setup: {
-            pendingLoop.state = Loop()
+            pendingLoop.state = Loop(threadSafe: threadSafe)
             timers.state = lev_pending_new(pendingLoop.state!.pointer, Int32(pending))
         } teardown: {
             lev_pending_free(timers.state)
@@ -89,14 +94,16 @@ private func timerBenchmarks() {
 
 private func sourceBenchmarks() {
     let performs = Workload.source0Count
-    let loop = Holder<Loop>()
-    Benchmark(Workload.name(Workload.source0, performs), configuration: benchConfiguration(iterations: 40)) { benchmark in
-        let fired = lev_source0(loop.state!.pointer, Int32(performs))
-        precondition(fired == performs)
-    } setup: {
-        loop.state = Loop()
-    } teardown: {
-        loop.state = nil
+    for (workload, threadSafe) in [(Workload.source0, false), (Workload.source0ThreadSafe, true)] {
+        let loop = Holder<Loop>()
+        Benchmark(Workload.name(workload, performs), configuration: benchConfiguration(iterations: 40)) { benchmark in
+            let fired = lev_source0(loop.state!.pointer, Int32(performs))
+            precondition(fired == performs)
+        } setup: {
+            loop.state = Loop(threadSafe: threadSafe)
+        } teardown: {
+            loop.state = nil
+        }
     }
 }
 

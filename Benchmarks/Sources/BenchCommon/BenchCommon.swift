@@ -26,6 +26,10 @@ public enum Workload {
     // 4. fd readiness
     public static let pingPong = "fd.pingpong"
     public static let pingPongPrecise = "fd.pingpong.precise"
+    // libevent with its locking on (evthread_use_pthreads): event_active / event_add callable from any
+    // thread, as RunLoopKit's signal() and timer add are.
+    public static let source0ThreadSafe = "source0.signalPerform.threadSafe"
+    public static let pending1KThreadSafe = "timer.pending1k.insertCancel.threadSafe"
     // 6. Memory
     public static let memTimers = "mem.pendingTimer"
     public static let memSources = "mem.customSource"

@@ -9,6 +9,10 @@
 /// monotonic clock); 1 adds EVENT_BASE_FLAG_PRECISE_TIMER (timerfd-backed, re-armed on every pass).
 typedef struct lev_loop lev_loop;
 lev_loop *lev_loop_new(int precise);
+/// The same; `thread_safe` = 1 turns libevent's locking on (evthread_use_pthreads) and gives the base its
+/// lock, so that event_active and event_add may be called from any thread, as RunLoopKit's signal() and
+/// add may. Every other base is made with EVENT_BASE_FLAG_NOLOCK, so the default rows stay lock-free.
+lev_loop *lev_loop_new_with(int precise, int thread_safe);
 void lev_loop_free(lev_loop *loop);
 /// The backend libevent chose ("epoll").
 const char *lev_loop_method(lev_loop *loop);
