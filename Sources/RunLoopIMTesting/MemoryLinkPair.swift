@@ -229,9 +229,11 @@ final class MemoryLinkWire {
         guard channel.timer == nil, !isDropped, !channel.isStalled, let head = channel.queue.first,
             end(side)?.events != nil
         else { return }
-        channel.timer = at(head.due, in: side == .client ? modes : serverModes) { [self] in
-            channel.timer = nil
-            pump(toward: side)
+        // Weakly: the channel keeps its timer, and a loop whose thread ends keeps no timer from
+        // running, so strong captures would keep the wire and its channel alive forever.
+        channel.timer = at(head.due, in: side == .client ? modes : serverModes) { [weak self, weak channel] in
+            channel?.timer = nil
+            self?.pump(toward: side)
         }
     }
 

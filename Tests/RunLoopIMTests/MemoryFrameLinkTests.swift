@@ -1,10 +1,11 @@
 import RunLoopIM
 import RunLoopIMCore
-import RunLoopIMTesting
 import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
 import Testing
+
+@testable import RunLoopIMTesting
 
 /// What one end of a pair reported (loop thread only).
 private final class EndLog {
@@ -318,5 +319,26 @@ struct MemoryFrameLinkTests {
             #expect(disconnects[1].1 == .transport(.failed(.outputFull(limit: 0))))
             try bench.close()
         }
+    }
+
+    @Test(
+        "a pair abandoned with frames in flight is freed when its loop's thread ends: the delivery timer's closure does not keep the wire"
+    )
+    func abandonedPairIsFreedWithItsLoop() async throws {
+        final class WeakWire: @unchecked Sendable {
+            weak var wire: MemoryLinkWire?
+        }
+        let weak = try await onLoopThread { () -> WeakWire in
+            let weak = WeakWire()
+            let (pair, _, _) = openPair(.current)
+            pair.apply(.delay(.seconds(3600)))
+            _ = try RunLoop.current.runUntil(timeout: .seconds(10)) { pair.client.isOpen }
+            try pair.client.send(note(1))
+            #expect(!pair.isIdle, "a frame is on its way: its delivery timer is pending")
+            weak.wire = pair.wire
+            return weak
+        }
+        // onLoopThread returns after the thread was joined, so after its loop's teardown.
+        #expect(weak.wire == nil, "the wire outlived its pair and its loop")
     }
 }

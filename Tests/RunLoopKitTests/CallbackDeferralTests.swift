@@ -136,3 +136,53 @@ import Testing
         #expect(waited == .zero, "the inner block waited \(waited) for something to wake the loop")
     }
 }
+
+/// What a deferral keeps alive, and for how long.
+extension CallbackDeferralTests {
+    /// An owner that keeps its deferral, with a waiting callback that captures the owner: the cycle a
+    /// connection closed just before its loop's thread ends is in. The loop never runs the block, so
+    /// the deferral must let the callback go, or the owner is never freed.
+    @Test func callbacksThatNeverRanAreLetGoWhenTheLoopsThreadEnds() async throws {
+        final class Owner {
+            var deferral: CallbackDeferral?
+            var ran = false
+        }
+        final class Weak: @unchecked Sendable {
+            weak var owner: Owner?
+            init(_ owner: Owner) { self.owner = owner }
+        }
+        let weak = try await onLoopThread { () -> Weak in
+            let owner = Owner()
+            let deferral = CallbackDeferral(loop: .current, modes: [.default], label: "test")
+            owner.deferral = deferral
+            deferral.runLater { owner.ran = true }
+            deferral.ownerCall { deferral.run { owner.ran = true } }
+            #expect(deferral.hasWaitingCallbacks)
+            return Weak(owner)
+        }
+        // onLoopThread returns after the thread was joined, so after its loop's teardown.
+        #expect(weak.owner == nil, "the owner is kept alive by a callback that can never run")
+    }
+
+    @Test func aBlockThatRanLetsTheCallbacksGoAsBefore() async throws {
+        let ranAndFreed = try await onLoopThread { () -> (Bool, Bool) in
+            final class Owner { var deferral: CallbackDeferral? }
+            let loop = RunLoop.current
+            var ran = false
+            weak var weakOwner: Owner?
+            do {
+                let owner = Owner()
+                weakOwner = owner
+                let deferral = CallbackDeferral(loop: loop, modes: [.default], label: "test")
+                owner.deferral = deferral
+                deferral.runLater {
+                    ran = true; _ = owner
+                }
+            }
+            _ = try loop.runUntil(timeout: .seconds(10)) { ran }
+            return (ran, weakOwner == nil)
+        }
+        #expect(ranAndFreed.0)
+        #expect(ranAndFreed.1, "after running, nothing keeps the owner")
+    }
+}

@@ -12,7 +12,8 @@ import Testing
             let loop = RunLoop.current
             let mode = RunLoop.Mode("due")
             let box = ChainBox()
-            box.next = { [box] _ in
+            // Unowned: the box keeps its closure, and the test keeps the box until the run returns.
+            box.next = { [unowned box] _ in
                 box.fired += 1
                 if box.fired < 1_000 { loop.add(RunLoopTimer(after: .zero, box.next!), forMode: mode) }
             }

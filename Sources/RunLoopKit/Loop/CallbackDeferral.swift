@@ -9,7 +9,8 @@
 /// there in the order given. ``runLater(_:)`` always waits.
 ///
 /// Threads: the loop's thread only, like its owner. Lifetime: a waiting callback keeps what it
-/// captures (capture the owner weakly to let it go first); the queued block keeps this deferral.
+/// captures until it runs, or until the loop's thread ends without running it (then it is let go, so a
+/// callback that captures the owner does not keep it forever); the queued block keeps this deferral.
 public final class CallbackDeferral {
     /// The loop whose next pass runs waiting callbacks.
     public let loop: RunLoop
@@ -48,20 +49,50 @@ public final class CallbackDeferral {
         runLater(callback)
     }
 
-    /// Runs `callback` on the loop's next pass, after what waits already.
+    /// Runs `callback` on the loop's next pass, after what waits already. If that pass never comes (the
+    /// loop's thread ends first), the callback is let go without running.
     public func runLater(_ callback: @escaping () -> Void) {
-        if waiting.isEmpty {
-            // The loop's own thread (the deferral is confined to it), so this cannot throw but for a
-            // loop torn down, whose callbacks can no longer run anyway.
-            try? loop.performFromLoopThread(inModes: modes, label: label) { self.flush() }
-        }
+        let isFirst = waiting.isEmpty
         waiting.append(callback)
+        guard isFirst else { return }
+        // The loop's own thread (the deferral is confined to it), so this cannot throw but for a loop
+        // torn down, whose callbacks can no longer run: the ticket, let go unused, drops them.
+        let ticket = FlushTicket(self)
+        try? loop.performFromLoopThread(inModes: modes, label: label) { ticket.flush() }
     }
 
     /// Runs what waits, in order; callbacks queued meanwhile wait for the next pass.
-    private func flush() {
+    fileprivate func flush() {
         let batch = waiting
         waiting.removeAll()
         for callback in batch { callback() }
+    }
+
+    /// Lets go of what waits without running it.
+    fileprivate func dropWaiting() {
+        // Released after the property is empty: a callback's captures may own the owner, whose deinit
+        // must find this deferral in a consistent state.
+        let dropped = waiting
+        waiting.removeAll()
+        _ = dropped
+    }
+}
+
+/// The queued block's hold on a deferral. A loop whose thread ends drops the blocks it never ran; the
+/// waiting callbacks usually capture the deferral's owner, which owns the deferral — a cycle that only
+/// running or dropping them breaks. So a ticket let go without having flushed drops them.
+private final class FlushTicket {
+    let deferral: CallbackDeferral
+    private var flushed = false
+
+    init(_ deferral: CallbackDeferral) { self.deferral = deferral }
+
+    func flush() {
+        flushed = true
+        deferral.flush()
+    }
+
+    deinit {
+        if !flushed { deferral.dropWaiting() }
     }
 }
