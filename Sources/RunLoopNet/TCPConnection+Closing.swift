@@ -189,5 +189,6 @@ extension TCPConnection {
         if reset { Socket.setResetOnClose(fd) }
         Glibc.close(fd)
         fd = -1
+        noteLoopPresence()
     }
 }

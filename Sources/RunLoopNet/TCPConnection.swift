@@ -178,6 +178,8 @@ public final class TCPConnection {
     var writeSource: RunLoopPortSource?
     var isReadWatched = false
     var isWriteWatched = false
+    /// Open with no source in the loop, so listed to learn of the loop's end (``LoopTeardownWatch``).
+    var isListedForTeardown = false
     /// Set while this connection adds or removes its own sources, whose cancel callouts then mean nothing.
     var isChangingInterest = false
     /// The loop's hold on an open connection; cleared when it closes.
@@ -398,6 +400,12 @@ public final class TCPConnection {
         let wanted = fd >= 0 && lifecycle.watchesInput(ownerPaused: isReadingPaused, bufferFull: input.count >= inputThreshold)
         guard wanted != isReadWatched else { return }
         if setWatching(readSource, wanted) { isReadWatched = wanted }
+        noteLoopPresence()
+    }
+
+    /// Keeps the rule of ``LoopTeardownWatch``: an open connection with no source in its loop is listed.
+    func noteLoopPresence() {
+        LoopTeardownWatch.update(self, open: fd >= 0, inLoop: isReadWatched || isWriteWatched)
     }
 
     /// Watches writability, or stops, as the lifecycle says for the output queue (making the source the
@@ -413,6 +421,7 @@ public final class TCPConnection {
             }
         }
         if setWatching(writeSource, wanted) { isWriteWatched = wanted }
+        noteLoopPresence()
     }
 
     private func handleWritable() {

@@ -1,8 +1,9 @@
 import Glibc
 import RunLoopKit
-import RunLoopNet
 import RunLoopTesting
 import Testing
+
+@testable import RunLoopNet
 
 /// Misbehaving peers, SIGPIPE, memory, and modes.
 @Suite struct RobustnessTests {
@@ -175,6 +176,45 @@ import Testing
         }
         bothClosed.wait()
         #expect(reasons.get() == [.failed(.loopTornDown), .failed(.loopTornDown)])
+    }
+
+    /// The same for connections with no source in the loop when it ends: one whose owner paused
+    /// reading with nothing to write, and one that read its peer's half-close to the end. Neither gets
+    /// a cancel callout from a source; each must still be closed with the reason, its socket let go
+    /// and the connection freed.
+    @Test func connectionsWithNoSourceInTheLoopAreClosedWhenItsThreadEnds() async throws {
+        final class Weak: @unchecked Sendable {
+            weak var connection: TCPConnection?
+        }
+        let reasons = LockedBox<[CloseReason]>([])
+        let (paused, halfClosed) = (Weak(), Weak())
+        try await onLoopThread {
+            let loop = RunLoop.current
+            let listener = TCPListener()
+            defer { listener.close() }
+            var accepted: [TCPConnection] = []
+            listener.onAccept = { _, connection in
+                accepted.append(connection)
+                connection.allowsHalfClosure = true
+                connection.onData = { _, _ in }
+                connection.onClose = { _, why in reasons.update { $0.append(why) } }
+            }
+            try listener.listen()
+            let first = TCPConnection(), second = TCPConnection()
+            for client in [first, second] { client.connect(to: "127.0.0.1", port: listener.port) }
+            try spin(loop) { accepted.count == 2 && first.state == .connected && second.state == .connected }
+            accepted[0].pauseReading()
+            second.shutdownOutput()
+            try spin(loop) { !accepted[1].isReadWatched }
+            #expect(!accepted[0].isReadWatched && !accepted[0].isWriteWatched)
+            paused.connection = accepted[0]
+            halfClosed.connection = accepted[1]
+            for client in [first, second] { client.close(immediately: true) }
+            // Returning ends the thread with both accepted connections open and out of the loop
+            // (finish, which these reasons come from, releases the socket).
+        }
+        #expect(reasons.get() == [.failed(.loopTornDown), .failed(.loopTornDown)])
+        #expect(paused.connection == nil && halfClosed.connection == nil, "a connection outlived its loop")
     }
 
     @Test func openConnectionsKeepThemselvesAliveWithoutAnOwner() async throws {
