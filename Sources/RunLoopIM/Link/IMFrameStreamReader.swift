@@ -4,7 +4,7 @@ public import RunLoopIMCore
 /// frames by their length prefix, oversized SENDs skipped where the decoder may, a broken stream
 /// reported once. ``TCPFrameLink`` reads through it, and so does any other byte-stream link (the
 /// in-memory pair's byte-by-byte mode), so the rule is written once
-/// (``IMFrameStreamReading/read(_:reportingTo:while:)``).
+/// (`IMFrameStreamReading.read`, which its links use).
 ///
 /// A value held inline in its link (an object of its own cost every connection its header and
 /// allocation). Loop thread only, like the link that owns it.
