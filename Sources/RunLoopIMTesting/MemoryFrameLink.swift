@@ -14,7 +14,7 @@ public import RunLoopNet
 /// (``MemoryLinkFault``) stalls, delays, drops or resets it.
 ///
 /// Loop thread only.
-public final class MemoryFrameLink: IMFrameLink {
+public final class MemoryFrameLink: IMFrameLink, IMFrameStreamReading {
     public let loop: RunLoop
     public let modes: [RunLoop.Mode]
     /// What this end reports as the peer's address (a test of per-address limits sets it).
@@ -33,7 +33,7 @@ public final class MemoryFrameLink: IMFrameLink {
     public var reportedBufferedOutput: Int?
 
     let pair: MemoryLinkWire
-    private let reader: IMFrameStreamReader
+    package var frameReader: IMFrameStreamReader
     private(set) var events: IMFrameLinkEvents?
     /// Cleared once the owner closed it or a close was reported: nothing more is reported.
     private var isReporting = true
@@ -45,7 +45,7 @@ public final class MemoryFrameLink: IMFrameLink {
         self.side = side
         self.loop = loop
         self.modes = modes
-        reader = IMFrameStreamReader(decoder)
+        frameReader = IMFrameStreamReader(decoder)
     }
 
     /// Whether this end still reports to its owner (not closed by it, no close reported yet).
@@ -88,7 +88,7 @@ public final class MemoryFrameLink: IMFrameLink {
     }
 
     public func raiseInboundLimit(to bodyLength: Int) {
-        reader.raiseLimit(to: bodyLength)
+        frameReader.raiseLimit(to: bodyLength)
     }
 
     /// Bytes arrived for this end and wait for the loop to read them (not stalled, not dropped).
@@ -101,7 +101,7 @@ public final class MemoryFrameLink: IMFrameLink {
 
     func deliver(_ bytes: [UInt8]) {
         guard isReporting, let events else { return }
-        reader.read(bytes, reportingTo: events) { [unowned self] in self.isReporting }
+        read(bytes, reportingTo: events) { [unowned self] in self.isReporting }
     }
 
     func reportOpened() {

@@ -95,8 +95,31 @@ struct SessionDeadlinesTests {
         var sinceStart: [String: Duration] = [:]
     }
 
-    private func serverNotingEnds(_ clock: ManualClock) -> (IMServer, EndTimes) {
-        let server = IMServer(store: InMemoryIMStore())
+    @Test("the heap gives back a crowd's room once it has gone, and keeps the deadlines of those who stay")
+    func heapShrinksAfterACrowd() async throws {
+        try await onManualClockLoop { loop, clock in
+            let (server, ends) = serverNotingEnds(clock, settings: .withoutLoginLimits)
+            let start = clock.now
+            // 300 leave at once; 10 stay, silent, dropped at their 1.5 × 100 s.
+            let crowd = (0..<300).map { logIn("c\($0)", keepalive: 10, to: server, on: loop) }
+            let stayers = (0..<10).map { logIn("s\($0)", keepalive: 100, to: server, on: loop) }
+            #expect((crowd + stayers).allSatisfy { $0.received.first?.command == .loginAck })
+            let deadlines = try #require(server.deadlinesByModes.values.first)
+            #expect(deadlines.capacity >= 310)
+            for peer in crowd { peer.send(IMFrame(command: .logout, serial: 2)) }
+            // The crowd's stale entries surface at 15 s.
+            try advance(loop, clock, to: start + .seconds(20))
+            #expect(deadlines.entryCount == 10)
+            #expect(deadlines.capacity < 64)
+            try advance(loop, clock, to: start + .seconds(160))
+            #expect((0..<10).allSatisfy { ends.sinceStart["s\($0)"] == .seconds(150) })
+            #expect(deadlines.entryCount == 0)
+            server.shutdown()
+        }
+    }
+
+    private func serverNotingEnds(_ clock: ManualClock, settings: IMServer.Settings = IMServer.Settings()) -> (IMServer, EndTimes) {
+        let server = IMServer(store: InMemoryIMStore(), settings: settings)
         let start = clock.now
         let ends = EndTimes()
         server.onSessionEnd = { _, session, _ in ends.sinceStart[session.user ?? "?"] = clock.now - start }

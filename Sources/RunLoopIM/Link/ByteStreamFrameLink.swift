@@ -10,10 +10,10 @@ public import RunLoopNet
 /// stream its listener accepted (``init(connection:maximumBodyLength:skippableSendLength:)``).
 ///
 /// Loop thread only, like its stream.
-public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink {
+public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink, IMFrameStreamReading {
     /// The stream (addresses, buffer figures).
     public let connection: Stream
-    private let reader: IMFrameStreamReader
+    package var frameReader: IMFrameStreamReader
     /// A client's connect, run once when opened.
     private var startConnecting: ((Stream) -> Void)?
     /// Cleared when the owner closed the link: later input is drained and dropped (not left to fill
@@ -28,7 +28,7 @@ public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink {
     public init(connecting connection: Stream, maximumFrameBody: Int, connect: @escaping (Stream) -> Void) {
         self.connection = connection
         startConnecting = connect
-        reader = IMFrameStreamReader(FrameDecoder(maximumBodyLength: maximumFrameBody))
+        frameReader = IMFrameStreamReader(FrameDecoder(maximumBodyLength: maximumFrameBody))
     }
 
     /// A link on a stream that is open already (accepted).
@@ -38,7 +38,7 @@ public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink {
     ///     reported (``IMFrameLinkEvents/oversized``) instead of failing the stream; 0: never.
     public init(connection: Stream, maximumBodyLength: Int, skippableSendLength: Int = 0) {
         self.connection = connection
-        reader = IMFrameStreamReader(
+        frameReader = IMFrameStreamReader(
             FrameDecoder(
                 maximumBodyLength: maximumBodyLength, skippableBodyLength: skippableSendLength,
                 skippableCommands: FrameDecoder.sendOnly))
@@ -63,7 +63,7 @@ public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink {
         // cycle ends when the stream reports its close and lets its callbacks go.
         connection.onData = { [self] _, bytes in
             guard isReporting, let events = self.events else { return }
-            reader.read(bytes, reportingTo: events) { self.isReporting }
+            read(bytes, reportingTo: events) { self.isReporting }
         }
         connection.onClose = { [self] _, reason in
             guard isReporting, let events = self.events else { return }
@@ -78,7 +78,7 @@ public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink {
     }
 
     public func raiseInboundLimit(to bodyLength: Int) {
-        reader.raiseLimit(to: bodyLength)
+        frameReader.raiseLimit(to: bodyLength)
     }
 
     public func send(_ frame: IMFrame) throws(IMLinkFailure) {

@@ -3,10 +3,21 @@ public import RunLoopIMCore
 /// The read half of a link over a byte stream: bytes in any split become the link's events — whole
 /// frames by their length prefix, oversized SENDs skipped where the decoder may, a broken stream
 /// reported once. ``TCPFrameLink`` reads through it, and so does any other byte-stream link (the
-/// in-memory pair's byte-by-byte mode), so the rule is written once.
+/// in-memory pair's byte-by-byte mode), so the rule is written once
+/// (`IMFrameStreamReading.read`, which its links use).
 ///
-/// Loop thread only, like the link that owns it.
-public final class IMFrameStreamReader {
+/// A value held inline in its link (an object of its own cost every connection its header and
+/// allocation). Loop thread only, like the link that owns it.
+public struct IMFrameStreamReader {
+    /// What the buffered bytes complete next.
+    package enum Step {
+        case frame(IMFrame)
+        case oversized(FrameHeader, [UInt8], limit: Int)
+        case failed(IMFrameError, serial: UInt32)
+        /// Nothing more until more bytes arrive.
+        case needsMore
+    }
+
     private var decoder: FrameDecoder
 
     public init(_ decoder: FrameDecoder) {
@@ -17,27 +28,50 @@ public final class IMFrameStreamReader {
     public var bufferedByteCount: Int { decoder.bufferedByteCount }
 
     /// Accepts bodies up to `bodyLength` from now on, also for bytes already buffered.
-    public func raiseLimit(to bodyLength: Int) {
+    public mutating func raiseLimit(to bodyLength: Int) {
         decoder.raiseMaxBodyLength(to: bodyLength)
     }
 
+    package mutating func append(_ bytes: [UInt8]) {
+        decoder.append(bytes)
+    }
+
+    package mutating func next() -> Step {
+        let event: FrameDecoder.Event?
+        do {
+            event = try decoder.nextEvent()
+        } catch {
+            return .failed(error, serial: decoder.failedSerial ?? 0)
+        }
+        switch event {
+        case .frame(let frame)?: return .frame(frame)
+        case .oversized(let header, let prefix)?: return .oversized(header, prefix, limit: decoder.maximumBodyLength)
+        case nil: return .needsMore
+        }
+    }
+}
+
+/// A link that reads a byte stream through the ``IMFrameStreamReader`` it holds.
+package protocol IMFrameStreamReading: AnyObject {
+    var frameReader: IMFrameStreamReader { get set }
+}
+
+extension IMFrameStreamReading {
     /// Takes one read's bytes and reports what they complete, while `isReporting()` holds — the owner
     /// may close the link while handling a frame, which stops the delivery there — then
     /// ``IMFrameLinkEvents/readEnded``. A broken stream is reported through
     /// ``IMFrameLinkEvents/failed`` instead; the reader delivers nothing more after it.
-    public func read(_ bytes: [UInt8], reportingTo events: IMFrameLinkEvents, while isReporting: () -> Bool) {
-        decoder.append(bytes)
+    ///
+    /// Each step's access to the reader ends before its event is reported: the owner may raise the
+    /// limit (``IMFrameStreamReader/raiseLimit(to:)``) while handling a frame.
+    package func read(_ bytes: [UInt8], reportingTo events: IMFrameLinkEvents, while isReporting: () -> Bool) {
+        frameReader.append(bytes)
         while isReporting() {
-            let event: FrameDecoder.Event?
-            do {
-                event = try decoder.nextEvent()
-            } catch {
-                return events.failed(error, decoder.failedSerial ?? 0)
-            }
-            switch event {
-            case .frame(let frame)?: events.received(frame)
-            case .oversized(let header, let prefix)?: events.oversized(header, prefix, decoder.maximumBodyLength)
-            case nil: return events.readEnded()
+            switch frameReader.next() {
+            case .frame(let frame): events.received(frame)
+            case .oversized(let header, let prefix, let limit): events.oversized(header, prefix, limit)
+            case .failed(let error, let serial): return events.failed(error, serial)
+            case .needsMore: return events.readEnded()
             }
         }
     }

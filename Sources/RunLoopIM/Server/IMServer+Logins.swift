@@ -60,8 +60,9 @@ extension IMServer {
             loginGate.forget(ticket)
             startChecks()
         }
-        if let key = loginGate.instanceOfSession.removeValue(forKey: id), loginGate.online[key] === session {
-            loginGate.online[key] = nil
+        if let user = session.user, let instance = session.onlineInstance {
+            let key = LoginGate.InstanceKey(user: user, instance: instance)
+            if loginGate.online[key] === session { loginGate.online[key] = nil }
         }
         loginGate.sessionGone()
     }
@@ -227,7 +228,7 @@ extension IMServer {
                 return
             }
             guard admitted else {
-                let refusal = self.limitRefusal(for: user, limit: limit ?? 0, staying: self.byUser[user] ?? [], now: self.loop.now)
+                let refusal = self.limitRefusal(for: user, limit: limit ?? 0, staying: Array(self.byUser[user] ?? []), now: self.loop.now)
                 return session.loginRefused(.tooManyConnections, reason: refusal.reason, retryAfter: refusal.retryAfter)
             }
             self.goOnline(session, as: user, instance: key, replacing: replaced.flatMap { $0.isEnded ? nil : $0 })
@@ -245,7 +246,7 @@ extension IMServer {
         guard !session.isEnded else { return }
         if let key {
             loginGate.online[key] = session
-            loginGate.instanceOfSession[ObjectIdentifier(session)] = key
+            session.onlineInstance = key.instance
         }
         if let replaced {
             logger.debug(

@@ -85,8 +85,8 @@ extension IMServer {
     public func presenceAudienceChanged(for user: String) {
         // A JOIN changes the audience of the room's other members too: none read before it is kept.
         audiencesOfThisPass = [:]
-        sendPresenceSnapshot(to: byUser[user] ?? [], of: user)
-        guard settings.broadcastsPresence, presence.announced[user] != nil else { return }
+        sendPresenceSnapshot(to: Array(byUser[user] ?? []), of: user)
+        guard settings.broadcastsPresence, presence.announced.contains(user) else { return }
         askAudience(of: user) { [weak self] audience in self?.tell(presenceOf: user, to: audience) }
     }
 

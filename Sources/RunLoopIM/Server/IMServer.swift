@@ -156,7 +156,7 @@ public final class IMServer {
     /// The modes its sources run in; work the server or its application defers runs in them too.
     public let modes: [RunLoop.Mode]
     var open: [ObjectIdentifier: IMServerSession] = [:]
-    var byUser: [String: [IMServerSession]] = [:]
+    var byUser: [String: UserSessions] = [:]
     /// Presence is announced once per loop pass (IMServer+Presence): changes wait in the ledger, so
     /// many sessions ending at once cost one pass and never recurse.
     var presence = PresenceLedger()
@@ -305,7 +305,7 @@ public final class IMServer {
         open.shrinkIfSparse()
         loginSessionEnded(session)
         if let user = session.user {
-            byUser[user]?.removeAll { $0 === session }
+            byUser[user]?.remove(session)
             metrics.sessionOffline(on: session.link.transport)
             if byUser[user]?.isEmpty == true {
                 byUser[user] = nil

@@ -30,6 +30,9 @@ public final class IMServerSession {
     private(set) var isEnded = false
     /// Set by the server when the login it is answering made the account: LOGIN_ACK says so.
     var accountCreated = false
+    /// The client instance its login named, once online under it: with ``user``, its key in the
+    /// server's table of instances online (LoginGate), where it is looked for when it ends.
+    var onlineInstance: String?
 
     init(link: any IMFrameLink, server: IMServer) {
         self.link = link

@@ -41,9 +41,9 @@ final class LoginGate {
     var unauthenticated: [ObjectIdentifier: (address: LoginAddress, opened: LoopInstant)] = [:]
     /// The newest LOGIN of each instance still waiting for its answer.
     var newestLogin: [InstanceKey: LoginThrottle.Ticket] = [:]
-    /// Online sessions by (canonical user, instance), and each one's key.
+    /// Online sessions by (canonical user, instance). A session's key is its user and its
+    /// ``IMServerSession/onlineInstance``: a second table from session to key cost each one its entry.
     var online: [InstanceKey: IMServerSession] = [:]
-    var instanceOfSession: [ObjectIdentifier: InstanceKey] = [:]
     /// Set while checks are being started, so a check answered at once does not start more inside.
     var isStartingChecks = false
 
@@ -91,6 +91,5 @@ final class LoginGate {
     func sessionGone() {
         unauthenticated.shrinkIfSparse()
         online.shrinkIfSparse()
-        instanceOfSession.shrinkIfSparse()
     }
 }

@@ -3,8 +3,10 @@ import RunLoopIMCore
 /// What the server announced of each user's presence, and who may have changed since: the decisions
 /// behind IMServer+Presence, with no sessions or loop in them.
 struct PresenceLedger {
-    /// The PRESENCE "online" frame of each user announced online, encoded once for every snapshot.
-    private(set) var announced: [String: IMFrame] = [:]
+    /// The users announced online. Their PRESENCE frames are encoded when a snapshot or an
+    /// announcement needs them, not kept: a kept frame cost each user online ~100 bytes for good, an
+    /// encoding costs a snapshot page ~1 µs a frame.
+    private(set) var announced: Set<String> = []
     /// Users noted since the last announcement, in the order they were first noted.
     private var noted: [String] = []
     private var notedSet: Set<String> = []
@@ -30,8 +32,8 @@ struct PresenceLedger {
         var changes: [(user: String, online: Bool)] = []
         for user in users {
             let online = isOnline(user)
-            guard online != (announced[user] != nil) else { continue }
-            announced[user] = online ? Self.frame(user, online: true) : nil
+            guard online != announced.contains(user) else { continue }
+            if online { announced.insert(user) } else { announced.remove(user) }
             changes.append((user, online))
         }
         announced.shrinkIfSparse()
@@ -39,7 +41,7 @@ struct PresenceLedger {
     }
 
     /// The frame that states `user`'s presence as last announced.
-    func frame(of user: String) -> IMFrame { announced[user] ?? Self.frame(user, online: false) }
+    func frame(of user: String) -> IMFrame { Self.frame(user, online: announced.contains(user)) }
 
     /// The first page of a snapshot of `audience` for `user` (at most `limit` frames), and where the
     /// rest of it starts, if there is a rest. Everyone as the audience (a server without an
@@ -47,7 +49,7 @@ struct PresenceLedger {
     /// cost what everyone online does.
     func snapshot(of audience: IMPresenceAudience, for user: String, limit: Int) -> (frames: [IMFrame], rest: (members: [String], next: Int)?) {
         switch audience {
-        case .everyone: return (Array(announced.lazy.filter { $0.key != user }.map(\.value).prefix(limit)), nil)
+        case .everyone: return (announced.lazy.filter { $0 != user }.prefix(limit).map { Self.frame($0, online: true) }, nil)
         case .users(let users):
             let first = page(of: users, from: 0, for: user, limit: limit)
             return (first.frames, first.next.map { (users, $0) })
@@ -62,7 +64,7 @@ struct PresenceLedger {
         var frames: [IMFrame] = []
         var index = start
         while index < members.count, frames.count < max(1, limit) {
-            if members[index] != user, let frame = announced[members[index]] { frames.append(frame) }
+            if members[index] != user, announced.contains(members[index]) { frames.append(Self.frame(members[index], online: true)) }
             index += 1
         }
         return (frames, index < members.count ? index : nil)
@@ -98,7 +100,7 @@ struct PresenceOutbox {
     }
 
     /// Writes what each session of `sessionsByUser` is owed, one write each.
-    func flush(to sessionsByUser: [String: [IMServerSession]]) {
+    func flush(to sessionsByUser: [String: UserSessions]) {
         var written: Set<ObjectIdentifier> = []
         if !forEveryone.isEmpty {
             for (user, userSessions) in sessionsByUser {

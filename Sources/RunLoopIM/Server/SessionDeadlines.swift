@@ -60,6 +60,8 @@ final class SessionDeadlines {
 
     /// Sessions with an entry, live or stale (for tests).
     var entryCount: Int { heap.count }
+    /// How many entries the heap has room for (for tests).
+    var capacity: Int { heap.unordered.capacity }
 
     /// Calls `session.deadlinePassed()` once `instant` has passed, replacing the deadline asked for
     /// before; `nil` asks for none. Asking for the same instant again changes nothing (a deadline
@@ -98,7 +100,21 @@ final class SessionDeadlines {
         for session in due where session.deadline.wanted.map({ $0 <= now }) == true {
             session.deadlinePassed()
         }
+        shrinkIfSparse()
         armForFirstEntry()
+    }
+
+    /// Gives back the room a crowd left (19,000 sessions, then gone): the heap's array never shrinks
+    /// by itself. Rebuilt with the live entries only once they fill at most a quarter of it, so a
+    /// rebuild follows three quarters of the entries leaving: O(1) per entry, spread out.
+    private func shrinkIfSparse() {
+        let capacity = heap.unordered.capacity
+        guard capacity > 64, heap.count * 4 < capacity else { return }
+        var smaller = Heap<Entry>(minimumCapacity: heap.count)
+        for entry in heap.unordered where entry.session.map({ $0.deadline.queued == entry.at }) == true {
+            smaller.insert(entry)
+        }
+        heap = smaller
     }
 
     private func armForFirstEntry() {
