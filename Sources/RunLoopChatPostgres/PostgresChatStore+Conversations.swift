@@ -22,15 +22,19 @@ extension PostgresChatStore {
         }
     }
 
-    /// The users who share a room or a direct conversation with `user`, each once, in name order
-    /// (`ChatStore`'s `contacts(of:completion:)`). Loop thread only; `completion` runs there once.
-    public func contacts(of user: String, completion: @escaping (Result<[String], IMStatusCode>) -> Void) {
+    /// The users who share a room of at most `maximumRoomMembers` members or a direct conversation
+    /// with `user`, each once, in name order (`ChatStore`'s `contacts(of:roomsOfAtMost:completion:)`).
+    /// Whether a room is larger is one look at its members index at that offset, not a count of the
+    /// room. Loop thread only; `completion` runs there once.
+    public func contacts(of user: String, roomsOfAtMost maximumRoomMembers: Int, completion: @escaping (Result<[String], IMStatusCode>) -> Void) {
         guard PostgresText.isStorable(user) else { return completion(.success([])) }
         let statement = PostgresStatement(
             """
             SELECT DISTINCT other."user" FROM members mb JOIN members other ON other.conversation_id = mb.conversation_id
-            WHERE mb."user" = $1 AND other."user" <> mb."user" ORDER BY other."user"
-            """, [user])
+            WHERE mb."user" = $1 AND other."user" <> mb."user"
+              AND (SELECT 1 FROM members n WHERE n.conversation_id = mb.conversation_id OFFSET $2::bigint LIMIT 1) IS NULL
+            ORDER BY other."user"
+            """, [user, String(max(0, maximumRoomMembers))])
         query(statement, "contacts of \(user)") { result in
             completion(result.mapError { _ in .internalError }.map { rows in (0..<rows.count).compactMap { rows[$0, 0] } })
         }

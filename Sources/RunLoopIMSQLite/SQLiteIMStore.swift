@@ -103,14 +103,21 @@ public final class SQLiteIMStore: SynchronousChatStore {
         return .success(rooms)
     }
 
-    public func contacts(of user: String) -> Result<[String], IMStatusCode> {
-        // Two index reads: the user's memberships (the primary key), each conversation's members.
+    public func contacts(of user: String, roomsOfAtMost maximumRoomMembers: Int) -> Result<[String], IMStatusCode> {
         userNames(
-            """
-            SELECT DISTINCT other.user FROM members mb JOIN members other ON other.conversation_id = mb.conversation_id
-            WHERE mb.user = ? AND other.user <> mb.user ORDER BY other.user
-            """, [.text(user)], what: "contacts of \(user)")
+            Self.contactsSQL, [.text(user), .integer(Int64(clamping: maximumRoomMembers))], what: "contacts of \(user)")
     }
+
+    /// ``contacts(of:roomsOfAtMost:)``'s read, three index reads: the user's memberships (the primary
+    /// key); whether each room has a member past the limit (a room is large when the members index
+    /// has a row at that offset: at most limit + 1 entries stepped, not a count of the room); the
+    /// members of each conversation kept. A direct conversation has two members, never past a limit.
+    static let contactsSQL = """
+        SELECT DISTINCT other.user FROM members mb JOIN members other ON other.conversation_id = mb.conversation_id
+        WHERE mb.user = ?1 AND other.user <> mb.user
+          AND (SELECT 1 FROM members n WHERE n.conversation_id = mb.conversation_id LIMIT 1 OFFSET ?2) IS NULL
+        ORDER BY other.user
+        """
 
     public func members(ofRoom room: String) -> Result<[String], IMStatusCode> {
         userNames(

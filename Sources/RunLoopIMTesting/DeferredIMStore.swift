@@ -28,6 +28,8 @@ public final class DeferredIMStore: ChatStore {
     public private(set) var inboxReads = 0
     /// Reads of a room's members (``members(ofRoom:completion:)``) so far.
     public private(set) var memberReads = 0
+    /// Reads of a user's contacts (``contacts(of:roomsOfAtMost:completion:)``) so far.
+    public private(set) var contactReads = 0
     /// Batches of acknowledgements handed over so far (``acknowledge(_:)``: the server's, one a loop pass).
     public private(set) var acknowledgementBatches = 0
     private var failingSends: [String: Bool] = [:]
@@ -116,8 +118,9 @@ public final class DeferredIMStore: ChatStore {
         answer(on: reads, after: readDelay) { completion(found) }
     }
 
-    public func contacts(of user: String, completion: @escaping (Result<[String], IMStatusCode>) -> Void) {
-        let found = inner.contacts(of: user)
+    public func contacts(of user: String, roomsOfAtMost maximumRoomMembers: Int, completion: @escaping (Result<[String], IMStatusCode>) -> Void) {
+        contactReads += 1
+        let found = inner.contacts(of: user, roomsOfAtMost: maximumRoomMembers)
         answer(on: reads, after: readDelay) { completion(found) }
     }
 

@@ -33,6 +33,24 @@ import Testing
         #expect(results[6] == .failure(.notAMember))
     }
 
+    @Test("contacts leave out a room over the limit (docs/PROTOCOL.md §8), keep one at it and direct conversations")
+    func contactsLeaveOutLargeRooms() async throws {
+        let database = try await ChatDatabase.start()
+        let (atThree, atFour) = try await onLoopThread {
+            let store = try database.store()
+            for user in ["ann", "ben", "cat", "dan"] { _ = try store.joining("big", user).get() }
+            for user in ["ann", "ben"] { _ = try store.joining("small", user).get() }
+            #expect(try waitFor(store.loop) { store.createAccount("zed", passwordHash: "h", completion: $0) }.get())
+            _ = try store.stored("d", id: "d", from: "ann", to: .user("zed"))
+            return (
+                try waitFor(store.loop) { store.contacts(of: "ann", roomsOfAtMost: 3, completion: $0) }.get(),
+                try waitFor(store.loop) { store.contacts(of: "ann", roomsOfAtMost: 4, completion: $0) }.get()
+            )
+        }
+        #expect(atThree == ["ben", "zed"])
+        #expect(atFour == ["ben", "cat", "dan", "zed"])
+    }
+
     /// Nodes of a cluster create a room when its first member joins, each on its own connection: the
     /// first JOINs of one new room on several nodes at once all succeed, and the room is made once.
     @Test("first joins of one new room on three connections at once all succeed, one room made")

@@ -35,7 +35,10 @@ struct MembershipNoticeTests {
     func oneReadPerRoomAndPass() async throws {
         try await onManualClockLoop { loop, clock in
             let store = DeferredIMStore(loop: loop)
-            let service = ChatService()
+            // A room of 10,000 that is not large (LargeRoomTests: one that is).
+            var settings = ChatService.Settings()
+            settings.largeRoomMembers = 10_000
+            let service = ChatService(settings: settings)
             let fixture = ChatFixture(loop: loop, clock: clock, application: service, store: store)
             for index in 0..<9_998 { _ = store.inner.join(room: "lobby", user: "member\(index)") }
             _ = store.inner.join(room: "lobby", user: "ann")

@@ -31,10 +31,14 @@ struct LoginsLayout {
         return index % directEvery == 1 ? index - 1 : nil
     }
 
-    /// Whether users `other` and `index` share a room or a direct conversation.
+    /// Whether users `other` and `index` share a room that is not large or a direct conversation.
     func isContact(_ other: Int, of index: Int) -> Bool {
-        other != index && (other % rooms == index % rooms || directPartner(of: index) == other)
+        other != index && ((other % rooms == index % rooms && !isRoomLarge(of: index)) || directPartner(of: index) == other)
     }
+
+    /// Whether user `index`'s room has more members than the node's large-room size (the chat
+    /// service's default): its members are not each other's contacts (docs/PROTOCOL.md §8).
+    func isRoomLarge(of index: Int) -> Bool { membersOfRoom(of: index) > ChatService.Settings().largeRoomMembers }
 
     func membersOfRoom(of index: Int) -> Int {
         let room = index % rooms
@@ -44,6 +48,7 @@ struct LoginsLayout {
     /// How many users share a room or a direct conversation with user `index`: what it should know
     /// online once everyone is.
     func contacts(of index: Int) -> Int {
+        guard !isRoomLarge(of: index) else { return directPartner(of: index) == nil ? 0 : 1 }
         let partner = directPartner(of: index).map { $0 % rooms == index % rooms ? 0 : 1 } ?? 0
         return membersOfRoom(of: index) - 1 + partner
     }

@@ -15,7 +15,7 @@ import SwiftProtobuf
 /// ```
 ///
 /// It also tells a room's members online when someone joins or leaves it (MEMBERSHIP notices, once per
-/// loop pass, docs/PROTOCOL.md §8).
+/// loop pass, docs/PROTOCOL.md §8) — unless the room is large (``Settings/largeRoomMembers``).
 ///
 /// Threads: the server calls it on its loop's thread; its only state is the notices of the pass.
 public struct ChatService: IMApplicationHandler, Sendable {
@@ -27,6 +27,11 @@ public struct ChatService: IMApplicationHandler, Sendable {
         /// Rooms in a ROOM_LIST page when the client asks for 0, and the most it may ask for.
         public var roomListPageSize = 100
         public var maximumRoomListPageSize = 500
+        /// A room with more members than this is large (docs/PROTOCOL.md §8): its members are not
+        /// each other's contacts through it, and its joins and leaves send no MEMBERSHIP notices, so
+        /// a JOIN costs the same in a room of 10,000 as in one of 10 — not a notice and a presence
+        /// frame to every member, and a snapshot of all of them to the newcomer.
+        public var largeRoomMembers = 1_000
 
         public init() {}
     }
@@ -60,18 +65,22 @@ public struct ChatService: IMApplicationHandler, Sendable {
         switch request.command {
         case .join:
             let room = try request.decode(IMRoomRequest.self).room
+            let largeRoomMembers = settings.largeRoomMembers
             store.join(room: room, user: user, maximumRooms: server.settings.maximumRoomsPerUser) { [weak server] joined in
                 answer(joined.map(\.wire))
-                guard case .success = joined, let server else { return }
+                // A large room adds no contacts and announces nobody: nothing more to do.
+                guard case .success(let info) = joined, info.members <= largeRoomMembers, let server else { return }
                 // The room's members are the user's contacts now: each side learns the other's presence.
                 server.presenceAudienceChanged(for: user)
-                notices.note(user, room: room, joined: true, on: server)
+                notices.note(user, room: room, joined: true, largeRoomMembers: largeRoomMembers, on: server)
             }
         case .leave:
             let room = try request.decode(IMRoomRequest.self).room
+            let largeRoomMembers = settings.largeRoomMembers
             store.leave(room: room, user: user) { [weak server] left in
                 answer(left.map(\.wire))
-                if case .success = left, let server { notices.note(user, room: room, joined: false, on: server) }
+                guard case .success(let info) = left, info.members <= largeRoomMembers, let server else { return }
+                notices.note(user, room: room, joined: false, largeRoomMembers: largeRoomMembers, on: server)
             }
         case .listRooms:
             let asked = try request.decode(IMListRoomsRequest.self)
@@ -108,18 +117,21 @@ public struct ChatService: IMApplicationHandler, Sendable {
     /// `user` joined (`joined` true) or left `room` through another server that shares this one's
     /// store (a cluster's node, told by its bus): this server's members of the room get the MEMBERSHIP
     /// notice, as for a JOIN or LEAVE here. Loop thread only.
+    /// A change of a large room (``Settings/largeRoomMembers``, counted when the notices are made) is
+    /// not announced, as here.
     public func membershipChanged(_ user: String, room: String, joined: Bool, on server: IMServer) {
-        notices.note(user, room: room, joined: joined, on: server)
+        notices.note(user, room: room, joined: joined, largeRoomMembers: settings.largeRoomMembers, on: server)
     }
 
-    /// Who sees `user`'s presence: the users who share a room or a direct conversation with them
-    /// (``ChatStore/contacts(of:completion:)``), read from the store at each change and login. Nothing
-    /// is cached here, so a JOIN or LEAVE on any node and a first direct message count at once; the
-    /// read is the store's indexes (memory; SQLite's and PostgreSQL's member keys). A store that
-    /// failed: nobody — presence is a state, the next change corrects it.
+    /// Who sees `user`'s presence: the users who share a room that is not large
+    /// (``Settings/largeRoomMembers``) or a direct conversation with them
+    /// (``ChatStore/contacts(of:roomsOfAtMost:completion:)``), read from the store at each change and
+    /// login. Nothing is cached here, so a JOIN or LEAVE on any node and a first direct message count
+    /// at once; the read is the store's indexes (memory; SQLite's and PostgreSQL's member keys). A
+    /// store that failed: nobody — presence is a state, the next change corrects it.
     public func presenceAudience(of user: String, on server: IMServer, completion: @escaping (IMPresenceAudience) -> Void) {
         guard let store = server.store as? any ChatStore else { return completion(.users([])) }
-        store.contacts(of: user) { completion(.users((try? $0.get()) ?? [])) }
+        store.contacts(of: user, roomsOfAtMost: settings.largeRoomMembers) { completion(.users((try? $0.get()) ?? [])) }
     }
 
     private static func frame<Body: SwiftProtobuf.Message>(_ command: IMCommand, _ request: IMFrame, _ result: Result<Body, IMStatusCode>) -> IMFrame

@@ -24,10 +24,13 @@ public protocol ChatStore: IMServerStore {
     /// (``IMStatusCode/notAMember`` otherwise), newest first: at most `limit` messages with `seq`
     /// below the query's `before` (0: from the newest).
     func history(_ query: HistoryQuery, for user: String, limit: Int, completion: @escaping (Result<HistoryPage, IMStatusCode>) -> Void)
-    /// The users who share a conversation with `user` — a room both are members of, or a direct
-    /// conversation (one stored message between the two, either way) — each once, `user` not among
-    /// them: who sees `user`'s presence (``ChatService``'s answer to the server).
-    func contacts(of user: String, completion: @escaping (Result<[String], IMStatusCode>) -> Void)
+    /// The users who share a conversation with `user` — a room both are members of that has at most
+    /// `maximumRoomMembers` members, or a direct conversation (one stored message between the two,
+    /// either way) — each once, `user` not among them: who sees `user`'s presence (``ChatService``'s
+    /// answer to the server). A larger room adds nobody, and telling it from a small one must read at
+    /// most `maximumRoomMembers` + 1 of its members, so the answer costs what the user's small rooms
+    /// hold, however big the large ones grow.
+    func contacts(of user: String, roomsOfAtMost maximumRoomMembers: Int, completion: @escaping (Result<[String], IMStatusCode>) -> Void)
     /// The members of `room`, each once (none for a room that does not exist): who is told of a join
     /// or leave, and the room's count, in one read.
     func members(ofRoom room: String, completion: @escaping (Result<[String], IMStatusCode>) -> Void)
@@ -44,8 +47,8 @@ public protocol SynchronousChatStore: ChatStore, SynchronousIMServerStore {
     func rooms(for user: String, after: String, limit: Int) -> Result<[Room], IMStatusCode>
     /// ``ChatStore/history(_:for:limit:completion:)``'s page, at once.
     func history(_ query: HistoryQuery, for user: String, limit: Int) -> Result<HistoryPage, IMStatusCode>
-    /// ``ChatStore/contacts(of:completion:)``'s users, at once.
-    func contacts(of user: String) -> Result<[String], IMStatusCode>
+    /// ``ChatStore/contacts(of:roomsOfAtMost:completion:)``'s users, at once.
+    func contacts(of user: String, roomsOfAtMost maximumRoomMembers: Int) -> Result<[String], IMStatusCode>
     /// ``ChatStore/members(ofRoom:completion:)``'s users, at once.
     func members(ofRoom room: String) -> Result<[String], IMStatusCode>
 }
@@ -69,8 +72,8 @@ extension SynchronousChatStore {
         completion(history(query, for: user, limit: limit))
     }
 
-    public func contacts(of user: String, completion: @escaping (Result<[String], IMStatusCode>) -> Void) {
-        completion(contacts(of: user))
+    public func contacts(of user: String, roomsOfAtMost maximumRoomMembers: Int, completion: @escaping (Result<[String], IMStatusCode>) -> Void) {
+        completion(contacts(of: user, roomsOfAtMost: maximumRoomMembers))
     }
 
     public func members(ofRoom room: String, completion: @escaping (Result<[String], IMStatusCode>) -> Void) {

@@ -29,9 +29,11 @@ extension InMemoryIMStore: SynchronousChatStore {
                 .map { Room(name: $0, members: members(of: .room($0)), isMember: isMember(user, of: .room($0))) })
     }
 
-    public func contacts(of user: String) -> Result<[String], IMStatusCode> {
+    public func contacts(of user: String, roomsOfAtMost maximumRoomMembers: Int) -> Result<[String], IMStatusCode> {
         var found: Set<String> = []
-        for place in conversations(of: user) { found.formUnion(memberNames(of: place)) }
+        for place in conversations(of: user) where !place.isRoom || members(of: place) <= maximumRoomMembers {
+            found.formUnion(memberNames(of: place))
+        }
         found.remove(user)
         return .success(found.sorted())
     }

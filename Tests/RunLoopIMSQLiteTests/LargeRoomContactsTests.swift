@@ -1,0 +1,50 @@
+import RunLoopTesting
+import Testing
+
+@testable import RunLoopChat
+@testable import RunLoopIM
+@testable import RunLoopIMCore
+@testable import RunLoopIMSQLite
+
+/// Contacts leave out large rooms (docs/PROTOCOL.md §8), and telling a large room from a small one
+/// costs the limit, not the room: a login or JOIN of a member of a room of 10,000 must not read it.
+@Suite("SQLite contacts and large rooms")
+struct LargeRoomContactsTests {
+    /// A store where ann is in `big` (`bigMembers` members), in `small` (with ben and cat) and has
+    /// written to zed.
+    static func store(bigMembers: Int) throws -> SQLiteIMStore {
+        let store = try SQLiteIMStore(path: ":memory:")
+        for index in 0..<bigMembers - 2 { _ = try store.join(room: "big", user: "m\(index)").get() }
+        for user in ["ann", "ben"] { _ = try store.join(room: "big", user: user).get() }
+        for user in ["ann", "ben", "cat"] { _ = try store.join(room: "small", user: user).get() }
+        let message = IMMessage(id: "d", from: "", recipient: .user("zed"), text: "hi", seq: 0, sentAtMilliseconds: 0)
+        let stored = if case .stored = store.store(message, from: "ann", nowMilliseconds: 1) { true } else { false }
+        try #require(stored, "the direct message is stored")
+        return store
+    }
+
+    @Test("a room over the limit adds nobody; rooms up to it and direct conversations do")
+    func largeRoomsAddNobody() throws {
+        let store = try Self.store(bigMembers: 12)
+        #expect(try store.contacts(of: "ann", roomsOfAtMost: 5).get() == ["ben", "cat", "zed"])
+        #expect(try store.contacts(of: "ann", roomsOfAtMost: 13).get() == ["ben", "cat"] + (0..<10).map { "m\($0)" }.sorted() + ["zed"])
+        // Exactly at the limit the room is not large.
+        #expect(try store.contacts(of: "m0", roomsOfAtMost: 12).get().count == 11)
+        #expect(try store.contacts(of: "m0", roomsOfAtMost: 11).get().isEmpty)
+    }
+
+    @Test("the read of a large room's member's contacts steps through the limit, not the room: the same work at 100 and 3,000 members")
+    func largeRoomIsNotRead() throws {
+        var steps: [Int] = []
+        for members in [100, 3_000] {
+            let store = try Self.store(bigMembers: members)
+            _ = store.database.work(of: SQLiteIMStore.contactsSQL)
+            #expect(try store.contacts(of: "ann", roomsOfAtMost: 10).get() == ["ben", "cat", "zed"])
+            let work = try #require(store.database.work(of: SQLiteIMStore.contactsSQL))
+            #expect(work.fullScanSteps == 0)
+            steps.append(work.virtualMachineSteps)
+        }
+        #expect(steps[0] == steps[1], "virtual-machine steps at 100 and 3,000 members: \(steps)")
+        #expect(steps[1] < 1_000, "\(steps)")
+    }
+}
