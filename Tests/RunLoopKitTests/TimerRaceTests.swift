@@ -1,4 +1,5 @@
 import Dispatch
+import Glibc
 import RunLoopTesting
 import Synchronization
 import Testing
@@ -39,6 +40,47 @@ import Testing
         }
         #expect(kept == 10_000)
         #expect(consistent)
+    }
+
+    /// Two loops add the same timers at the same time: each timer's claim is won by exactly one loop,
+    /// which has it scheduled and is the one `runLoop` names, read while the other loop still races.
+    @Test func twoLoopsAddingTheSameTimersEachTimerGoesToOne() async throws {
+        let shared = TimerList((0..<2_000).map { _ in RunLoopTimer(after: .seconds(3_600)) { _ in } })
+        let arrived = Atomic<Int>(0)
+        let added = Atomic<Int>(0)
+        let counted = Atomic<Int>(0)
+        let race: @Sendable () -> (scheduled: [Bool], named: [Bool], unclaimedSeen: Int) = {
+            let loop = RunLoop.current
+            let mode = RunLoop.Mode("race")
+            Self.meet(at: arrived)
+            var unclaimedSeen = 0
+            for timer in shared.timers {
+                loop.add(timer, forMode: mode)
+                if timer.runLoop == nil { unclaimedSeen += 1 }
+            }
+            Self.meet(at: added)
+            let scheduled = shared.timers.map { loop.contains($0, forMode: mode) }
+            let named = shared.timers.map { $0.runLoop === loop }
+            // Neither thread ends (and tears its loop down, releasing its claims) before both counted.
+            Self.meet(at: counted)
+            return (scheduled, named, unclaimedSeen)
+        }
+        let results = try await onLoopThreads([race, race])
+        let (first, second) = (results[0], results[1])
+        #expect(first.unclaimedSeen == 0 && second.unclaimedSeen == 0)
+        // Counts rather than the arrays: a failure then reads as how many timers went wrong.
+        let inBothOrNeither = zip(first.scheduled, second.scheduled).filter { $0 == $1 }.count
+        let misnamed =
+            zip(first.named, first.scheduled).filter { $0 != $1 }.count
+            + zip(second.named, second.scheduled).filter { $0 != $1 }.count
+        #expect(inBothOrNeither == 0)
+        #expect(misnamed == 0)
+    }
+
+    /// Waits until both racing threads got here.
+    private static func meet(at barrier: borrowing Atomic<Int>) {
+        barrier.add(1, ordering: .acquiringAndReleasing)
+        while barrier.load(ordering: .acquiring) < 2 { sched_yield() }
     }
 }
 

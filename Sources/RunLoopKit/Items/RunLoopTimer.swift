@@ -216,6 +216,13 @@ extension RunLoopTimer {
         }
     }
 
+    /// The record of the timer's place in the store of `mode`, if it is in that mode.
+    @inline(__always)
+    func membership(in mode: RunLoop.Mode) -> TimerMembership? {
+        if let home, home.withStore({ $0.mode == mode }) { return home }
+        return otherMemberships.first { membership in membership.withStore { $0.mode == mode } }
+    }
+
     func addMembership(_ membership: TimerMembership) {
         if home == nil { home = membership } else { otherMemberships.append(membership) }
     }
@@ -258,6 +265,9 @@ struct TimerMembership {
     }
 
     var store: ModeStore { reference.takeUnretainedValue() }
+    /// Lends the store without retaining it (nor releasing it after), which `store` may not avoid.
+    @inline(__always)
+    func withStore<Result>(_ body: (ModeStore) -> Result) -> Result { reference._withUnsafeGuaranteedRef(body) }
     var storeID: ObjectIdentifier { reference._withUnsafeGuaranteedRef { ObjectIdentifier($0) } }
 }
 

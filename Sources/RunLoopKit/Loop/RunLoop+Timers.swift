@@ -83,16 +83,12 @@ extension RunLoop {
 
     func removeTimerLocked(_ timer: RunLoopTimer, from mode: Mode) {
         lock.assertHeld()
-        // The last mode used first: comparing a short name beats hashing it.
-        let store: ModeStore
-        if let last = lastStore, last.mode == mode {
-            store = last
-        } else if let found = modes[mode] {
-            store = found
-        } else {
-            return
+        // The timer's own record names its store: no lookup by name, and no reference counting on the
+        // store (a retain and two releases per remove when it came from `lastStore`).
+        guard let membership = timer.membership(in: mode) else { return }
+        membership.withStore { store in
+            if store.removeTimer(timer) { timersChangedLocked(store) }
         }
-        if store.removeTimer(timer) { timersChangedLocked(store) }
     }
 
     /// Gives the timer a new place in line (after every timer with the same deadline) in all its modes.

@@ -55,15 +55,8 @@ struct TimerHeap {
     mutating func remove(_ timer: RunLoopTimer) -> Bool {
         guard let index = timer.removeMembership(in: owner) else { return false }
         let removed = entries[index].reference
-        let last = entries.count - 1
-        if index != last {
-            entries[index] = entries[last]
-            Self.setIndex(index, of: entries[index], in: owner)
-        }
+        if index != entries.count - 1 { fillHole(index) }
         entries.removeLast()
-        if index < entries.count {
-            siftDown(siftUp(index))
-        }
         removed.release()
         debugCheck()
         return true
@@ -175,17 +168,42 @@ struct TimerHeap {
     @discardableResult
     private mutating func siftUp(_ start: Int) -> Int {
         let owner = owner
-        return entries.withUnsafeMutableBufferPointer { entries in
-            var child = start
-            let moving = entries[child]
-            while child > 0 {
-                let parent = (child - 1) / 2
-                guard moving.precedes(entries[parent]) else { break }
-                Self.place(entries[parent], at: child, in: entries, owner: owner)
-                child = parent
+        return entries.withUnsafeMutableBufferPointer { Self.siftUp(start, in: $0, owner: owner) }
+    }
+
+    private static func siftUp(_ start: Int, in entries: UnsafeMutableBufferPointer<Entry>, owner: ObjectIdentifier) -> Int {
+        var child = start
+        let moving = entries[child]
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard moving.precedes(entries[parent]) else { break }
+            place(entries[parent], at: child, in: entries, owner: owner)
+            child = parent
+        }
+        if child != start { place(moving, at: child, in: entries, owner: owner) }
+        return child
+    }
+
+    /// Refills the slot `hole` with the last entry, which the caller then drops (a bottom-up, Floyd,
+    /// removal): the hole first sinks to a leaf along the earlier child, one comparison per level, then
+    /// the last entry climbs from there. The last entry comes from the bottom, so it rarely climbs far;
+    /// placing it at `hole` and sifting it down would compare it with the earlier child at every level too,
+    /// two comparisons per level, which is what a fired timer's removal from the root paid.
+    private mutating func fillHole(_ hole: Int) {
+        let owner = owner
+        entries.withUnsafeMutableBufferPointer { entries in
+            let count = entries.count - 1
+            var parent = hole
+            while true {
+                let left = 2 * parent + 1
+                guard left < count else { break }
+                var earlier = left
+                if left + 1 < count, entries[left + 1].precedes(entries[left]) { earlier = left + 1 }
+                Self.place(entries[earlier], at: parent, in: entries, owner: owner)
+                parent = earlier
             }
-            if child != start { Self.place(moving, at: child, in: entries, owner: owner) }
-            return child
+            Self.place(entries[count], at: parent, in: entries, owner: owner)
+            _ = Self.siftUp(parent, in: entries, owner: owner)
         }
     }
 
