@@ -9,7 +9,8 @@
 // go back to the kernel.
 //
 // Small blocks (up to 1 KiB) come from size classes of 16 bytes, each class carving 64 KiB runs of a
-// reserved region: no header per block, the class of a block is its run's. Larger blocks are mappings
+// reserved region: no header per block, the class of a block is its run's. A run whose blocks are all
+// free again (a crowd's events, after it left) gives its pages back to the kernel. Larger blocks are mappings
 // of their own, listed so that a block can be recognised as ours. A pointer that is neither (one that
 // libevent got from malloc before the pool was installed) goes back to malloc. One mutex: libevent is
 // used from every loop's thread, and it allocates rarely (a base, an event, a new descriptor number).
@@ -41,13 +42,25 @@ struct large_block {
 // The header keeps the caller's block 16-byte aligned, as malloc's are.
 _Static_assert(sizeof(struct large_block) % granule == 0, "large block header breaks alignment");
 
+// One 64 KiB run of one size class. A run with a free or uncarved block is on its class's list of
+// open runs; a run whose blocks are all free again gives its pages back (madvise) and waits, with
+// no class, on the list of empty runs, for whichever class needs a run next.
+struct run {
+    struct free_block *free;
+    uint16_t class_plus_one;  // 0: not in use by a class
+    uint16_t in_use;
+    uint16_t carved;
+    uint16_t capacity;
+    int32_t next;  // open runs of the class, or empty runs; -1 ends a list
+    int32_t previous;
+};
+
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *region;
-static size_t runs_used;
-static uint8_t run_class[run_count];  // class index + 1 of each carved run; 0 = not carved
-static struct free_block *free_lists[class_count];
-static char *carve_next[class_count];  // next uncarved block of the class's newest run
-static char *carve_end[class_count];
+static size_t runs_used;  // runs ever carved out of the region, from its start
+static struct run runs[run_count];
+static int32_t open_runs[class_count];
+static int32_t empty_runs = -1;
 static struct large_block *large_blocks;
 static struct rlk_event_pool_stats stats;
 
@@ -57,34 +70,88 @@ static inline int in_region(const void *pointer) {
     return region != NULL && (const char *)pointer >= region && (const char *)pointer < region + region_size;
 }
 
-static inline size_t class_of_block(const void *pointer) {
-    return (size_t)run_class[((const char *)pointer - region) / run_size] - 1;
+static inline int32_t run_of(const void *pointer) { return (int32_t)(((const char *)pointer - region) / run_size); }
+
+static inline size_t class_of_block(const void *pointer) { return (size_t)runs[run_of(pointer)].class_plus_one - 1; }
+
+static void open_run(int32_t index, size_t class_index) {
+    runs[index].previous = -1;
+    runs[index].next = open_runs[class_index];
+    if (open_runs[class_index] >= 0) runs[open_runs[class_index]].previous = index;
+    open_runs[class_index] = index;
+}
+
+static void close_run(int32_t index, size_t class_index) {
+    struct run *run = &runs[index];
+    if (run->previous >= 0) runs[run->previous].next = run->next; else open_runs[class_index] = run->next;
+    if (run->next >= 0) runs[run->next].previous = run->previous;
+}
+
+// Caller holds pool_lock. -1 when the region is full.
+static int32_t new_run(size_t class_index) {
+    int32_t index = empty_runs;
+    if (index >= 0) {
+        empty_runs = runs[index].next;
+        stats.empty_runs -= 1;
+    } else {
+        if (runs_used == run_count) return -1;
+        index = (int32_t)runs_used;
+        if (mprotect(region + (size_t)index * run_size, run_size, PROT_READ | PROT_WRITE) != 0) return -1;
+        runs_used += 1;
+        stats.runs = runs_used;
+    }
+    struct run *run = &runs[index];
+    run->free = NULL;
+    run->class_plus_one = (uint16_t)(class_index + 1);
+    run->in_use = 0;
+    run->carved = 0;
+    // Whole blocks only: a run's tail shorter than a block stays unused.
+    run->capacity = (uint16_t)(run_size / ((class_index + 1) * granule));
+    open_run(index, class_index);
+    return index;
 }
 
 // Caller holds pool_lock. NULL when the region is full; the block then becomes a large one.
 static void *small_alloc(size_t class_index) {
-    struct free_block *block = free_lists[class_index];
+    int32_t index = open_runs[class_index];
+    if (index < 0 && (index = new_run(class_index)) < 0) return NULL;
+    struct run *run = &runs[index];
     size_t block_size = (class_index + 1) * granule;
+    struct free_block *block = run->free;
     if (block != NULL) {
-        free_lists[class_index] = block->next;
+        run->free = block->next;
     } else {
-        if (carve_next[class_index] == carve_end[class_index]) {
-            if (runs_used == run_count) return NULL;
-            char *run = region + runs_used * run_size;
-            if (mprotect(run, run_size, PROT_READ | PROT_WRITE) != 0) return NULL;
-            run_class[runs_used] = (uint8_t)(class_index + 1);
-            runs_used += 1;
-            stats.runs = runs_used;
-            carve_next[class_index] = run;
-            // Whole blocks only: a run's tail shorter than a block stays unused.
-            carve_end[class_index] = run + (run_size / block_size) * block_size;
-        }
-        block = (struct free_block *)carve_next[class_index];
-        carve_next[class_index] += block_size;
+        block = (struct free_block *)(region + (size_t)index * run_size + (size_t)run->carved * block_size);
+        run->carved += 1;
     }
+    run->in_use += 1;
+    if (run->in_use == run->capacity) close_run(index, class_index);
     stats.small_blocks += 1;
     stats.small_bytes += block_size;
     return block;
+}
+
+// Caller holds pool_lock.
+static void small_free(void *pointer) {
+    int32_t index = run_of(pointer);
+    struct run *run = &runs[index];
+    size_t class_index = (size_t)run->class_plus_one - 1;
+    struct free_block *block = pointer;
+    block->next = run->free;
+    run->free = block;
+    if (run->in_use == run->capacity) open_run(index, class_index);
+    run->in_use -= 1;
+    stats.small_blocks -= 1;
+    stats.small_bytes -= (class_index + 1) * granule;
+    // The class's last open run stays, so that one block freed and allocated again costs no syscalls.
+    if (run->in_use == 0 && (run->previous >= 0 || run->next >= 0)) {
+        close_run(index, class_index);
+        madvise(region + (size_t)index * run_size, run_size, MADV_DONTNEED);
+        run->class_plus_one = 0;
+        run->next = empty_runs;
+        empty_runs = index;
+        stats.empty_runs += 1;
+    }
 }
 
 // Caller holds pool_lock.
@@ -121,16 +188,6 @@ static void large_free(struct large_block *header) {
     stats.large_blocks -= 1;
     stats.large_bytes -= header->mapped;
     munmap(header, header->mapped);
-}
-
-// Caller holds pool_lock.
-static void small_free(void *pointer) {
-    size_t class_index = class_of_block(pointer);
-    struct free_block *block = pointer;
-    block->next = free_lists[class_index];
-    free_lists[class_index] = block;
-    stats.small_blocks -= 1;
-    stats.small_bytes -= (class_index + 1) * granule;
 }
 
 void *rlk_event_pool_malloc(size_t size) {
@@ -193,9 +250,13 @@ static void install_pool(void) {
     // For side-by-side measurements of one binary (Benchmarks/IM-RESULTS.md).
     const char *keep_malloc = getenv("RUNLOOPKIT_LIBEVENT_MALLOC");
     if (keep_malloc != NULL && strcmp(keep_malloc, "1") == 0) return;
-    void *reserved = mmap(NULL, region_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    // One run more than the region, so that runs start at multiples of their size (a block's run is
+    // then its address rounded down, which tools and tests can see too).
+    size_t reserved_size = region_size + run_size;
+    char *reserved = mmap(NULL, reserved_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (reserved == MAP_FAILED) return;  // libevent keeps malloc
-    region = reserved;
+    region = (char *)(((uintptr_t)reserved + run_size - 1) & ~(uintptr_t)(run_size - 1));
+    for (size_t index = 0; index < class_count; index++) open_runs[index] = -1;
     event_set_mem_functions(rlk_event_pool_malloc, rlk_event_pool_realloc, rlk_event_pool_free);
     stats.installed = true;
 }

@@ -66,6 +66,35 @@ import Testing
         #expect(!rlk_event_pool_owns(block))
     }
 
+    /// A crowd's events, freed when it leaves, must not keep their pages: a run whose blocks are all
+    /// free again is given back to the kernel (all but the class's last open run).
+    @Test func runsEmptiedByFreeingGiveTheirPagesBack() throws {
+        let size = 1000  // a class of 1,008 bytes, 65 to a run, which libevent's own blocks do not share
+        let perRun = 64 * 1024 / 1008
+        var blocks: [UnsafeMutableRawPointer] = []
+        for _ in 0..<(perRun * 4) {
+            let block = try #require(rlk_event_pool_malloc(size))
+            memset(block, 0x7E, size)
+            blocks.append(block)
+        }
+        // The runs that hold only this test's blocks, each full.
+        let runSize = 64 * 1024
+        let byRun = Dictionary(grouping: blocks) { Int(bitPattern: $0) & ~(runSize - 1) }
+        let ownRuns = byRun.filter { $0.value.count == perRun }.map(\.key)
+        #expect(ownRuns.count >= 3)
+        #expect(ownRuns.allSatisfy { Self.residentPages(at: $0, bytes: runSize) > 0 })
+        blocks.forEach { rlk_event_pool_free($0) }
+        let released = ownRuns.filter { Self.residentPages(at: $0, bytes: runSize) == 0 }
+        #expect(released.count >= ownRuns.count - 1)
+        #expect(rlk_event_pool_stats().empty_runs >= 1)
+    }
+
+    private static func residentPages(at address: Int, bytes: Int) -> Int {
+        var vector = [UInt8](repeating: 0, count: bytes / 4096)
+        guard mincore(UnsafeMutableRawPointer(bitPattern: address), bytes, &vector) == 0 else { return -1 }
+        return vector.filter { $0 & 1 != 0 }.count
+    }
+
     @Test func mallocsBlocksGoBackToMalloc() throws {
         // libevent may have allocated before the install (a base made by someone else first).
         let foreign = try #require(malloc(40))

@@ -27,8 +27,10 @@ struct rlk_event_pool_stats {
     /// Blocks of up to 1 KiB in use, and their bytes rounded to their size class.
     size_t small_blocks;
     size_t small_bytes;
-    /// 64 KiB runs carved for small blocks (never returned; freed blocks are reused).
+    /// 64 KiB runs carved for small blocks so far, and how many of them are empty now, their pages
+    /// given back to the kernel (madvise) until a class needs a run again.
     size_t runs;
+    size_t empty_runs;
     /// Larger blocks in use (a mapping each), and the bytes mapped for them.
     size_t large_blocks;
     size_t large_bytes;
