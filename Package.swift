@@ -56,7 +56,11 @@ let package = Package(
             pkgConfig: "libevent_core",
             providers: [.apt(["libevent-dev"])]
         ),
-        .target(name: "CRunLoopSupport"),
+        .target(
+            name: "CRunLoopSupport",
+            // event_pool.c hands libevent its allocator (event_set_mem_functions).
+            linkerSettings: [.linkedLibrary("event_core")]
+        ),
         .systemLibrary(
             // libcrypto (SHA-1 for the WebSocket handshake, scrypt for passwords) and libssl (TLS).
             name: "COpenSSL",

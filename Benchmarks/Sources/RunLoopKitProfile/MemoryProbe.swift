@@ -1,10 +1,12 @@
 import BenchSupport
+import CRunLoopSupport
 import Glibc
 import RunLoopKit
 
 /// Heap bytes held per item after adding `count` items to a mode: glibc's bytes in use
 /// (`mallinfo2()` uordblks + hblkhd, so allocated chunk sizes, a little above the requested sizes the harness
-/// counts) before and after, divided by the count. The loop keeps the items alive.
+/// counts) before and after, plus the bytes in use in RunLoopKit's pool for libevent (libevent's events and
+/// per-descriptor slots are there, not in malloc's heap), divided by the count. The loop keeps the items alive.
 enum MemoryProbe {
     static func bytesPerItem(_ workload: String, count: Int, loop: RunLoop, mode: RunLoop.Mode) -> Double {
         var descriptors: [Int32] = []
@@ -17,9 +19,14 @@ enum MemoryProbe {
         }
         // One item first, so the mode's own first-use allocations are not counted.
         add(workload, index: 0, descriptors: descriptors, loop: loop, mode: mode)
-        let before = bs_heap_in_use()
+        let before = heapAndPoolBytes()
         for index in 1...count { add(workload, index: index, descriptors: descriptors, loop: loop, mode: mode) }
-        return Double(bs_heap_in_use() - before) / Double(count)
+        return Double(heapAndPoolBytes() - before) / Double(count)
+    }
+
+    private static func heapAndPoolBytes() -> Int {
+        let pool = rlk_event_pool_stats()
+        return bs_heap_in_use() + pool.small_bytes + pool.large_bytes
     }
 
     private static func add(_ workload: String, index: Int, descriptors: [Int32], loop: RunLoop, mode: RunLoop.Mode) {

@@ -5,9 +5,11 @@
 // values and layouts RunLoopNet's reachability uses (rlk_netlink.h).
 // Only compiler headers here: including glibc headers would make this module and CLibevent both
 // define glibc's types, which clang's module system rejects.
+#include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
 #include "rlk_netlink.h"
+#include "rlk_event_pool.h"
 
 /// The kernel thread id of the calling thread.
 int rlk_gettid(void);

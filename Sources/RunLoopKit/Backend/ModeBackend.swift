@@ -17,6 +17,9 @@ import Synchronization
 /// libevent's own timers are not used: they read a coarse clock, and its precise-timer flag re-arms a
 /// timerfd on every pass.
 ///
+/// libevent allocates from RunLoopKit's own pool (`rlk_event_pool_install`, event_pool.c), not from
+/// malloc's heap.
+///
 /// Every member is used on the loop's thread only, except `arm(at:)` (a timerfd is safe from any thread;
 /// callers hold the loop lock so the recorded arming stays consistent).
 final class ModeBackend {
@@ -41,6 +44,9 @@ final class ModeBackend {
     unowned(unsafe) var store: ModeStore!
 
     init(wakePort: WakeUpPort) throws(RunLoopError) {
+        // Before the first base: libevent's slot per descriptor number, kept until the base goes, is
+        // made between a server's connection blocks and would pin malloc's pages after they leave.
+        rlk_event_pool_install()
         guard let config = event_config_new() else { throw .resourceUnavailable("event_config") }
         defer { event_config_free(config) }
         // The loop needs epoll: edge cases (per-mode readiness, timerfds) are reasoned about for it.
