@@ -59,7 +59,7 @@ public final class ServerProcess: @unchecked Sendable {
             process.standardError = log
         }
         let handle = output.fileHandleForReading
-        if let stolen = standardDescriptorInOutputPipe() { throw Failure.standardDescriptorIsOutputPipe(stolen) }
+        if let stolen = Self.standardDescriptor(in: output) { throw Failure.standardDescriptorIsOutputPipe(stolen) }
         try process.runWithNoSignalBlocked()
         var line = ""
         while !line.hasSuffix("\n") {
@@ -71,15 +71,15 @@ public final class ServerProcess: @unchecked Sendable {
             let bound = UInt16(text.trimmingCharacters(in: .whitespacesAndNewlines))
         else {
             process.terminate()
-            if let stolen = standardDescriptorInOutputPipe() { throw Failure.standardDescriptorIsOutputPipe(stolen) }
+            if let stolen = Self.standardDescriptor(in: output) { throw Failure.standardDescriptorIsOutputPipe(stolen) }
             throw Failure.noPort(line)
         }
         port = bound
     }
 
-    /// 0, 1 or 2 if that standard descriptor of this process is one end of `output`.
-    private func standardDescriptorInOutputPipe() -> Int32? {
-        let readEnd = output.fileHandleForReading.fileDescriptor
+    /// 0, 1 or 2 if that standard descriptor of this process is one end of `pipe`.
+    private static func standardDescriptor(in pipe: Pipe) -> Int32? {
+        let readEnd = pipe.fileHandleForReading.fileDescriptor
         return readEnd <= 2 ? readEnd : descriptor(in: 0...2, sharingFileWith: readEnd)
     }
 

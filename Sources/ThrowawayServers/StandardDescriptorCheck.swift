@@ -1,4 +1,4 @@
-public import Glibc
+import Glibc
 
 /// The first of `candidates` that is open on the same file as `descriptor` (same device and inode),
 /// or nil. Both ends of a pipe are one file, so this also finds a pipe's other end.
