@@ -24,7 +24,7 @@ public final class PeerProcess: @unchecked Sendable {
         process.standardOutput = output
         process.standardError = output
         process.standardInput = input
-        try process.run()
+        try process.runWithNoSignalBlocked()
     }
 
     /// Everything it printed so far.

@@ -71,7 +71,7 @@ public struct TestPKI: Sendable {
         process.currentDirectoryURL = URL(fileURLWithPath: directory)
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try process.runWithNoSignalBlocked()
         guard try process.waitForExit() == .exited(0) else { throw PeerFailure.toolFailed("openssl \(arguments.joined(separator: " "))") }
     }
 }

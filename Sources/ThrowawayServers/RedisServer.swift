@@ -93,7 +93,7 @@ public final class RedisServer: @unchecked Sendable {
             "--logfile", directory + "/redis.log", "--save", "", "--appendonly", "no", "--daemonize", "no",
             "--enable-debug-command", "yes"
         ]
-        try process.run()
+        try process.runWithNoSignalBlocked()
         self.process = process
         // Redis removes a stale socket file before it binds, so a connect that works is this server's.
         let deadline = ContinuousClock.now + .seconds(10)

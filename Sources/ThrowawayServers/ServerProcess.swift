@@ -22,11 +22,17 @@ public final class ServerProcess: @unchecked Sendable {
         case binaryMissing(String)
         case cannotWriteLog(String)
         case noPort(String)
+        /// This process's standard descriptor (0, 1 or 2) is the server's output pipe: something in
+        /// this process closed that number before the pipe was made (see ``descriptor(in:sharingFileWith:)``).
+        case standardDescriptorIsOutputPipe(Int32)
         public var description: String {
             switch self {
             case .binaryMissing(let path): return "\(path) not found or not executable"
             case .cannotWriteLog(let path): return "cannot write \(path)"
             case .noPort(let line): return "the server did not report its port (got: \(line))"
+            case .standardDescriptorIsOutputPipe(let number):
+                return
+                    "descriptor \(number) of this process became the server's output pipe: something here closed it (a double close?) before the pipe was made"
             }
         }
     }
@@ -52,9 +58,10 @@ public final class ServerProcess: @unchecked Sendable {
             }
             process.standardError = log
         }
-        try process.run()
-        var line = ""
         let handle = output.fileHandleForReading
+        if let stolen = Self.standardDescriptor(in: output) { throw Failure.standardDescriptorIsOutputPipe(stolen) }
+        try process.runWithNoSignalBlocked()
+        var line = ""
         while !line.hasSuffix("\n") {
             let byte = handle.readData(ofLength: 1)
             if byte.isEmpty { break }
@@ -64,9 +71,16 @@ public final class ServerProcess: @unchecked Sendable {
             let bound = UInt16(text.trimmingCharacters(in: .whitespacesAndNewlines))
         else {
             process.terminate()
+            if let stolen = Self.standardDescriptor(in: output) { throw Failure.standardDescriptorIsOutputPipe(stolen) }
             throw Failure.noPort(line)
         }
         port = bound
+    }
+
+    /// 0, 1 or 2 if that standard descriptor of this process is one end of `pipe`.
+    private static func standardDescriptor(in pipe: Pipe) -> Int32? {
+        let readEnd = pipe.fileHandleForReading.fileDescriptor
+        return readEnd <= 2 ? readEnd : descriptor(in: 0...2, sharingFileWith: readEnd)
     }
 
     /// SIGKILL: no goodbye, no flush — the kernel resets the sockets.

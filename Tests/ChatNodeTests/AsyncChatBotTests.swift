@@ -37,7 +37,7 @@ struct AsyncChatBotTests {
             bot.executableURL = URL(fileURLWithPath: builtProductPath("async-chat-bot"))
             bot.arguments = ["--port", "\(node.port)", "--user", "bot", "--password", "pw", "--room", "lobby"]
             bot.standardOutput = output
-            try bot.run()
+            try bot.runWithNoSignalBlocked()
             defer { if bot.exitIfEnded() == nil { Glibc.kill(bot.processIdentifier, SIGKILL) } }
             // The greeting says the bot is in the room: what is said there now reaches it.
             try #require(try spin(loop) { !heard.isEmpty }, "the bot never greeted the room")

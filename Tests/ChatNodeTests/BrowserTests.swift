@@ -56,7 +56,7 @@ struct BrowserEnvironment: Sendable {
         let sink = try FileHandle(forWritingTo: output)
         process.standardOutput = sink
         process.standardError = sink
-        try process.run()
+        try process.runWithNoSignalBlocked()
         // Alone a script takes 15-30 s; beside the whole suite on two busy cores, Chromium alone can
         // take a minute to start.
         let deadline = ContinuousClock.now + .seconds(160)
@@ -79,7 +79,7 @@ struct BrowserEnvironment: Sendable {
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try process.runWithNoSignalBlocked()
         return try process.waitForExit().status
     }
 }

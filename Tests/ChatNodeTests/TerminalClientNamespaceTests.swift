@@ -56,7 +56,7 @@ private final class LoopbackNamespace: Sendable {
         process.arguments = arguments
         let errors = Pipe()
         process.standardError = errors
-        try process.run()
+        try process.runWithNoSignalBlocked()
         guard try process.waitForExit() == .exited(0) else {
             let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             throw CommandFailed(description: "ip \(arguments.joined(separator: " ")): \(stderr)")

@@ -436,7 +436,7 @@ struct TerminalClientProcessTests {
             process.standardInput = input
             process.standardOutput = output
             process.standardError = errors
-            try process.run()
+            try process.runWithNoSignalBlocked()
             input.fileHandleForWriting.write(Data("/join lobby\nhello from a script\n/msg bob psst\n".utf8))
             try input.fileHandleForWriting.close()
             let finished = try spin(loop, for: .seconds(30)) { process.exitIfEnded() != nil }

@@ -9,7 +9,7 @@ import Testing
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        try process.run()
+        try process.runWithNoSignalBlocked()
         return process
     }
 
@@ -38,7 +38,7 @@ import Testing
     func signalled() throws {
         let child = try started("/bin/sleep", ["30"])
         #expect(child.exitIfEnded() == nil)
-        // SIGKILL: Foundation's children inherit the mask of a Swift concurrency thread, which blocks SIGTERM.
+        // SIGKILL: the one signal no mask or handler of the child can hold off.
         kill(child.processIdentifier, SIGKILL)
         #expect(try child.waitForExit(within: .seconds(30)) == .signalled(SIGKILL))
         try #require(foundationNoticed(child))
@@ -69,7 +69,7 @@ import Testing
         closer.arguments = ["-c", "import os, time; os.closerange(3, 65536); print('closed', flush=True); time.sleep(30)"]
         let output = Pipe()
         closer.standardOutput = output
-        try closer.run()
+        try closer.runWithNoSignalBlocked()
         defer {
             kill(closer.processIdentifier, SIGKILL)
             _ = try? closer.waitForExit(within: .seconds(10))

@@ -17,7 +17,7 @@ func runChatNode(_ arguments: [String], input: String = "", environment: [String
     process.standardOutput = output
     process.standardError = errors
     process.standardInput = standardInput
-    try process.run()
+    try process.runWithNoSignalBlocked()
     standardInput.fileHandleForWriting.write(Data(input.utf8))
     try standardInput.fileHandleForWriting.close()
     let outputText = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

@@ -76,7 +76,7 @@ final class PythonProcess {
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle(forWritingAtPath: outputPath)
         process.standardError = FileHandle(forWritingAtPath: errorPath)
-        try process.run()
+        try process.runWithNoSignalBlocked()
     }
 
     var isRunning: Bool { process.exitIfEnded() == nil }
