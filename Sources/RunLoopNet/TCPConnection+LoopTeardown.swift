@@ -16,6 +16,11 @@ import Synchronization
 final class LoopTeardownWatch: @unchecked Sendable {
     /// Keyed by the loop's identity; an entry is removed at the loop's teardown.
     private static let watches = Mutex<[ObjectIdentifier: LoopTeardownWatch]>([:])
+    /// The watch's source lives in a mode of its own, which nobody runs: teardown cancels the sources
+    /// of every mode, and a source in a mode the owner runs would keep that mode from ever being empty,
+    /// so `run` would stop returning `finished` there (Autobahn's client, which runs its mode until
+    /// empty between cases, waited out its one-second timeout on every case).
+    static let mode = RunLoop.Mode("RunLoopNet.loopTeardownWatch")
 
     private let loop: RunLoop
     private var source: RunLoopSource?
@@ -24,7 +29,7 @@ final class LoopTeardownWatch: @unchecked Sendable {
 
     private init(loop: RunLoop) { self.loop = loop }
 
-    /// The watch of `connection`'s loop, made (and added to the connection's first mode) on first use.
+    /// The watch of `connection`'s loop, made (and added to its own mode) on first use.
     /// The loop's thread only.
     private static func watch(for connection: TCPConnection) -> LoopTeardownWatch {
         let loop = connection.loop
@@ -32,11 +37,14 @@ final class LoopTeardownWatch: @unchecked Sendable {
         if let existing = watches.withLock({ $0[key] }) { return existing }
         let watch = LoopTeardownWatch(loop: loop)
         let source = RunLoopSource(label: "tcp teardown watch", cancel: { [weak watch] _, _ in watch?.loopEnded() }) { _ in }
-        loop.add(source, forMode: connection.modes[0])
+        loop.add(source, forMode: mode)
         watch.source = source
         watches.withLock { $0[key] = watch }
         return watch
     }
+
+    /// The source of `loop`'s watch, if it has one (for tests).
+    static func source(of loop: RunLoop) -> RunLoopSource? { watches.withLock { $0[ObjectIdentifier(loop)]?.source } }
 
     /// Lists `connection` while it is open with no source in its loop; unlists it otherwise.
     static func update(_ connection: TCPConnection, open: Bool, inLoop: Bool) {

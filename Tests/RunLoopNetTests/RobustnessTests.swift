@@ -217,6 +217,37 @@ import Testing
         #expect(paused.connection == nil && halfClosed.connection == nil, "a connection outlived its loop")
     }
 
+    /// Listing a connection for the loop's end adds nothing to the modes its owner runs: a source
+    /// there would keep the mode from ever being empty again, and `run` would stop returning
+    /// `finished` (Autobahn's client waited out a one-second timeout after every case).
+    @Test func theTeardownWatchStaysOutOfTheOwnersModes() async throws {
+        let (listed, inDefault, inOwnMode) = try await onLoopThread { () -> (Bool, Bool, Bool) in
+            let loop = RunLoop.current
+            let listener = TCPListener(modes: [.default])
+            defer { listener.close() }
+            var accepted: [TCPConnection] = []
+            listener.onAccept = { _, connection in
+                accepted.append(connection)
+                connection.onData = { _, _ in }
+            }
+            try listener.listen()
+            let client = TCPConnection(modes: [.default])
+            defer { client.close(immediately: true) }
+            client.connect(to: "127.0.0.1", port: listener.port)
+            try spin(loop) { accepted.count == 1 && client.state == .connected }
+            accepted[0].pauseReading()
+            defer { accepted[0].close(immediately: true) }
+            let source = try #require(LoopTeardownWatch.source(of: loop))
+            return (
+                accepted[0].isListedForTeardown, loop.contains(source, forMode: .default),
+                loop.contains(source, forMode: LoopTeardownWatch.mode)
+            )
+        }
+        #expect(listed, "a paused connection with nothing to write is listed")
+        #expect(!inDefault, "the watch's source is in a mode its owner runs")
+        #expect(inOwnMode)
+    }
+
     @Test func openConnectionsKeepThemselvesAliveWithoutAnOwner() async throws {
         let echoed = try await onLoopThread {
             let loop = RunLoop.current
