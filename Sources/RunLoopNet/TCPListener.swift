@@ -98,6 +98,9 @@ public final class TCPListener {
     var unreportedExhaustion = 0
     var lastExhaustionWarning: LoopInstant?
     private var keepAlive: TCPListener?
+    /// Listening with its source out of the loop (accepting paused), so listed to learn of the loop's
+    /// end (``LoopTeardownWatch``).
+    var isListedForTeardown = false
     private var open: [ObjectIdentifier: TCPConnection] = [:]
     /// Test hook: the accept call (returns a descriptor or -errno, and the peer's address).
     var acceptCall: (Int32) -> (fd: Int32, address: SocketAddress?) = Socket.accept
@@ -193,6 +196,7 @@ public final class TCPListener {
         isChangingInterest = false
         source = nil
         isWatching = false
+        LoopTeardownWatch.update(self, open: false, inLoop: false)
         retryTimer?.cancel()
         retryTimer = nil
         if fd >= 0 {
@@ -207,7 +211,14 @@ public final class TCPListener {
     // MARK: internals
 
     private func sourceCancelled() {
-        guard !isChangingInterest, isListening else { return }
+        guard !isChangingInterest else { return }
+        stopAtLoopEnd()
+    }
+
+    /// The loop's thread ended, told by the source's cancel callout or, while accepting is paused,
+    /// by ``LoopTeardownWatch``.
+    func stopAtLoopEnd() {
+        guard isListening else { return }
         logger.warning("listener on \(localAddress?.description ?? "?") stops: its run loop's thread ended")
         close()
     }
@@ -221,6 +232,7 @@ public final class TCPListener {
                 if watching { try loop.add(source, forMode: mode) } else { loop.remove(source, forMode: mode) }
             }
             isWatching = watching
+            LoopTeardownWatch.update(self, open: isListening, inLoop: watching)
             return true
         } catch {
             logger.error("listener on \(localAddress?.description ?? "?") cannot be watched: \(error)")

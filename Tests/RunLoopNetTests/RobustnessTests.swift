@@ -217,6 +217,46 @@ import Testing
         #expect(paused.connection == nil && halfClosed.connection == nil, "a connection outlived its loop")
     }
 
+    /// A listener whose accepting is paused (out of descriptors) has no source in the loop either: it
+    /// must still stop when its loop's thread ends — its socket closed, so clients are refused rather
+    /// than left in a backlog nobody reads, and the listener freed.
+    @Test func aListenerPausedForDescriptorsStopsWhenItsThreadEnds() async throws {
+        final class Weak: @unchecked Sendable {
+            weak var listener: TCPListener?
+        }
+        let weak = Weak()
+        let (port, listedWhilePaused) = try await onLoopThread { () -> (UInt16, Bool) in
+            let loop = RunLoop.current
+            let listener = TCPListener()
+            listener.acceptRetryDelay = .seconds(3600)
+            listener.acceptCall = { _ in (-EMFILE, nil) }
+            try listener.listen()
+            let client = TCPConnection()
+            defer { client.close(immediately: true) }
+            client.connect(to: "127.0.0.1", port: listener.port)
+            try spin(loop) { listener.acceptFailures > 0 }
+            weak.listener = listener
+            return (listener.port, listener.isListedForTeardown)
+            // Returning ends the thread with the listener still listening, its source out of the loop.
+        }
+        #expect(listedWhilePaused, "a paused listener is not listed for the loop's end")
+        #expect(weak.listener == nil, "a paused listener outlived its loop")
+        let refused = try await onLoopThread { () -> CloseReason? in
+            let loop = RunLoop.current
+            var reason: CloseReason?
+            let client = TCPConnection()
+            client.onClose = { _, why in reason = why }
+            client.connect(to: "127.0.0.1", port: port)
+            // An open listening socket completes the handshake from its backlog even with nobody
+            // accepting: connected means the old socket is still there.
+            try spin(loop) { reason != nil || client.state == .connected }
+            let seen = reason
+            client.close(immediately: true)
+            return seen
+        }
+        #expect(refused == .failed(.connectionRefused), "the paused listener's socket is still open")
+    }
+
     /// Listing a connection for the loop's end adds nothing to the modes its owner runs: a source
     /// there would keep the mode from ever being empty again, and `run` would stop returning
     /// `finished` (Autobahn's client waited out a one-second timeout after every case).
