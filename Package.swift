@@ -58,8 +58,9 @@ let package = Package(
         ),
         .target(
             name: "CRunLoopSupport",
-            // event_pool.c hands libevent its allocator (event_set_mem_functions).
-            linkerSettings: [.linkedLibrary("event_core")]
+            // event_pool.c hands libevent its allocator (event_set_mem_functions); main_queue.c
+            // services the main dispatch queue.
+            linkerSettings: [.linkedLibrary("event_core"), .linkedLibrary("dispatch")]
         ),
         .systemLibrary(
             // libcrypto (SHA-1 for the WebSocket handshake, scrypt for passwords) and libssl (TLS).

@@ -21,9 +21,10 @@ test_targets=RunLoopKitTests,RunLoopNetTests,RunLoopWebSocketTests,RunLoopIMTest
 # Suites that start another process are skipped: the toolchain's Foundation aborts under ASan inside
 # Process.run (a heap-buffer-overflow in findMaximumOpenFromProcSelfFD, before the child exists), so
 # they cannot run here whatever our code does. They spawn Python (PythonClientTests), the relay
-# server (RelayRestartTests) and openssl for certificates (TLSLoopbackTests, SecureWebSocketTests);
+# server (RelayRestartTests), openssl for certificates (TLSLoopbackTests, SecureWebSocketTests) and
+# loop-demo (MainDispatchQueueTests);
 # the plain and thread-sanitizer passes of .ci/run still run them.
-spawning='PythonClientTests|RelayRestartTests|TLSLoopbackTests|SecureWebSocketTests'
+spawning='PythonClientTests|RelayRestartTests|TLSLoopbackTests|SecureWebSocketTests|MainDispatchQueueTests'
 arguments=(--sanitize=address --scratch-path .build-asan --skip "$spawning")
 
 if [ "${1:-}" = "--list" ]; then

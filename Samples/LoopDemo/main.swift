@@ -1,4 +1,5 @@
 import ArgumentParser
+import Dispatch
 import Glibc
 import RunLoopKit
 
@@ -6,7 +7,8 @@ import RunLoopKit
 /// - a heartbeat timer in the common modes keeps firing while the loop runs a "modal" mode;
 /// - a port source reads lines written to a socket pair (default mode only, so it waits out the modal runs);
 /// - observers count every activity, printed once a second (or each one with --trace);
-/// - SIGINT and SIGTERM arrive as sources and stop the loop cleanly.
+/// - SIGINT and SIGTERM arrive as sources and stop the loop cleanly;
+/// - a block on `DispatchQueue.main` and a main-actor task run on the loop, as under CFRunLoop.
 @main
 struct LoopDemo: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -70,6 +72,7 @@ private final class Demo {
         try installSocketReader()
         installProducer()
         installModalRuns()
+        installMainQueueWork()
         if seconds > 0 {
             loop.add(
                 RunLoopTimer(after: .milliseconds(Int64(seconds * 1000)), label: "time limit") { [unowned self] _ in
@@ -80,10 +83,15 @@ private final class Demo {
         for case let item as RunLoopSourceBase in items { item.invalidate() }
         for case let item as RunLoopTimer in items { item.invalidate() }
         for case let item as RunLoopObserver in items { item.invalidate() }
+        // Nothing of the demo's is left, but the main loop's common modes still watch the main
+        // dispatch queue (as CFRunLoop's do): the default mode is not empty, and a run of it waits
+        // out its timeout instead of returning finished.
+        let emptied = try loop.run(.default, timeout: .milliseconds(20))
         let waiting = linesSent - linesReceived
         let unread = waiting > 0 ? " (\(waiting) still in the socket: the reader runs in the default mode only)" : ""
         return
-            "\(stopReason ?? "nothing left to run"); \(heartbeats) heartbeats, \(linesReceived)/\(linesSent) lines received\(unread), stopped cleanly"
+            "\(stopReason ?? "nothing left to run"); \(heartbeats) heartbeats, \(linesReceived)/\(linesSent) lines received\(unread); "
+            + "the default mode with nothing of ours in it: \(emptied); stopped cleanly"
     }
 
     /// `stop()` would end only the innermost activation — the modal run, if the signal lands during
@@ -163,6 +171,22 @@ private final class Demo {
         }
         loop.add(producer, forMode: .common)
         items.append(producer)
+    }
+
+    /// Work handed to the main thread as Dispatch-era and Swift-concurrency code hands it: a block on
+    /// `DispatchQueue.main` from another thread, and a task on the main actor. The main loop services
+    /// the main queue in its common modes, so both run here, between the loop's other callouts.
+    private func installMainQueueWork() {
+        DispatchQueue.global().async {
+            DispatchQueue.main.async {
+                let loop = RunLoop.current
+                print("main queue: a block from another thread ran on the main loop: \(loop.isMain), mode \(loop.currentMode?.rawValue ?? "-")")
+            }
+        }
+        Task { @MainActor in
+            let loop = RunLoop.current
+            print("main actor: a task ran on the main loop: \(loop.isMain), mode \(loop.currentMode?.rawValue ?? "-")")
+        }
     }
 
     private func installModalRuns() {

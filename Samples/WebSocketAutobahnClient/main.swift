@@ -50,7 +50,9 @@ do {
     connection.onMessage = onMessage
     connection.onClose = { _, closed in info = closed }
     connection.connect(host: "127.0.0.1", port: port, target: target)
-    while info == nil { try loop.run(.default, timeout: .seconds(1)) }
+    // Back after each source handled: the main loop's default mode never runs empty (it watches the
+    // main dispatch queue, as CFRunLoop's does), so waiting for `finished` would wait out the timeout.
+    while info == nil { try loop.run(.default, timeout: .seconds(1), returnAfterSourceHandled: true) }
     return info!
 }
 

@@ -18,6 +18,13 @@ bool rlk_is_main_thread(void);
 /// The main thread's pthread handle.
 unsigned long rlk_main_pthread(void);
 
+/// The main dispatch queue's wake-up descriptor (an eventfd, readable when `DispatchQueue.main` has
+/// work for a run loop to do). Made on first use. main_queue.c says which libdispatch entry it uses.
+int rlk_main_queue_handle(void);
+/// Acknowledges the handle's readiness and runs the main queue's pending blocks. Main thread only,
+/// and never after `dispatch_main()` (libdispatch then drains the queue itself).
+void rlk_main_queue_drain(int handle);
+
 /// A non-blocking, close-on-exec eventfd; -1 and errno on failure.
 int rlk_eventfd_create(void);
 /// Adds 1 to the counter. Returns 0, or errno (EAGAIN means the counter is saturated, still readable).

@@ -32,6 +32,7 @@ extension RunLoop {
     ) throws(RunLoopError) -> RunResult {
         try checkOwnership()
         guard mode != .common else { throw .commonModesNotRunnable }
+        if isMain { serviceMainDispatchQueue() }
         let clock = clockStorage  // only this thread writes it
         let isPoll: Bool
         let deadline: UInt64
