@@ -23,6 +23,8 @@ final class MemoryChatNode {
     let clock: ManualClock
     let store: InMemoryIMStore
     let settings: IMServer.Settings
+    /// The chat service's settings, for each (re)start: a small large-room size, say.
+    let chatSettings: ChatService.Settings
     /// The server while the node runs.
     private(set) var server: IMServer?
     /// Makes each connection's pair; its pairs carry the fault script.
@@ -35,12 +37,13 @@ final class MemoryChatNode {
 
     init(
         loop: RunLoop, clock: ManualClock, accounts: [String: String] = MemoryChatNode.accounts,
-        settings: IMServer.Settings = IMServer.Settings()
+        settings: IMServer.Settings = IMServer.Settings(), chatSettings: ChatService.Settings = ChatService.Settings()
     ) {
         self.loop = loop
         self.clock = clock
         store = InMemoryIMStore(accounts: accounts)
         self.settings = settings
+        self.chatSettings = chatSettings
         restart()
     }
 
@@ -55,7 +58,7 @@ final class MemoryChatNode {
     /// Starts a new server on the same store (the first one starts with the node).
     func restart() {
         let server = IMServer(store: store, settings: settings, loop: loop)
-        server.applicationHandler = ChatService()
+        server.applicationHandler = ChatService(settings: chatSettings)
         self.server = server
     }
 
