@@ -72,13 +72,7 @@ extension SQLiteIMStore {
     /// `AccountStore`) gets the `disabled` flag, every account enabled. A file without accounts gets
     /// the table, flag included, when an `AccountStore` first opens it.
     private func addAccountStates() throws(SQLiteError) {
-        var hasAccounts = false
-        var hasFlag = false
-        try database.query("SELECT name FROM pragma_table_info('accounts')") { row in
-            hasAccounts = true
-            if row.text(0) == "disabled" { hasFlag = true }
-        }
-        guard hasAccounts, !hasFlag else { return }
+        guard try lacksColumn("disabled", of: "accounts") else { return }
         try database.execute("ALTER TABLE accounts ADD COLUMN disabled INTEGER NOT NULL DEFAULT 0")
     }
 
@@ -86,18 +80,23 @@ extension SQLiteIMStore {
     /// conversations get `member_count`, filled by counting each one's members once. A version-0/1 file
     /// has no conversations yet: the upgrade that makes them inserts its members under the triggers.
     private func addMemberCounts() throws(SQLiteError) {
-        var hasConversations = false
-        var hasCount = false
-        try database.query("SELECT name FROM pragma_table_info('conversations')") { row in
-            hasConversations = true
-            if row.text(0) == "member_count" { hasCount = true }
-        }
-        guard hasConversations, !hasCount else { return }
+        guard try lacksColumn("member_count", of: "conversations") else { return }
         try database.execute(
             """
             ALTER TABLE conversations ADD COLUMN member_count INTEGER NOT NULL DEFAULT 0;
             UPDATE conversations SET member_count = (SELECT count(*) FROM members WHERE conversation_id = conversations.id);
             """)
+    }
+
+    /// Whether `table` exists without `column`: a table an upgrade step gives the column to.
+    private func lacksColumn(_ column: String, of table: String) throws(SQLiteError) -> Bool {
+        var hasTable = false
+        var hasColumn = false
+        try database.query("SELECT name FROM pragma_table_info(?)", [.text(table)]) { row in
+            hasTable = true
+            if row.text(0) == column { hasColumn = true }
+        }
+        return hasTable && !hasColumn
     }
 
     /// Version 0/1 to 2, inside the caller's transaction: each message keeps its seq and gets its

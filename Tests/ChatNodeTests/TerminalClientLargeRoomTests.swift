@@ -18,9 +18,9 @@ struct TerminalClientLargeRoomTests {
             var chat = ChatService.Settings()
             chat.largeRoomMembers = 2
             let node = MemoryChatNode(loop: loop, clock: clock, chatSettings: chat)
-            let (_, aliceFirst) = try script(node, "alice", "/join town")
+            let (_, aliceFirst) = try node.script("alice", "/join town")
             #expect(aliceFirst.contains("* joined town (1 member)") && !aliceFirst.contains("presence"), "\(aliceFirst.dump)")
-            let (_, bob) = try script(node, "bob", "/join town", "/rooms")
+            let (_, bob) = try node.script("bob", "/join town", "/rooms")
             #expect(bob.contains("* joined town (2 members)") && bob.contains("  town — 2 members, joined"), "\(bob.dump)")
             #expect(!bob.contains("presence"), "at the size a room is not large: \(bob.dump)")
 
@@ -60,19 +60,5 @@ struct TerminalClientLargeRoomTests {
     func grouping() {
         #expect(groupedThousands(0) == "0" && groupedThousands(999) == "999")
         #expect(groupedThousands(1_234) == "1,234" && groupedThousands(1_234_567) == "1,234,567" && groupedThousands(-1_000) == "-1,000")
-    }
-
-    /// Runs `lines` as a script session of `user` to its end: the client, finished, and what it printed.
-    private func script(_ node: MemoryChatNode, _ user: String, _ lines: String...) throws -> (TerminalClient, Transcript) {
-        let seen = Transcript()
-        let client = node.terminal(user, into: seen)
-        for line in lines { client.receive(line: line) }
-        client.start()
-        client.endOfInput()
-        // Weak: as in TerminalClientPersonTests, the loop may hold the last reference of a finished wait.
-        weak let watched = client
-        let finished = try node.runUntil { watched?.exitStatus != nil }
-        try #require(finished, "\(seen.dump)")
-        return (client, seen)
     }
 }

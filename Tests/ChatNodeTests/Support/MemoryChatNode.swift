@@ -4,6 +4,7 @@ import RunLoopIM
 import RunLoopIMTesting
 import RunLoopKit
 import RunLoopTesting
+import Testing
 
 /// The node a terminal client talks to, in memory: an ``IMServer`` running ``ChatService`` on a loop
 /// with a ``ManualClock``, reached through ``MemoryLinkConnector`` links — the terminal client's
@@ -85,6 +86,21 @@ final class MemoryChatNode {
         configuration.followsReachability = false
         adjust(&configuration)
         return TerminalClient(configuration: configuration, connector: connector, loop: loop) { transcript.lines.append($0) }
+    }
+
+    /// Runs `lines` as a script session of `user` to its end: the client, finished, and what it printed.
+    func script(_ user: String, _ lines: String...) throws -> (TerminalClient, Transcript) {
+        let seen = Transcript()
+        let client = terminal(user, into: seen)
+        for line in lines { client.receive(line: line) }
+        client.start()
+        client.endOfInput()
+        // Weak: the loop releases a finished wait's observer under its lock, and a client whose last
+        // reference that is would invalidate its timers there (a deadlock in RunLoopKit as it stands).
+        weak let watched = client
+        let finished = try runUntil { watched?.exitStatus != nil }
+        try #require(finished, "\(seen.dump)")
+        return (client, seen)
     }
 
     /// Runs the loop until `condition` holds or `timeout` of the manual clock passed; whether it held.
