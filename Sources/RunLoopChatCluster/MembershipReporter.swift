@@ -33,4 +33,6 @@ struct MembershipReporter: IMApplicationHandler {
     func presenceAudience(of user: String, on server: IMServer, completion: @escaping (IMPresenceAudience) -> Void) {
         inner.presenceAudience(of: user, on: server, completion: completion)
     }
+
+    var largeRoomMembers: Int? { inner.largeRoomMembers }
 }

@@ -56,7 +56,29 @@ public enum ChatSchema {
             "CREATE INDEX accounts_by_folded_name ON accounts(lower(name))"
         ],
         // 2: an account can be disabled (its logins refused, its data kept).
-        ["ALTER TABLE accounts ADD COLUMN disabled boolean NOT NULL DEFAULT false"]
+        ["ALTER TABLE accounts ADD COLUMN disabled boolean NOT NULL DEFAULT false"],
+        // 3: each conversation's member count, kept by a trigger in the transaction that adds or removes
+        // a member row (a JOIN, a LEAVE, a first direct message, an account's removal), filled once here:
+        // a JOIN_ACK, LEAVE_ACK or room list reads one row per room instead of counting its members.
+        [
+            "ALTER TABLE conversations ADD COLUMN member_count bigint NOT NULL DEFAULT 0",
+            "UPDATE conversations c SET member_count = (SELECT count(*) FROM members mb WHERE mb.conversation_id = c.id)",
+            """
+            CREATE FUNCTION count_conversation_members() RETURNS trigger LANGUAGE plpgsql AS $count$
+            BEGIN
+                IF TG_OP = 'INSERT' THEN
+                    UPDATE conversations SET member_count = member_count + 1 WHERE id = NEW.conversation_id;
+                ELSE
+                    UPDATE conversations SET member_count = member_count - 1 WHERE id = OLD.conversation_id;
+                END IF;
+                RETURN NULL;
+            END $count$
+            """,
+            """
+            CREATE TRIGGER members_counted AFTER INSERT OR DELETE ON members
+            FOR EACH ROW EXECUTE FUNCTION count_conversation_members()
+            """
+        ]
     ]
 
     /// How a database's version relates to this build's.

@@ -64,9 +64,9 @@ extension PostgresChatStore {
         guard limit > 0, PostgresText.isStorable(user, after) else { return completion(.success([])) }
         let statement = PostgresStatement(
             """
-            SELECT c.room, count(*) AS members, bool_or(mb."user" = $1) AS is_member
-            FROM conversations c JOIN members mb ON mb.conversation_id = c.id
-            WHERE c.room > $2 GROUP BY c.room ORDER BY c.room LIMIT $3
+            SELECT c.room, c.member_count AS members,
+                EXISTS (SELECT 1 FROM members WHERE "user" = $1 AND conversation_id = c.id) AS is_member
+            FROM conversations c WHERE c.room > $2 AND c.member_count > 0 ORDER BY c.room LIMIT $3
             """, [user, after, String(limit)])
         query(statement, "room list for \(user)") { result in
             completion(
@@ -108,12 +108,14 @@ extension PostgresChatStore {
         }
     }
 
-    /// The room's member count and whether `user` is one ($1 its key, $2 the user).
+    /// The room's kept member count and whether `user` is one ($1 its key, $2 the user): one row of
+    /// `conversations` and one primary-key probe, whatever the room's size. One row even for no room.
     private func summary(_ key: String, _ user: String) -> PostgresStatement {
         PostgresStatement(
             """
-            SELECT count(mb."user") AS members, coalesce(bool_or(mb."user" = $2), false) AS is_member
-            FROM conversations c LEFT JOIN members mb ON mb.conversation_id = c.id WHERE c.key = $1
+            SELECT coalesce((SELECT member_count FROM conversations WHERE key = $1), 0) AS members,
+                EXISTS (SELECT 1 FROM members mb JOIN conversations c ON c.id = mb.conversation_id
+                        WHERE c.key = $1 AND mb."user" = $2) AS is_member
             """, [key, user])
     }
 

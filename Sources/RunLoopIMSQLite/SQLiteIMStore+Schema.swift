@@ -5,17 +5,20 @@ import RunLoopIMCore
 /// The store's tables — the schema the PostgreSQL store shares, table for table — and the upgrade of
 /// files written before it. `PRAGMA user_version` says which schema a file has: 0 (or 1) for the first
 /// one (messages, one inbox row per recipient and message, room members), 2 for the conversations and
-/// cursors, 3 for this one (accounts that can be disabled).
+/// cursors, 3 for accounts that can be disabled, 4 for this one (each conversation's member count).
 extension SQLiteIMStore {
     /// The schema this code reads and writes.
-    public static let schemaVersion: Int64 = 3
+    public static let schemaVersion: Int64 = 4
 
     /// Version 2: a conversation per room and per pair of users, numbering its messages (`last_seq`);
     /// a message row carries its conversation and number; a member row per (user, conversation) with
-    /// the highest number the user acknowledged.
+    /// the highest number the user acknowledged. Version 4: a conversation's `member_count`, kept by
+    /// triggers in the transaction that adds or removes each member row — by whatever statement,
+    /// a JOIN, a first direct message, an account's deletion —, so a JOIN_ACK, LEAVE_ACK or room list
+    /// reads one row per room instead of counting its members.
     static let schema = """
         CREATE TABLE IF NOT EXISTS conversations(id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, room TEXT,
-            last_seq INTEGER NOT NULL DEFAULT 0);
+            last_seq INTEGER NOT NULL DEFAULT 0, member_count INTEGER NOT NULL DEFAULT 0);
         CREATE INDEX IF NOT EXISTS conversations_by_room ON conversations(room) WHERE room IS NOT NULL;
         CREATE TABLE IF NOT EXISTS messages(
             seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -27,12 +30,16 @@ extension SQLiteIMStore {
         CREATE TABLE IF NOT EXISTS members(user TEXT NOT NULL, conversation_id INTEGER NOT NULL REFERENCES conversations(id),
             acked_through INTEGER NOT NULL, PRIMARY KEY(user, conversation_id)) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS members_by_conversation ON members(conversation_id, user);
+        CREATE TRIGGER IF NOT EXISTS members_count_in AFTER INSERT ON members BEGIN
+            UPDATE conversations SET member_count = member_count + 1 WHERE id = NEW.conversation_id; END;
+        CREATE TRIGGER IF NOT EXISTS members_count_out AFTER DELETE ON members BEGIN
+            UPDATE conversations SET member_count = member_count - 1 WHERE id = OLD.conversation_id; END;
         CREATE TABLE IF NOT EXISTS abandoned(sender TEXT NOT NULL, client_id TEXT NOT NULL,
             PRIMARY KEY(sender, client_id)) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS users(name TEXT PRIMARY KEY) WITHOUT ROWID;
         """
 
-    /// Creates the tables, or upgrades a version-0/1/2 file, in one transaction: a crash midway leaves
+    /// Creates the tables, or upgrades a version-0/1/2/3 file, in one transaction: a crash midway leaves
     /// the file as it was.
     /// - Throws: a file of a newer schema than ``schemaVersion`` (a newer node wrote it), or SQLite's error.
     func prepareSchema() throws(SQLiteError) {
@@ -54,6 +61,7 @@ extension SQLiteIMStore {
                     "ALTER TABLE messages RENAME TO messages_v1; DROP INDEX IF EXISTS messages_by_room; DROP INDEX IF EXISTS messages_by_pair")
             }
             try addAccountStates()
+            try addMemberCounts()
             try database.execute(Self.schema)
             if isFirstSchema { try upgradeFirstSchema() }
             try database.execute("PRAGMA user_version = \(Self.schemaVersion)")
@@ -64,14 +72,31 @@ extension SQLiteIMStore {
     /// `AccountStore`) gets the `disabled` flag, every account enabled. A file without accounts gets
     /// the table, flag included, when an `AccountStore` first opens it.
     private func addAccountStates() throws(SQLiteError) {
-        var hasAccounts = false
-        var hasFlag = false
-        try database.query("SELECT name FROM pragma_table_info('accounts')") { row in
-            hasAccounts = true
-            if row.text(0) == "disabled" { hasFlag = true }
-        }
-        guard hasAccounts, !hasFlag else { return }
+        guard try lacksColumn("disabled", of: "accounts") else { return }
         try database.execute("ALTER TABLE accounts ADD COLUMN disabled INTEGER NOT NULL DEFAULT 0")
+    }
+
+    /// Version 2/3 to 4, inside the caller's transaction, before the schema's triggers exist: the
+    /// conversations get `member_count`, filled by counting each one's members once. A version-0/1 file
+    /// has no conversations yet: the upgrade that makes them inserts its members under the triggers.
+    private func addMemberCounts() throws(SQLiteError) {
+        guard try lacksColumn("member_count", of: "conversations") else { return }
+        try database.execute(
+            """
+            ALTER TABLE conversations ADD COLUMN member_count INTEGER NOT NULL DEFAULT 0;
+            UPDATE conversations SET member_count = (SELECT count(*) FROM members WHERE conversation_id = conversations.id);
+            """)
+    }
+
+    /// Whether `table` exists without `column`: a table an upgrade step gives the column to.
+    private func lacksColumn(_ column: String, of table: String) throws(SQLiteError) -> Bool {
+        var hasTable = false
+        var hasColumn = false
+        try database.query("SELECT name FROM pragma_table_info(?)", [.text(table)]) { row in
+            hasTable = true
+            if row.text(0) == column { hasColumn = true }
+        }
+        return hasTable && !hasColumn
     }
 
     /// Version 0/1 to 2, inside the caller's transaction: each message keeps its seq and gets its

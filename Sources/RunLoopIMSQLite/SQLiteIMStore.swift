@@ -88,11 +88,7 @@ public final class SQLiteIMStore: SynchronousChatStore {
         var rooms: [Room] = []
         do {
             try database.query(
-                """
-                SELECT c.room, count(*), max(mb.user = ?) FROM conversations c JOIN members mb ON mb.conversation_id = c.id
-                WHERE c.room IS NOT NULL AND c.room > ? GROUP BY c.room ORDER BY c.room LIMIT ?
-                """,
-                [.text(user), .text(after), .integer(Int64(clamping: limit))]
+                Self.roomListSQL, [.text(user), .text(after), .integer(Int64(clamping: limit))]
             ) { row in
                 rooms.append(Room(name: row.text(0) ?? "", members: Int(row.integer(1)), isMember: row.integer(2) != 0))
             }
@@ -102,6 +98,20 @@ public final class SQLiteIMStore: SynchronousChatStore {
         }
         return .success(rooms)
     }
+
+    /// A page of rooms that have members, each with its kept count and whether the user is one of them:
+    /// per room one row of `conversations` and one primary-key probe of `members`, whatever the room's size.
+    package static let roomListSQL = """
+        SELECT c.room, c.member_count, EXISTS (SELECT 1 FROM members WHERE user = ?1 AND conversation_id = c.id)
+        FROM conversations c WHERE c.room IS NOT NULL AND c.room > ?2 AND c.member_count > 0 ORDER BY c.room LIMIT ?3
+        """
+
+    /// A room's kept member count and whether the user is in it, after a JOIN or LEAVE: one row and one
+    /// primary-key probe, not a count of the room.
+    package static let roomSummarySQL = """
+        SELECT c.member_count, EXISTS (SELECT 1 FROM members WHERE user = ?1 AND conversation_id = c.id)
+        FROM conversations c WHERE c.key = ?2
+        """
 
     public func contacts(of user: String, roomsOfAtMost maximumRoomMembers: Int) -> Result<[String], IMStatusCode> {
         userNames(
@@ -171,12 +181,7 @@ public final class SQLiteIMStore: SynchronousChatStore {
             var info = Room(name: room, members: 0, isMember: false)
             try database.transaction { () throws(SQLiteError) in
                 try change()
-                try database.query(
-                    """
-                    SELECT count(*), coalesce(max(user = ?), 0) FROM members
-                    WHERE conversation_id = (SELECT id FROM conversations WHERE key = ?)
-                    """, [.text(user), .text(IMConversation.room(room).storageKey)]
-                ) { row in
+                try database.query(Self.roomSummarySQL, [.text(user), .text(IMConversation.room(room).storageKey)]) { row in
                     info = Room(name: room, members: Int(row.integer(0)), isMember: row.integer(1) != 0)
                 }
             }

@@ -14,4 +14,12 @@ struct BrowserPageTests {
         print("screenshots in \(Self.artifacts)")
         try await BrowserEnvironment.shared.expectPasses("browser_page.py", screenshots: Self.artifacts)
     }
+
+    @Test(
+        "a large room (a node with --large-room-members 2): \"3 members · presence not shown\" under the room's name, \"large\" in the room list and a note by the online list, for the member who made it large and, once the room list says so, for one who heard nothing; a LEAVE back to the size switches it back live; it all fits at 1280×800 and 400 px",
+        .browserAvailable, .timeLimit(.minutes(3))
+    )
+    func largeRoom() async throws {
+        try await BrowserEnvironment.shared.expectPasses("browser_large_room.py", screenshots: Self.artifacts)
+    }
 }

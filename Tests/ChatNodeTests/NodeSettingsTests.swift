@@ -171,7 +171,10 @@ struct NodeSettingsTests {
         settings.loginSeconds = 7
         settings.scryptCost = 4
         settings.keepDays = 30
+        settings.largeRoomMembers = 7
         let configuration = try settings.nodeConfiguration()
+        #expect(configuration.largeRoomMembers == 7)
+        #expect(try NodeSettings().nodeConfiguration().largeRoomMembers == 1_000)
         #expect(configuration.retention?.keep == .seconds(30 * 86_400))
         #expect(try NodeSettings().nodeConfiguration().retention == nil, "history is kept unless keep-days is set")
         #expect(configuration.httpPort == nil)

@@ -85,14 +85,14 @@ struct TerminalClientPersonTests {
     func restoresRoom() async throws {
         try await onManualClockLoop { loop, clock in
             let node = MemoryChatNode(loop: loop, clock: clock)
-            _ = try script(node, "alice", "/join lobby")
-            let (again, seen) = try script(node, "alice", "plain text after a restart")
+            _ = try node.script("alice", "/join lobby")
+            let (again, seen) = try node.script("alice", "plain text after a restart")
             #expect(seen.contains("* current room: lobby (joined earlier)"), "\(seen.dump)")
             #expect(seen.contains("→ m1 queued [lobby]: plain text after a restart") && again.exitStatus == 0, "\(seen.dump)")
             #expect(again.currentRoom == "lobby")
 
-            _ = try script(node, "bob", "/join lobby", "/join kitchen")
-            let (_, bobSees) = try script(node, "bob", "which room?")
+            _ = try node.script("bob", "/join lobby", "/join kitchen")
+            let (_, bobSees) = try node.script("bob", "which room?")
             let choice = bobSees.lines(startingWith: "* you are in ")
             #expect(choice.count == 1 && choice[0].hasSuffix(": /join ROOM picks where plain text goes"), "\(bobSees.dump)")
             #expect(choice.first?.contains("kitchen") == true && choice.first?.contains("lobby") == true)
@@ -104,25 +104,10 @@ struct TerminalClientPersonTests {
     func roomLeft() async throws {
         try await onManualClockLoop { loop, clock in
             let node = MemoryChatNode(loop: loop, clock: clock)
-            let (alice, seen) = try script(node, "alice", "/join lobby", "/leave", "/room lobby still here?")
+            let (alice, seen) = try node.script("alice", "/join lobby", "/leave", "/room lobby still here?")
             #expect(seen.contains("→ m1 failed: you are not in lobby (/join lobby)"), "\(seen.dump)")
             #expect(alice.exitStatus == 1)
         }
-    }
-
-    /// Runs `lines` as a script session of `user` to its end: the client, finished, and what it printed.
-    private func script(_ node: MemoryChatNode, _ user: String, _ lines: String...) throws -> (TerminalClient, Transcript) {
-        let seen = Transcript()
-        let client = node.terminal(user, into: seen)
-        for line in lines { client.receive(line: line) }
-        client.start()
-        client.endOfInput()
-        // Weak: the loop releases a finished wait's observer under its lock, and a client whose last
-        // reference that is would invalidate its timers there (a deadlock in RunLoopKit as it stands).
-        weak let watched = client
-        let finished = try node.runUntil { watched?.exitStatus != nil }
-        try #require(finished, "\(seen.dump)")
-        return (client, seen)
     }
 
     @Test("a history entry from today shows the time; one from another day its date too")

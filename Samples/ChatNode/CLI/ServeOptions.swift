@@ -63,6 +63,14 @@ struct ServeOptions: ParsableArguments {
     @Option(help: "Rooms one user may be a member of (JOIN beyond it: tooManyRooms); 0 for no limit (default 100).")
     var maxRoomsPerUser: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Members past which a room is large (default 1000).",
+            discussion:
+                "A large room sends no join and leave notices and no presence of its members; clients are told the size at login and show its members' presence as unknown."
+        ))
+    var largeRoomMembers: String?
+
     @Option(help: "Largest frame body accepted, in bytes (default 65536).")
     var maxFrameBytes: String?
 
@@ -90,7 +98,8 @@ struct ServeOptions: ParsableArguments {
             "host": host, "port": port, "http-port": httpPort, "websocket-ping-seconds": websocketPingSeconds,
             "database": storage.database, "postgres": storage.postgres, "redis": redis, "node-id": nodeId, "lease-seconds": leaseSeconds,
             "max-connections": maxConnections, "max-sessions-per-user": maxSessionsPerUser, "messages-per-second": messagesPerSecond,
-            "max-rooms-per-user": maxRoomsPerUser, "max-frame-bytes": maxFrameBytes, "login-seconds": loginSeconds, "scrypt-cost": scryptCost,
+            "max-rooms-per-user": maxRoomsPerUser, "large-room-members": largeRoomMembers, "max-frame-bytes": maxFrameBytes,
+            "login-seconds": loginSeconds, "scrypt-cost": scryptCost,
             "keep-days": keepDays,
             "log-level": logLevel, "log-format": logFormat, "tls-cert": tls.tlsCert, "tls-key": tls.tlsKey
         ]

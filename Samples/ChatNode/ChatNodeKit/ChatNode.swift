@@ -57,6 +57,9 @@ public final class ChatNode {
         public var maximumSessionsPerUser = 4
         /// Rooms one user may be a member of (`nil`: no limit).
         public var maximumRoomsPerUser: Int? = 100
+        /// Members past which a room is large (``ChatService/Settings/largeRoomMembers``): announced
+        /// in LOGIN_ACK; read when the node starts.
+        public var largeRoomMembers = ChatService.Settings().largeRoomMembers
         /// Login admission (``IMLoginLimits``): `concurrentChecks` is also the number of threads that
         /// hash passwords (default: one per online processor); per-address limits keep a flood of
         /// wrong passwords from starving real logins, failure delays keep guessing slow.
@@ -152,7 +155,9 @@ public final class ChatNode {
         server = IMServer(
             store: store, settings: Self.serverSettings(for: configuration), loop: loop, logger: logger,
             metricsFactory: configuration.metrics.factory)
-        server.applicationHandler = ChatService()
+        var chat = ChatService()
+        chat.settings.largeRoomMembers = configuration.largeRoomMembers
+        server.applicationHandler = chat
         server.tlsContext = configuration.tls?.im
         // After the application handler, which the cluster wraps to see JOIN and LEAVE.
         if let redis = configuration.redis {

@@ -37,6 +37,12 @@ import RunLoopNet
 ///   back go out again in order without lines of their own
 /// - presence of the user's contacts (who share a room or a conversation with them) and answers: `* bob is online`, `* joined lobby (2 members)`, `* left lobby (1 member)`;
 ///   the others of a room joining and leaving it: `* bob joined lobby (3 members)`, `* bob left lobby (2 members)`;
+///   a large room (more members than the node's large-room size, announced at login: docs/PROTOCOL.md §8)
+///   carries no presence and no joins and leaves, so its members' presence is unknown and every line
+///   that gives its count says so — `* joined town (1,234 members · presence not shown)`, in `/rooms`
+///   `  town — 1,234 members · presence not shown, joined` —, and a room of the user's that crosses
+///   the size, by a count heard later, gets a line: `* town is large (1,234 members · presence not
+///   shown)`, `* town is no longer large (1,000 members · presence shown)`;
 ///   at a login without a current room, the room the user is in from before: `* current room: lobby
 ///   (joined earlier)`
 /// - history, a page oldest first: a header `[lobby] history, oldest first:`, `  (older: /more)` or
@@ -246,6 +252,7 @@ public final class TerminalClient {
             guard let self else { return }
             self.emit("* \(change.user) \(change.joined ? "joined" : "left") \(change.room) (\(self.members(change.members)))")
         }
+        chat.onLargeRoomChange = { [weak self] _, change in self?.largeRoomChanged(change) }
     }
 
     deinit {
@@ -622,7 +629,7 @@ public final class TerminalClient {
             joinedRooms.removeAll { $0 == room }
             joinedRooms.append(room)
             currentRoom = room
-            emit("* joined \(room) (\(members(info.members)))")
+            emit("* joined \(room) (\(roomSize(info)))")
         case (.leave(let room), .room(let info)):
             joinedRooms.removeAll { $0 == room }
             if currentRoom == room { currentRoom = joinedRooms.last }
@@ -631,7 +638,7 @@ public final class TerminalClient {
             if rooms.isEmpty { return emit("* no rooms yet (/join ROOM creates one)") }
             emit("rooms:")
             for room in rooms {
-                emit("  \(room.name) — \(members(room.members))\(room.isMember ? ", joined" : "")")
+                emit("  \(room.name) — \(roomSize(room))\(room.isMember ? ", joined" : "")")
             }
         case (.history(let conversation, let limit, let before), .history(let page)):
             showHistory(page, of: conversation, limit: limit, continuing: before != 0)
@@ -693,7 +700,8 @@ public final class TerminalClient {
             state = "reconnecting in \(formatDuration(left, tenths: true)) (attempt \(attempt))"
         }
         let node = "\(configuration.host):\(configuration.port)"
-        emit("* \(state) — \(configuration.user) at \(node)\(currentRoom.map { ", room \($0)" } ?? ", no current room")")
+        let room = currentRoom.map { room in ", room \(room)\(chat.isLarge(room: room) ? " (large: presence not shown)" : "")" }
+        emit("* \(state) — \(configuration.user) at \(node)\(room ?? ", no current room")")
         if ownOrder.isEmpty {
             emit("* no messages pending")
         } else {
@@ -772,7 +780,29 @@ public final class TerminalClient {
         return "\(state)"
     }
 
-    private func members(_ count: Int) -> String { "\(count) member\(count == 1 ? "" : "s")" }
+    private func members(_ count: Int) -> String { "\(groupedThousands(count)) member\(count == 1 ? "" : "s")" }
+
+    /// A room's count as the lines show it, saying when the room is large: there the node sends no
+    /// presence of its members, and silence must not read as "offline".
+    private func roomSize(_ room: Room) -> String {
+        members(room.members) + (chat.isLarge(room: room.name) ? " · presence not shown" : "")
+    }
+
+    /// A room of the user's crossed the node's large-room size by a count heard after the fact (the
+    /// room list read at login, a MEMBERSHIP notice, a login announcing another size). The answer to
+    /// the person's own `/join` or `/rooms` says it in its own line.
+    private func largeRoomChanged(_ change: LargeRoomChange) {
+        guard change.room.isMember else { return }
+        if waiting == .answer {
+            switch askedCommand {
+            case .join(let room)? where room == change.room.name: return
+            case .rooms?: return
+            default: break
+            }
+        }
+        let presence = change.isLarge ? "presence not shown" : "presence shown"
+        emit("* \(change.room.name) is \(change.isLarge ? "large" : "no longer large") (\(members(change.room.members)) · \(presence))")
+    }
 
     private func checkThread() {
         precondition(loop.isCurrentThread, "TerminalClient used off its run loop's thread")
@@ -791,6 +821,17 @@ func clockTime(milliseconds: UInt64, now: time_t) -> String {
     let clock = "\(two(then.tm_hour)):\(two(then.tm_min))"
     if then.tm_year == today.tm_year, then.tm_yday == today.tm_yday { return clock + ":\(two(then.tm_sec))" }
     return "\(then.tm_year + 1900)-\(two(then.tm_mon + 1))-\(two(then.tm_mday)) \(clock)"
+}
+
+/// `1,234,567`: a count as a person reads it, the same in every locale (lines are matched by scripts).
+func groupedThousands(_ value: Int) -> String {
+    let digits = String(value.magnitude)
+    var grouped = ""
+    for (index, digit) in digits.enumerated() {
+        if index > 0, (digits.count - index) % 3 == 0 { grouped.append(",") }
+        grouped.append(digit)
+    }
+    return (value < 0 ? "-" : "") + grouped
 }
 
 /// `10 s`, `0.3 s`; with `tenths`, always one decimal (`1.0 s`) like IMConnectionState's delays.

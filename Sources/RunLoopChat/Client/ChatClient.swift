@@ -42,6 +42,15 @@ public final class ChatClient {
     public var onMembership: ((ChatClient, MembershipChange) -> Void)?
     /// The connection's state changed.
     public var onStateChange: ((ChatClient, IMConnectionState) -> Void)?
+    /// A room's last known member count crossed the server's large-room size (``largeRoomMembers``),
+    /// or a login announced a size that changes a room's verdict: presence of its members is unknown
+    /// while it is large. Reported before the answer or notice that brought the count (its
+    /// completion, ``onMembership``), so those can already ask ``isLarge(room:)``. A room first heard
+    /// of is reported only when it is large.
+    public var onLargeRoomChange: ((ChatClient, LargeRoomChange) -> Void)?
+
+    /// The last count heard of each room and the large-room size in force.
+    private var largeRooms = LargeRooms()
 
     /// Requests sent and not answered yet, by serial: each is removed by its one answer or loss.
     private var pending: [UInt32: (Result<IMFrame, ChatRequestError>) -> Void] = [:]
@@ -63,14 +72,30 @@ public final class ChatClient {
         }
         connection.onStateChange = { [weak self] _, state in
             guard let self else { return }
+            if state == .online { self.adoptLargeRoomSize() }
             self.onStateChange?(self, state)
         }
         connection.onResponse = { [weak self] _, serial, result in self?.answered(serial, result) }
         connection.onNotice = { [weak self] _, frame in self?.noticed(frame) }
+        // A connection online already announced its size at a login this client did not see.
+        _ = largeRooms.setSize(connection.largeRoomMembers)
     }
 
     /// Where the connection is.
     public var state: IMConnectionState { connection.state }
+
+    /// The server's large-room size, as the last login announced it (``IMClient/largeRoomMembers``):
+    /// a room with more members is large. `nil`: not logged in yet, or the server has no such rule.
+    public var largeRoomMembers: Int? { largeRooms.size }
+
+    /// The member count last heard of `room` — from a JOIN or LEAVE answer, the room list or a
+    /// MEMBERSHIP notice —, `nil` if none yet.
+    public func lastKnownMembers(of room: String) -> Int? { largeRooms.lastHeard(of: room)?.members }
+
+    /// Whether `room`'s last known count is over the server's large-room size: the server sends no
+    /// presence through it and no MEMBERSHIP for it, so a client shows its members' presence as
+    /// unknown (docs/PROTOCOL.md §8). `false` for a room with no known count or without a size.
+    public func isLarge(room: String) -> Bool { largeRooms.isLarge(room) }
 
     /// Connects and logs in; reconnects by itself until ``close()``. Idempotent.
     public func start() { connection.start() }
@@ -95,14 +120,18 @@ public final class ChatClient {
     public func join(room: String, completion: @escaping (Result<Room, ChatRequestError>) -> Void) {
         var request = IMRoomRequest()
         request.room = room
-        ask(.join, request) { completion($0.flatMap { Self.decode($0, IMRoomInfo.self).map(Room.init) }) }
+        ask(.join, request) { [weak self] answer in
+            completion(answer.flatMap { Self.decode($0, IMRoomInfo.self).map(Room.init) }.map { self?.heard($0) ?? $0 })
+        }
     }
 
     /// Leaves `room`; the answer has its member count after. Refusal: `notAMember`.
     public func leave(room: String, completion: @escaping (Result<Room, ChatRequestError>) -> Void) {
         var request = IMRoomRequest()
         request.room = room
-        ask(.leave, request) { completion($0.flatMap { Self.decode($0, IMRoomInfo.self).map(Room.init) }) }
+        ask(.leave, request) { [weak self] answer in
+            completion(answer.flatMap { Self.decode($0, IMRoomInfo.self).map(Room.init) }.map { self?.heard($0) ?? $0 })
+        }
     }
 
     /// Every room on the server, sorted by the bytes of their names, each with whether this user is
@@ -136,7 +165,9 @@ public final class ChatClient {
             case .failure(let error): return completion(.failure(error))
             case .success(let page): list = page
             }
-            let rooms = collected + list.rooms.map(Room.init)
+            let page = list.rooms.map(Room.init)
+            for room in page { self?.heard(room) }
+            let rooms = collected + page
             guard list.moreAvailable else { return completion(.success(rooms)) }
             guard let last = list.rooms.last?.name, roomNameOrder(after, last) else {
                 return completion(.failure(.unreadableAnswer("the room list does not advance past \"\(after)\"")))
@@ -184,9 +215,29 @@ public final class ChatClient {
             onPresence?(self, PresenceChange(notice))
         case .membership:
             guard let notice = try? frame.decode(IMMembershipNotice.self) else { return }
-            onMembership?(self, MembershipChange(notice))
+            let change = MembershipChange(notice)
+            // Sent to the room's members only: this user is one.
+            heard(Room(name: change.room, members: change.members, isMember: true))
+            onMembership?(self, change)
         default:
             break
+        }
+    }
+
+    // MARK: Large rooms
+
+    /// Notes a room's count as an answer or notice brought it, reporting a change of its verdict.
+    @discardableResult
+    private func heard(_ room: Room) -> Room {
+        if largeRooms.note(room) { onLargeRoomChange?(self, LargeRoomChange(room: room, isLarge: isLarge(room: room.name))) }
+        return room
+    }
+
+    /// A login announced the server's size (another node's, or a changed setting): the rooms it
+    /// judges otherwise than the last one are reported, as last heard of.
+    private func adoptLargeRoomSize() {
+        for room in largeRooms.setSize(connection.largeRoomMembers) {
+            onLargeRoomChange?(self, LargeRoomChange(room: room, isLarge: isLarge(room: room.name)))
         }
     }
 

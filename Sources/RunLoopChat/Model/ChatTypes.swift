@@ -89,3 +89,18 @@ public struct MembershipChange: Hashable, Sendable {
         self.members = members
     }
 }
+
+/// A room became large or stopped being large, by the last count the client heard of it
+/// (docs/PROTOCOL.md §8): past the server's large-room size the server tells nobody of its members'
+/// presence or of its joins and leaves, so a client shows its members' presence as unknown.
+public struct LargeRoomChange: Hashable, Sendable {
+    /// The room as last heard of: the count that decided it, and whether the user is in it.
+    public var room: Room
+    /// Over the size now: its members' presence is unknown.
+    public var isLarge: Bool
+
+    public init(room: Room, isLarge: Bool) {
+        self.room = room
+        self.isLarge = isLarge
+    }
+}

@@ -134,6 +134,10 @@ public struct ChatService: IMApplicationHandler, Sendable {
         store.contacts(of: user, roomsOfAtMost: settings.largeRoomMembers) { completion(.users((try? $0.get()) ?? [])) }
     }
 
+    /// ``Settings/largeRoomMembers``, which LOGIN_ACK announces so a client can show presence in a
+    /// large room as unknown (``IMApplicationHandler/largeRoomMembers``).
+    public var largeRoomMembers: Int? { settings.largeRoomMembers }
+
     private static func frame<Body: SwiftProtobuf.Message>(_ command: IMCommand, _ request: IMFrame, _ result: Result<Body, IMStatusCode>) -> IMFrame
     {
         switch result {

@@ -114,6 +114,11 @@ public final class IMClient {
     /// The largest SEND body the server accepts (announced at login; assumed from
     /// ``IMClientConfiguration/maximumFrameBody`` until then): ``send(_:to:id:)`` refuses larger messages.
     public var maximumSendBody: Int { machine.maximumSendBody }
+    /// The server's large-room size, from the last LOGIN_ACK (docs/PROTOCOL.md §8): a room with more
+    /// members sends no MEMBERSHIP and no presence of its members, so a client shows that presence as
+    /// unknown there. `nil`: not logged in yet, or the server has no such rule (or is older than the
+    /// field). Kept across a drop until the next login says otherwise. Loop thread.
+    public var largeRoomMembers: Int? { machine.largeRoomMembers }
 
     /// Connects and logs in; from then on reconnects by itself until ``close()``. Idempotent.
     public func start() {

@@ -27,6 +27,13 @@ public protocol IMApplicationHandler {
     /// application whose store failed answers `.users([])`: presence is a state, the next change
     /// corrects it). Default: ``IMPresenceAudience/everyone``.
     func presenceAudience(of user: String, on server: IMServer, completion: @escaping (IMPresenceAudience) -> Void)
+
+    /// The large-room size (docs/PROTOCOL.md §8): a room with more members than this carries no
+    /// MEMBERSHIP notices and no presence, so a client shows its members' presence as unknown. LOGIN_ACK
+    /// announces it in its limits; `nil` (the default): the application has no such rule. Read on the
+    /// loop's thread when the server makes the settings of the sessions opened after a change of
+    /// ``IMServer/settings`` or ``IMServer/applicationHandler``.
+    var largeRoomMembers: Int? { get }
 }
 
 /// Who is told of one user's presence: the answer to ``IMApplicationHandler/presenceAudience(of:on:completion:)``.
@@ -45,4 +52,7 @@ extension IMApplicationHandler {
     public func presenceAudience(of user: String, on server: IMServer, completion: @escaping (IMPresenceAudience) -> Void) {
         completion(.everyone)
     }
+
+    /// `nil`: an application without large rooms announces none.
+    public var largeRoomMembers: Int? { nil }
 }

@@ -69,9 +69,9 @@ public final class IMServer {
         /// DELIVER (`from`, `seq`, `sent_at_ms`) and to wrap it in a HISTORY_PAGE.
         public var maximumSendBody: Int { max(0, maximumFrameBody - IMServer.deliverReserve) }
 
-        /// What LOGIN_ACK announces. Package: the message is the wire's; the settings it is made of
-        /// are the public ones above.
-        package var limits: IMSessionLimits {
+        /// What LOGIN_ACK announces, with the application's large-room size (`nil`: none). Package:
+        /// the message is the wire's; the settings it is made of are the public ones above.
+        package func limits(largeRoomMembers: Int?) -> IMSessionLimits {
             var limits = IMSessionLimits()
             limits.maxFrameBody = UInt32(clamping: maximumFrameBody)
             limits.maxSendBody = UInt32(clamping: maximumSendBody)
@@ -79,14 +79,17 @@ public final class IMServer {
             limits.deliveryWindowMessages = UInt32(clamping: deliveryWindowMessages)
             limits.deliveryWindowBytes = UInt32(clamping: deliveryWindowBytes)
             limits.maxRoomsPerUser = UInt32(clamping: maximumRoomsPerUser ?? 0)
+            // 0 means "no rule" on the wire: a size below 1 (a room of one is large) is announced as 1,
+            // which a client reads the same for every room it can be in with anyone else.
+            limits.largeRoomMembers = largeRoomMembers.map { UInt32(clamping: max(1, $0)) } ?? 0
             return limits
         }
 
-        /// The session settings with the limits that come from the server's.
-        var sessionSettings: IMServerSessionMachine.Settings {
+        /// The session settings with the limits that come from the server's and the application's.
+        func sessionSettings(largeRoomMembers: Int?) -> IMServerSessionMachine.Settings {
             var settings = session
             settings.maximumSendBody = maximumSendBody
-            settings.limits = limits
+            settings.limits = limits(largeRoomMembers: largeRoomMembers)
             return settings
         }
     }
@@ -135,7 +138,10 @@ public final class IMServer {
     public var onAdmittedSessionEnd: ((String) -> Void)?
     /// Answers the application's requests (rooms, history) from logged-in sessions; `nil`: the server
     /// answers them as unknown commands (ERROR `unknownCommand`, close). Set it before ``listen(host:port:)``.
-    public var applicationHandler: (any IMApplicationHandler)?
+    public var applicationHandler: (any IMApplicationHandler)? {
+        // Its large-room size is announced in LOGIN_ACK: sessions opened from now on announce the new one.
+        didSet { sharedSessionSettings = nil }
+    }
 
     /// The TLS identity of the server's own port: `nil` (the default), plaintext; set, every
     /// connection accepted from then on runs a TLS handshake with it before its first frame (one

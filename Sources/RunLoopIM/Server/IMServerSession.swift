@@ -282,7 +282,7 @@ extension IMServer {
     /// settings last changed.
     var sessionSettings: IMServerSessionMachine.SharedSettings {
         if let sharedSessionSettings { return sharedSessionSettings }
-        let made = IMServerSessionMachine.SharedSettings(settings.sessionSettings)
+        let made = IMServerSessionMachine.SharedSettings(settings.sessionSettings(largeRoomMembers: applicationHandler?.largeRoomMembers))
         sharedSessionSettings = made
         return made
     }

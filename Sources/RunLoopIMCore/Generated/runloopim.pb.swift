@@ -135,6 +135,11 @@ package nonisolated struct IMSessionLimits: Sendable {
   /// Rooms one user may be a member of; 0: no limit.
   package var maxRoomsPerUser: UInt32 = 0
 
+  /// The large-room size (docs/PROTOCOL.md section 8): a room with more members than this sends no
+  /// MEMBERSHIP notices and no PRESENCE through it, so a client shows its members' presence as unknown.
+  /// 0: the server has no such rule (an older server never sets it).
+  package var largeRoomMembers: UInt32 = 0
+
   package var unknownFields = SwiftProtobuf.UnknownStorage()
 
   package init() {}
@@ -588,7 +593,7 @@ nonisolated extension IMLoginResponse: SwiftProtobuf.Message, SwiftProtobuf._Mes
 
 nonisolated extension IMSessionLimits: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   package static let protoMessageName: String = _protobuf_package + ".SessionLimits"
-  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_frame_body\0\u{3}max_send_body\0\u{3}max_message_id_bytes\0\u{3}delivery_window_messages\0\u{3}delivery_window_bytes\0\u{3}max_rooms_per_user\0")
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}max_frame_body\0\u{3}max_send_body\0\u{3}max_message_id_bytes\0\u{3}delivery_window_messages\0\u{3}delivery_window_bytes\0\u{3}max_rooms_per_user\0\u{3}large_room_members\0")
 
   package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -602,6 +607,7 @@ nonisolated extension IMSessionLimits: SwiftProtobuf.Message, SwiftProtobuf._Mes
       case 4: try { try decoder.decodeSingularUInt32Field(value: &self.deliveryWindowMessages) }()
       case 5: try { try decoder.decodeSingularUInt32Field(value: &self.deliveryWindowBytes) }()
       case 6: try { try decoder.decodeSingularUInt32Field(value: &self.maxRoomsPerUser) }()
+      case 7: try { try decoder.decodeSingularUInt32Field(value: &self.largeRoomMembers) }()
       default: break
       }
     }
@@ -626,6 +632,9 @@ nonisolated extension IMSessionLimits: SwiftProtobuf.Message, SwiftProtobuf._Mes
     if self.maxRoomsPerUser != 0 {
       try visitor.visitSingularUInt32Field(value: self.maxRoomsPerUser, fieldNumber: 6)
     }
+    if self.largeRoomMembers != 0 {
+      try visitor.visitSingularUInt32Field(value: self.largeRoomMembers, fieldNumber: 7)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -636,6 +645,7 @@ nonisolated extension IMSessionLimits: SwiftProtobuf.Message, SwiftProtobuf._Mes
     if lhs.deliveryWindowMessages != rhs.deliveryWindowMessages {return false}
     if lhs.deliveryWindowBytes != rhs.deliveryWindowBytes {return false}
     if lhs.maxRoomsPerUser != rhs.maxRoomsPerUser {return false}
+    if lhs.largeRoomMembers != rhs.largeRoomMembers {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -74,6 +74,7 @@ extension IMClientMachine {
         maximumSendBody = limits.maxSendBody > 0 ? Int(limits.maxSendBody) : Self.assumedSendLimit(configuration)
         // The server promised every frame fits in its limit: never refuse one that does.
         receiveLimit = max(configuration.maximumFrameBody, Int(limits.maxFrameBody))
+        largeRoomMembers = limits.largeRoomMembers > 0 ? Int(limits.largeRoomMembers) : nil
     }
 
     private mutating func handleIncoming(_ message: IMChatMessage, now: LoopInstant) {

@@ -90,6 +90,10 @@ public struct IMClientMachine: Sendable {
     /// The largest frame body accepted from the server on the current connection: the configured
     /// limit, or the larger one the server announced at login (every frame it sends fits in that).
     public internal(set) var receiveLimit: Int
+    /// The server's large-room size from the last LOGIN_ACK (docs/PROTOCOL.md §8): a room with more
+    /// members carries no presence or MEMBERSHIP, so its members' presence is unknown. `nil`: not
+    /// logged in yet, or the server announced none (an older server, or one without the rule).
+    public internal(set) var largeRoomMembers: Int?
     /// After SEND_ACK `rateLimited`: nothing is sent before this.
     var pausedUntil: LoopInstant?
     /// When the current session logged in: a drop after ``IMClientConfiguration/stableSessionTime``

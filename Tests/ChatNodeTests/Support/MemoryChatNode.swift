@@ -4,6 +4,7 @@ import RunLoopIM
 import RunLoopIMTesting
 import RunLoopKit
 import RunLoopTesting
+import Testing
 
 /// The node a terminal client talks to, in memory: an ``IMServer`` running ``ChatService`` on a loop
 /// with a ``ManualClock``, reached through ``MemoryLinkConnector`` links — the terminal client's
@@ -23,6 +24,8 @@ final class MemoryChatNode {
     let clock: ManualClock
     let store: InMemoryIMStore
     let settings: IMServer.Settings
+    /// The chat service's settings, for each (re)start: a small large-room size, say.
+    let chatSettings: ChatService.Settings
     /// The server while the node runs.
     private(set) var server: IMServer?
     /// Makes each connection's pair; its pairs carry the fault script.
@@ -35,12 +38,13 @@ final class MemoryChatNode {
 
     init(
         loop: RunLoop, clock: ManualClock, accounts: [String: String] = MemoryChatNode.accounts,
-        settings: IMServer.Settings = IMServer.Settings()
+        settings: IMServer.Settings = IMServer.Settings(), chatSettings: ChatService.Settings = ChatService.Settings()
     ) {
         self.loop = loop
         self.clock = clock
         store = InMemoryIMStore(accounts: accounts)
         self.settings = settings
+        self.chatSettings = chatSettings
         restart()
     }
 
@@ -55,7 +59,7 @@ final class MemoryChatNode {
     /// Starts a new server on the same store (the first one starts with the node).
     func restart() {
         let server = IMServer(store: store, settings: settings, loop: loop)
-        server.applicationHandler = ChatService()
+        server.applicationHandler = ChatService(settings: chatSettings)
         self.server = server
     }
 
@@ -82,6 +86,21 @@ final class MemoryChatNode {
         configuration.followsReachability = false
         adjust(&configuration)
         return TerminalClient(configuration: configuration, connector: connector, loop: loop) { transcript.lines.append($0) }
+    }
+
+    /// Runs `lines` as a script session of `user` to its end: the client, finished, and what it printed.
+    func script(_ user: String, _ lines: String...) throws -> (TerminalClient, Transcript) {
+        let seen = Transcript()
+        let client = terminal(user, into: seen)
+        for line in lines { client.receive(line: line) }
+        client.start()
+        client.endOfInput()
+        // Weak: the loop releases a finished wait's observer under its lock, and a client whose last
+        // reference that is would invalidate its timers there (a deadlock in RunLoopKit as it stands).
+        weak let watched = client
+        let finished = try runUntil { watched?.exitStatus != nil }
+        try #require(finished, "\(seen.dump)")
+        return (client, seen)
     }
 
     /// Runs the loop until `condition` holds or `timeout` of the manual clock passed; whether it held.

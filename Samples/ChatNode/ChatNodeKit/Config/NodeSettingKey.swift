@@ -102,6 +102,7 @@ public struct NodeSettingKey {
             NodeSettingKey("max-sessions-per-user", \.maximumSessionsPerUser, .integer(in: 1...1_000_000), live: true),
             NodeSettingKey("messages-per-second", \.messagesPerSecond, .number(in: 0.001...1_000_000), live: true),
             NodeSettingKey("max-rooms-per-user", \.maximumRoomsPerUser, .integer(in: 0...1_000_000), live: true),
+            NodeSettingKey("large-room-members", \.largeRoomMembers, .integer(in: 1...10_000_000)),
             NodeSettingKey("max-frame-bytes", \.maximumFrameBytes, .integer(in: 1024...16 * 1024 * 1024), live: true),
             NodeSettingKey("login-seconds", \.loginSeconds, .integer(in: 1...3600), live: true),
             NodeSettingKey("scrypt-cost", \.scryptCost, .integer(in: 4...20)),

@@ -36,6 +36,9 @@ public struct NodeSettings: Equatable, Sendable {
     public var messagesPerSecond = 50.0
     /// 0: no limit.
     public var maximumRoomsPerUser = 100
+    /// Members past which a room is large (`large-room-members`, docs/PROTOCOL.md §8): no MEMBERSHIP
+    /// notices and no presence through it. Tests and demos set a small one.
+    public var largeRoomMembers = ChatService.Settings().largeRoomMembers
     public var maximumFrameBytes = 64 * 1024
     public var loginSeconds = 10
     public var scryptCost = 14
@@ -83,6 +86,7 @@ public struct NodeSettings: Equatable, Sendable {
         configuration.webSocketPingInterval = .milliseconds(Int64(webSocketPingSeconds * 1000))
         configuration.registersOnFirstLogin = registration
         configuration.passwordHasher = PasswordHasher(rounds: 1 << scryptCost)
+        configuration.largeRoomMembers = largeRoomMembers
         configuration.retention = keepDays.map { HistoryRetentionPolicy(keep: .seconds(86_400 * $0)) }
         applyLimits(to: &configuration)
         return configuration

@@ -9,7 +9,9 @@ public enum WebAssets {
 // paged history, each own message's delivery, reconnect with exponential backoff and jitter, a
 // heartbeat with an answer deadline, resend under the same id, and de-duplication of what arrives;
 // it keeps to the node's limits: messages over its size limit are refused before they are sent, and
-// a rate-limit refusal pauses every message so they reach the node in order.
+// a rate-limit refusal pauses every message so they reach the node in order. In a large room (more
+// members than the size LOGIN_ACK announces) the node sends no presence of its members, so the page
+// says their presence is unknown instead of letting silence read as "offline".
 "use strict";
 
 const KEEPALIVE_SECONDS = 20;    // promised in LOGIN: the node drops us after 1.5 × this of silence
@@ -54,6 +56,7 @@ const app = {
   reconnectAt: null,
   reconnectTimer: null,
   maxSendBody: DEFAULT_MAX_SEND_BODY,
+  largeRoomMembers: 0,      // LOGIN_ACK's limits.largeRoomMembers; 0: the node has no large rooms
   pausedUntil: null,        // after SEND_ACK rateLimited: nothing is sent before this
   outbox: new Map(),        // id → own message not yet settled: {id, conv, text, state, sentAt}
   seen: new Set(),          // "from\0id" of every message shown: each one once
@@ -265,6 +268,7 @@ function loginAnswered(code, body) {
   app.onlineUsers.clear();
   renderOnline();
   app.maxSendBody = (body.limits && Number(body.limits.maxSendBody)) || DEFAULT_MAX_SEND_BODY;
+  app.largeRoomMembers = (body.limits && Number(body.limits.largeRoomMembers)) || 0;
   setConnection("online", "online");
   // The node made the account at this login: said once, as later logins are not its first.
   notice(body.accountCreated ? "account created" : app.everOnline ? "reconnected" : "");
@@ -546,6 +550,11 @@ function historyAnswered(code, body, context) {
 
 function roomAnswered(command, code, body, context) {
   if (code !== 0) return notice(`${command === "JOIN_ACK" ? "join" : "leave"} ${context ? context.room : ""}: ${STATUS[code] || code}`);
+  // The answer's count is the newest: the list read after it may be on its way still.
+  const answer = { name: body.name, members: Number(body.members || 0), joined: body.joined === true };
+  const known = app.rooms.find((entry) => entry.name === body.name);
+  if (known) Object.assign(known, answer);
+  else app.rooms.push(answer);  // a new room: in place until the list comes, in order
   if (command === "JOIN_ACK") return open(conversationFor("room", body.name));  // open() lists the rooms
   request("LIST_ROOMS");
   notice(`left ${body.name}`);
@@ -556,6 +565,16 @@ function showRooms(rooms) {
   renderRooms();
 }
 
+/// Whether the room's last known count is over the node's large-room size (docs/PROTOCOL.md §8): the
+/// node then sends no presence of its members and no joins or leaves, so their presence is unknown.
+function isLarge(room) {
+  return app.largeRoomMembers > 0 && Number(room.members || 0) > app.largeRoomMembers;
+}
+
+function countText(count) {
+  return Number(count || 0).toLocaleString("en-US");
+}
+
 function renderRooms() {
   const list = $("rooms");
   list.replaceChildren();
@@ -564,12 +583,35 @@ function renderRooms() {
     const item = document.createElement("li");
     item.dataset.room = room.name;
     item.className = (room.joined ? "" : "not-joined") + (app.current === `room:${room.name}` ? " current" : "");
-    item.textContent = `# ${room.name} (${room.members || 0})`;
+    item.textContent = `# ${room.name} (${countText(room.members)})`;
     item.title = room.joined ? "open" : "join";
+    if (isLarge(room)) {
+      item.dataset.large = "";
+      item.title += ` — a large room: ${countText(room.members)} members, presence not shown`;
+    }
     if (conversation && conversation.unread > 0) item.append(badge(conversation.unread));
     item.onclick = () => room.joined ? open(conversationFor("room", room.name)) : request("JOIN", { room: room.name }, { room: room.name });
     list.append(item);
   }
+  renderRoomInfo();
+}
+
+/// Under the open room's name: its member count and, in a large room, that presence is not shown; by
+/// the online list, the same warning, so nobody missing from it reads as offline.
+function renderRoomInfo() {
+  const conversation = app.conversations.get(app.current);
+  const room = conversation && conversation.kind === "room" ? app.rooms.find((entry) => entry.name === conversation.name) : null;
+  const info = $("room-info");
+  const unknown = $("presence-unknown");
+  info.hidden = !room;
+  unknown.hidden = !room || !isLarge(room);
+  if (!room) return;
+  const count = Number(room.members || 0);
+  const large = isLarge(room);
+  info.dataset.large = String(large);
+  info.textContent = `${countText(count)} member${count === 1 ? "" : "s"}${large ? " · presence not shown" : ""}`;
+  info.title = large ? `more than ${countText(app.largeRoomMembers)} members: the node does not say who of them is online` : "";
+  unknown.textContent = `presence of # ${room.name}'s members not shown: a large room`;
 }
 
 function renderDirects() {
@@ -760,6 +802,7 @@ setInterval(tick, 250);
       <button id="open-dm" type="submit">open</button>
     </form>
     <h2 title="people you share a room or a conversation with">online contacts</h2>
+    <p id="presence-unknown" hidden></p>
     <ul id="online"></ul>
   </nav>
   <section id="conversation">
@@ -768,6 +811,7 @@ setInterval(tick, 250);
       <h2 id="title">pick or join a room</h2>
       <button id="leave" type="button" hidden>leave</button>
     </div>
+    <p id="room-info" hidden></p>
     <button id="older" type="button" hidden>older messages</button>
     <div id="pane">
       <div id="messages"></div>
@@ -822,6 +866,11 @@ nav input { min-width: 0; flex: 1; }
 #conversation { display: flex; flex-direction: column; padding: .5em 1em; min-width: 0; min-height: 0; }
 #conversation-head { display: flex; align-items: center; gap: .5em; }
 #conversation-head h2 { margin: .2em 0; font-size: 1.1em; flex: 1; min-width: 0; overflow-wrap: anywhere; }
+/* A large room's members' presence is unknown: said plainly, not left to look like "all offline". */
+#room-info { flex: none; margin: 0 0 .3em; color: #556; font-size: .85em; }
+#room-info[data-large="true"], #presence-unknown { color: #8a5a00; }
+#presence-unknown { margin: 0 0 .3em; font-size: .8em; font-style: italic; }
+nav li[data-large]::after { content: "large"; margin-left: auto; padding: 0 .4em; border-radius: .8em; background: #f2d38c; color: #5a3d00; font-size: .75em; align-self: center; }
 #pane { flex: 1; min-height: 0; position: relative; display: flex; }
 #messages { flex: 1; min-height: 0; overflow-y: auto; background: #fff; border-radius: .4em; padding: .4em; }
 #new-messages { position: absolute; bottom: .6em; left: 50%; transform: translateX(-50%); padding: .3em 1em;
