@@ -10,6 +10,7 @@
 #   Scripts/fanout.sh --subscribers 20 --messages 1000 --window 50
 #   Scripts/fanout.sh --smoke                           N=5, M=200, W=20, debug builds, counts only (CI)
 #   Scripts/fanout.sh --callgrind                       instructions per delivery, chat-node and mosquitto
+#   Scripts/fanout.sh --syscalls                        system calls per delivery, each kind, the same way
 #   Scripts/fanout.sh --rooms "1000 10000"              rooms of 1,000 and 10,000 members, each through
 #                                                       the node and mosquitto (raw MQTT subscribers in
 #                                                       --processes K processes, default 4), M = 200,000 / N
@@ -27,6 +28,11 @@
 # or above 200 subscribers with the raw ones (a process per subscriber would be the limit then).
 # --callgrind --subscribers 1000 counts a room of 1,000.
 #
+# --syscalls counts system calls the same way (M/10 and M, the difference per delivery): each server is
+# attached to by `perf trace -s` (every thread) once it listens, and the table gives each call's count
+# per delivery beside mosquitto's. perf reads the kernel's syscall tracepoints, which slow a call far
+# less than strace's stops would (those would change how many frames a pass gathers); no time is used.
+#
 # Needs: the parent package's chat-node and this package's fanout-bench (both built here: release, or
 # debug with --smoke), `mosquitto` and `mosquitto-clients` (Debian; installed here through
 # ../Scripts/setup.sh --fanout if missing) and paho-mqtt 2.2.0 in the venv .build-mqtt (made here if
@@ -37,6 +43,7 @@ cd "$(dirname "$0")/.."
 
 smoke=false
 callgrind=false
+syscalls=false
 node=""
 bench=""
 keep=false
@@ -47,6 +54,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --smoke) smoke=true ;;
         --callgrind) callgrind=true ;;
+        --syscalls) syscalls=true ;;
         --node) node="$(realpath "$2")" && shift ;;
         --bench) bench="$(realpath "$2")" && shift ;;
         --keep) keep=true ;;
@@ -82,11 +90,14 @@ if [ ! -x "$mosquitto" ] || ! command -v mosquitto_sub >/dev/null || ! command -
     mosquitto="$(command -v mosquitto || echo /usr/sbin/mosquitto)"
 fi
 python=".build-mqtt/bin/python"
-if $callgrind || [ -n "$rooms" ]; then
-    # The C and raw clients only: the venv's paho is not needed (but valgrind is, to count).
+if $callgrind || $syscalls || [ -n "$rooms" ]; then
+    # The C and raw clients only: the venv's paho is not needed (but valgrind or strace is, to count).
     python=python3
     if $callgrind; then
         command -v valgrind >/dev/null || { echo "--callgrind needs valgrind (Debian: valgrind)" >&2; exit 1; }
+    fi
+    if $syscalls; then
+        command -v perf >/dev/null || { echo "--syscalls needs perf (Debian: linux-perf)" >&2; exit 1; }
     fi
 elif ! "$python" -c 'import paho.mqtt' 2>/dev/null; then
     python3 -m venv .build-mqtt && "$python" -m pip install -q paho-mqtt==2.2.0 || exit 1
@@ -112,11 +123,17 @@ echo "args:    $*"
 
 work="$(mktemp -d -t fanout.XXXXXX)"
 server=""
+tracer=""
 stop_server() {
     if [ -n "$server" ]; then
         kill "$server" 2>/dev/null
         wait "$server" 2>/dev/null
         server=""
+    fi
+    # perf trace ends with the process it traces, once it has written its counts.
+    if [ -n "$tracer" ]; then
+        wait "$tracer" 2>/dev/null
+        tracer=""
     fi
 }
 # --keep leaves the servers' logs and callgrind files (for callgrind_annotate) in $work.
@@ -128,7 +145,7 @@ status=0
 wrap=()
 patience=100
 bound=180
-if $callgrind; then
+if $callgrind || $syscalls; then
     patience=600
     bound=1800
 elif [ -n "$rooms" ]; then
@@ -143,6 +160,16 @@ start_server() {
     $callgrind && wrap=(valgrind --tool=callgrind --callgrind-out-file="$work/$name.callgrind")
     "${wrap[@]}" "$@" &
     server=$!
+}
+
+# --syscalls: perf counts the server's calls (every thread's) from now until it ends, into
+# $work/NAME.syscalls; attached once the server listens, so its start-up is not in the counts.
+trace_server() {
+    $syscalls || return 0
+    perf trace -s -p "$server" -o "$work/$1.syscalls" 2>"$work/$1.perf.err" &
+    tracer=$!
+    # perf needs a moment to open its tracepoints; what it could miss is before the first login.
+    sleep 1
 }
 
 # Waits (at most patience / 10 s) for a line matching $2 in file $1 and prints its first capture group.
@@ -169,6 +196,7 @@ run_node() {
         cat "$work/$name.out" "$work/$name.err" >&2
         exit 1
     fi
+    trace_server "$name"
     timeout "$bound" "$bench" --port "$port" --pid "$server" "$@" >"$work/$name.txt" || status=1
     stop_server
 }
@@ -213,6 +241,7 @@ EOF
         cat "$work/$name.log" >&2
         exit 1
     fi
+    trace_server "$name"
     timeout "$bound" "$python" Scripts/mqtt_fanout.py --port "$port" --pid "$server" --log "$work/$name.log" "$@" >"$work/$name.txt" || status=1
     stop_server
 }
@@ -233,11 +262,13 @@ mqtt_clients() {
     if [ "$1" -le 200 ]; then echo "--clients c"; else echo "--clients raw --processes $processes"; fi
 }
 
-if $callgrind; then
-    # Valgrind 3.19 cannot read the DWARF 5 Swift writes: a copy without debug information, which keeps
-    # its symbols for callgrind_annotate.
-    objcopy --strip-debug "$node" "$work/chat-node" || exit 1
-    node="$work/chat-node"
+if $callgrind || $syscalls; then
+    if $callgrind; then
+        # Valgrind 3.19 cannot read the DWARF 5 Swift writes: a copy without debug information, which
+        # keeps its symbols for callgrind_annotate.
+        objcopy --strip-debug "$node" "$work/chat-node" || exit 1
+        node="$work/chat-node"
+    fi
     # Two runs per server, for M/10 and M messages; each run's counts are checked like any run's.
     counts="$(python3 Scripts/fanout_callgrind.py --message-counts "$@")" || exit 1
     for messages in $counts; do
@@ -247,7 +278,11 @@ if $callgrind; then
     done
     echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo
-    python3 Scripts/fanout_callgrind.py --work "$work" "$@" || status=1
+    if $callgrind; then
+        python3 Scripts/fanout_callgrind.py --work "$work" "$@" || status=1
+    else
+        python3 Scripts/fanout_callgrind.py --syscalls "$work" "$@" || status=1
+    fi
     exit $status
 fi
 

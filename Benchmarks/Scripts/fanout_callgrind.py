@@ -8,6 +8,8 @@ when one is wrong.
 
     fanout_callgrind.py --message-counts [fanout-bench arguments]   prints the two message counts
     fanout_callgrind.py --work DIR [fanout-bench arguments]         prints the table from DIR
+    fanout_callgrind.py --syscalls DIR [fanout-bench arguments]     the same for system calls
+                                                                    (Scripts/fanout.sh --syscalls)
 """
 import os
 import sys
@@ -40,12 +42,26 @@ def instructions(path):
     return None
 
 
-def report(work, arguments):
+def two_runs(arguments, figure):
+    """The two runs' message counts and the deliveries between them, after a line that says how
+    `figure` per delivery is made of them."""
     subscribers = last_value(arguments, "--subscribers", 50)
     short_run, long_run = message_counts(arguments)
     deliveries = subscribers * (long_run - short_run)
     print(f"N = {subscribers} subscribers + 1 publisher; runs of M = {short_run:,} and {long_run:,} messages; "
-          f"instructions per delivery = difference of the totals / {deliveries:,}\n")
+          f"{figure} per delivery = difference of the totals / {deliveries:,}\n")
+    return short_run, long_run, deliveries
+
+
+def counts_right(work, arguments):
+    """Checks (and prints) the counts of every server's two runs."""
+    short_run, long_run = message_counts(arguments)
+    paths = [os.path.join(work, f"{name}-{m}.txt") for name, _ in SYSTEMS for m in (short_run, long_run)]
+    return check_counts([load(path) for path in paths], paths)
+
+
+def report(work, arguments):
+    short_run, long_run, deliveries = two_runs(arguments, "instructions")
     print("| server | instructions, M = {0:,} | instructions, M = {1:,} | **instructions per delivery** | ÷ mosquitto |"
           .format(short_run, long_run))
     print("| --- | ---: | ---: | ---: | ---: |")
@@ -62,8 +78,7 @@ def report(work, arguments):
         cells = [f"{total:,}" if total is not None else "n/a" for total in totals]
         ratio = f"{each / per_delivery['mosquitto']:.2f}x" if each and per_delivery.get("mosquitto") else ""
         print(f"| {label} | {cells[0]} | {cells[1]} | {f'{each:,.0f}' if each else 'n/a'} | {ratio} |")
-    paths = [os.path.join(work, f"{name}-{m}.txt") for name, _ in SYSTEMS for m in (short_run, long_run)]
-    right = check_counts([load(path) for path in paths], paths)
+    right = counts_right(work, arguments)
     return 0 if right and len(per_delivery) == len(SYSTEMS) else 1
 
 
@@ -73,6 +88,10 @@ def main(arguments):
         return 0
     if arguments[:1] == ["--work"] and len(arguments) >= 2:
         return report(arguments[1], arguments[2:])
+    if arguments[:1] == ["--syscalls"] and len(arguments) >= 2:
+        # Imported here: it builds on this module's helpers.
+        import fanout_syscalls
+        return fanout_syscalls.report(arguments[1], arguments[2:])
     print(__doc__, file=sys.stderr)
     return 2
 

@@ -10,7 +10,7 @@ public import RunLoopNet
 /// stream its listener accepted (``init(connection:maximumBodyLength:skippableSendLength:)``).
 ///
 /// Loop thread only, like its stream.
-public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink, IMFrameStreamReading {
+public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink, IMFrameStreamReading, BatchedFrameWriter {
     /// The stream (addresses, buffer figures).
     public let connection: Stream
     package var frameReader: IMFrameStreamReader
@@ -20,14 +20,25 @@ public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink, IMFra
     /// the input buffer while a graceful close waits for the peer's end of stream), later closes not
     /// reported.
     private var isReporting = true
+    /// Set once the link closed, by its owner or underneath: frames sent then are refused.
+    private var isClosed = false
     /// Where events go once opened. Kept here once, so the stream's callbacks capture only this link:
     /// each of them capturing the six closures would cost every connection three copies of them.
     private var events: IMFrameLinkEvents?
+    /// A server's links write once per loop pass through it (``LinkWriteBatch``); `nil`: each frame
+    /// goes to the stream when sent.
+    private let batch: LinkWriteBatch?
+    /// The frames sent in this pass, encoded back to back, while a batch gathers them: empty between
+    /// passes, so an idle link holds no buffer.
+    private var gathered: [UInt8] = []
+    /// What a pass's buffer starts with: some ten DELIVERs of a chat line.
+    private static var gatheredCapacity: Int { 2048 }
 
     /// A client's link on a new stream, which `connect` starts connecting when the link is opened.
     public init(connecting connection: Stream, maximumFrameBody: Int, connect: @escaping (Stream) -> Void) {
         self.connection = connection
         startConnecting = connect
+        batch = nil
         frameReader = IMFrameStreamReader(FrameDecoder(maximumBodyLength: maximumFrameBody))
     }
 
@@ -36,8 +47,15 @@ public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink, IMFra
     ///   - maximumBodyLength: the largest frame body accepted from the peer.
     ///   - skippableSendLength: a SEND body over `maximumBodyLength` but at most this long is read past and
     ///     reported (``IMFrameLinkEvents/oversized``) instead of failing the stream; 0: never.
-    public init(connection: Stream, maximumBodyLength: Int, skippableSendLength: Int = 0) {
+    public convenience init(connection: Stream, maximumBodyLength: Int, skippableSendLength: Int = 0) {
+        self.init(connection: connection, maximumBodyLength: maximumBodyLength, skippableSendLength: skippableSendLength, batch: nil)
+    }
+
+    /// An accepted stream's link whose frames wait for the end of the loop pass in `batch` (a server's
+    /// links: ``IMServer`` passes its own), then go to the stream in one write.
+    package init(connection: Stream, maximumBodyLength: Int, skippableSendLength: Int, batch: LinkWriteBatch?) {
         self.connection = connection
+        self.batch = batch
         frameReader = IMFrameStreamReader(
             FrameDecoder(
                 maximumBodyLength: maximumBodyLength, skippableBodyLength: skippableSendLength,
@@ -48,7 +66,7 @@ public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink, IMFra
     public var modes: [RunLoop.Mode] { connection.modes }
     public var remoteAddress: SocketAddress? { connection.remoteAddress }
     public var hasUnreadInput: Bool { connection.hasUnreadInput }
-    public var bufferedOutputBytes: Int { connection.bufferedOutputBytes }
+    public var bufferedOutputBytes: Int { connection.bufferedOutputBytes + gathered.count }
     /// A byte stream is the IM port's TCP connection, with or without TLS.
     public var transport: IMLinkTransport { .tcp }
 
@@ -66,6 +84,8 @@ public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink, IMFra
             read(bytes, reportingTo: events) { self.isReporting }
         }
         connection.onClose = { [self] _, reason in
+            isClosed = true
+            gathered = []
             guard isReporting, let events = self.events else { return }
             isReporting = false
             self.events = nil
@@ -82,14 +102,51 @@ public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink, IMFra
     }
 
     public func send(_ frame: IMFrame) throws(IMLinkFailure) {
-        try write(frame.encoded())
+        guard batch != nil else { return try write(frame.encoded()) }
+        try gather { bytes in frame.append(to: &bytes) }
     }
 
     public func send(_ frames: [IMFrame]) throws(IMLinkFailure) {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(frames.reduce(0) { $0 + FrameHeader.size + $1.body.count })
-        for frame in frames { bytes += frame.encoded() }
-        try write(bytes)
+        guard batch != nil else {
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(frames.reduce(0) { $0 + FrameHeader.size + $1.body.count })
+            for frame in frames { frame.append(to: &bytes) }
+            return try write(bytes)
+        }
+        try gather { bytes in
+            for frame in frames { frame.append(to: &bytes) }
+        }
+    }
+
+    /// Adds frames to this pass's bytes; the first of the pass enlists the link in its batch.
+    private func gather(_ add: (inout [UInt8]) -> Void) throws(IMLinkFailure) {
+        // A closed link takes nothing more, as its stream would not.
+        guard !isClosed else { throw .outputClosed }
+        let isFirst = gathered.isEmpty
+        // One allocation for a pass's usual frames, instead of a regrowth every few of them.
+        if isFirst { gathered.reserveCapacity(Self.gatheredCapacity) }
+        add(&gathered)
+        guard isFirst else { return }
+        // Nothing added (no frames): the buffer goes again, or the idle link would keep it.
+        if gathered.isEmpty { gathered = [] } else { batch?.enlist(self) }
+    }
+
+    package func writeGatheredFrames() {
+        guard !gathered.isEmpty else { return }
+        let bytes = gathered
+        gathered = []
+        do {
+            try connection.write(bytes)
+        } catch {
+            // What the stream refused (its output limit, a close under way) ends the link as a refused
+            // send would have, but now outside the owner's call: reported as the link's close.
+            let events = isReporting ? self.events : nil
+            isReporting = false
+            isClosed = true
+            self.events = nil
+            connection.close(immediately: true)
+            events?.closed(.failed(Stream.linkFailure(error)))
+        }
     }
 
     private func write(_ bytes: [UInt8]) throws(IMLinkFailure) {
@@ -103,13 +160,23 @@ public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink, IMFra
     public func close(for reason: IMSessionEndReason?) {
         // Nothing is reported after a close: the events (and what they capture) are let go.
         isReporting = false
+        isClosed = true
         events = nil
+        // What this pass gathered goes first: a graceful close sends all that was sent (an ERROR
+        // before it, above all).
+        if !gathered.isEmpty {
+            let bytes = gathered
+            gathered = []
+            try? connection.write(bytes)
+        }
         connection.close(immediately: false)
     }
 
     public func abort() {
         isReporting = false
+        isClosed = true
         events = nil
+        gathered = []
         connection.close(immediately: true)
     }
 }

@@ -157,6 +157,9 @@ public final class IMServer {
     }
 
     let listener: TCPListener
+    /// Where the links of the server's own port gather their frames until the end of the loop pass,
+    /// to write each client's once per pass (a room's fan-out: every DELIVER of a read's SENDs).
+    package let writeBatch: LinkWriteBatch
     /// Sessions, logins, messages and store latency, counted where they happen.
     let metrics: IMServerMetrics
     /// The modes its sources run in; work the server or its application defers runs in them too.
@@ -204,6 +207,7 @@ public final class IMServer {
         self.store = store
         self.logger = logger
         listener = TCPListener(loop: loop, modes: modes, logger: logger)
+        writeBatch = LinkWriteBatch(loop: loop, modes: modes)
         listener.maximumConnections = settings.maximumConnections
         listener.refusalMessage = Self.serverFull.encoded()
         listener.onAccept = { [weak self] _, connection in self?.accept(connection) }
@@ -274,12 +278,12 @@ public final class IMServer {
     private func accept(_ connection: TCPConnection) {
         let (body, skippable) = (settings.maximumFrameBody, settings.maximumSkippedSendBody)
         guard let tlsContext else {
-            return adopt(TCPFrameLink(connection: connection, maximumBodyLength: body, skippableSendLength: skippable))
+            return adopt(TCPFrameLink(connection: connection, maximumBodyLength: body, skippableSendLength: skippable, batch: writeBatch))
         }
         // The session starts at once; its login deadline covers the handshake as well.
         let session = TLSConnection(accepted: connection, context: tlsContext, logger: logger)
         session.answerToPlaintext = Self.tlsOnly.encoded()
-        adopt(TLSFrameLink(connection: session, maximumBodyLength: body, skippableSendLength: skippable))
+        adopt(TLSFrameLink(connection: session, maximumBodyLength: body, skippableSendLength: skippable, batch: writeBatch))
     }
 
     /// Runs a session over a link accepted elsewhere — a WebSocket upgrade on an HTTP listener, the

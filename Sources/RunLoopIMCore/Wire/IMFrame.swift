@@ -40,9 +40,15 @@ public struct IMFrame: Sendable, Equatable, CustomStringConvertible {
     public func encoded() -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(FrameHeader.size + body.count)
+        append(to: &bytes)
+        return bytes
+    }
+
+    /// Appends the frame's bytes on the wire to `bytes`: many frames into one buffer, with no array
+    /// of their own (a link writing a loop pass's frames at once).
+    package func append(to bytes: inout [UInt8]) {
         header.append(to: &bytes)
         bytes.append(contentsOf: body)
-        return bytes
     }
 
     /// Decodes the body as `type`.

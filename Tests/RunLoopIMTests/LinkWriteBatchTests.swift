@@ -1,0 +1,157 @@
+import RunLoopIMCore
+import RunLoopKit
+import RunLoopNet
+import RunLoopTesting
+import Testing
+
+@testable import RunLoopIM
+
+/// A server's links write once per loop pass (LinkWriteBatch): counted on a stream that keeps its
+/// writes, never timed.
+@Suite("A server's links write what a loop pass sent them in one write at the pass's end")
+struct LinkWriteBatchTests {
+    private func heartbeat(_ serial: UInt32) -> IMFrame { IMFrame(command: .heartbeat, serial: serial) }
+
+    private func events(closed: @escaping (IMLinkCloseReason) -> Void = { _ in }) -> IMFrameLinkEvents {
+        IMFrameLinkEvents(received: { _ in }, failed: { _, _ in }, closed: closed)
+    }
+
+    private func link(on stream: CountingByteStream, batch: LinkWriteBatch?) -> TCPFrameLinkOnCounting {
+        TCPFrameLinkOnCounting(connection: stream, maximumBodyLength: 1024, skippableSendLength: 0, batch: batch)
+    }
+
+    /// A batch on `loop` and one opened link in it, on a counting stream.
+    private func batchedLink(
+        on loop: RunLoop, closed: @escaping (IMLinkCloseReason) -> Void = { _ in }
+    ) -> (LinkWriteBatch, CountingByteStream, TCPFrameLinkOnCounting) {
+        let batch = LinkWriteBatch(loop: loop, modes: [.common])
+        let stream = CountingByteStream(loop: loop)
+        let link = link(on: stream, batch: batch)
+        link.open(events(closed: closed))
+        return (batch, stream, link)
+    }
+
+    @Test("frames sent one at a time and in batches in one pass reach the stream in one write, in order, once the pass's work is done")
+    func onePassOneWrite() async throws {
+        try await onManualClockLoop { loop, _ in
+            let (_, stream, link) = batchedLink(on: loop)
+            try link.send(heartbeat(1))
+            try link.send([heartbeat(2), heartbeat(3)])
+            try link.send(heartbeat(4))
+            #expect(stream.writes.isEmpty, "nothing is written inside the pass")
+            #expect(link.bufferedOutputBytes == 4 * FrameHeader.size, "gathered bytes count as unread output")
+            try loop.run(.default, timeout: .zero)
+            #expect(stream.writes.count == 1)
+            #expect(try stream.writtenFrames().first?.map(\.serial) == [1, 2, 3, 4])
+            #expect(link.bufferedOutputBytes == 0)
+            try link.send(heartbeat(5))
+            try loop.run(.default, timeout: .zero)
+            #expect(try stream.writtenFrames().map { $0.map(\.serial) } == [[1, 2, 3, 4], [5]], "the next pass writes again")
+        }
+    }
+
+    @Test("without a batch (a client's link), each send is its own write at once")
+    func noBatchWritesAtOnce() async throws {
+        try await onManualClockLoop { loop, _ in
+            let stream = CountingByteStream(loop: loop)
+            let link = link(on: stream, batch: nil)
+            link.open(events())
+            try link.send(heartbeat(1))
+            try link.send([heartbeat(2), heartbeat(3)])
+            #expect(try stream.writtenFrames().map { $0.map(\.serial) } == [[1], [2, 3]])
+        }
+    }
+
+    @Test("several links of one batch write once each in the same pass")
+    func severalLinks() async throws {
+        try await onManualClockLoop { loop, _ in
+            let batch = LinkWriteBatch(loop: loop, modes: [.common])
+            let streams = (0..<3).map { _ in CountingByteStream(loop: loop) }
+            let links = streams.map { link(on: $0, batch: batch) }
+            for link in links { link.open(events()) }
+            for serial in UInt32(1)...4 {
+                for link in links { try link.send(heartbeat(serial)) }
+            }
+            #expect(batch.waitingLinks == 3, "each link enlisted once")
+            try loop.run(.default, timeout: .zero)
+            #expect(batch.waitingLinks == 0)
+            for stream in streams {
+                #expect(try stream.writtenFrames().map { $0.map(\.serial) } == [[1, 2, 3, 4]])
+            }
+        }
+    }
+
+    @Test("a graceful close writes what the pass gathered first; an abort drops it; a closed link refuses frames")
+    func closeAndAbort() async throws {
+        try await onManualClockLoop { loop, _ in
+            let (batch, closing, closed) = batchedLink(on: loop)
+            try closed.send(heartbeat(1))
+            closed.close(for: .serverShutdown)
+            #expect(try closing.writtenFrames().map { $0.map(\.serial) } == [[1]] && closing.closes == [false])
+            #expect(throws: IMLinkFailure.outputClosed) { try closed.send(heartbeat(2)) }
+
+            let aborting = CountingByteStream(loop: loop)
+            let aborted = link(on: aborting, batch: batch)
+            aborted.open(events())
+            try aborted.send(heartbeat(3))
+            aborted.abort()
+            try loop.run(.default, timeout: .zero)
+            #expect(aborting.writes.isEmpty && aborting.closes == [true])
+            #expect(closing.writes.count == 1, "nothing written twice")
+        }
+    }
+
+    @Test("a write the stream refuses at the pass's end closes the link at once and reports the failure")
+    func refusedWrite() async throws {
+        try await onManualClockLoop { loop, _ in
+            var reasons: [IMLinkCloseReason] = []
+            let (_, stream, link) = batchedLink(on: loop) { reasons.append($0) }
+            try link.send(heartbeat(1))
+            stream.refusal = .writeBufferFull(limit: 10)
+            try loop.run(.default, timeout: .zero)
+            #expect(reasons == [.failed(.outputFull(limit: 10))])
+            #expect(stream.closes == [true])
+            #expect(throws: IMLinkFailure.outputClosed) { try link.send(heartbeat(2)) }
+        }
+    }
+
+    @Test("a server answers SENDs read together with one write to the sender (its SEND_ACKs) and one to the recipient (its DELIVERs)")
+    func serverFanOutWritesOncePerLinkPerPass() async throws {
+        try await onManualClockLoop { loop, _ in
+            var settings = IMServer.Settings()
+            settings.broadcastsPresence = false
+            let server = IMServer(store: InMemoryIMStore(), settings: settings)
+            func loggedIn(_ user: String) throws -> CountingByteStream {
+                let stream = CountingByteStream(loop: loop)
+                server.adopt(link(on: stream, batch: server.writeBatch))
+                var login = IMLoginRequest()
+                login.user = user
+                login.password = "pw"
+                login.keepaliveSeconds = 60
+                stream.feed([IMFrame(command: .login, serial: 1, message: login)])
+                let online = try loop.runUntil(timeout: .seconds(5)) {
+                    (try? stream.writtenFrames().joined().contains { $0.command == .loginAck }) == true
+                }
+                try #require(online)
+                return stream
+            }
+            let alice = try loggedIn("alice")
+            let bob = try loggedIn("bob")
+            try loop.run(.default, timeout: .zero)
+            let (aliceBefore, bobBefore) = (alice.writes.count, bob.writes.count)
+            let sends = (1...5).map { DeferredStoreTests.send("m\($0)", to: "bob", serial: UInt32($0) + 1) }
+            alice.feed(sends)
+            let delivered = try loop.runUntil(timeout: .seconds(5)) {
+                (try? bob.writtenFrames().joined().filter { $0.command == .deliver }.count) == 5
+                    && (try? alice.writtenFrames().joined().filter { $0.command == .sendAck }.count) == 5
+            }
+            try #require(delivered)
+            #expect(alice.writes.count == aliceBefore + 1, "five SEND_ACKs, one write")
+            #expect(bob.writes.count == bobBefore + 1, "five DELIVERs, one write")
+            #expect(try bob.writtenFrames().last?.map { $0.command } == Array(repeating: .deliver, count: 5))
+        }
+    }
+}
+
+/// The link under test: the server's own link type on a counting stream.
+typealias TCPFrameLinkOnCounting = ByteStreamFrameLink<CountingByteStream>
