@@ -1,4 +1,5 @@
 import RunLoopIMCore
+import RunLoopKit
 
 /// What the server announced of each user's presence, and who may have changed since: the decisions
 /// behind IMServer+Presence, with no sessions or loop in them.
