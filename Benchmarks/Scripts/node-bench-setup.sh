@@ -33,3 +33,15 @@ wait_for_node_port() {
     cat "$work/node.out" "$work/node.err" >&2
     exit 1
 }
+
+# Prints two table rows about the node's stall detector lines (passes busy over 100 ms) in
+# "$work/node.err" after the first $1 of them ("$2" says since when): how many, and the longest —
+# then the first few lines, cut short. The detector logs "busy=1.7 seconds" among its metadata.
+print_stalls_since() {
+    local stalls longest
+    stalls="$(grep 'run loop stalled' "$work/node.err" | tail -n +$(($1 + 1)))"
+    longest="$(sed -n 's/.*busy=\([0-9.e-]*\) \(seconds\|milliseconds\).*/\1 \2/p' <<<"$stalls" |
+        awk '{ ms = $2 == "seconds" ? $1 * 1000 : $1; if (ms > max) max = ms } END { printf "%.0f", max }')"
+    echo "| passes busy over 100 ms $2 (stall detector) / **longest** | $(grep -c . <<<"$stalls") / **${longest:-0} ms** |"
+    cut -c1-400 <<<"$stalls" | head -5
+}

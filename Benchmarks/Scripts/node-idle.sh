@@ -11,6 +11,12 @@
 #                                                   node's CPU goes (flat profile, then call chains)
 #   --settle S: seconds between the last login and the window (default 10), so the window holds no
 #   work left over from the logins
+#   Scripts/node-idle.sh --count 8000 --seconds 5 --hang-up [--perf]   after the window the client
+#                                                   process is killed, so the kernel closes all N
+#                                                   connections at once: the node's longest loop pass
+#                                                   (its stall detector's lines) while it reads the
+#                                                   closes and clears their presence; with --perf, the
+#                                                   profile of those seconds instead of the window's
 #   Scripts/node-idle.sh --mosquitto              then the same crowd (N, heartbeat as MQTT keepalive,
 #                                                   settle, window) on Debian's mosquitto, and one table
 #                                                   of both with chat-node ÷ mosquitto
@@ -32,6 +38,7 @@ heaptrack=false
 perf=false
 settle=10
 mosquitto=false
+hang_up=false
 while [ $# -gt 0 ]; do
     case "$1" in
     --count) count="$2"; shift ;;
@@ -41,7 +48,8 @@ while [ $# -gt 0 ]; do
     --perf) perf=true ;;
     --settle) settle="$2"; shift ;;
     --mosquitto) mosquitto=true ;;
-    *) echo "usage: $0 [--count N] [--seconds S] [--heartbeat S] [--settle S] [--heaptrack] [--perf] [--mosquitto]" >&2; exit 2 ;;
+    --hang-up) hang_up=true ;;
+    *) echo "usage: $0 [--count N] [--seconds S] [--heartbeat S] [--settle S] [--heaptrack] [--perf] [--hang-up] [--mosquitto]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -82,7 +90,7 @@ sleep "$settle"
 rss_online="$(rss_kib)"
 cpu_online="$(cpu_ticks)"
 window_start=$SECONDS
-if $perf; then
+if $perf && ! $hang_up; then
     perf record -e cpu-clock -F 999 -g -p "$node" -o "$work/perf.data" -- sleep "$seconds" >/dev/null 2>&1
 else
     sleep "$seconds"
@@ -90,8 +98,22 @@ fi
 rss_end="$(rss_kib)"
 cpu_end="$(cpu_ticks)"
 window=$((SECONDS - window_start))
-touch "$work/stop"
-wait "$clients"
+if $hang_up; then
+    stalls_before="$(grep -c 'run loop stalled' "$work/node.err")"
+    if $perf; then
+        perf record -e cpu-clock -F 999 -g -p "$node" -o "$work/perf.data" -- sleep 8 >/dev/null 2>&1 &
+        profiler=$!
+        sleep 0.5
+    fi
+    hang_up_cpu="$(cpu_ticks)"
+    kill -KILL "$clients"
+    wait "$clients" 2>/dev/null
+    if $perf; then wait "$profiler"; else sleep 8; fi
+    hang_up_cpu=$(($(cpu_ticks) - hang_up_cpu))
+else
+    touch "$work/stop"
+    wait "$clients"
+fi
 client_status=$?
 figure() { sed -n "s/^idle\.$1 //p" "$work/clients.txt" | head -1; }
 online="$(figure online)"
@@ -114,6 +136,10 @@ awk -v t="$((cpu_end - cpu_online))" -v hz="$ticks_per_s" -v w="$window" -v a="$
     printf "| **node CPU in the %d s window** | %d ms = **%.2f %% of a core** |\n", w, ms, ms / 10 / w
     if (a > 0) printf "| heartbeats answered / **node CPU per heartbeat** | %d / **%.1f µs** |\n", a, ms * 1000 / a }'
 grep -v '^idle\.' "$work/clients.txt" | grep -v '^idle.progress' | head -5
+if $hang_up; then
+    echo "| all $count clients hung up at once: node CPU in the next 8 s | $((hang_up_cpu * 1000 / ticks_per_s)) ms |"
+    print_stalls_since "$stalls_before" "after the hang-up"
+fi
 if $perf; then
     profile="/tmp/node-idle-perf.$$.txt"
     {

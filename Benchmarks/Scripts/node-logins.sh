@@ -120,6 +120,7 @@ until [ "$(cat "$work"/clients.*.txt | grep -c '^logins\.presence_exact_users ')
     [ "$alive" -eq 0 ] && break
     sleep 0.1
 done
+stalls_before="$(grep -c 'run loop stalled' "$work/node.err")"
 touch "$work/stop.leave"
 status=0
 for pid in "${clients[@]}"; do wait "$pid" || status=1; done
@@ -153,8 +154,9 @@ awk -v b="$rss_before" -v a="$rss_after" -v l="$rss_later" 'BEGIN {
     printf "| **RSS after all left** (5 s; 15 s) | **%.1f MiB = %+.1f %%** (%.1f MiB = %+.1f %%) |\n",
         a / 1024, (a - b) * 100 / b, l / 1024, (l - b) * 100 / b }'
 echo "| RSS by kind before → 15 s after all left (MiB) | $kinds_before → $kinds_later |"
-grep -h 'freed heap given back' "$work/node.err" | sed 's/^.*chat-node: /| node: /; s/$/ |/' | head -3
+grep -h 'freed heap given back\|follow-up trim' "$work/node.err" | sed 's/^.*chat-node: /| node: /; s/$/ |/' | head -10
 echo "| client CPU, all processes | $(sum client_cpu_ms) ms |"
+print_stalls_since "$stalls_before" "once all left at once"
 grep -h '^cluster-bench:' "$work"/clients.*.txt | head -5
 if $heap_pages; then
     echo

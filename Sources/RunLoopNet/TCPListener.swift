@@ -330,5 +330,10 @@ public final class TCPListener {
     /// A connection this listener accepted has closed.
     func connectionDidClose(_ connection: TCPConnection) {
         open[ObjectIdentifier(connection)] = nil
+        open.shrinkIfSparse()
     }
+
+    /// How many connections the table of open ones has room for (for the test that a crowd's
+    /// room goes back once it closed).
+    package var openTableRoom: Int { open.capacity }
 }

@@ -43,6 +43,66 @@ struct MassDisconnectTests {
         }
     }
 
+    @Test(
+        "a crowd ending at once is announced offline in batches of 1,000 users: the most in one pass does not grow with the crowd",
+        .disabled(if: isRunningUnderThreadSanitizer, "a volume test of one loop: run in the plain pass"))
+    func announcementsPerPassDoNotGrowWithTheCrowd() async throws {
+        try await onLoopThread {
+            var most: [Int] = []
+            for crowd in [2_500, 5_000] {
+                let perPass = try offlineAnnouncementsPerPass(crowd: crowd)
+                #expect(perPass.reduce(0, +) == crowd, "everyone announced offline once")
+                // A batch a pass (two at most: a first batch run before the pass's timers, from a
+                // block queued by a custom source, has its next one due in the same pass).
+                #expect(perPass.allSatisfy { $0 <= 2 * 1_000 }, "\(crowd) sessions: \(perPass)")
+                most.append(perPass.max() ?? 0)
+            }
+            #expect(most[0] == most[1], "the most in one pass for 2,500 and 5,000: \(most)")
+        }
+    }
+
+    @Test("the ledger settles at most its limit, in the order noted, and keeps the rest for the next announcement")
+    func ledgerSettlesInBatches() {
+        var ledger = PresenceLedger()
+        let firsts = ["a", "b", "c", "d", "e"].map { ledger.note($0) }
+        #expect(firsts == [true, false, false, false, false])
+        let first = ledger.settle(limit: 2) { _ in true }
+        #expect(first.map(\.user) == ["a", "b"])
+        #expect(ledger.hasNoted && ledger.isNoted("c") && !ledger.isNoted("a"))
+        let againWhileWaiting = ledger.note("a")
+        #expect(!againWhileWaiting, "noted again while the rest wait: their announcement is scheduled already")
+        let second = ledger.settle(limit: 2) { _ in true }
+        #expect(second.map(\.user) == ["c", "d"])
+        let third = ledger.settle(limit: 2) { _ in true }
+        #expect(third.map(\.user) == ["e"], "a was announced online already")
+        #expect(!ledger.hasNoted)
+        let afterAll = ledger.note("f")
+        #expect(afterAll, "all settled: the next note schedules an announcement")
+    }
+
+    /// Logs `crowd` users in, resets all their links in one pass, and counts the offline
+    /// announcements of each loop pass that had any.
+    func offlineAnnouncementsPerPass(crowd: Int) throws -> [Int] {
+        let loop = RunLoop.current
+        let server = IMServer(store: InMemoryIMStore(), settings: .withoutLoginLimits)
+        var pass = 0
+        let passes = RunLoopObserver(activities: .beforeTimers) { _, _ in pass += 1 }
+        loop.add(passes, forMode: .default)
+        defer { passes.invalidate() }
+        var offlineInPass: [Int: Int] = [:]
+        server.onPresenceChange = { _, _, online in if !online { offlineInPass[pass, default: 0] += 1 } }
+        let links = (0..<crowd).map { _ in MemoryLinkPeer() }
+        for (index, link) in links.enumerated() {
+            link.keepsFrames = false
+            server.adopt(link.serverEnd)
+            link.logIn("u\(index)", settling: false)
+        }
+        try #require(try spin(loop) { server.presence.announced.count == crowd })
+        for link in links { link.pair.apply(.reset) }
+        try #require(try spin(loop) { server.presence.announced.isEmpty && !server.presence.hasNoted })
+        return offlineInPass.keys.sorted().map { offlineInPass[$0]! }
+    }
+
     @Test("a user who drops and comes back within one pass is not announced offline at all")
     func presenceIsCoalescedPerPass() async throws {
         try await onLoopThread {

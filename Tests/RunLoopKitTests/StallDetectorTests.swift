@@ -140,6 +140,26 @@ import Testing
         #expect(record.metadata["calloutCount"] == "40")
     }
 
+    /// Issue 22: a pass of thousands of callouts (a crowd's connections closing together) must not
+    /// leave its list's room behind for as long as the loop runs.
+    @Test func aWidePassLeavesNoRoomForItsCalloutsBehind() async throws {
+        let rooms = try await onManualClockLoop { loop, _ in
+            let detector = RunLoopStallDetector(threshold: .seconds(1), logger: nil, metricsFactory: TestMetrics())
+            detector.attach(to: loop, modes: ["M"])
+            for _ in 0..<5_000 { loop.add(RunLoopTimer(after: .milliseconds(1)) { _ in }, forMode: "M") }
+            var rooms: [Int] = []
+            // The passes after the wide one, in the same activation.
+            for delay in [2, 3] {
+                loop.add(RunLoopTimer(after: .milliseconds(Int64(delay))) { _ in rooms.append(detector.calloutRoom) }, forMode: "M")
+            }
+            try loop.run("M", timeout: .seconds(1))
+            detector.detach()
+            return rooms
+        }
+        #expect(rooms.count == 2)
+        #expect(rooms.allSatisfy { $0 <= RunLoopStallDetector.keptRoom }, "room kept: \(rooms)")
+    }
+
     @Test func aSummaryNamesEveryLabelWhenFewRan() async throws {
         let stalls = try await onManualClockLoop { loop, clock in
             var stalls: [RunLoopStallDetector.Stall] = []

@@ -231,7 +231,7 @@ import Testing
 
     @Test func aThousandConcurrentConnectionsEchoOnOneLoop() async throws {
         let count = 1000
-        let (echoed, peak, closedCleanly, limit) = try await onLoopThread {
+        let (echoed, peak, closedCleanly, limit, roomAfter) = try await onLoopThread {
             let loop = RunLoop.current
             let limit = raiseDescriptorLimit()
             let listener = try echoListener()
@@ -274,11 +274,13 @@ import Testing
             }
             for client in clients { client.close() }
             try spin(loop, for: .seconds(60)) { closed == count && listener.connectionCount == 0 }
-            return (echoed, peak, cleanly, limit)
+            return (echoed, peak, cleanly, limit, listener.openTableRoom)
         }
         #expect(limit >= 2 * UInt64(count) + 100, "descriptor limit too low for this test")
         #expect(echoed == count)
         #expect(peak == count, "every connection was open at once")
         #expect(closedCleanly == count)
+        // Issue 22: the table of open connections does not keep a crowd's room once it has gone.
+        #expect(roomAfter < 64, "room for \(roomAfter) connections kept")
     }
 }

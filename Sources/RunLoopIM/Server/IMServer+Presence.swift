@@ -8,6 +8,20 @@ extension IMServer {
     /// Notes that `user` may have come online or gone offline; announced at the end of the pass.
     func presenceChanged(_ user: String) {
         guard presence.note(user) else { return }
+        scheduleAnnouncement()
+    }
+
+    /// The rest of an announcement cut at its limit, on the loop's next pass: a timer due at once
+    /// fires once a pass, after the loop read its ports, where a block queued from a block could run
+    /// in the same pass (blocks run up to three times a pass, RunLoop+Run).
+    private func scheduleNextBatch() {
+        let timer = RunLoopTimer(after: .zero, label: "im.server presence, continued") { [weak self] _ in
+            self?.announcePresence()
+        }
+        for mode in modes { loop.add(timer, forMode: mode) }
+    }
+
+    private func scheduleAnnouncement() {
         // The loop's own thread by construction: every session callback runs there.
         try? loop.performFromLoopThread(inModes: modes, label: "im.server presence") { [weak self] in
             self?.announcePresence()
@@ -19,11 +33,18 @@ extension IMServer {
     /// next, and its own change is announced by the next announcement — never from inside this one.
     /// A server shutting down tells its clients nothing: they are told `shuttingDown`, and their
     /// users are not gone, only moving (docs/PROTOCOL.md §8).
+    ///
+    /// At most ``IMServer/Settings/presenceChangesPerPass`` users are settled at once; the others
+    /// in the next pass, and so on: thousands of sessions closed together (a network blip) would
+    /// otherwise make one pass of thousands of audience reads, during which nobody else is served.
     private func announcePresence() {
         // Read for this pass only: a later announcement asks again.
         let known = audiencesOfThisPass
         audiencesOfThisPass = [:]
-        let changes = presence.settle { self.byUser[$0] != nil || self.clusterOnline.contains($0) }
+        let changes = presence.settle(limit: settings.presenceChangesPerPass) {
+            self.byUser[$0] != nil || self.clusterOnline.contains($0)
+        }
+        if presence.hasNoted { scheduleNextBatch() }
         for change in changes { onPresenceChange?(self, change.user, change.online) }
         guard settings.broadcastsPresence, !isShuttingDown, !changes.isEmpty else { return }
         // Audiences answered at once (the memory and SQLite stores) share one write per session.

@@ -60,6 +60,11 @@ public final class IMServer {
         /// ones a pass apart, until the session has all of its audience online. With no application
         /// (everyone is the audience), the first page only.
         public var presenceSnapshotPage = 500
+        /// The most users whose change of presence one loop pass announces (an audience read and
+        /// their PRESENCE writes each); more changed at once — sessions closed together — are
+        /// announced in the passes after, in the order they changed, so the other users are served
+        /// between batches.
+        public var presenceChangesPerPass = 1_000
         /// Login admission: checks at once, per-address limits, failure delays (``IMLoginLimits``).
         public var logins = IMLoginLimits()
 
@@ -112,7 +117,8 @@ public final class IMServer {
     public let store: any IMServerStore
     public var logger: Logger
     /// A user came online (first session) or went offline (last session ended). Reported once per
-    /// change that is still true at the end of the loop pass it happened in.
+    /// change that is still true at the end of the loop pass it happened in — when more than
+    /// ``Settings/presenceChangesPerPass`` users changed at once, the others in the passes after.
     public var onPresenceChange: ((IMServer, String, Bool) -> Void)?
     /// A session ended, with why (after it was removed from ``sessions``).
     public var onSessionEnd: ((IMServer, IMServerSession, IMSessionEndReason) -> Void)?

@@ -1,4 +1,5 @@
 import RunLoopIMCore
+import RunLoopKit
 
 /// What the server announced of each user's presence, and who may have changed since: the decisions
 /// behind IMServer+Presence, with no sessions or loop in them.
@@ -7,34 +8,48 @@ struct PresenceLedger {
     /// announcement needs them, not kept: a kept frame cost each user online ~100 bytes for good, an
     /// encoding costs a snapshot page ~1 µs a frame.
     private(set) var announced: Set<String> = []
-    /// Users noted since the last announcement, in the order they were first noted.
+    /// Users noted and not settled yet, in the order they were first noted since their last
+    /// announcement: those from ``nextNoted`` on (the ones before were settled by an announcement
+    /// that took only part of them).
     private var noted: [String] = []
+    private var nextNoted = 0
     private var notedSet: Set<String> = []
 
-    /// Notes that `user` may have come online or gone offline. Returns whether it is the first note
-    /// since the last announcement: then one must be scheduled.
+    /// Notes that `user` may have come online or gone offline. Returns whether no note was waiting
+    /// before it: then an announcement must be scheduled (while notes wait, one is).
     mutating func note(_ user: String) -> Bool {
-        let isFirst = noted.isEmpty
+        let isFirst = notedSet.isEmpty
         if notedSet.insert(user).inserted { noted.append(user) }
         return isFirst
     }
 
-    /// Whether `user` was noted since the last announcement: the next one settles them.
+    /// Whether `user` was noted and not settled yet: an announcement to come settles them.
     func isNoted(_ user: String) -> Bool { notedSet.contains(user) }
 
-    /// The announcement: each noted user whose state now (`isOnline`) differs from the one last
-    /// announced, however many times it changed in between, in the order noted. They count as
-    /// announced from here on.
-    mutating func settle(isOnline: (String) -> Bool) -> [(user: String, online: Bool)] {
-        let users = noted
-        noted.removeAll()
-        notedSet.removeAll()
+    /// Whether users noted wait for an announcement: after one that settled at most its limit.
+    var hasNoted: Bool { !notedSet.isEmpty }
+
+    /// The announcement: of the first `limit` users noted and not settled yet, each whose state now
+    /// (`isOnline`) differs from the one last announced, however many times it changed in between,
+    /// in the order noted. They count as announced from here on; the others wait for the next
+    /// announcement (``hasNoted``).
+    mutating func settle(limit: Int = .max, isOnline: (String) -> Bool) -> [(user: String, online: Bool)] {
+        let end = nextNoted + min(max(1, limit), noted.count - nextNoted)
         var changes: [(user: String, online: Bool)] = []
-        for user in users {
+        for user in noted[nextNoted..<end] {
+            notedSet.remove(user)
             let online = isOnline(user)
             guard online != announced.contains(user) else { continue }
             if online { announced.insert(user) } else { announced.remove(user) }
             changes.append((user, online))
+        }
+        if end == noted.count {
+            // Not keeping the room of a crowd's notes once they are all settled.
+            noted = []
+            notedSet = []
+            nextNoted = 0
+        } else {
+            nextNoted = end
         }
         announced.shrinkIfSparse()
         return changes

@@ -48,6 +48,8 @@ final class SessionDeadlines {
 
     private let loop: RunLoop
     private var heap = Heap<Entry>()
+    /// Sessions with a live entry in the heap (``Slot/queued`` set); the heap's other entries are stale.
+    private var liveEntries = 0
     private var nextOrder: UInt64 = 0
     private var timer: DeadlineTimer!
 
@@ -69,13 +71,24 @@ final class SessionDeadlines {
     func schedule(_ session: IMServerSession, at instant: LoopInstant?) {
         guard instant != session.deadline.wanted else { return }
         session.deadline.wanted = instant
-        guard let instant else { return }
+        guard let instant else {
+            // Its entry is stale from now on (an ended session's): dropped with the others once they
+            // are most of the heap, not when each surfaces up to 1.5 keepalives later — until then
+            // each held its session's weak reference table, and a crowd's left the heap scattered.
+            if session.deadline.queued != nil {
+                session.deadline.queued = nil
+                liveEntries -= 1
+                dropStaleEntriesIfMost()
+            }
+            return
+        }
         if let queued = session.deadline.queued, queued <= instant { return }
         push(session, at: instant)
         armForFirstEntry()
     }
 
     private func push(_ session: IMServerSession, at instant: LoopInstant) {
+        if session.deadline.queued == nil { liveEntries += 1 }
         session.deadline.queued = instant
         heap.insert(Entry(at: instant, order: nextOrder, session: session))
         nextOrder &+= 1
@@ -90,6 +103,7 @@ final class SessionDeadlines {
             heap.removeMin()
             guard let session = first.session, session.deadline.queued == first.at else { continue }
             session.deadline.queued = nil
+            liveEntries -= 1
             guard let wanted = session.deadline.wanted else { continue }
             if wanted > now {
                 push(session, at: wanted)
@@ -100,21 +114,23 @@ final class SessionDeadlines {
         for session in due where session.deadline.wanted.map({ $0 <= now }) == true {
             session.deadlinePassed()
         }
-        shrinkIfSparse()
+        dropStaleEntriesIfMost()
         armForFirstEntry()
     }
 
     /// Gives back the room a crowd left (19,000 sessions, then gone): the heap's array never shrinks
-    /// by itself. Rebuilt with the live entries only once they fill at most a quarter of it, so a
-    /// rebuild follows three quarters of the entries leaving: O(1) per entry, spread out.
-    private func shrinkIfSparse() {
+    /// by itself. Rebuilt with the live entries only once they fill at most a quarter of its room, so
+    /// a rebuild follows three quarters of them going stale or leaving: O(1) per entry, spread out.
+    private func dropStaleEntriesIfMost() {
         let capacity = heap.unordered.capacity
-        guard capacity > 64, heap.count * 4 < capacity else { return }
-        var smaller = Heap<Entry>(minimumCapacity: heap.count)
+        guard capacity > 64, liveEntries * 4 < capacity else { return }
+        var smaller = Heap<Entry>(minimumCapacity: liveEntries)
         for entry in heap.unordered where entry.session.map({ $0.deadline.queued == entry.at }) == true {
             smaller.insert(entry)
         }
         heap = smaller
+        // Sessions released without asking for no deadline left entries counted live.
+        liveEntries = heap.count
     }
 
     private func armForFirstEntry() {

@@ -63,8 +63,14 @@ struct PortTable {
         }
         registration.nextInBucket = nil
         count -= 1
+        // A crowd's descriptors gone (19,000 connections closed): its buckets go too, once the
+        // registrations left fill at most a quarter of them — O(1) per removal, spread out.
+        if buckets.count > 64 && count * 4 < buckets.count { rehash(shift: Swift.max(3, shift - 2)) }
         return true
     }
+
+    /// Buckets of the table (for the test that a crowd's room goes back).
+    var bucketCount: Int { buckets.count }
 
     mutating func removeAll() {
         // Unlinked one by one: releasing a long chain (many sources on one descriptor) through its head
@@ -75,9 +81,12 @@ struct PortTable {
         count = 0
     }
 
-    private mutating func grow() {
+    private mutating func grow() { rehash(shift: Swift.max(shift + 1, 3)) }
+
+    /// Moves every registration into `1 << shift` buckets, each chain keeping its order.
+    private mutating func rehash(shift newShift: UInt32) {
         let old = buckets
-        shift = Swift.max(shift + 1, 3)
+        shift = newShift
         buckets = Array(repeating: nil, count: 1 << shift)
         for head in old {
             var current = head
@@ -101,7 +110,8 @@ struct PortTable {
 }
 
 extension PortTable: Sequence {
-    /// Reads a registration's successor before handing it out, so the loop body may unlink it.
+    /// Reads a registration's successor before handing it out, so the loop body may unlink it (by
+    /// hand, as `removeAll` does: `remove` may rebuild the buckets under a running iteration).
     struct Iterator: IteratorProtocol {
         fileprivate let buckets: [PortRegistration?]
         fileprivate var index = 0

@@ -295,7 +295,8 @@ extension RunLoop {
 
     private func runPendingBlocks(for store: ModeStore) {
         // The pass's blocks move into the loop thread's spare array and the queue keeps its storage, so
-        // once both have grown to the busiest burst, queuing and running a block allocates nothing. The
+        // once both have grown to a busy pass, queuing and running a block allocates nothing — up to
+        // 1,024 blocks: a crowd's burst (a block per closed connection) gives its room back. The
         // spare is taken, not borrowed: a block may start a nested run, whose pass needs an array too.
         var runnable: [PendingBlock] = []
         swap(&runnable, &blockScratch)
@@ -327,7 +328,7 @@ extension RunLoop {
                 callOut(.block, item: nil, label: block.label, mode: store.mode, clock: clock, block.body)
             }
             isRunningBlocks = wasRunningBlocks
-            runnable.removeAll(keepingCapacity: true)
+            runnable.removeAll(keepingCapacityUpTo: 1_024)
         }
         blockScratch = runnable
     }
@@ -524,7 +525,7 @@ extension RunLoop {
             // Still queued: left for the next run, ahead of anything that became ready meanwhile.
             store.readyPorts.insert(contentsOf: ready[index...], at: 0)
         }
-        ready.removeAll(keepingCapacity: true)
+        ready.removeAll(keepingCapacityUpTo: 1_024)
         store.spareReadyPorts = ready
         return handled
     }

@@ -277,14 +277,20 @@ struct CommonItems {
     // Each returns whether the item was a common item. Removing an item from `.common` undoes only
     // that (as CFRunLoop): one never added there stays in every mode it was added to, the default
     // mode included, so callers leave the modes alone when these return false.
+    // Tables of a crowd's items (a port source per connection of 19,000) give their room back once
+    // the crowd has gone, not at the loop's end.
     mutating func remove(_ timer: RunLoopTimer) -> Bool {
-        timers.removeValue(forKey: ObjectIdentifier(timer)) != nil
+        guard timers.removeValue(forKey: ObjectIdentifier(timer)) != nil else { return false }
+        timers.shrinkIfSparse()
+        return true
     }
 
     mutating func remove(_ source: RunLoopSource) -> Bool { Self.remove(source, from: &sources) }
 
     mutating func remove(_ port: RunLoopPortSource) -> Bool {
-        ports.removeValue(forKey: ObjectIdentifier(port)) != nil
+        guard ports.removeValue(forKey: ObjectIdentifier(port)) != nil else { return false }
+        ports.shrinkIfSparse()
+        return true
     }
 
     mutating func remove(_ observer: RunLoopObserver) -> Bool { Self.remove(observer, from: &observers) }

@@ -75,6 +75,13 @@ public final class RunLoopStallDetector: @unchecked Sendable {
     private var observers: [RunLoopObserver] = []
     private var calloutObserver: RunLoopCalloutObserver?
 
+    /// The most values a list of the detector keeps room for between iterations (or batches): a
+    /// wider pass's room goes back to the allocator.
+    package static let keptRoom = 1_024
+
+    /// The room the innermost activation's callout list holds between iterations. Loop thread only.
+    package var calloutRoom: Int { frames.last?.callouts.capacity ?? 0 }
+
     // Loop thread only.
     private var frames: [Frame] = []
     private var metricsByMode: [RunLoop.Mode: ModeMetrics] = [:]
@@ -128,7 +135,7 @@ public final class RunLoopStallDetector: @unchecked Sendable {
 
         func publish() {
             for nanoseconds in unpublished { timer.recordNanoseconds(nanoseconds) }
-            unpublished.removeAll(keepingCapacity: true)
+            unpublished.removeAll(keepingCapacityUpTo: RunLoopStallDetector.keptRoom)
         }
     }
 
@@ -263,7 +270,7 @@ public final class RunLoopStallDetector: @unchecked Sendable {
         }
         frame.iterationStart = nil
         frame.asleep = .zero
-        frame.callouts.removeAll(keepingCapacity: true)
+        frame.callouts.removeAll(keepingCapacityUpTo: Self.keptRoom)
         frames[frames.count - 1] = frame
         if let nextPublish, now < nextPublish { return }
         publish(at: now)

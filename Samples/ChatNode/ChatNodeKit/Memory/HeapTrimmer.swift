@@ -3,7 +3,7 @@ public import RunLoopKit
 
 /// Checks a ``HeapTrimPolicy`` once a second with the node's open sessions, and when it says so
 /// empties the caches it was given (SQLite's page cache) and calls `malloc_trim(0)`, logging what
-/// it cost (RSS tells what came back).
+/// it cost (RSS tells what came back) and telling the policy whether a follow-up found anything.
 ///
 /// Loop thread only: made, started and stopped on its loop's thread.
 public final class HeapTrimmer {
@@ -44,11 +44,18 @@ public final class HeapTrimmer {
 
     private func check() {
         let count = sessions()
-        guard policy.check(sessions: count, now: loop.now) else { return }
+        guard let trim = policy.check(sessions: count, now: loop.now) else { return }
         let start = loop.now
         releaseCaches()
-        _ = GlibcMalloc.trim?(0)
-        let micros = (loop.now - start) / .microseconds(1)
-        logger.notice("\(count) sessions open, down from a crowd: freed heap given back in \(Int(micros)) µs")
+        let gaveBack = GlibcMalloc.trim?(0) == 1
+        let micros = Int((loop.now - start) / .microseconds(1))
+        switch trim {
+        case .crowdLeft:
+            logger.notice("\(count) sessions open, down from a crowd: freed heap given back in \(micros) µs")
+        case .followUp:
+            policy.followUpTrimmed(gaveBack: gaveBack)
+            let outcome = gaveBack ? "freed heap given back" : "nothing freed since: no more follow-ups"
+            logger.notice("\(count) sessions open, follow-up trim: \(outcome) in \(micros) µs")
+        }
     }
 }

@@ -1,7 +1,7 @@
 /// A hash table that can be rebuilt smaller: Swift's dictionaries and sets never shrink by
 /// themselves, so a table that held a crowd (19,000 users online, then gone) would keep its size for
 /// good.
-protocol ShrinkableHashTable: Collection {
+package protocol ShrinkableHashTable: Collection {
     var capacity: Int { get }
     init(minimumCapacity: Int)
     /// Puts an element of another table of the same kind into this one.
@@ -12,7 +12,7 @@ extension ShrinkableHashTable {
     /// Gives back the room of removed entries once those left fill at most a quarter of it. A
     /// rebuild happens only after three quarters of the entries went since the last one, so it costs
     /// O(1) per removal, spread out.
-    mutating func shrinkIfSparse() {
+    package mutating func shrinkIfSparse() {
         guard capacity > 64, count * 4 < capacity else { return }
         var smaller = Self(minimumCapacity: count)
         for element in self { smaller.insertMoved(element) }
@@ -21,9 +21,9 @@ extension ShrinkableHashTable {
 }
 
 extension Dictionary: ShrinkableHashTable {
-    mutating func insertMoved(_ element: Element) { self[element.key] = element.value }
+    package mutating func insertMoved(_ element: Element) { self[element.key] = element.value }
 }
 
 extension Set: ShrinkableHashTable {
-    mutating func insertMoved(_ element: Element) { insert(element) }
+    package mutating func insertMoved(_ element: Element) { insert(element) }
 }

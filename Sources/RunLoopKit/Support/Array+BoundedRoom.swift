@@ -1,0 +1,10 @@
+extension Array {
+    /// Empties the array, keeping its storage for the next use only while it holds at most `limit`
+    /// elements. A scratch list refilled every pass keeps its room, so a steady load allocates
+    /// nothing; one that a crowd grew to thousands (a pass that read 19,000 closed connections) gives
+    /// that room back instead of holding it for good, at the cost of one allocation in a pass that
+    /// wide.
+    package mutating func removeAll(keepingCapacityUpTo limit: Int) {
+        removeAll(keepingCapacity: capacity <= limit)
+    }
+}
