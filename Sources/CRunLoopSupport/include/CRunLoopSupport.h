@@ -18,6 +18,12 @@ bool rlk_is_main_thread(void);
 /// The main thread's pthread handle.
 unsigned long rlk_main_pthread(void);
 
+/// Sleeps while *word still holds `expected` (futex FUTEX_WAIT_PRIVATE); returns at once if it does not,
+/// and may return spuriously (a signal, a wake meant for an earlier sleeper): the caller checks again.
+void rlk_futex_wait(uint32_t *word, uint32_t expected);
+/// Wakes at most one thread sleeping in rlk_futex_wait on `word`.
+void rlk_futex_wake_one(uint32_t *word);
+
 /// A non-blocking, close-on-exec eventfd; -1 and errno on failure.
 int rlk_eventfd_create(void);
 /// Adds 1 to the counter. Returns 0, or errno (EAGAIN means the counter is saturated, still readable).
