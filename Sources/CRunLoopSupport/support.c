@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <linux/sockios.h>
 #include <sys/eventfd.h>
 #include <dirent.h>
@@ -25,6 +26,12 @@ bool rlk_is_main_thread(void) { return rlk_gettid() == getpid(); }
 // thread even when another thread touches it first.
 static pthread_t main_pthread;
 unsigned long rlk_main_pthread(void) { return (unsigned long)main_pthread; }
+
+void rlk_futex_wait(uint32_t *word, uint32_t expected) {
+    syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+}
+
+void rlk_futex_wake_one(uint32_t *word) { syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0); }
 
 int rlk_eventfd_create(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
 

@@ -25,6 +25,12 @@ int rlk_main_queue_handle(void);
 /// and never after `dispatch_main()` (libdispatch then drains the queue itself).
 void rlk_main_queue_drain(int handle);
 
+/// Sleeps while *word still holds `expected` (futex FUTEX_WAIT_PRIVATE); returns at once if it does not,
+/// and may return spuriously (a signal, a wake meant for an earlier sleeper): the caller checks again.
+void rlk_futex_wait(uint32_t *word, uint32_t expected);
+/// Wakes at most one thread sleeping in rlk_futex_wait on `word`.
+void rlk_futex_wake_one(uint32_t *word);
+
 /// A non-blocking, close-on-exec eventfd; -1 and errno on failure.
 int rlk_eventfd_create(void);
 /// Adds 1 to the counter. Returns 0, or errno (EAGAIN means the counter is saturated, still readable).

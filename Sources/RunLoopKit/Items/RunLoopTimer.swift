@@ -245,8 +245,8 @@ extension RunLoopTimer {
     /// Calls `body` with each mode store the timer is in, first mode first.
     func forEachStore(_ body: (ModeStore) -> Void) {
         guard let home else { return }
-        body(home.store)
-        for other in otherMemberships { body(other.store) }
+        home.withStore(body)
+        for other in otherMemberships { other.withStore(body) }
     }
 }
 

@@ -64,7 +64,12 @@ extension RunLoop {
 
     func insertTimerLocked(_ timer: RunLoopTimer, into mode: Mode) {
         lock.assertHeld()
-        guard timer.isValid, let store = storeLocked(mode) else { return }
+        guard timer.isValid else { return }
+        // The store is borrowed, not retained (a retain and a release per add).
+        _ = withStoreLocked(mode) { store in insertTimerLocked(timer, into: store) }
+    }
+
+    private func insertTimerLocked(_ timer: RunLoopTimer, into store: ModeStore) {
         // Unscheduled (the usual add) means in no heap: no lookup.
         if timer.isScheduled && store.timers.contains(timer) { return }
         if !timer.isScheduled {
@@ -123,8 +128,11 @@ extension RunLoop {
     func removeEverywhereLocked(_ timer: RunLoopTimer) {
         lock.assertHeld()
         while let membership = timer.home {
-            membership.store.removeTimer(timer)
-            timersChangedLocked(membership.store)
+            // Borrowed: `store` would retain and release it.
+            membership.withStore { store in
+                store.removeTimer(timer)
+                timersChangedLocked(store)
+            }
         }
         if !commonItems.timers.isEmpty { _ = commonItems.remove(timer) }
     }

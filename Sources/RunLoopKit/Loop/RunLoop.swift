@@ -40,7 +40,9 @@ public final class RunLoop: @unchecked Sendable {
     @exclusivity(unchecked) var blocks: [PendingBlock] = []
     @exclusivity(unchecked) var activations: [Activation] = []
     @exclusivity(unchecked) var currentStore: ModeStore?
-    @exclusivity(unchecked) var lastStore: ModeStore?
+    /// The store used last, unretained: stores are never removed from `modes` while the loop lives, so
+    /// `modes` keeps it alive; a counted reference cost a retain and a release per timer added.
+    @exclusivity(unchecked) var lastStore: Unmanaged<ModeStore>?
     @exclusivity(unchecked) var tornDownLocked = false
     @exclusivity(unchecked) var pendingBackendChanges: [BackendChange] = []
     @exclusivity(unchecked) var calloutObservers: [RunLoopCalloutObserver] = []
@@ -173,17 +175,31 @@ public final class RunLoop: @unchecked Sendable {
     /// string, a pointer compare) spares a full string comparison with the pseudo-mode's long name.
     @inline(__always)
     func isCommonLocked(_ mode: Mode) -> Bool {
-        if let last = lastStore, last.mode == mode { return false }
+        if let last = lastStore, last._withUnsafeGuaranteedRef({ $0.mode == mode }) { return false }
         return mode == .common
     }
 
     /// The store for `mode`, created if needed. Caller holds the lock.
     func storeLocked(_ mode: Mode) -> ModeStore? {
+        withStoreLocked(mode) { $0 }
+    }
+
+    /// Runs `body` with the store for `mode`, created if needed; nil if it cannot be created. The store
+    /// used last is lent without reference counting. Caller holds the lock.
+    @inline(__always)
+    func withStoreLocked<Result>(_ mode: Mode, _ body: (ModeStore) -> Result) -> Result? {
         lock.assertHeld()
         // Items mostly go to the mode used last; comparing a short name beats hashing it.
-        if let last = lastStore, last.mode == mode { return last }
+        if let last = lastStore, last._withUnsafeGuaranteedRef({ $0.mode == mode }) {
+            return last._withUnsafeGuaranteedRef(body)
+        }
+        guard let store = findOrCreateStoreLocked(mode) else { return nil }
+        return body(store)
+    }
+
+    private func findOrCreateStoreLocked(_ mode: Mode) -> ModeStore? {
         if let store = modes[mode] {
-            lastStore = store
+            lastStore = .passUnretained(store)
             return store
         }
         do {
