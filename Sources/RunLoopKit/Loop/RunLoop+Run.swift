@@ -99,7 +99,7 @@ extension RunLoop {
             notify(store, .beforeTimers)
             notify(store, .beforeSources)
             runBlocks(for: store)
-            var handled = performSources(in: store, returnAfterFirst: returnAfterSourceHandled)
+            var handled = hasSources(store) && performSources(in: store, returnAfterFirst: returnAfterSourceHandled)
             if handled { runBlocks(for: store) }
 
             let poll = handled || isPoll || !store.readyPorts.isEmpty
@@ -331,6 +331,13 @@ extension RunLoop {
         blockScratch = runnable
     }
 
+    /// Whether the sources0 pass has anything to look at: false, without a call, for a mode without
+    /// custom sources whose set did not change (a port-only mode, every iteration).
+    @inline(__always)
+    private func hasSources(_ store: ModeStore) -> Bool {
+        !store.loopSources.isEmpty || store.sourcesGeneration.load(ordering: .acquiring) != store.loopSourcesGeneration
+    }
+
     /// The sources0 pass: signalled custom sources in (order, first-signal) order.
     private func performSources(in store: ModeStore, returnAfterFirst: Bool) -> Bool {
         let sources = store.sourcesForPass(lock: lock)
@@ -502,13 +509,11 @@ extension RunLoop {
     }
 
     private func performReadyPorts(in store: ModeStore, returnAfterFirst: Bool) -> Bool {
-        // One ready port (a request/response exchange): nothing to sort or hand back, and removing
-        // the last element is a decrement where emptying an array keeping its storage is a generic
-        // range replacement.
-        if store.readyPorts.count == 1 { return perform(store.readyPorts.removeLast(), in: store) }
+        // One ready port (a request/response exchange): nothing to sort or hand back.
+        if let sole = store.readyPorts.takeSole() { return perform(sole, in: store) }
         var ready = store.spareReadyPorts
         store.spareReadyPorts = []
-        swap(&ready, &store.readyPorts)
+        store.readyPorts.takeAll(into: &ready)
         if ready.count > 1 { ready.sort(by: PortRegistration.precedes) }
         var handled = false
         var index = 0
@@ -521,7 +526,7 @@ extension RunLoop {
         }
         if index < ready.count {
             // Still queued: left for the next run, ahead of anything that became ready meanwhile.
-            store.readyPorts.insert(contentsOf: ready[index...], at: 0)
+            store.readyPorts.prepend(ready[index...])
         }
         ready.removeAll(keepingCapacity: true)
         store.spareReadyPorts = ready
