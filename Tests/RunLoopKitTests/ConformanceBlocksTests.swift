@@ -148,4 +148,37 @@ import Testing
         #expect(inA == ["A1", "A2", "A3"])
         #expect(inB == ["B1", "B2", "B3", "B4"])
     }
+
+    @Test("default-mode blocks wait in other modes, common ones included, before and after other-mode blocks")
+    func defaultModeBlocksBesideOtherModeBlocks() async throws {
+        // A default-only queue is taken whole in the default mode and left alone elsewhere without
+        // comparing mode names (`otherModeBlockCount` at zero): this pins that shortcut against the
+        // general path, across the count going up and back to zero.
+        let passes = try await onManualClockLoop { loop, _ in
+            let trace = Trace()
+            let modeA = RunLoop.Mode("A")
+            loop.addCommonMode(modeA)
+            var passes: [[String]] = []
+            func pass(_ mode: RunLoop.Mode) throws {
+                trace.reset()
+                try loop.run(mode, timeout: .zero)
+                passes.append(trace.events)
+            }
+            loop.perform { trace.append("D1") }
+            try pass(modeA)  // only default-mode blocks wait: none runs in a common mode that is not the default
+            loop.perform(inModes: [modeA]) { trace.append("A1") }
+            loop.perform { trace.append("D2") }
+            try pass(modeA)
+            try pass(.default)
+            // The other-mode block ran: the shortcut is back, and must still leave A's next block to A.
+            loop.perform(inModes: [modeA]) { trace.append("A2") }
+            try pass(.default)
+            loop.perform(inModes: [.common]) { trace.append("C1") }
+            loop.perform(inModes: [RunLoop.Mode("kCFRunLoopDefaultMode")]) { trace.append("D3") }
+            try pass(modeA)
+            try pass(.default)
+            return passes
+        }
+        #expect(passes == [[], ["A1"], ["D1", "D2"], [], ["A2", "C1"], ["D3"]])
+    }
 }

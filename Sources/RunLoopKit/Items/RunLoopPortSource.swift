@@ -112,11 +112,14 @@ struct DescriptorIdentity: Equatable {
 /// One port source in one mode: the libevent event and the readiness collected for it.
 final class PortRegistration {
     let source: RunLoopPortSource
-    /// Unowned and unchecked: a registration is held only by its store's table and the loop's queues
-    /// (ready ports, pending backend changes), and a store lives as long as its loop, so the store is
-    /// always there when one is used; a checked reference cost a strong retain and release on every
-    /// readiness callback.
-    unowned(unsafe) let store: ModeStore
+    /// Unretained: a registration is held only by its store's table and the loop's queues (ready
+    /// ports, pending backend changes), and a store lives as long as its loop, so the store is always
+    /// there when one is used; a checked reference cost a strong retain and release on every readiness
+    /// callback.
+    var store: ModeStore { storeReference.takeUnretainedValue() }
+    /// An `Unmanaged` rather than `unowned(unsafe)`: borrowing from it (`noteReady`) takes no retain,
+    /// where a mutation through an `unowned(unsafe)` reference still retained and released the store.
+    private let storeReference: Unmanaged<ModeStore>
     /// Position in the mode, for a stable dispatch order among equal `order`s.
     let sequence: UInt64
     /// False once removed from the mode. Written under the loop lock; read by the loop thread before
@@ -130,12 +133,14 @@ final class PortRegistration {
     var isQueued = false
     var pendingEvents: Int16 = 0
     var event: OpaquePointer?
+    /// The registration behind this one in its mode's `ReadyPortQueue` (loop thread only).
+    var nextReady: Unmanaged<PortRegistration>?
     /// The next registration in the mode's `PortTable` bucket (guarded by the loop lock).
     var nextInBucket: PortRegistration?
 
     init(source: RunLoopPortSource, store: ModeStore, sequence: UInt64) {
         self.source = source
-        self.store = store
+        self.storeReference = Unmanaged.passUnretained(store)
         self.sequence = sequence
     }
 
@@ -144,10 +149,12 @@ final class PortRegistration {
     @inline(__always)
     func noteReady(_ events: Int16) {
         pendingEvents |= events
-        store.backend.noteReadyPort()
-        if !isQueued {
-            isQueued = true
-            store.readyPorts.append(self)
+        storeReference._withUnsafeGuaranteedRef { store in
+            store.backend.noteReadyPort()
+            if !isQueued {
+                isQueued = true
+                store.readyPorts.append(self)
+            }
         }
     }
 

@@ -53,8 +53,8 @@ final class ModeStore {
     let portCount = Atomic<Int>(0)
     /// Port registrations with readiness not yet performed. Loop thread only, hence unchecked
     /// exclusivity (as `loopSources`).
-    @exclusivity(unchecked) var readyPorts: [PortRegistration] = []
-    /// A spare buffer swapped with `readyPorts` so steady-state dispatch does not allocate.
+    @exclusivity(unchecked) var readyPorts = ReadyPortQueue()
+    /// Where a pass with several ready ports sorts them, kept so steady-state dispatch does not allocate.
     @exclusivity(unchecked) var spareReadyPorts: [PortRegistration] = []
 
     init(mode: RunLoop.Mode, wakePort: WakeUpPort, loopID: ObjectIdentifier) throws(RunLoopError) {

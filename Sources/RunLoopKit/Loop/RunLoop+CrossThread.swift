@@ -76,8 +76,14 @@ extension RunLoop {
     ) {
         let queued = lock.withLock { () -> Bool in
             guard !tornDownLocked, !modes.isEmpty else { return false }
-            for mode in modes where mode != .common { _ = storeLocked(mode) }
-            blocks.append(PendingBlock(modes: modes, label: label, body: block))
+            // The default mode's store is made with the loop and never removed: a default-only block (the
+            // usual hand-off) needs no look-up, nor a comparison with the common pseudo-mode's name.
+            let defaultOnly = modes.count == 1 && modes[0] == .default
+            if !defaultOnly {
+                for mode in modes where mode != .common { _ = storeLocked(mode) }
+                otherModeBlockCount += 1
+            }
+            blocks.append(PendingBlock(modes: defaultOnly ? nil : modes, label: label, body: block))
             pendingBlockCount.add(1, ordering: .releasing)
             return true
         }

@@ -100,7 +100,7 @@ extension RunLoop {
             notify(store, .beforeTimers)
             notify(store, .beforeSources)
             runBlocks(for: store)
-            var handled = performSources(in: store, returnAfterFirst: returnAfterSourceHandled)
+            var handled = hasSources(store) && performSources(in: store, returnAfterFirst: returnAfterSourceHandled)
             if handled { runBlocks(for: store) }
 
             let poll = handled || isPoll || !store.readyPorts.isEmpty
@@ -152,6 +152,8 @@ extension RunLoop {
 
     // MARK: waiting
 
+    /// Inlined into `iterate`, its only caller: one call frame fewer per iteration.
+    @inline(__always)
     private func wait(in store: ModeStore, clock: LoopClock, polling: Bool, deadline: UInt64) {
         applyBackendChanges()
         let backend = store.backend
@@ -301,6 +303,13 @@ extension RunLoop {
         var runnable: [PendingBlock] = []
         swap(&runnable, &blockScratch)
         lock.withLock {
+            if otherModeBlockCount == 0 {
+                // Only default-mode blocks wait: all of them run here in the default mode, none elsewhere.
+                guard store === defaultStore else { return }
+                pendingBlockCount.subtract(blocks.count, ordering: .releasing)
+                swap(&runnable, &blocks)
+                return
+            }
             let isCommon = commonModeList.contains(store.mode)
             let matching = blocks.count { $0.matches(store.mode, isCommon: isCommon) }
             if matching == blocks.count {
@@ -318,19 +327,31 @@ extension RunLoop {
                 }
                 blocks.removeLast(blocks.count - keptCount)
             }
+            otherModeBlockCount -= runnable.count { $0.modes != nil }
             pendingBlockCount.subtract(matching, ordering: .releasing)
         }
         if !runnable.isEmpty {
             let clock = clockStorage
             let wasRunningBlocks = isRunningBlocks
             isRunningBlocks = true
-            for block in runnable {
-                callOut(.block, item: nil, label: block.label, mode: store.mode, clock: clock, block.body)
+            // Borrowed from the local array, which nothing else can reach (a nested run started by a
+            // block has its own): iterating the array itself retained it and copied each block.
+            runnable.withUnsafeBufferPointer { blocks in
+                for index in blocks.indices {
+                    callOut(.block, item: nil, label: blocks[index].label, mode: store.mode, clock: clock, blocks[index].body)
+                }
             }
             isRunningBlocks = wasRunningBlocks
             runnable.removeAll(keepingCapacityUpTo: 1_024)
         }
         blockScratch = runnable
+    }
+
+    /// Whether the sources0 pass has anything to look at: false, without a call, for a mode without
+    /// custom sources whose set did not change (a port-only mode, every iteration).
+    @inline(__always)
+    private func hasSources(_ store: ModeStore) -> Bool {
+        !store.loopSources.isEmpty || store.sourcesGeneration.load(ordering: .acquiring) != store.loopSourcesGeneration
     }
 
     /// The sources0 pass: signalled custom sources in (order, first-signal) order.
@@ -504,13 +525,11 @@ extension RunLoop {
     }
 
     private func performReadyPorts(in store: ModeStore, returnAfterFirst: Bool) -> Bool {
-        // One ready port (a request/response exchange): nothing to sort or hand back, and removing
-        // the last element is a decrement where emptying an array keeping its storage is a generic
-        // range replacement.
-        if store.readyPorts.count == 1 { return perform(store.readyPorts.removeLast(), in: store) }
+        // One ready port (a request/response exchange): nothing to sort or hand back.
+        if let sole = store.readyPorts.takeSole() { return perform(sole, in: store) }
         var ready = store.spareReadyPorts
         store.spareReadyPorts = []
-        swap(&ready, &store.readyPorts)
+        store.readyPorts.takeAll(into: &ready)
         if ready.count > 1 { ready.sort(by: PortRegistration.precedes) }
         var handled = false
         var index = 0
@@ -523,7 +542,7 @@ extension RunLoop {
         }
         if index < ready.count {
             // Still queued: left for the next run, ahead of anything that became ready meanwhile.
-            store.readyPorts.insert(contentsOf: ready[index...], at: 0)
+            store.readyPorts.prepend(ready[index...])
         }
         ready.removeAll(keepingCapacityUpTo: 1_024)
         store.spareReadyPorts = ready

@@ -38,6 +38,11 @@ public final class RunLoop: @unchecked Sendable {
     @exclusivity(unchecked) var commonModeList: [Mode] = [.default]
     @exclusivity(unchecked) var commonItems = CommonItems()
     @exclusivity(unchecked) var blocks: [PendingBlock] = []
+    /// How many of `blocks` name a mode other than the default one alone. At zero, a blocks pass
+    /// takes the whole queue in the default mode and nothing elsewhere, without comparing mode names.
+    @exclusivity(unchecked) var otherModeBlockCount = 0
+    /// The default mode's store, made with the loop and never removed.
+    @exclusivity(unchecked) var defaultStore: ModeStore?
     @exclusivity(unchecked) var activations: [Activation] = []
     @exclusivity(unchecked) var currentStore: ModeStore?
     /// The store used last, unretained: stores are never removed from `modes` while the loop lives, so
@@ -81,7 +86,9 @@ public final class RunLoop: @unchecked Sendable {
         self.isMain = isMain
         do {
             wakePort = try WakeUpPort()
-            modes[.default] = try ModeStore(mode: .default, wakePort: wakePort, loopID: ObjectIdentifier(self))
+            let store = try ModeStore(mode: .default, wakePort: wakePort, loopID: ObjectIdentifier(self))
+            modes[.default] = store
+            defaultStore = store
         } catch {
             // Only descriptor exhaustion gets here; a loop that cannot wait cannot exist.
             fatalError("RunLoopKit: cannot create a run loop: \(error)")
@@ -245,6 +252,7 @@ public final class RunLoop: @unchecked Sendable {
             }
             pendingBackendChanges.removeAll()
             swap(&unrunBlocks, &blocks)
+            otherModeBlockCount = 0
             pendingBlockCount.store(0, ordering: .releasing)
             for observer in calloutObservers { observer.attachment.release() }
             calloutObservers.removeAll()
@@ -320,12 +328,14 @@ struct CommonItems {
 
 /// A block waiting for one of its modes to run.
 struct PendingBlock {
-    let modes: [RunLoop.Mode]
+    /// nil for the default mode alone (the usual hand-off): no array to retain and release per block.
+    let modes: [RunLoop.Mode]?
     let label: String?
     let body: @Sendable () -> Void
 
     func matches(_ mode: RunLoop.Mode, isCommon: Bool) -> Bool {
-        modes.contains { $0 == mode || ($0 == .common && isCommon) }
+        guard let modes else { return mode == .default }
+        return modes.contains { $0 == mode || ($0 == .common && isCommon) }
     }
 }
 
