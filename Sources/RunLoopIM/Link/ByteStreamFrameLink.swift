@@ -35,7 +35,7 @@ public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink, IMFra
     /// - Parameters:
     ///   - maximumBodyLength: the largest frame body accepted from the peer.
     ///   - skippableSendLength: a SEND body over `maximumBodyLength` but at most this long is read past and
-    ///     reported (``IMFrameLinkEvents/oversized``) instead of failing the stream; 0: never.
+    ///     reported (``IMFrameLinkEvents/oversized(_:_:_:)``) instead of failing the stream; 0: never.
     public init(connection: Stream, maximumBodyLength: Int, skippableSendLength: Int = 0) {
         self.connection = connection
         frameReader = IMFrameStreamReader(
