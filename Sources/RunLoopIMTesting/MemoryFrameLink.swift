@@ -19,7 +19,7 @@ public final class MemoryFrameLink: IMFrameLink, IMFrameStreamReading {
     public let modes: [RunLoop.Mode]
     /// What this end reports as the peer's address (a test of per-address limits sets it).
     public var remoteAddress: SocketAddress?
-    /// The end's role: the connecting end reports ``IMFrameLinkEvents/opened`` when opened.
+    /// The end's role: the connecting end reports ``IMFrameLinkEvents/opened()`` when opened.
     public let side: MemoryLinkSide
     /// Frames this end sent so far (each frame of a batch counts).
     public private(set) var sentFrames = 0

@@ -30,7 +30,7 @@ public final class MemoryLinkPair {
     ///   - clientFrameLimit: the largest body the client end accepts (until raised).
     ///   - serverFrameLimit: the largest body the server end accepts.
     ///   - skippableSendLength: a SEND body over `serverFrameLimit` but at most this long reaches the
-    ///     server end as ``IMFrameLinkEvents/oversized``, as over TCP; 0: never.
+    ///     server end as ``IMFrameLinkEvents/oversized(_:_:_:)``, as over TCP; 0: never.
     public init(
         loop: RunLoop = .current, modes: [RunLoop.Mode] = [.common], serverModes: [RunLoop.Mode]? = nil,
         clientFrameLimit: Int = 64 * 1024,

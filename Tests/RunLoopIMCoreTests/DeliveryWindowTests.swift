@@ -10,6 +10,21 @@ struct DeliveryWindowTests {
         IMMessage(id: "m\(seq)", from: "alice", recipient: .user(user), text: "", seq: seq, sentAtMilliseconds: 0, conversationSeq: number)
     }
 
+    @Test("limits beyond 32 bits are what LOGIN_ACK can announce: UInt32.max, and the window still admits by them")
+    func limitsAtTheWiresWidth() {
+        var window = DeliveryWindow(maximumMessages: 3, maximumBytes: Int(UInt32.max) + 10)
+        #expect(window.maximumMessages == 3)
+        #expect(window.maximumBytes == Int(UInt32.max))
+        #expect(window.freeMessages == 3)
+        window.readStarted()
+        window.readFinished(asked: 3, got: 0)
+        window.sent(Self.message(1, 1), bytes: Int(UInt32.max) - 1)
+        #expect(window.admits(bytes: 1))
+        #expect(!window.admits(bytes: 2))
+        #expect(window.freeMessages == 2)
+        #expect(DeliveryWindow(maximumMessages: 100, maximumBytes: 256 * 1024).maximumBytes == 256 * 1024)
+    }
+
     @Test("window bookkeeping: count and bytes bound it, one oversized message still goes alone, live messages wait while behind")
     func windowRules() {
         var window = DeliveryWindow(maximumMessages: 2, maximumBytes: 100)

@@ -69,4 +69,16 @@ import Testing
         #expect(judge.grace == .milliseconds(200))
         #expect(judge.judge(deadline, now: deadline) { true } == .extend(to: deadline + .milliseconds(200)))
     }
+
+    @Test func aJudgeResumedFromAGrantKeepsItsVerdicts() {
+        var first = SilenceDeadline()
+        let late = deadline + .milliseconds(30)
+        #expect(first.judge(deadline, now: late) { true } == .extend(to: late + grace))
+        // Only the grant is kept; the judge made again from it is the same judge.
+        var resumed = SilenceDeadline(resuming: first.grant)
+        #expect(resumed == first)
+        #expect(resumed.due(deadline) == late + grace)
+        #expect(resumed.judge(deadline, now: late + grace) { true } == .expired)
+        #expect(SilenceDeadline(resuming: nil) == SilenceDeadline())
+    }
 }

@@ -46,7 +46,7 @@ public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink, IMFra
     /// - Parameters:
     ///   - maximumBodyLength: the largest frame body accepted from the peer.
     ///   - skippableSendLength: a SEND body over `maximumBodyLength` but at most this long is read past and
-    ///     reported (``IMFrameLinkEvents/oversized``) instead of failing the stream; 0: never.
+    ///     reported (``IMFrameLinkEvents/oversized(_:_:_:)``) instead of failing the stream; 0: never.
     public convenience init(connection: Stream, maximumBodyLength: Int, skippableSendLength: Int = 0) {
         self.init(connection: connection, maximumBodyLength: maximumBodyLength, skippableSendLength: skippableSendLength, batch: nil)
     }

@@ -4,26 +4,14 @@ public import RunLoopNet
 
 /// What a link tells the connection above it. Every callback runs on the link's loop thread, never
 /// inside a call the owner made on the link.
+///
+/// Made of closures, which the events hold (and the link holds the events), or of an owner that
+/// takes them as methods, held weakly: what it reports after that owner is gone goes nowhere.
 public struct IMFrameLinkEvents {
-    /// The link connected: frames may be sent. Only for a link that connects (a client's); one that
-    /// was open from the start (accepted by a server) never calls it.
-    public var opened: () -> Void
-    /// A whole frame arrived.
-    public var received: (IMFrame) -> Void
-    /// Every frame of one read was given to ``received``: what answers them all at once (one
-    /// DELIVER_ACK for a read) goes out now.
-    public var readEnded: () -> Void
-    /// A frame whose body was over `limit` was read and dropped but for the first bytes of its body
-    /// (``FrameDecoder/Event/oversized(_:bodyPrefix:)``): the receiver answers it and goes on. Only a
-    /// link made to skip SENDs reports it; any other oversized frame is ``failed``.
-    public var oversized: (_ header: FrameHeader, _ bodyPrefix: [UInt8], _ limit: Int) -> Void
-    /// The input broke the protocol below the frame level (framing, version, size, or the link's own
-    /// encoding): the receiver answers ERROR `error.statusCode` (echoing `serial`, 0 when none was
-    /// readable) and ends. The link delivers nothing more after it.
-    public var failed: (_ error: IMFrameError, _ serial: UInt32) -> Void
-    /// The link closed underneath (the peer closed it, it failed); at most once, never after the owner
-    /// called ``IMFrameLink/close(for:)`` or ``IMFrameLink/abort()``.
-    public var closed: (IMLinkCloseReason) -> Void
+    /// The closures, when made of them (nothing else holds them).
+    private let closures: IMFrameLinkClosures?
+    /// The owner, when made of one: weak, since the owner holds the link.
+    private weak var owner: (any IMFrameLinkDelegate)?
 
     public init(
         opened: @escaping () -> Void = {},
@@ -33,13 +21,43 @@ public struct IMFrameLinkEvents {
         failed: @escaping (_ error: IMFrameError, _ serial: UInt32) -> Void,
         closed: @escaping (IMLinkCloseReason) -> Void
     ) {
-        self.opened = opened
-        self.received = received
-        self.readEnded = readEnded
-        self.oversized = oversized
-        self.failed = failed
-        self.closed = closed
+        closures = IMFrameLinkClosures(
+            opened: opened, received: received, readEnded: readEnded, oversized: oversized, failed: failed, closed: closed)
     }
+
+    /// Events that go to `owner`'s methods for as long as it lives: one reference where the closures
+    /// are six (an ``IMServer``'s sessions).
+    package init(owner: any IMFrameLinkDelegate) {
+        closures = nil
+        self.owner = owner
+    }
+
+    private var target: (any IMFrameLinkDelegate)? {
+        if let closures { return closures }
+        return owner
+    }
+
+    /// The link connected: frames may be sent. Only for a link that connects (a client's); one that
+    /// was open from the start (accepted by a server) never calls it.
+    public func opened() { target?.linkOpened() }
+    /// A whole frame arrived.
+    public func received(_ frame: IMFrame) { target?.linkReceived(frame) }
+    /// Every frame of one read was given to ``received(_:)``: what answers them all at once (one
+    /// DELIVER_ACK for a read) goes out now.
+    public func readEnded() { target?.linkReadEnded() }
+    /// A frame whose body was over `limit` was read and dropped but for the first bytes of its body
+    /// (``FrameDecoder/Event/oversized(_:bodyPrefix:)``): the receiver answers it and goes on. Only a
+    /// link made to skip SENDs reports it; any other oversized frame is ``failed(_:_:)``.
+    public func oversized(_ header: FrameHeader, _ bodyPrefix: [UInt8], _ limit: Int) {
+        target?.linkReceivedOversized(header, bodyPrefix: bodyPrefix, limit: limit)
+    }
+    /// The input broke the protocol below the frame level (framing, version, size, or the link's own
+    /// encoding): the receiver answers ERROR `error.statusCode` (echoing `serial`, 0 when none was
+    /// readable) and ends. The link delivers nothing more after it.
+    public func failed(_ error: IMFrameError, _ serial: UInt32) { target?.linkFailed(error, serial: serial) }
+    /// The link closed underneath (the peer closed it, it failed); at most once, never after the owner
+    /// called ``IMFrameLink/close(for:)`` or ``IMFrameLink/abort()``.
+    public func closed(_ reason: IMLinkCloseReason) { target?.linkClosed(reason) }
 }
 
 /// The link under one IM connection, client or server side: frames in, frames out, in the peer's

@@ -59,8 +59,8 @@ package protocol IMFrameStreamReading: AnyObject {
 extension IMFrameStreamReading {
     /// Takes one read's bytes and reports what they complete, while `isReporting()` holds — the owner
     /// may close the link while handling a frame, which stops the delivery there — then
-    /// ``IMFrameLinkEvents/readEnded``. A broken stream is reported through
-    /// ``IMFrameLinkEvents/failed`` instead; the reader delivers nothing more after it.
+    /// ``IMFrameLinkEvents/readEnded()``. A broken stream is reported through
+    /// ``IMFrameLinkEvents/failed(_:_:)`` instead; the reader delivers nothing more after it.
     ///
     /// Each step's access to the reader ends before its event is reported: the owner may raise the
     /// limit (``IMFrameStreamReader/raiseLimit(to:)``) while handling a frame.

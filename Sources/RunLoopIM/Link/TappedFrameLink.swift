@@ -45,12 +45,14 @@ public final class TappedFrameLink: IMFrameLink {
     public var bufferedOutputBytes: Int { inner.bufferedOutputBytes }
 
     public func open(_ events: IMFrameLinkEvents) {
-        var tapped = events
-        tapped.received = { [received] frame in
-            received(frame)
-            events.received(frame)
-        }
-        inner.open(tapped)
+        inner.open(
+            IMFrameLinkEvents(
+                opened: events.opened,
+                received: { [received] frame in
+                    received(frame)
+                    events.received(frame)
+                },
+                readEnded: events.readEnded, oversized: events.oversized, failed: events.failed, closed: events.closed))
     }
 
     public func send(_ frame: IMFrame) throws(IMLinkFailure) {

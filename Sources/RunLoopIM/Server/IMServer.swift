@@ -170,7 +170,7 @@ public final class IMServer {
     let metrics: IMServerMetrics
     /// The modes its sources run in; work the server or its application defers runs in them too.
     public let modes: [RunLoop.Mode]
-    var open: [ObjectIdentifier: IMServerSession] = [:]
+    var open = OpenSessions()
     var byUser: [String: UserSessions] = [:]
     /// Presence is announced once per loop pass (IMServer+Presence): changes wait in the ledger, so
     /// many sessions ending at once cost one pass and never recurse.
@@ -241,7 +241,7 @@ public final class IMServer {
     /// The bound port while listening.
     public var port: UInt16 { listener.port }
     /// Open sessions (logged in or not).
-    public var sessions: [IMServerSession] { Array(open.values) }
+    public var sessions: [IMServerSession] { open.all }
     /// How many sessions are open (logged in or not), without listing them.
     public var sessionCount: Int { open.count }
     /// Users with at least one logged-in session.
@@ -256,7 +256,7 @@ public final class IMServer {
     public func shutdown(completion: (() -> Void)? = nil) {
         isShuttingDown = true
         listener.close()
-        for session in open.values { session.shutdown() }
+        for session in open.all { session.shutdown() }
         if let completion { shutdownCompletions.append(completion) }
         completeShutdownIfIdle()
     }
@@ -276,7 +276,7 @@ public final class IMServer {
     /// reset. For demos and fault tests; a real stop is ``shutdown()``.
     public func abort() {
         listener.close()
-        for session in open.values { session.abort() }
+        for session in open.all { session.abort() }
     }
 
     // MARK: Session callbacks
@@ -304,7 +304,7 @@ public final class IMServer {
         }
         guard admitConnection(link) else { return }
         let session = IMServerSession(link: link, server: self)
-        open[ObjectIdentifier(session)] = session
+        open.insert(session)
     }
 
     func sessionOnline(_ session: IMServerSession, user: String) {
@@ -317,8 +317,7 @@ public final class IMServer {
     }
 
     func sessionEnded(_ session: IMServerSession, reason: IMSessionEndReason) {
-        open[ObjectIdentifier(session)] = nil
-        open.shrinkIfSparse()
+        open.remove(session)
         loginSessionEnded(session)
         if let user = session.user {
             byUser[user]?.remove(session)

@@ -1,5 +1,5 @@
 import Logging
-import RunLoopIMCore
+package import RunLoopIMCore
 import RunLoopKit
 public import RunLoopNet
 
@@ -8,7 +8,8 @@ public import RunLoopNet
 /// deadlines the server's ``SessionDeadlines`` keep. Created by the server; loop thread only.
 public final class IMServerSession {
     /// The logged-in user, once logged in (still set after the session ended, for its last reports).
-    public private(set) var user: String?
+    /// The machine's, which keeps it past the end: a copy here cost every session 16 bytes.
+    public var user: String? { wentOnline ? machine.loggedInUser : nil }
     /// The client's address: the link's, which keeps it for its whole life (a copy here cost every
     /// session 32 bytes).
     public var remoteAddress: SocketAddress? { link.remoteAddress }
@@ -17,22 +18,30 @@ public final class IMServerSession {
     /// The connection underneath: frames in and out, in the client's encoding.
     public let link: any IMFrameLink
 
+    // Every idle connection keeps these (issue 22): the order leaves the least padding between them.
     weak var server: IMServer?
-    private(set) var machine: IMServerSessionMachine
     /// The server's timer for the machine's deadlines, shared by its sessions.
     private let deadlines: SessionDeadlines
-    /// This session's place in `deadlines`.
-    var deadline = SessionDeadlines.Slot()
     /// Reads the inbox again after a failed read, should no acknowledgement come first.
     private var readRetry: ProtocolTimer?
-    /// What this connection owes the client from the user's inbox, and what waits for its DELIVER_ACK.
-    private(set) var window: DeliveryWindow
+    private(set) var machine: IMServerSessionMachine
+    /// This session's place in `deadlines`.
+    var deadline = SessionDeadlines.Slot()
     private(set) var isEnded = false
     /// Set by the server when the login it is answering made the account: LOGIN_ACK says so.
     var accountCreated = false
+    /// The `.online` action was carried out: the server counts the session as its user's.
+    private var wentOnline = false
+    /// Its index in the server's ``OpenSessions`` (in the padding before `window`: no byte of its own).
+    var placeInOpen = IMServerSession.notOpen
+    /// What this connection owes the client from the user's inbox, and what waits for its DELIVER_ACK.
+    private(set) var window: DeliveryWindow
     /// The client instance its login named, once online under it: with ``user``, its key in the
     /// server's table of instances online (LoginGate), where it is looked for when it ends.
     var onlineInstance: String?
+
+    /// ``placeInOpen`` of a session not (or no longer) among the server's open ones.
+    static let notOpen = UInt32.max
 
     init(link: any IMFrameLink, server: IMServer) {
         self.link = link
@@ -40,28 +49,9 @@ public final class IMServerSession {
         machine = IMServerSessionMachine(sharing: server.sessionSettings, now: link.loop.now)
         window = DeliveryWindow(maximumMessages: server.settings.deliveryWindowMessages, maximumBytes: server.settings.deliveryWindowBytes)
         deadlines = server.sessionDeadlines(for: link.modes)
-        // One weak reference all four events share: a closure holding a single object costs nothing of
-        // its own, where each `[weak self]` closure would cost a context.
-        let holder = WeakSession(self)
-        link.open(
-            IMFrameLinkEvents(
-                received: { frame in
-                    guard let session = holder.session, !session.isEnded else { return }
-                    session.apply(session.machine.frameReceived(frame, now: session.link.loop.now))
-                },
-                oversized: { header, prefix, limit in
-                    guard let session = holder.session, !session.isEnded else { return }
-                    session.apply(session.machine.oversizedFrameReceived(header, bodyPrefix: prefix, limit: limit, now: session.link.loop.now))
-                },
-                failed: { error, serial in
-                    guard let session = holder.session else { return }
-                    session.apply(session.machine.protocolError(error.statusCode, error.description, serial: serial))
-                },
-                closed: { reason in
-                    guard let session = holder.session else { return }
-                    session.apply(session.machine.transportClosed("\(reason)"))
-                }
-            ))
+        // The link reports to this session's methods through one weak reference (IMFrameLinkDelegate):
+        // six closures, or a box holding the session weakly for them, cost every connection 120 bytes.
+        link.open(IMFrameLinkEvents(owner: self))
         deadlines.schedule(self, at: machine.nextDeadline)
     }
 
@@ -221,7 +211,7 @@ public final class IMServerSession {
             case .authenticate(let request):
                 server?.authenticate(request, for: self)
             case .online(let user):
-                self.user = user
+                wentOnline = true
                 server?.sessionOnline(self, user: user)
             case .request(let frame):
                 do {
@@ -270,11 +260,24 @@ public final class IMServerSession {
     }
 }
 
-/// A session held weakly, for its link's events.
-private final class WeakSession {
-    weak var session: IMServerSession?
+extension IMServerSession: IMFrameLinkDelegate {
+    package func linkReceived(_ frame: IMFrame) {
+        guard !isEnded else { return }
+        apply(machine.frameReceived(frame, now: link.loop.now))
+    }
 
-    init(_ session: IMServerSession) { self.session = session }
+    package func linkReceivedOversized(_ header: FrameHeader, bodyPrefix: [UInt8], limit: Int) {
+        guard !isEnded else { return }
+        apply(machine.oversizedFrameReceived(header, bodyPrefix: bodyPrefix, limit: limit, now: link.loop.now))
+    }
+
+    package func linkFailed(_ error: IMFrameError, serial: UInt32) {
+        apply(machine.protocolError(error.statusCode, error.description, serial: serial))
+    }
+
+    package func linkClosed(_ reason: IMLinkCloseReason) {
+        apply(machine.transportClosed("\(reason)"))
+    }
 }
 
 extension IMServer {

@@ -14,11 +14,18 @@
 /// does not follow on from what this session sent in its conversation is left to a read of the store,
 /// which returns the conversation from the member's cursor on.
 public struct DeliveryWindow: Sendable, Equatable {
+    // Every server session keeps one while idle (issue 22): the limits are kept at the wire's width
+    // (LOGIN_ACK announces them as 32-bit numbers) and the flags last, so the window is 35 bytes, not 48.
+    private let messageLimit: UInt32
+    private let byteLimit: UInt32
     /// The most DELIVERs unacknowledged at once.
-    public let maximumMessages: Int
-    /// The most DELIVER body bytes unacknowledged at once. A message larger than the whole window
-    /// still goes when nothing else is unacknowledged, so no message can stall the inbox.
-    public let maximumBytes: Int
+    public var maximumMessages: Int { Int(messageLimit) }
+    /// The most DELIVER body bytes unacknowledged at once (at most `UInt32.max`, what LOGIN_ACK can
+    /// announce). A message larger than the whole window still goes when nothing else is
+    /// unacknowledged, so no message can stall the inbox.
+    public var maximumBytes: Int { Int(byteLimit) }
+    private var unacknowledged: [UInt64: Int] = [:]
+    public private(set) var unacknowledgedBytes = 0
     /// Per conversation, the highest conversationSeq sent on this session (or passed: the user's own
     /// messages). Kept for the session's life — one number per conversation the session touched — since
     /// it is also what tells a live message whether it follows on.
@@ -31,13 +38,14 @@ public struct DeliveryWindow: Sendable, Equatable {
     /// A live message was refused while the read was out: it may have been stored after the read's
     /// snapshot, so a short answer does not prove the session caught up.
     private var refusedLiveWhileReading = false
-    private var unacknowledged: [UInt64: Int] = [:]
-    public private(set) var unacknowledgedBytes = 0
 
+    /// - Parameters:
+    ///   - maximumMessages: the most DELIVERs unacknowledged at once; beyond `UInt32.max`, that.
+    ///   - maximumBytes: the most DELIVER body bytes unacknowledged at once; beyond `UInt32.max`, that.
     public init(maximumMessages: Int, maximumBytes: Int) {
         precondition(maximumMessages > 0 && maximumBytes > 0, "a delivery window must hold something")
-        self.maximumMessages = maximumMessages
-        self.maximumBytes = maximumBytes
+        messageLimit = UInt32(clamping: maximumMessages)
+        byteLimit = UInt32(clamping: maximumBytes)
     }
 
     public var unacknowledgedCount: Int { unacknowledged.count }

@@ -81,11 +81,25 @@ public struct IMServerSessionMachine: Sendable {
         public init() {}
     }
 
+    /// Where the session is. The user and the silence limit are not in `.online`: the user is kept
+    /// past the end (``loggedInUser``), and the limit follows from the keepalive and the settings.
     enum Phase: Equatable, Sendable {
         case awaitingLogin
         case authenticating(serial: UInt32)
-        case online(user: String, silenceLimit: Duration)
+        case online
         case ended
+    }
+
+    /// A SEND refused as too fast, boxed: it is rare, and its id and instant inline would cost every
+    /// session 24 bytes.
+    final class RefusedSend: Sendable {
+        let id: String
+        let since: LoopInstant
+
+        init(id: String, since: LoopInstant) {
+            self.id = id
+            self.since = since
+        }
     }
 
     /// Bytes between the frame limit and the largest SEND body: a DELIVER adds `from` (a user name of at
@@ -102,20 +116,29 @@ public struct IMServerSessionMachine: Sendable {
     }
 
     public var settings: Settings { shared.settings }
+    // The stored properties are what every server session keeps while idle: each one's size counts
+    // thousands of times (issue 22), hence the narrow types and the order that leaves no padding.
     package let shared: SharedSettings
+    var nextSerial: UInt32 = 1
+    /// The keepalive the LOGIN announced, in seconds (the wire's width; 0: none announced).
+    var announcedKeepaliveSeconds: UInt32 = 0
     var phase = Phase.awaitingLogin
+    /// The user the session logged in as: set when the login is accepted and kept after the end (the
+    /// session's last reports name it), where ``user`` is only the user while online.
+    package private(set) var loggedInUser: String?
     var lastReceived: LoopInstant
     package var loginDeadline: LoopInstant?
-    /// Late, not silent: one grace for unread bytes between frames, for the login or keepalive deadline.
-    var lateGrace = SilenceDeadline(renewal: .perWait)
-    var announcedKeepalive = Duration.zero
-    var nextSerial: UInt32 = 1
-    var sendBudget: TokenBucket?
+    /// Late, not silent: one grace for unread bytes between frames, for the login or keepalive
+    /// deadline. Only the grant is kept; the grace and renewal are the same for every session.
+    var lateGrant: SilenceDeadline.Grant?
+    /// SEND tokens, at ``Settings/maximumMessagesPerSecond`` (unused without it); the rate and burst
+    /// are read from the shared settings, not kept here.
+    var sendBudget: TokenBucket
     /// The SEND refused as too fast, until it comes again: every other SEND before it is refused too,
     /// since a client writes ahead of the answers, and a SEND written before it learned of the refusal
     /// must not be stored ahead of the refused one. Also lifted when the client abandons that id, or
     /// ``stickyRefusalLimit`` after the refusal, so a client that drops the message is not refused forever.
-    var firstRefusedSend: (id: String, since: LoopInstant)?
+    var firstRefusedSend: RefusedSend?
 
     /// How long a refused SEND holds back the others at most.
     public static let stickyRefusalLimit = Duration.seconds(30)
@@ -133,21 +156,40 @@ public struct IMServerSessionMachine: Sendable {
         let settings = shared.settings
         lastReceived = now
         loginDeadline = now + settings.loginTimeout
-        sendBudget = settings.maximumMessagesPerSecond.map { TokenBucket(rate: $0, burst: settings.messageBurst, now: now) }
+        sendBudget = TokenBucket(rate: settings.maximumMessagesPerSecond, burst: settings.messageBurst, now: now)
     }
 
     /// The logged-in user, if any.
-    public var user: String? {
-        if case .online(let user, _) = phase { return user }
-        return nil
-    }
+    public var user: String? { phase == .online ? loggedInUser : nil }
 
     public var isEnded: Bool { phase == .ended }
 
     /// How long this client may stay silent, once logged in.
-    public var silenceLimit: Duration? {
-        if case .online(_, let limit) = phase { return limit }
-        return nil
+    public var silenceLimit: Duration? { phase == .online ? keepalive * settings.keepaliveMultiplier : nil }
+
+    /// The keepalive honoured: the one announced, within the settings' bounds (the longest for 0).
+    var keepalive: Duration {
+        let announced = Duration.seconds(Int64(announcedKeepaliveSeconds))
+        return announced == .zero ? settings.maximumKeepalive : min(settings.maximumKeepalive, max(settings.minimumKeepalive, announced))
+    }
+
+    /// The late-answer judge, made from the grant kept (``lateGrant``) and put back into it.
+    private var lateGrace: SilenceDeadline {
+        get { SilenceDeadline(renewal: .perWait, resuming: lateGrant) }
+        set { lateGrant = newValue.grant }
+    }
+
+    /// Takes a SEND token: `nil` when one was there (or SENDs are not limited), otherwise how long
+    /// until one will be.
+    private mutating func takeSendToken(now: LoopInstant) -> Duration? {
+        guard let rate = settings.maximumMessagesPerSecond else { return nil }
+        return sendBudget.take(now: now, rate: rate, burst: settings.messageBurst)
+    }
+
+    /// How long until a SEND token is due, without taking one (`nil`: one is there, or no limit).
+    private func waitForSendToken(now: LoopInstant) -> Duration? {
+        guard let rate = settings.maximumMessagesPerSecond else { return nil }
+        return sendBudget.waitForToken(now: now, rate: rate, burst: settings.messageBurst)
     }
 
     public var nextDeadline: LoopInstant? {
@@ -158,7 +200,7 @@ public struct IMServerSessionMachine: Sendable {
     var silenceDeadline: LoopInstant? {
         switch phase {
         case .awaitingLogin, .authenticating: return loginDeadline
-        case .online(_, let limit): return lastReceived + limit
+        case .online: return silenceLimit.map { lastReceived + $0 }
         case .ended: return nil
         }
     }
@@ -185,7 +227,7 @@ public struct IMServerSessionMachine: Sendable {
                 guard request.user.utf8.count <= settings.maximumUserNameBytes else {
                     return fail(.badRequest, "user name over \(settings.maximumUserNameBytes) bytes", serial: frame.serial)
                 }
-                announcedKeepalive = .seconds(Int64(request.keepaliveSeconds))
+                announcedKeepaliveSeconds = request.keepaliveSeconds
                 phase = .authenticating(serial: frame.serial)
                 actions.append(.authenticate(IMLoginAttempt(request)))
             } catch {
@@ -204,10 +246,10 @@ public struct IMServerSessionMachine: Sendable {
             {
                 // Sent before the client learned of the refusal: storing it now would put it ahead of
                 // the refused one. The client resends from the refused message on, in order.
-                refuseSend(frame.serial, id: id, code: .rateLimited, retryAfter: sendBudget?.waitForToken(now: now) ?? .zero)
-            } else if let wait = sendBudget?.take(now: now) {
+                refuseSend(frame.serial, id: id, code: .rateLimited, retryAfter: waitForSendToken(now: now) ?? .zero)
+            } else if let wait = takeSendToken(now: now) {
                 let id = (try? frame.decode(IMChatMessage.self))?.id ?? ""
-                firstRefusedSend = (id, now)
+                firstRefusedSend = RefusedSend(id: id, since: now)
                 refuseSend(frame.serial, id: id, code: .rateLimited, retryAfter: wait)
             } else {
                 firstRefusedSend = nil
@@ -236,12 +278,8 @@ public struct IMServerSessionMachine: Sendable {
         user: String, sessionID: String, serverTimeMilliseconds: UInt64, accountCreated: Bool = false, now: LoopInstant
     ) -> [IMServerSessionAction] {
         guard case .authenticating(let serial) = phase else { return [] }
-        let keepalive =
-            announcedKeepalive == .zero
-            ? settings.maximumKeepalive
-            : min(settings.maximumKeepalive, max(settings.minimumKeepalive, announcedKeepalive))
-        let limit = keepalive * settings.keepaliveMultiplier
-        phase = .online(user: user, silenceLimit: limit)
+        phase = .online
+        loggedInUser = user
         loginDeadline = nil
         lastReceived = now
         var response = IMLoginResponse()
@@ -290,9 +328,9 @@ public struct IMServerSessionMachine: Sendable {
             if let deadline = loginDeadline, now >= deadline {
                 notifyAndEnd(.loginTimeout, "no LOGIN within \(formatSeconds(settings.loginTimeout))", .loginTimeout)
             }
-        case .online(_, let limit):
+        case .online:
             let silent = now - lastReceived
-            if silent >= limit {
+            if let limit = silenceLimit, silent >= limit {
                 notifyAndEnd(.keepaliveTimeout, "silent for \(formatSeconds(silent))", .keepaliveExpired(silentFor: silent))
             }
         case .ended:

@@ -59,6 +59,15 @@ public struct SilenceDeadline: Sendable, Equatable {
         self.renewal = renewal
     }
 
+    /// A judge that takes up where one with the same `grace` and `renewal` left off: its ``grant``
+    /// (`nil`: none taken since its last ``startOver()``). For an owner of many deadlines that share
+    /// one grace and renewal (a server's sessions), which keeps only each one's grant and makes the
+    /// judge when it needs one, instead of keeping the grace and renewal in every one of them.
+    public init(grace: Duration = defaultGrace, renewal: Renewal = .perWait, resuming grant: Grant?) {
+        self.init(grace: grace, renewal: renewal)
+        self.grant = grant
+    }
+
     /// Whether the grace is spent for `deadline`.
     public func hasHadGrace(for deadline: LoopInstant) -> Bool {
         guard let grant else { return false }
