@@ -24,7 +24,25 @@ final class CountingByteStream: IMByteStream {
     /// What the next writes throw, when set.
     var refusal: NetError?
 
-    init(loop: RunLoop) { self.loop = loop }
+    /// Lets the callbacks go when the loop's thread ends, as a real stream does when it reports its
+    /// close: a link's callbacks hold the link strongly, and the link holds its stream, so a test that
+    /// ends with its links open would otherwise leave each pair alive (LeakSanitizer reports them).
+    init(loop: RunLoop) {
+        self.loop = loop
+        let teardown = RunLoopSource(label: "counting stream teardown", cancel: { [weak self] _, _ in self?.letCallbacksGo() }) { _ in }
+        loop.add(teardown, forMode: Self.teardownMode)
+    }
+
+    /// A mode nobody runs: the source only waits for the loop's teardown, which cancels every mode's
+    /// sources, and keeps no mode a test runs from being empty.
+    private static let teardownMode = RunLoop.Mode("CountingByteStream.teardown")
+
+    private func letCallbacksGo() {
+        onConnect = nil
+        onData = nil
+        onWritabilityChanged = nil
+        onClose = nil
+    }
 
     static func linkFailure(_ failure: NetError) -> IMLinkFailure { IMLinkFailure(failure) }
 
