@@ -34,7 +34,9 @@ struct LinkWriteBatchTests {
     @Test("frames sent one at a time and in batches in one pass reach the stream in one write, in order, once the pass's work is done")
     func onePassOneWrite() async throws {
         try await onManualClockLoop { loop, _ in
-            let (_, stream, link) = batchedLink(on: loop)
+            let (batch, stream, link) = batchedLink(on: loop)
+            // Links hold their batch weakly; its owner (a server) keeps it, as the test does here.
+            defer { withExtendedLifetime(batch) {} }
             try link.send(heartbeat(1))
             try link.send([heartbeat(2), heartbeat(3)])
             try link.send(heartbeat(4))
@@ -101,11 +103,35 @@ struct LinkWriteBatchTests {
         }
     }
 
+    /// The loop drops the batch's write when its thread ends first; the link lists in the batch must
+    /// not keep the batch alive in turn (a cycle LeakSanitizer found when a link held it strongly).
+    @Test("a link with frames gathered when its loop's thread ends is freed, and so is its batch")
+    func gatheredWhenTheThreadEnds() async throws {
+        final class Weak: @unchecked Sendable {
+            weak var link: AnyObject?
+            weak var batch: LinkWriteBatch?
+        }
+        let weak = Weak()
+        try await onLoopThread {
+            let loop = RunLoop.current
+            let batch = LinkWriteBatch(loop: loop, modes: [.common])
+            let link = link(on: CountingByteStream(loop: loop), batch: batch)
+            link.open(events())
+            try link.send(heartbeat(1))
+            #expect(batch.waitingLinks == 1)
+            (weak.link, weak.batch) = (link, batch)
+            // Returning ends the thread with the write still queued.
+        }
+        #expect(weak.link == nil, "the link outlived its loop")
+        #expect(weak.batch == nil, "the batch outlived its loop")
+    }
+
     @Test("a write the stream refuses at the pass's end closes the link at once and reports the failure")
     func refusedWrite() async throws {
         try await onManualClockLoop { loop, _ in
             var reasons: [IMLinkCloseReason] = []
-            let (_, stream, link) = batchedLink(on: loop) { reasons.append($0) }
+            let (batch, stream, link) = batchedLink(on: loop) { reasons.append($0) }
+            defer { withExtendedLifetime(batch) {} }
             try link.send(heartbeat(1))
             stream.refusal = .writeBufferFull(limit: 10)
             try loop.run(.default, timeout: .zero)

@@ -26,8 +26,10 @@ public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink, IMFra
     /// each of them capturing the six closures would cost every connection three copies of them.
     private var events: IMFrameLinkEvents?
     /// A server's links write once per loop pass through it (``LinkWriteBatch``); `nil`: each frame
-    /// goes to the stream when sent.
-    private let batch: LinkWriteBatch?
+    /// goes to the stream when sent. Weak: the batch lists the links whose frames wait, so a strong
+    /// reference back would keep both alive for good when the loop's thread ends before the batch's
+    /// write runs (the loop drops the write; its server, the batch's owner, goes).
+    private weak var batch: LinkWriteBatch?
     /// The frames sent in this pass, encoded back to back, while a batch gathers them: empty between
     /// passes, so an idle link holds no buffer.
     private var gathered: [UInt8] = []
