@@ -154,6 +154,8 @@ def main() -> int:
                        heartbeats=client.stats.heartbeats_sent, heartbeat_acks=client.stats.heartbeat_acks,
                        delivers=client.stats.delivers, duplicates=client.stats.duplicates,
                        presence=client.presence, ignored_commands=client.stats.ignored_commands,
+                       large_room_members=client.large_room_members, large_rooms=sorted(
+                           name for name in client.room_members if client.is_large(name)),
                        seconds=round(time.monotonic() - start, 3))
         print(json.dumps(summary), flush=True)
         return 0

@@ -217,6 +217,10 @@ class IMClient:
         self.inbox: list[Received] = []  # de-duplicated, in arrival order, not yet taken by the caller
         self.seen: set[tuple[str, str]] = set()  # (from, id) of every message shown
         self.presence: list[tuple[str, bool]] = []
+        # Section 8, large rooms: the size LOGIN_ACK announced (0: no such rule) and the member count
+        # last heard of each room (JOIN_ACK, LEAVE_ACK, ROOM_LIST), which decides whether it is large.
+        self.large_room_members = 0
+        self.room_members: dict[str, int] = {}
         self.stats = Stats()
 
     # -- connection ---------------------------------------------------------------------------------
@@ -393,6 +397,8 @@ class IMClient:
             self.max_message_id_bytes = response.limits.max_message_id_bytes
             # The server sends nothing larger than it announced: accept up to that.
             self.reader.max_body = max(self.reader.max_body, response.limits.max_frame_body)
+        # Absent (an older server) reads as 0: no room is large.
+        self.large_room_members = response.limits.large_room_members
         return response
 
     def logout(self, timeout: float = 10.0) -> None:
@@ -444,14 +450,27 @@ class IMClient:
         raise AssertionError("unreachable")
 
     def join(self, room: str) -> "pb.RoomInfo":
-        return self._expect_ok(JOIN, pb.RoomRequest(room=room), pb.RoomInfo)
+        return self._heard(self._expect_ok(JOIN, pb.RoomRequest(room=room), pb.RoomInfo))
 
     def leave(self, room: str) -> "pb.RoomInfo":
-        return self._expect_ok(LEAVE, pb.RoomRequest(room=room), pb.RoomInfo)
+        return self._heard(self._expect_ok(LEAVE, pb.RoomRequest(room=room), pb.RoomInfo))
 
     def list_rooms(self, after: str = "", limit: int = 0) -> "pb.RoomList":
         """One page of the room list (section 8): names after `after`, at most `limit`."""
-        return self._expect_ok(LIST_ROOMS, pb.ListRoomsRequest(after=after, limit=limit), pb.RoomList)
+        page = self._expect_ok(LIST_ROOMS, pb.ListRoomsRequest(after=after, limit=limit), pb.RoomList)
+        for info in page.rooms:
+            self._heard(info)
+        return page
+
+    def is_large(self, room: str) -> bool:
+        """Section 8: whether the room's last known count is over the announced large-room size, so
+        its members' presence is unknown (not offline). False for a room never heard of."""
+        members = self.room_members.get(room)
+        return self.large_room_members > 0 and members is not None and members > self.large_room_members
+
+    def _heard(self, info: "pb.RoomInfo") -> "pb.RoomInfo":
+        self.room_members[info.name] = info.members
+        return info
 
     def all_rooms(self) -> list:
         """Every room, following `more_available` page by page."""

@@ -92,6 +92,41 @@ import Testing
         #expect(notOnline == .notOnline)
     }
 
+    @Test(
+        "membership and large-room changes arrive as streams; the announced size, a room's verdict and its last known count can be asked"
+    )
+    func roomStreams() async throws {
+        let (benJoined, cyVerdict, cyKnows, annKnows) = try await onManualClockLoop { loop, clock in
+            try loop.run {
+                var settings = ChatService.Settings()
+                settings.largeRoomMembers = 2
+                let fixture = ChatFixture(loop: loop, clock: clock, application: ChatService(settings: settings))
+                let ann = AsyncChatClient.wrapping(ChatClient(connection: fixture.bench.client(user("ann"), start: false)))
+                let ben = AsyncChatClient.wrapping(ChatClient(connection: fixture.bench.client(user("ben"), start: false)))
+                let cy = AsyncChatClient.wrapping(ChatClient(connection: fixture.bench.client(user("cy"), start: false)))
+                let annMemberships = ann.memberships
+                let cyVerdicts = cy.largeRoomChanges
+                try await AsyncIMClient.startAll(ann.connection, ben.connection, cy.connection)
+                _ = try await ann.join(room: "town")
+                _ = try await ben.join(room: "town")
+                let benJoined = await annMemberships.first { _ in true }
+                // The third member makes the room large (over 2): cy's own answer says so, and a large
+                // room sends no MEMBERSHIP, so ann's last known count stays 2.
+                _ = try await cy.join(room: "town")
+                let cyVerdict = await cyVerdicts.first { _ in true }
+                let cyKnows = (await cy.largeRoomMembers, await cy.isLarge(room: "town"), await cy.lastKnownMembers(of: "town"))
+                let annKnows = (await ann.isLarge(room: "town"), await ann.lastKnownMembers(of: "town"))
+                await AsyncIMClient.closeAll(ann.connection, ben.connection, cy.connection)
+                fixture.server.shutdown()
+                return (benJoined, cyVerdict, cyKnows, annKnows)
+            }
+        }
+        #expect(benJoined == MembershipChange(room: "town", user: "ben", joined: true, members: 2))
+        #expect(cyVerdict == LargeRoomChange(room: Room(name: "town", members: 3, isMember: true), isLarge: true))
+        #expect(cyKnows.0 == 2 && cyKnows.1 && cyKnows.2 == 3)
+        #expect(!annKnows.0 && annKnows.1 == 2)
+    }
+
     /// The application's own actor on the chat client's loop: it counts the messages it is handed
     /// and answers each, touching its state only on the loop's thread.
     actor Responder {

@@ -104,6 +104,10 @@ struct PythonClientTests {
             let summary = child.output.split(separator: "\n").last.map(String.init) ?? ""
             #expect(summary.contains("\"ok\": true") && summary.contains("\"duplicates\": 0"), "\(transcript())")
             #expect(summary.contains("\"ignored_commands\": [24]"), "the MEMBERSHIP notice, ignored as section 3 asks: \(transcript())")
+            // It read the large-room size LOGIN_ACK announced (section 8) and judged its room by JOIN_ACK's count.
+            #expect(
+                summary.contains("\"large_room_members\": 1000") && summary.contains("\"large_rooms\": []"),
+                "LOGIN_ACK's large_room_members read, the lobby of 2 not large: \(transcript())")
 
             swift.close()
             try spin(loop) { swift.state == .closed(.userClosed) }

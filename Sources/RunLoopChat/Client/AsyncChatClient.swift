@@ -3,8 +3,8 @@ public import RunLoopIMCore
 public import RunLoopKit
 
 /// A ``ChatClient`` for Swift concurrency: an actor on the client's loop with the chat's requests
-/// (`join`, `leave`, `rooms`, `history`) as `async throws` calls and presence as an `AsyncStream`;
-/// the connection underneath — messages, delivery updates, state changes, `send`, `start`, `close` —
+/// (`join`, `leave`, `rooms`, `history`) as `async throws` calls, and presence, room membership and
+/// large-room changes as `AsyncStream`s; the connection underneath — messages, delivery updates, state changes, `send`, `start`, `close` —
 /// is ``connection``, an `AsyncIMClient` on the same loop.
 ///
 /// ```swift
@@ -23,7 +23,7 @@ public import RunLoopKit
 /// `await`. The loop must keep running a common mode, where its jobs run.
 ///
 /// Streams: as `AsyncIMClient`'s (a subscription per read, in order, bounded by ``IMStreamBuffers``;
-/// presence changes share the messages' bound): a subscriber that does not keep up loses the newest
+/// presence, membership and large-room changes each have the messages' bound): a subscriber that does not keep up loses the newest
 /// events, never slows the connection. Every stream ends when the client is closed for good.
 ///
 /// Cancellation: a cancelled request throws `CancellationError` at once. The request is out and the
@@ -41,6 +41,8 @@ public actor AsyncChatClient {
     // its loop's thread (it checks), where this actor's code and its callbacks run.
     private nonisolated(unsafe) let chat: ChatClient
     private nonisolated let presenceChanges: AsyncBroadcast<PresenceChange>
+    private nonisolated let membershipChanges: AsyncBroadcast<MembershipChange>
+    private nonisolated let largeRoomVerdicts: AsyncBroadcast<LargeRoomChange>
 
     /// Runs the actor's code on the client's loop.
     public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
@@ -65,17 +67,26 @@ public actor AsyncChatClient {
         let chat = bound.value
         let events = IMClientEvents(buffers: buffers, state: chat.state)
         let presenceChanges = AsyncBroadcast<PresenceChange>(buffering: .bufferingOldest(buffers.messages))
+        let membershipChanges = AsyncBroadcast<MembershipChange>(buffering: .bufferingOldest(buffers.messages))
+        let largeRoomVerdicts = AsyncBroadcast<LargeRoomChange>(buffering: .bufferingOldest(buffers.messages))
         chat.onMessage = { _, message in events.received(message) }
         chat.onDelivery = { _, id, state in events.deliveryChanged(id, state) }
         chat.onPresence = { _, change in presenceChanges.yield(change) }
+        chat.onMembership = { _, change in membershipChanges.yield(change) }
+        chat.onLargeRoomChange = { _, change in largeRoomVerdicts.yield(change) }
         chat.onStateChange = { _, state in
             events.stateChanged(state)
-            if case .closed = state { presenceChanges.finish() }
+            guard case .closed = state else { return }
+            presenceChanges.finish()
+            membershipChanges.finish()
+            largeRoomVerdicts.finish()
         }
         connection = AsyncIMClient.connection(of: chat.connection, events: events)
         loop = bound.loop
         self.chat = chat
         self.presenceChanges = presenceChanges
+        self.membershipChanges = membershipChanges
+        self.largeRoomVerdicts = largeRoomVerdicts
     }
 
     /// Users coming online or going offline from now on (a snapshot of those online follows each login).
@@ -83,6 +94,27 @@ public actor AsyncChatClient {
     /// Presence changes that subscribers' full buffers could not take (the connection's own streams
     /// count theirs in `connection.droppedEvents`).
     public nonisolated var droppedPresenceChanges: Int { presenceChanges.dropped }
+
+    /// Members joining or leaving the rooms this user is in, from now on, with each room's count after
+    /// the change (see ``ChatClient/onMembership``; a large room sends none).
+    public nonisolated var memberships: AsyncStream<MembershipChange> { membershipChanges.subscribe() }
+    /// Rooms whose last known count crossed the server's large-room size, either way, from now on
+    /// (see ``ChatClient/onLargeRoomChange``): while a room is large its members' presence is unknown.
+    /// A change is yielded before the answer or notice that brought its count is returned or yielded.
+    public nonisolated var largeRoomChanges: AsyncStream<LargeRoomChange> { largeRoomVerdicts.subscribe() }
+    /// Membership and large-room changes that subscribers' full buffers could not take.
+    public nonisolated var droppedRoomChanges: Int { membershipChanges.dropped + largeRoomVerdicts.dropped }
+
+    /// The server's large-room size as the last login announced it; `nil` before a login or when the
+    /// server has no such rule (see ``ChatClient/largeRoomMembers``).
+    public var largeRoomMembers: Int? { chat.largeRoomMembers }
+
+    /// Whether `room`'s last known count is over the server's large-room size, so its members'
+    /// presence is unknown (see ``ChatClient/isLarge(room:)``).
+    public func isLarge(room: String) -> Bool { chat.isLarge(room: room) }
+
+    /// The member count last heard of `room` (an answer, the room list or a notice), `nil` if none.
+    public func lastKnownMembers(of room: String) -> Int? { chat.lastKnownMembers(of: room) }
 
     /// Enters `room`, creating it if new (see ``ChatClient/join(room:completion:)``).
     /// - Throws: ``ChatRequestError``; `CancellationError` (the server joins all the same).
