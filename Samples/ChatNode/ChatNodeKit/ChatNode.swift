@@ -126,8 +126,11 @@ public final class ChatNode {
     private(set) var isStopping = false
 
     /// Opens the database and prepares the server; ``start()`` listens.
+    /// - Throws: ``PasswordHashingUnavailable`` when OpenSSL here cannot derive scrypt (a node that
+    ///   started would refuse every password as wrong); the store's errors.
     public init(configuration: Configuration, loop: RunLoop = .current, logger: Logger = Logger(label: "chat-node")) throws {
         precondition(loop.isCurrentThread, "ChatNode must be created on its run loop's thread")
+        try PasswordHasher.checkAvailable()
         // Before the password threads first allocate, so the heap trim after a crowd reaches theirs.
         GlibcMalloc.shareMainArena()
         self.configuration = configuration
