@@ -78,12 +78,18 @@ rss_kinds() {
         /^Rss:/ { rss[kind] += $2 } END { printf "files %.1f, heap %.1f, other %.1f", rss["files"] / 1024, rss["heap"] / 1024, rss["other"] / 1024 }' \
         "/proc/$node/smaps"
 }
+# Resident KiB of each mapped file, its mappings summed: whose pages the logins touched and left.
+rss_by_file() {
+    awk '/^[0-9a-f]+-[0-9a-f]+ / { file = ($6 ~ /^\// ? $6 : "") } /^Rss:/ && file != "" { rss[file] += $2 }
+        END { for (f in rss) print f, rss[f] }' "/proc/$node/smaps" | sort
+}
 # utime + stime in clock ticks (fields 14 and 15; the command name has no spaces).
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$node/stat"; }
 
 sleep 1
 rss_before="$(rss_kib)"
 kinds_before="$(rss_kinds)"
+rss_by_file >"$work/files.before"
 cpu_before="$(cpu_ticks)"
 share=$((count / processes))
 clients=()
@@ -130,6 +136,7 @@ rss_after="$(rss_kib)"
 sleep 10
 rss_later="$(rss_kib)"
 kinds_later="$(rss_kinds)"
+rss_by_file >"$work/files.later"
 kill -0 "$node" 2>/dev/null || { echo "chat-node ended:" >&2; tail -5 "$work/node.err" >&2; status=1; }
 
 sum() { cat "$work"/clients.*.txt | sed -n "s/^logins\.$1 //p" | awk '{ s += $1 } END { print s + 0 }'; }
@@ -154,6 +161,9 @@ awk -v b="$rss_before" -v a="$rss_after" -v l="$rss_later" 'BEGIN {
     printf "| **RSS after all left** (5 s; 15 s) | **%.1f MiB = %+.1f %%** (%.1f MiB = %+.1f %%) |\n",
         a / 1024, (a - b) * 100 / b, l / 1024, (l - b) * 100 / b }'
 echo "| RSS by kind before → 15 s after all left (MiB) | $kinds_before → $kinds_later |"
+join "$work/files.before" "$work/files.later" | awk '$3 - $2 >= 64 { n = split($1, p, "/"); printf "%.2f %s\n", ($3 - $2) / 1024, p[n] }' |
+    sort -gr | head -6 | awk '{ printf "%s%s +%s", (NR > 1 ? ", " : ""), $2, $1 } END { if (NR) print "" }' |
+    sed 's/^/| mapped files that grew most before → 15 s after (MiB) | /; s/$/ |/'
 grep -h 'freed heap given back\|follow-up trim' "$work/node.err" | sed 's/^.*chat-node: /| node: /; s/$/ |/' | head -10
 echo "| client CPU, all processes | $(sum client_cpu_ms) ms |"
 print_stalls_since "$stalls_before" "once all left at once"

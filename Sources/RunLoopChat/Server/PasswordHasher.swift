@@ -102,7 +102,8 @@ public struct PasswordHasher: Sendable, Equatable {
             var reason = [CChar](repeating: 0, count: 256)
             ERR_error_string_n(ERR_peek_last_error(), &reason, reason.count)
             ERR_clear_error()  // the failure's entries would otherwise stay queued on this thread
-            return .failure(PasswordHashingUnavailable(reason: "EVP_PBE_scrypt: \(String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))"))
+            let text = String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            return .failure(PasswordHashingUnavailable(reason: "EVP_PBE_scrypt: \(text)"))
         }
         return .success(key)
     }
