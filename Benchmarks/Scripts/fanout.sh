@@ -15,6 +15,10 @@
 #                                                       the node and mosquitto (raw MQTT subscribers in
 #                                                       --processes K processes, default 4), M = 200,000 / N
 #                                                       unless --messages is given (issue 22)
+#   Scripts/fanout.sh --python                          the node with fanout-bench's Swift clients, then with
+#                                                       clients written from docs/PROTOCOL.md in Python
+#                                                       (Tests/PythonClient/imclient.py, Scripts/python_fanout.py;
+#                                                       a window of 1): both counted; no mosquitto (issue 22)
 #   Scripts/fanout.sh --callgrind --node OTHER/chat-node  the same for another build of the node
 #                                                       (--bench PATH: a fanout-bench built elsewhere;
 #                                                       --keep: leave the logs and callgrind files)
@@ -48,6 +52,7 @@ node=""
 bench=""
 keep=false
 rooms=""
+python_clients=false
 processes=4
 arguments=()
 while [ $# -gt 0 ]; do
@@ -59,6 +64,7 @@ while [ $# -gt 0 ]; do
         --bench) bench="$(realpath "$2")" && shift ;;
         --keep) keep=true ;;
         --rooms) rooms="$2" && shift ;;
+        --python) python_clients=true ;;
         --processes) processes="$2" && shift ;;
         *) arguments+=("$1") ;;
     esac
@@ -83,6 +89,12 @@ if [ -z "$node" ]; then
     (cd .. && swift build -c "$configuration" --product chat-node >/dev/null) || exit 1
     node="$(cd .. && swift build -c "$configuration" --show-bin-path)/chat-node"
 fi
+# --python: the outside-client test's interpreter (the protobuf runtime it pins), as the tests find it.
+outside_python="${RUNLOOPKIT_PYTHON:-$(cd .. && pwd)/.build-python/bin/python}"
+if $python_clients && ! "$outside_python" -c 'import google.protobuf' 2>/dev/null; then
+    echo "--python needs $outside_python with the protobuf runtime: bash Scripts/setup.sh --tests makes it" >&2
+    exit 1
+fi
 # Debian puts the broker in /usr/sbin, which is not on an ordinary user's PATH.
 mosquitto="$(command -v mosquitto || echo /usr/sbin/mosquitto)"
 if [ ! -x "$mosquitto" ] || ! command -v mosquitto_sub >/dev/null || ! command -v mosquitto_pub >/dev/null; then
@@ -90,8 +102,8 @@ if [ ! -x "$mosquitto" ] || ! command -v mosquitto_sub >/dev/null || ! command -
     mosquitto="$(command -v mosquitto || echo /usr/sbin/mosquitto)"
 fi
 python=".build-mqtt/bin/python"
-if $callgrind || $syscalls || [ -n "$rooms" ]; then
-    # The C and raw clients only: the venv's paho is not needed (but valgrind or strace is, to count).
+if $callgrind || $syscalls || [ -n "$rooms" ] || $python_clients; then
+    # The C and raw clients only, or no MQTT at all: the venv's paho is not needed (but valgrind or strace is, to count).
     python=python3
     if $callgrind; then
         command -v valgrind >/dev/null || { echo "--callgrind needs valgrind (Debian: valgrind)" >&2; exit 1; }
@@ -197,9 +209,11 @@ run_node() {
         exit 1
     fi
     trace_server "$name"
-    timeout "$bound" "$bench" --port "$port" --pid "$server" "$@" >"$work/$name.txt" || status=1
+    timeout "$bound" "${node_clients[@]}" --port "$port" --pid "$server" "$@" >"$work/$name.txt" || status=1
     stop_server
 }
+# The node's clients: fanout-bench, or (--python) the Python ones for the run that names them.
+node_clients=("$bench")
 
 # 2. and 3. mosquitto, a fresh broker for the run NAME (so each idle RSS is a fresh broker's), with
 # mqtt_fanout.py's arguments after NAME.
@@ -304,6 +318,23 @@ if [ -n "$rooms" ]; then
         grep -h -v '^fanout\.' "$work/chat-node-$n.txt" "$work/mosquitto-$n.txt"
         echo
     done
+    exit $status
+fi
+
+if $python_clients; then
+    run_node chat-node "$@"
+    node_clients=("$outside_python" Scripts/python_fanout.py)
+    # The same M as fanout-bench's run (its default 5,000 when not given).
+    run_node chat-node-python "$@" --messages "$(last_value --messages 5000 "$@")" --timeout "$bound"
+    echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo
+    results=("$work/chat-node.txt" "$work/chat-node-python.txt")
+    if $smoke; then
+        python3 Scripts/fanout_table.py --counts-only "${results[@]}" || status=1
+    else
+        python3 Scripts/fanout_table.py "${results[@]}" || status=1
+    fi
+    grep -h -v '^fanout\.' "${results[@]}"
     exit $status
 fi
 
