@@ -321,30 +321,20 @@ if [ -n "$rooms" ]; then
     exit $status
 fi
 
+run_node chat-node "$@"
 if $python_clients; then
-    run_node chat-node "$@"
     node_clients=("$outside_python" Scripts/python_fanout.py)
     # The same M as fanout-bench's run (its default 5,000 when not given).
     run_node chat-node-python "$@" --messages "$(last_value --messages 5000 "$@")" --timeout "$bound"
-    echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo
     results=("$work/chat-node.txt" "$work/chat-node-python.txt")
-    if $smoke; then
-        python3 Scripts/fanout_table.py --counts-only "${results[@]}" || status=1
-    else
-        python3 Scripts/fanout_table.py "${results[@]}" || status=1
-    fi
-    grep -h -v '^fanout\.' "${results[@]}"
-    exit $status
+else
+    run_mosquitto mosquitto-paho --clients paho "$@"
+    run_mosquitto mosquitto-c --clients c "$@"
+    results=("$work/chat-node.txt" "$work/mosquitto-paho.txt" "$work/mosquitto-c.txt")
 fi
-
-run_node chat-node "$@"
-run_mosquitto mosquitto-paho --clients paho "$@"
-run_mosquitto mosquitto-c --clients c "$@"
 
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-results=("$work/chat-node.txt" "$work/mosquitto-paho.txt" "$work/mosquitto-c.txt")
 if $smoke; then
     python3 Scripts/fanout_table.py --counts-only "${results[@]}" || status=1
 else
