@@ -77,6 +77,36 @@ import Testing
         #expect(misnamed == 0)
     }
 
+    /// The race above adds thousands of timers another loop holds: each loop logs the first of them
+    /// only, where it wrote a warning per add (2,000 lines in the test log).
+    @Test func aForeignTimerIsLoggedOncePerLoop() async throws {
+        let shared = TimerList([RunLoopTimer(after: .seconds(3_600)) { _ in }])
+        let held = Atomic<Int>(0)
+        let checked = Atomic<Int>(0)
+        let holder: @Sendable () -> [Bool] = {
+            let loop = RunLoop.current
+            loop.add(shared.timers[0], forMode: .default)
+            Self.meet(at: held)
+            // The holder's loop stays (and keeps its claim) until the other one has looked.
+            Self.meet(at: checked)
+            return [loop.loggedForeignItem.load(ordering: .relaxed)]
+        }
+        let adder: @Sendable () -> [Bool] = {
+            let loop = RunLoop.current
+            Self.meet(at: held)
+            loop.add(shared.timers[0], forMode: .default)
+            let logged = loop.loggedForeignItem.load(ordering: .relaxed)
+            loop.add(shared.timers[0], forMode: .default)
+            let again = loop.warnOfForeignItem("a third foreign item")
+            let added = loop.contains(shared.timers[0], forMode: .default)
+            Self.meet(at: checked)
+            return [logged, again, added]
+        }
+        let results = try await onLoopThreads([holder, adder])
+        #expect(results[0] == [false], "the loop that holds the timer logged nothing")
+        #expect(results[1] == [true, false, false], "logged: the first foreign add; then nothing; never added")
+    }
+
     /// Waits until both racing threads got here.
     private static func meet(at barrier: borrowing Atomic<Int>) {
         barrier.add(1, ordering: .acquiringAndReleasing)

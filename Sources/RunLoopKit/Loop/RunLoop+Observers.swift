@@ -1,14 +1,16 @@
 import Logging
+import Synchronization
 
 extension RunLoop {
     /// Adds `observer` to `mode` (or every common mode, with ``Mode/common``). Safe from any thread.
     ///
-    /// An observer belongs to one loop: adding it to another is ignored (and logged). Added during a
+    /// An observer belongs to one loop: adding it to another is ignored (and logged, the first time on
+    /// this loop). Added during a
     /// notification, it is first called for a later activity.
     public func add(_ observer: RunLoopObserver, forMode mode: Mode = .default) {
         guard observer.isValid else { return }
         guard observer.attachment.claim(for: self) else {
-            Self.logger.warning("observer \(observer.label ?? "") is added to another run loop; not added")
+            warnOfForeignItem("observer \(observer.label ?? "") is added to another run loop; not added")
             return
         }
         let stillAttached = lock.withLock { () -> Bool in
@@ -70,5 +72,17 @@ extension RunLoop {
             _ = commonItems.remove(observer)
         }
         observer.attachment.release(ifClaimedBy: self)
+    }
+}
+
+extension RunLoop {
+    /// Logs the first timer or observer added here while another loop holds it; later ones on this
+    /// loop are ignored silently, as CF ignores every one: a program that makes the mistake in a loop
+    /// would otherwise write a line per add. Any thread. Returns whether it logged.
+    @discardableResult
+    func warnOfForeignItem(_ what: @autoclosure () -> String) -> Bool {
+        guard !loggedForeignItem.exchange(true, ordering: .relaxed) else { return false }
+        Self.logger.warning("\(what()) (further such adds to this run loop are not logged)")
+        return true
     }
 }

@@ -4,12 +4,12 @@ extension RunLoop {
     /// Schedules `timer` in `mode` (or every common mode, with ``Mode/common``). Safe from any thread.
     ///
     /// A timer created with a delay starts counting when it is first added. A timer belongs to one loop:
-    /// adding it to another is ignored (and logged), as is adding an invalidated timer; adding it twice
+    /// adding it to another is ignored (and logged, the first time on this loop), as is adding an invalidated timer; adding it twice
     /// to a mode is a no-op. From another thread no wake-up is needed: the mode's kernel timer is re-armed.
     public func add(_ timer: RunLoopTimer, forMode mode: Mode = .default) {
         guard timer.isValid else { return }
         guard timer.attachment.claim(for: self) else {
-            Self.logger.warning("timer \(timer.label ?? "") is scheduled on another run loop; not added")
+            warnOfForeignItem("timer \(timer.label ?? "") is scheduled on another run loop; not added")
             return
         }
         let stillAttached = lock.withLock { () -> Bool in

@@ -64,6 +64,9 @@ public final class RunLoop: @unchecked Sendable {
     /// How many activations have a stop request not yet taken: an iteration that sees 0 (and a mode
     /// still holding items) ends without the lock. Changed under the lock with `stopRequested`.
     let pendingStops = Atomic<Int>(0)
+    /// Whether an item another loop holds was added here and logged: once per loop (see
+    /// ``warnOfForeignItem(_:)``).
+    let loggedForeignItem = Atomic<Bool>(false)
 
     // Loop thread only (unchecked exclusivity: one thread, no lock needed, no check either).
     /// How many activations are running (1 in the outermost run).
