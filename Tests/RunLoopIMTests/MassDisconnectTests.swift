@@ -80,27 +80,47 @@ struct MassDisconnectTests {
         #expect(afterAll, "all settled: the next note schedules an announcement")
     }
 
-    /// Logs `crowd` users in, resets all their links in one pass, and counts the offline
-    /// announcements of each loop pass that had any.
-    func offlineAnnouncementsPerPass(crowd: Int) throws -> [Int] {
+    /// Logs `crowd` users (and `watchers` who stay) in, resets all the crowd's links in one pass,
+    /// and counts the offline announcements of each loop pass that had any.
+    func offlineAnnouncementsPerPass(
+        crowd: Int, watchers: Int = 0, settings: IMServer.Settings = .withoutLoginLimits,
+        application: (any IMApplicationHandler)? = nil
+    ) throws -> [Int] {
         let loop = RunLoop.current
-        let server = IMServer(store: InMemoryIMStore(), settings: .withoutLoginLimits)
+        let server = IMServer(store: InMemoryIMStore(), settings: settings)
+        server.applicationHandler = application
         var pass = 0
         let passes = RunLoopObserver(activities: .beforeTimers) { _, _ in pass += 1 }
         loop.add(passes, forMode: .default)
         defer { passes.invalidate() }
         var offlineInPass: [Int: Int] = [:]
         server.onPresenceChange = { _, _, online in if !online { offlineInPass[pass, default: 0] += 1 } }
-        let links = (0..<crowd).map { _ in MemoryLinkPeer() }
+        let links = (0..<crowd + watchers).map { _ in MemoryLinkPeer() }
         for (index, link) in links.enumerated() {
             link.keepsFrames = false
             server.adopt(link.serverEnd)
             link.logIn("u\(index)", settling: false)
         }
-        try #require(try spin(loop) { server.presence.announced.count == crowd })
-        for link in links { link.pair.apply(.reset) }
-        try #require(try spin(loop) { server.presence.announced.isEmpty && !server.presence.hasNoted })
+        try #require(try spin(loop) { server.presence.announced.count == crowd + watchers })
+        for link in links.prefix(crowd) { link.pair.apply(.reset) }
+        try #require(try spin(loop) { server.presence.announced.count == watchers && !server.presence.hasNoted })
         return offlineInPass.keys.sorted().map { offlineInPass[$0]! }
+    }
+
+    @Test(
+        "an announcement stops at presenceAudiencePerPass: 100 users leaving, each with the 50 watchers as the audience, go 20 a pass with a budget of 1,000"
+    )
+    func noticesBoundAPass() async throws {
+        try await onLoopThread {
+            var settings = IMServer.Settings.withoutLoginLimits
+            settings.presenceAudiencePerPass = 1_000
+            // The watchers are the last 50 logged in (u100 … u149).
+            let watchers = WatchersAudience(users: (100..<150).map { "u\($0)" })
+            let perPass = try offlineAnnouncementsPerPass(crowd: 100, watchers: 50, settings: settings, application: watchers)
+            #expect(perPass.reduce(0, +) == 100, "everyone announced offline once")
+            // 20 users of 50 contacts each reach the budget; two batches may share a pass (see above).
+            #expect(perPass.allSatisfy { $0 <= 2 * 20 } && perPass.count >= 3, "\(perPass)")
+        }
     }
 
     @Test("a user who drops and comes back within one pass is not announced offline at all")
@@ -127,6 +147,19 @@ struct MassDisconnectTests {
             #expect(watcher.received(.presence).count == before, "offline-then-online in one pass is no change")
             #expect(server.onlineUsers == ["flaky", "watcher"])
         }
+    }
+}
+
+/// An application whose every user's audience is the same users.
+private struct WatchersAudience: IMApplicationHandler {
+    let users: [String]
+
+    func answer(_ request: IMFrame, from user: String, on server: IMServer, reply: @escaping (IMFrame) -> Void) throws(IMFrameError) {
+        reply(IMFrame(command: IMCommand(rawValue: request.header.command + 1) ?? .error, serial: request.serial, code: .badRequest))
+    }
+
+    func presenceAudience(of user: String, on server: IMServer, completion: @escaping (IMPresenceAudience) -> Void) {
+        completion(.users(users))
     }
 }
 

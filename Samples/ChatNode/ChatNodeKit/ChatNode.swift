@@ -60,6 +60,10 @@ public final class ChatNode {
         /// Members past which a room is large (``ChatService/Settings/largeRoomMembers``): announced
         /// in LOGIN_ACK; read when the node starts.
         public var largeRoomMembers = ChatService.Settings().largeRoomMembers
+        /// The shortest time between two announcements of presence changes
+        /// (``IMServer/Settings/presenceInterval``): a crowd's arrivals reach each member of their
+        /// audience in one write per interval, not one per arrival.
+        public var presenceInterval: Duration = .milliseconds(100)
         /// Login admission (``IMLoginLimits``): `concurrentChecks` is also the number of threads that
         /// hash passwords (default: one per online processor); per-address limits keep a flood of
         /// wrong passwords from starving real logins, failure delays keep guessing slow.
@@ -213,6 +217,7 @@ public final class ChatNode {
         settings.maximumSessionsPerUser = configuration.maximumSessionsPerUser
         settings.maximumRoomsPerUser = configuration.maximumRoomsPerUser
         settings.logins = configuration.logins
+        settings.presenceInterval = configuration.presenceInterval
         return settings
     }
 

@@ -1,7 +1,8 @@
 public import RunLoopIMCore
 import RunLoopKit
 
-/// Presence: who is online, announced once per loop pass to each user's audience — the sessions of
+/// Presence: who is online, announced once per loop pass (or per ``IMServer/Settings/presenceInterval``)
+/// to each user's audience — the sessions of
 /// the users the ``IMServer/applicationHandler`` names (``IMApplicationHandler/presenceAudience(of:on:completion:)``),
 /// so a change or a login costs what the user's contacts cost, not what everyone online does.
 extension IMServer {
@@ -22,6 +23,13 @@ extension IMServer {
     }
 
     private func scheduleAnnouncement() {
+        if let at = presenceCadence.announcement(now: loop.now, interval: settings.presenceInterval) {
+            let timer = RunLoopTimer(after: at - loop.now, label: "im.server presence, next interval") { [weak self] _ in
+                self?.announcePresence()
+            }
+            for mode in modes { loop.add(timer, forMode: mode) }
+            return
+        }
         // The loop's own thread by construction: every session callback runs there.
         try? loop.performFromLoopThread(inModes: modes, label: "im.server presence") { [weak self] in
             self?.announcePresence()
@@ -34,28 +42,39 @@ extension IMServer {
     /// A server shutting down tells its clients nothing: they are told `shuttingDown`, and their
     /// users are not gone, only moving (docs/PROTOCOL.md §8).
     ///
-    /// At most ``IMServer/Settings/presenceChangesPerPass`` users are settled at once; the others
-    /// in the next pass, and so on: thousands of sessions closed together (a network blip) would
-    /// otherwise make one pass of thousands of audience reads, during which nobody else is served.
+    /// At most ``IMServer/Settings/presenceChangesPerPass`` users are settled at once, and no more once
+    /// their audiences reach ``IMServer/Settings/presenceAudiencePerPass`` contacts; the others in the
+    /// next pass, and so on: thousands of sessions closed together (a network blip) would otherwise
+    /// make one pass of thousands of audience reads and millions of notices, during which nobody else
+    /// is served.
     private func announcePresence() {
-        // Read for this pass only: a later announcement asks again.
+        // Read since the last announcement only: a later one asks again.
         let known = audiencesOfThisPass
         audiencesOfThisPass = [:]
-        let changes = presence.settle(limit: settings.presenceChangesPerPass) {
-            self.byUser[$0] != nil || self.clusterOnline.contains($0)
-        }
-        if presence.hasNoted { scheduleNextBatch() }
-        for change in changes { onPresenceChange?(self, change.user, change.online) }
-        guard settings.broadcastsPresence, !isShuttingDown, !changes.isEmpty else { return }
+        let telling = settings.broadcastsPresence && !isShuttingDown
         // Audiences answered at once (the memory and SQLite stores) share one write per session.
-        presenceOutbox = PresenceOutbox()
-        for change in changes {
+        if telling { presenceOutbox = PresenceOutbox() }
+        presenceAudienceOfThisPass = 0
+        var settled = 0
+        // One user at a time, so the pass stops at whichever bound comes first: the users, or their
+        // audiences' size (a thousand users leaving a room of a thousand together would be a
+        // thousand reads of a thousand contacts, and up to a million notices, in one pass).
+        while settled < settings.presenceChangesPerPass, presenceAudienceOfThisPass < settings.presenceAudiencePerPass,
+            presence.hasNoted
+        {
+            settled += 1
+            let isOnline = { (user: String) in self.byUser[user] != nil || self.clusterOnline.contains(user) }
+            guard let change = presence.settle(limit: 1, isOnline: isOnline).first else { continue }
+            presenceCadence.announced(at: loop.now)
+            onPresenceChange?(self, change.user, change.online)
+            guard telling else { continue }
             if let audience = known[change.user] {
                 tell(presenceOf: change.user, to: audience)
                 continue
             }
             askAudience(of: change.user) { [weak self] audience in self?.tell(presenceOf: change.user, to: audience) }
         }
+        if presence.hasNoted { scheduleNextBatch() }
         let outbox = presenceOutbox
         presenceOutbox = nil
         outbox?.flush(to: byUser)
@@ -134,11 +153,16 @@ extension IMServer {
         switch audience {
         case .everyone where presenceOutbox != nil:
             presenceOutbox?.addForEveryone(frame, of: user)
+            // One shared list for every session, written once per session whatever its length.
+            presenceAudienceOfThisPass += 1
         case .everyone:
             for (other, sessions) in byUser where other != user {
                 for session in sessions { session.write(frame) }
             }
+            presenceAudienceOfThisPass += byUser.count
         case .users(let users):
+            // Every contact costs its look-up (and was read from the store), online or not.
+            presenceAudienceOfThisPass += users.count
             for session in users.flatMap({ $0 == user ? [] : byUser[$0] ?? [] }) {
                 if presenceOutbox != nil { presenceOutbox?.add(frame, for: session) } else { session.write(frame) }
             }

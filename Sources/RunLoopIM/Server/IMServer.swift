@@ -65,6 +65,17 @@ public final class IMServer {
         /// announced in the passes after, in the order they changed, so the other users are served
         /// between batches.
         public var presenceChangesPerPass = 1_000
+        /// The contacts (the audiences' users, online or not: each is read and looked up) after which
+        /// one loop pass settles no more users: an audience decides what a user's announcement costs,
+        /// and a thousand users leaving a room of a thousand together would otherwise be a thousand
+        /// reads of a thousand contacts and up to a million notices in one pass. The user whose
+        /// audience crosses it is told in full; the rest wait for the next pass, in order.
+        public var presenceAudiencePerPass = 50_000
+        /// The shortest time between two announcements of presence changes: a change after a quiet
+        /// interval is announced at the end of its loop pass, changes that follow within the interval
+        /// wait for its end and go together, one write per session (docs/PROTOCOL.md §8). `.zero`:
+        /// every pass's changes at the end of that pass. The chat node uses 100 ms.
+        public var presenceInterval: Duration = .zero
         /// Login admission: checks at once, per-address limits, failure delays (``IMLoginLimits``).
         public var logins = IMLoginLimits()
 
@@ -172,16 +183,22 @@ public final class IMServer {
     public let modes: [RunLoop.Mode]
     var open = OpenSessions()
     var byUser: [String: UserSessions] = [:]
-    /// Presence is announced once per loop pass (IMServer+Presence): changes wait in the ledger, so
-    /// many sessions ending at once cost one pass and never recurse.
+    /// Presence is announced once per loop pass, or once per ``Settings/presenceInterval``
+    /// (IMServer+Presence): changes wait in the ledger, so many sessions ending at once cost one pass
+    /// and never recurse.
     var presence = PresenceLedger()
+    /// When the next announcement may go (``Settings/presenceInterval``).
+    var presenceCadence = PresenceCadence()
+    /// Contacts the current announcement has gone through (``Settings/presenceAudiencePerPass``).
+    var presenceAudienceOfThisPass = 0
     /// The snapshots' pages not sent yet, a page per session per pass (IMServer+Presence).
     var snapshots = PresenceSnapshots<IMServerSession>()
     /// The sessions' login and keepalive deadlines, one timer per set of modes (in practice one).
     var deadlinesByModes: [[RunLoop.Mode]: SessionDeadlines] = [:]
     /// The frames of the announcement being made, while it asks for audiences.
     var presenceOutbox: PresenceOutbox?
-    /// Audiences read for this pass's logins, which its announcement uses again (IMServer+Presence).
+    /// Audiences read for the logins since the last announcement, which the next one uses again
+    /// (IMServer+Presence); a JOIN anywhere empties it.
     var audiencesOfThisPass: [String: IMPresenceAudience] = [:]
     /// Users the cluster says are online, on this node or another (IMServer+Cluster).
     var clusterOnline: Set<String> = []
