@@ -21,6 +21,11 @@
 #                                                   settle, window) on Debian's mosquitto, and one table
 #                                                   of both with chat-node ÷ mosquitto
 #                                                   (Scripts/node-idle-mosquitto.sh, Scripts/mqtt_idle.py)
+#   Scripts/node-idle.sh --count 2000 --heartbeat 2 --seconds 10 --callgrind
+#                                                   instructions per heartbeat, independent of the
+#                                                   machine's load: the node under callgrind, counting
+#                                                   only in two windows of S and 2S seconds after the
+#                                                   settle (Scripts/idle_callgrind.py takes the difference)
 #   NODE_BENCH_BIN=DIR Scripts/node-idle.sh       chat-node and cluster-bench from DIR, not built here
 #
 # Setup only: the node runs with scrypt cost 4 (default 14), so 19,000 first logins (registrations)
@@ -39,6 +44,7 @@ perf=false
 settle=10
 mosquitto=false
 hang_up=false
+callgrind=false
 while [ $# -gt 0 ]; do
     case "$1" in
     --count) count="$2"; shift ;;
@@ -49,7 +55,8 @@ while [ $# -gt 0 ]; do
     --settle) settle="$2"; shift ;;
     --mosquitto) mosquitto=true ;;
     --hang-up) hang_up=true ;;
-    *) echo "usage: $0 [--count N] [--seconds S] [--heartbeat S] [--settle S] [--heaptrack] [--perf] [--hang-up] [--mosquitto]" >&2; exit 2 ;;
+    --callgrind) callgrind=true ;;
+    *) echo "usage: $0 [--count N] [--seconds S] [--heartbeat S] [--settle S] [--heaptrack] [--perf] [--hang-up] [--callgrind] [--mosquitto]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -61,6 +68,12 @@ flags=(serve --host 127.0.0.1 --port 0 --no-http --database "$work/chat.db" --ma
 echo "node:    chat-node ${flags[*]}"
 if $heaptrack; then
     heaptrack -o "$work/node" "$bin/chat-node" "${flags[@]}" >"$work/node.out" 2>"$work/node.err" &
+elif $callgrind; then
+    # Valgrind cannot read the DWARF 5 Swift writes: a copy without debug information keeps its symbols.
+    # Counting starts switched off, so the logins (scrypt) run at valgrind's uninstrumented pace.
+    objcopy --strip-debug "$bin/chat-node" "$work/chat-node" || exit 1
+    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/node.callgrind" \
+        "$work/chat-node" "${flags[@]}" >"$work/node.out" 2>"$work/node.err" &
 else
     "$bin/chat-node" "${flags[@]}" >"$work/node.out" 2>"$work/node.err" &
 fi
@@ -90,7 +103,14 @@ sleep "$settle"
 rss_online="$(rss_kib)"
 cpu_online="$(cpu_ticks)"
 window_start=$SECONDS
-if $perf && ! $hang_up; then
+if $callgrind; then
+    # Two windows, S then 2S, each dumped on its own (the dump resets the counts).
+    callgrind_control --instr=on "$node" >/dev/null && callgrind_control --zero "$node" >/dev/null
+    sleep "$seconds"
+    callgrind_control --dump=short "$node" >/dev/null
+    sleep $((2 * seconds))
+    callgrind_control --dump=long "$node" >/dev/null
+elif $perf && ! $hang_up; then
     perf record -e cpu-clock -F 999 -g -p "$node" -o "$work/perf.data" -- sleep "$seconds" >/dev/null 2>&1
 else
     sleep "$seconds"
@@ -159,6 +179,14 @@ if $heaptrack; then
     cp "$work/heap.txt" "/tmp/node-idle-heap.$$.txt"
     echo "heap peak by call site: /tmp/node-idle-heap.$$.txt"
     sed -n '/PEAK MEMORY CONSUMERS/,$p' "$work/heap.txt" | head -60
+fi
+if $callgrind; then
+    short="$(grep -l '^desc: Trigger: .*short' "$work"/node.callgrind* | head -1)"
+    long="$(grep -l '^desc: Trigger: .*long' "$work"/node.callgrind* | head -1)"
+    echo
+    python3 Scripts/idle_callgrind.py "$short" "$long" || client_status=1
+    mkdir -p "/tmp/node-idle-callgrind.$$" && cp "$short" "$long" "/tmp/node-idle-callgrind.$$/"
+    echo "dumps (for callgrind_annotate): /tmp/node-idle-callgrind.$$"
 fi
 mosquitto_status=0
 if $mosquitto; then

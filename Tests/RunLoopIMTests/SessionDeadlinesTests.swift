@@ -90,6 +90,28 @@ struct SessionDeadlinesTests {
         #expect(SessionDeadlines.wakeUp(for: .distantFuture) == .distantFuture)
     }
 
+    @Test("sessions one after another reuse one place in the deadlines' table; the last is still told at its deadline")
+    func placesAreReused() async throws {
+        try await onManualClockLoop { loop, clock in
+            let (server, ends) = serverNotingEnds(clock, settings: .withoutLoginLimits)
+            let start = clock.now
+            for index in 0..<20 {
+                try advance(loop, clock, to: start + .milliseconds(250 * index))
+                let peer = logIn("u\(index)", keepalive: 10, to: server, on: loop)
+                #expect(peer.received.first?.command == .loginAck)
+                peer.send(IMFrame(command: .heartbeat, serial: 2))
+                if index < 19 { peer.send(IMFrame(command: .logout, serial: 3)) }
+            }
+            let table = try #require(server.deadlinesByModes.values.first)
+            #expect(table.placeCount == 1)
+            // Every earlier session's entry is stale in that place; none of them tells the last one.
+            try advance(loop, clock, to: start + .seconds(21))
+            #expect(ends.sinceStart["u19"] == .milliseconds(4_750 + 15_000))
+            #expect(table.entryCount == 0)
+            server.shutdown()
+        }
+    }
+
     /// When each user's session ended, as time since the server was made.
     private final class EndTimes {
         var sinceStart: [String: Duration] = [:]

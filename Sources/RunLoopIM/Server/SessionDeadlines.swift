@@ -9,7 +9,13 @@ import RunLoopNet
 /// A min-heap of (deadline, session), lazy both ways: a deadline moved later — every heartbeat —
 /// costs a store (its entry comes due early and is put back at the session's deadline then); one moved
 /// earlier pushes a new entry and leaves the old one to be dropped when it surfaces. A session's live
-/// entry is the one at its ``Slot/queued`` instant.
+/// entry is the one whose order is its ``Slot/queuedOrder``.
+///
+/// Entries name their session by its place in a table of weak references, not by a weak reference of
+/// their own: the heap moves entries on every push and pop, and moving a weak reference is a runtime
+/// call (its side table's count), where a place is a plain integer. A session holds its place while it
+/// has a live entry; a freed place goes to the next session, and its old stale entries never match the
+/// newcomer's order.
 ///
 /// The timer wakes only on tick boundaries (``tickNanoseconds``): with thousands of sessions some entry comes due every
 /// millisecond or two (each heartbeat's moved deadline resurfaces once), and a wake-up each would cost
@@ -24,16 +30,24 @@ final class SessionDeadlines {
         fileprivate(set) var wanted: LoopInstant?
         /// The instant of the session's live heap entry; `nil`: it has none.
         fileprivate var queued: LoopInstant?
+        /// The order of the live entry, which tells it from the stale ones of this place.
+        fileprivate var queuedOrder: UInt64 = 0
+        /// The session's place in ``SessionDeadlines/places`` while it has a live entry.
+        fileprivate var place: UInt32 = 0
     }
 
     private struct Entry: Comparable {
         let at: LoopInstant
         /// Ties fire in the order they were queued.
         let order: UInt64
-        weak var session: IMServerSession?
+        let place: UInt32
 
         static func < (lhs: Entry, rhs: Entry) -> Bool { (lhs.at, lhs.order) < (rhs.at, rhs.order) }
         static func == (lhs: Entry, rhs: Entry) -> Bool { lhs.at == rhs.at && lhs.order == rhs.order }
+    }
+
+    private struct Place {
+        weak var session: IMServerSession?
     }
 
     /// How far past its deadline a session may be told, in nanoseconds (250 ms): the timer's instants
@@ -48,8 +62,12 @@ final class SessionDeadlines {
 
     private let loop: RunLoop
     private var heap = Heap<Entry>()
-    /// Sessions with a live entry in the heap (``Slot/queued`` set); the heap's other entries are stale.
-    private var liveEntries = 0
+    /// Sessions with a live entry in the heap (``Slot/queued`` set), each at its place; the heap's other
+    /// entries are stale.
+    private var places: [Place] = []
+    /// Places no session holds.
+    private var freePlaces: [UInt32] = []
+    private var liveEntries: Int { places.count - freePlaces.count }
     private var nextOrder: UInt64 = 0
     private var timer: DeadlineTimer!
 
@@ -64,6 +82,8 @@ final class SessionDeadlines {
     var entryCount: Int { heap.count }
     /// How many entries the heap has room for (for tests).
     var capacity: Int { heap.unordered.capacity }
+    /// Places in the table, held or free (for tests).
+    var placeCount: Int { places.count }
 
     /// Calls `session.deadlinePassed()` once `instant` has passed, replacing the deadline asked for
     /// before; `nil` asks for none. Asking for the same instant again changes nothing (a deadline
@@ -76,8 +96,7 @@ final class SessionDeadlines {
             // are most of the heap, not when each surfaces up to 1.5 keepalives later — until then
             // each held its session's weak reference table, and a crowd's left the heap scattered.
             if session.deadline.queued != nil {
-                session.deadline.queued = nil
-                liveEntries -= 1
+                release(session)
                 dropStaleEntriesIfMost()
             }
             return
@@ -88,10 +107,35 @@ final class SessionDeadlines {
     }
 
     private func push(_ session: IMServerSession, at instant: LoopInstant) {
-        if session.deadline.queued == nil { liveEntries += 1 }
+        if session.deadline.queued == nil { session.deadline.place = takePlace(for: session) }
         session.deadline.queued = instant
-        heap.insert(Entry(at: instant, order: nextOrder, session: session))
+        session.deadline.queuedOrder = nextOrder
+        heap.insert(Entry(at: instant, order: nextOrder, place: session.deadline.place))
         nextOrder &+= 1
+    }
+
+    private func takePlace(for session: IMServerSession) -> UInt32 {
+        if let free = freePlaces.popLast() {
+            places[Int(free)].session = session
+            return free
+        }
+        places.append(Place(session: session))
+        return UInt32(places.count - 1)
+    }
+
+    /// The session's live entry is gone (taken, or stale from now on): its place is free.
+    private func release(_ session: IMServerSession) {
+        session.deadline.queued = nil
+        places[Int(session.deadline.place)].session = nil
+        freePlaces.append(session.deadline.place)
+    }
+
+    /// The session whose live entry `entry` is, or `nil` for a stale one.
+    private func liveSession(of entry: Entry) -> IMServerSession? {
+        guard let session = places[Int(entry.place)].session, session.deadline.queued != nil,
+            session.deadline.queuedOrder == entry.order
+        else { return nil }
+        return session
     }
 
     /// Takes every entry due now first, then tells their sessions: a session that asks again for an
@@ -101,15 +145,14 @@ final class SessionDeadlines {
         var due: [IMServerSession] = []
         while let first = heap.min, first.at <= now {
             heap.removeMin()
-            guard let session = first.session, session.deadline.queued == first.at else { continue }
-            session.deadline.queued = nil
-            liveEntries -= 1
-            guard let wanted = session.deadline.wanted else { continue }
-            if wanted > now {
+            guard let session = liveSession(of: first) else { continue }
+            if let wanted = session.deadline.wanted, wanted > now {
+                // Put back at its deadline, in the place it holds.
                 push(session, at: wanted)
-            } else {
-                due.append(session)
+                continue
             }
+            release(session)
+            if session.deadline.wanted != nil { due.append(session) }
         }
         for session in due where session.deadline.wanted.map({ $0 <= now }) == true {
             session.deadlinePassed()
@@ -125,12 +168,30 @@ final class SessionDeadlines {
         let capacity = heap.unordered.capacity
         guard capacity > 64, liveEntries * 4 < capacity else { return }
         var smaller = Heap<Entry>(minimumCapacity: liveEntries)
-        for entry in heap.unordered where entry.session.map({ $0.deadline.queued == entry.at }) == true {
+        for entry in heap.unordered where liveSession(of: entry) != nil {
             smaller.insert(entry)
         }
         heap = smaller
-        // Sessions released without asking for no deadline left entries counted live.
-        liveEntries = heap.count
+        // Sessions released without asking for no deadline held places: free now, as no entry names
+        // them any more. The table's room goes with the crowd too.
+        let held = Set(heap.unordered.map(\.place))
+        var kept: [Place] = []
+        kept.reserveCapacity(places.count)
+        freePlaces = []
+        for (index, place) in places.enumerated() {
+            if held.contains(UInt32(index)) {
+                kept.append(place)
+            } else {
+                kept.append(Place())
+                freePlaces.append(UInt32(index))
+            }
+        }
+        places = kept
+        while let last = freePlaces.last, Int(last) == places.count - 1 {
+            freePlaces.removeLast()
+            places.removeLast()
+        }
+        freePlaces.reverse()
     }
 
     private func armForFirstEntry() {
