@@ -3,17 +3,21 @@
 //   strace -c -f .build/release/rlk-profile tick 10000
 //   perf record -g .build/release/rlk-profile source0 1000000
 // Workloads: batch, chain, tick, spread, source0, observer (source0 with one all-activities observer),
-// pingpong, pending (N pending, then [ops] insert+cancel, 10,000 by default), xperform / xsignal (N cross-thread round trips;
-// exits 1 and says so if one is lost for 2 s), echo (N 64-byte messages echoed over loopback TCP by
+// pingpong, pending (N pending, then [ops] insert+cancel, 10,000 by default), xperform / xsignal / xenqueue (N cross-thread
+// round trips: a block, a signalled source, a task started on the loop as its task executor — so xenqueue counts the task's
+// creation too; exits 1 and says so if one is lost for 2 s), echo (N 64-byte messages echoed over loopback TCP by
 // RunLoopNet, 100 client connections and the server on this loop, as tcp.echo), memtimer / memsource / memport (heap bytes held per
 // pending timer, custom source, port source: glibc's count of bytes in use, so chunk sizes, not requests).
 import BenchSupport
 import Glibc
 import RunLoopKit
+import Synchronization
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 2 else {
-    print("usage: rlk-profile batch|chain|tick|spread|source0|observer|pingpong|pending|xperform|xsignal|echo|memtimer|memsource|memport [count]")
+    print(
+        "usage: rlk-profile batch|chain|tick|spread|source0|observer|pingpong|pending|xperform|xsignal|xenqueue|echo|memtimer|memsource|memport [count]"
+    )
     exit(2)
 }
 let workload = arguments[1]
@@ -100,14 +104,17 @@ case "pending":
     let elapsed = bs_now_ns() - filled
     print("pending: \(Double(elapsed) / Double(operations)) ns per insert+cancel")
     exit(0)
-case "xperform", "xsignal":
+case "xperform", "xsignal", "xenqueue":
     let remote = Remote()
     _ = bs_thread_start(remoteLoopMain, Unmanaged.passRetained(remote).toOpaque())
     bs_sem_wait(remote.ready)
     let post: @Sendable () -> Void = { [remote] in bs_sem_post(remote.done) }
+    if workload == "xenqueue" { checkTaskRunsOnLoop(remote) }
     for index in 0..<count {
         if workload == "xperform" {
             remote.loop.perform(post)
+        } else if workload == "xenqueue" {
+            startTask(on: remote)
         } else {
             remote.source.signal()
             remote.loop.wakeUp()
@@ -140,6 +147,32 @@ final class Remote: @unchecked Sendable {
     let ready = bs_sem_new()!, done = bs_sem_new()!
     var loop: RunLoop!
     var source: RunLoopSource!
+}
+
+/// Starts a task whose first job the runtime enqueues on the remote loop from this thread. A plain
+/// function so the task's closure is not main-actor isolated (an isolated closure would run on the
+/// main actor, whatever the executor preference).
+func startTask(on remote: Remote) {
+    Task(executorPreference: remote.loop) { bs_sem_post(remote.done) }
+}
+
+/// Outside the counted round trips: a task started with the loop as its preference runs on the loop's
+/// thread, so xenqueue measures the executor's cross-thread enqueue and not some other executor.
+func checkTaskRunsOnLoop(_ remote: Remote) {
+    let onLoop = OnLoopFlag()
+    Task(executorPreference: remote.loop) {
+        onLoop.value.store(remote.loop.isCurrentThread, ordering: .releasing)
+        bs_sem_post(remote.done)
+    }
+    guard bs_sem_wait_ms(remote.done, 2_000) == 0, onLoop.value.load(ordering: .acquiring) else {
+        print("xenqueue: the task did not run on the remote loop's thread")
+        exit(1)
+    }
+}
+
+/// Whether the checking task ran on the loop's thread, read back on this one.
+final class OnLoopFlag: Sendable {
+    let value = Atomic<Bool>(false)
 }
 
 /// The remote loop's thread (a plain C-callable function: top-level closures here are main-actor bound).

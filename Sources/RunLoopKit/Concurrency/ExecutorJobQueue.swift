@@ -56,7 +56,10 @@ final class ExecutorJobQueue: @unchecked Sendable {
             skippedSignal = true
             return
         }
-        var batch = spare
+        // Moved out of `spare`, not copied: a copy left `spare` sharing the buffer that became
+        // `pending`, so the next enqueue copied it (an allocation and a free per job).
+        var batch: [UnownedJob] = []
+        swap(&batch, &spare)
         lock.withLock { swap(&batch, &pending) }
         isDraining = true
         let serial = UnownedSerialExecutor(ordinary: loop)
