@@ -24,18 +24,38 @@ public struct FrameDecoder: Sendable {
     public static let sendOnly: Set<UInt16> = [IMCommand.send.rawValue]
 
     /// The largest body accepted, in bytes.
-    public private(set) var maximumBodyLength: Int
+    public var maximumBodyLength: Int { Int(maximumBody) }
     /// Bodies over ``maximumBodyLength`` but at most this long, of ``skippableCommands``, are skipped
     /// instead of failing the stream.
-    public let skippableBodyLength: Int
+    public var skippableBodyLength: Int { Int(skippableBody) }
     public let skippableCommands: Set<UInt16>
     /// The serial of the header that failed the stream (its version or length), when one did: an
     /// ERROR about it echoes the serial (0 stays for failures no header is to blame for).
-    public private(set) var failedSerial: UInt32?
+    public var failedSerial: UInt32? {
+        if case .failed(_, let serial)? = unusual { serial } else { nil }
+    }
+
+    // Every server connection holds a decoder inline, idle or not, so its layout is per-connection
+    // memory (issue 22): the limits fit the header's 32-bit length field, and a failure or a skip —
+    // rare, and never both — is one boxed value instead of two inline optionals (~70 bytes).
+    private var maximumBody: UInt32
+    private let skippableBody: UInt32
     private var buffer: [UInt8] = []
     private var start = 0
-    private var failure: IMFrameError?
-    private var skipping: Skip?
+    private var unusual: Unusual?
+
+    /// What the stream is in the middle of, when it is not plain frames. Indirect: a box, made only
+    /// when a stream fails or a body is skipped, keeps the decoder one word for both.
+    private indirect enum Unusual: Sendable {
+        /// The stream failed with this error (a header's serial, when a header was to blame).
+        case failed(IMFrameError, serial: UInt32?)
+        /// An oversized body being read past.
+        case skipping(Skip)
+    }
+
+    private var failure: IMFrameError? {
+        if case .failed(let error, _)? = unusual { error } else { nil }
+    }
 
     private struct Skip: Sendable {
         let header: FrameHeader
@@ -62,8 +82,8 @@ public struct FrameDecoder: Sendable {
         // buffer arithmetic below (found by the fuzzing work: Int.max / 4 trapped).
         precondition((0...Int(UInt32.max)).contains(maximumBodyLength), "maximumBodyLength must be 0...UInt32.max")
         precondition((0...Int(UInt32.max)).contains(skippableBodyLength), "skippableBodyLength must be 0...UInt32.max")
-        self.maximumBodyLength = maximumBodyLength
-        self.skippableBodyLength = skippableBodyLength
+        self.maximumBody = UInt32(maximumBodyLength)
+        self.skippableBody = UInt32(skippableBodyLength)
         self.skippableCommands = skippableCommands
     }
 
@@ -71,7 +91,7 @@ public struct FrameDecoder: Sendable {
     /// its limit to the one the server announced at login, in the middle of a read). Never lowers it.
     public mutating func raiseMaxBodyLength(to limit: Int) {
         precondition(limit <= Int(UInt32.max), "maximumBodyLength must be 0...UInt32.max")
-        maximumBodyLength = max(maximumBodyLength, limit)
+        if limit > maximumBodyLength { maximumBody = UInt32(limit) }
     }
 
     /// Bytes received and not yet returned as frames.
@@ -83,7 +103,7 @@ public struct FrameDecoder: Sendable {
     /// Adds received bytes: an array is taken as it is when nothing is buffered (no copy), and let
     /// go once its frames are read, so a connection between reads holds no buffer.
     public mutating func append(_ bytes: [UInt8]) {
-        guard failure == nil, skipping == nil, start == buffer.count else { return append(bytes[...]) }
+        guard unusual == nil, start == buffer.count else { return append(bytes[...]) }
         buffer = bytes
         start = 0
     }
@@ -95,10 +115,11 @@ public struct FrameDecoder: Sendable {
             buffer.removeAll(keepingCapacity: true)
             start = 0
         }
-        if var skip = skipping, start == buffer.count {
+        if case .skipping(var skip)? = unusual, start == buffer.count {
             // A skipped body goes straight past the buffer: however long it is, it costs no memory.
+            unusual = nil  // the box let go, the kept prefix is the skip's alone: no copy to append
             let taken = skip.consume(bytes)
-            skipping = skip
+            unusual = .skipping(skip)
             buffer.append(contentsOf: bytes.dropFirst(taken))
         } else {
             buffer.append(contentsOf: bytes)
@@ -113,8 +134,7 @@ public struct FrameDecoder: Sendable {
         switch try nextEvent() {
         case .frame(let frame)?: return frame
         case .oversized(let header, _)?:
-            failedSerial = header.serial
-            return try fail(.frameTooLarge(length: header.bodyLength, limit: maximumBodyLength))
+            return try fail(.frameTooLarge(length: header.bodyLength, limit: maximumBodyLength), serial: header.serial)
         case nil: return nil
         }
     }
@@ -122,30 +142,31 @@ public struct FrameDecoder: Sendable {
     /// The next complete frame or skipped oversized frame, or `nil` until more bytes arrive.
     /// - Throws: as ``next()``, for a body over ``skippableBodyLength`` or of a command that is not skippable.
     public mutating func nextEvent() throws(IMFrameError) -> Event? {
-        if let failure { throw failure }
-        if var skip = skipping {
+        switch unusual {
+        case nil: break
+        case .failed(let error, _)?: throw error
+        case .skipping(var skip)?:
+            unusual = nil  // as in append: the prefix is then the skip's alone
             start += skip.consume(buffer[start...])
             guard skip.remaining == 0 else {
-                skipping = skip
+                unusual = .skipping(skip)
                 return nil
             }
-            skipping = nil
             compactIfWorthIt()
             return .oversized(skip.header, bodyPrefix: skip.prefix)
         }
         guard buffer.count - start >= FrameHeader.size else { return nil }
         let header = buffer.withUnsafeBytes { FrameHeader(reading: $0, at: start) }
         if header.version != FrameHeader.currentVersion {
-            failedSerial = header.serial
-            return try fail(.unsupportedVersion(header.version))
+            return try fail(.unsupportedVersion(header.version), serial: header.serial)
         }
         if Int(header.bodyLength) > maximumBodyLength {
             guard Int(header.bodyLength) <= skippableBodyLength, skippableCommands.contains(header.command) else {
-                failedSerial = header.serial
-                return try fail(.frameTooLarge(length: header.bodyLength, limit: maximumBodyLength))
+                return try fail(
+                    .frameTooLarge(length: header.bodyLength, limit: maximumBodyLength), serial: header.serial)
             }
             start += FrameHeader.size
-            skipping = Skip(header: header, remaining: Int(header.bodyLength))
+            unusual = .skipping(Skip(header: header, remaining: Int(header.bodyLength)))
             return try nextEvent()
         }
         let end = start + FrameHeader.size + Int(header.bodyLength)
@@ -156,8 +177,8 @@ public struct FrameDecoder: Sendable {
         return .frame(IMFrame(header: header, body: body))
     }
 
-    private mutating func fail<Result>(_ error: IMFrameError) throws(IMFrameError) -> Result? {
-        failure = error
+    private mutating func fail<Result>(_ error: IMFrameError, serial: UInt32?) throws(IMFrameError) -> Result? {
+        unusual = .failed(error, serial: serial)
         buffer = []
         start = 0
         throw error
