@@ -16,12 +16,12 @@ import Testing
         precondition(write(ends[1], &byte, 1) == 1)
 
         let probe = TimeCacheProbe(base: backend.base)
-        let event = try #require(
-            event_new(
-                backend.base, ends[0], Int16(EV_READ),
-                { _, _, context in
-                    Unmanaged<TimeCacheProbe>.fromOpaque(context!).takeUnretainedValue().look()
-                }, Unmanaged.passUnretained(probe).toOpaque()))
+        let newEvent = event_new(
+            backend.base, ends[0], Int16(EV_READ),
+            { _, _, context in
+                Unmanaged<TimeCacheProbe>.fromOpaque(context!).takeUnretainedValue().look()
+            }, Unmanaged.passUnretained(probe).toOpaque())
+        let event = try #require(newEvent)
         #expect(event_add(event, nil) == 0)
 
         // The event goes before its base, which the backend's deinit frees.
