@@ -55,6 +55,10 @@ final class ModeBackend {
         // Only the loop's thread touches the base, so libevent's own locking is pure overhead.
         event_config_set_flag(config, Int32(EVENT_BASE_FLAG_NOLOCK.rawValue))
         event_config_set_flag(config, Int32(EVENT_BASE_FLAG_IGNORE_ENV.rawValue))
+        // libevent's time cache serves only libevent's own timers, and the loop uses none (see above): with
+        // the cache, every dispatch read the clock after epoll returned, ≈ 76 instructions per dispatch
+        // (a sixth of an fd round trip's libevent share) for a value nothing reads.
+        event_config_set_flag(config, Int32(EVENT_BASE_FLAG_NO_CACHE_TIME.rawValue))
         guard let base = event_base_new_with_config(config) else {
             throw .resourceUnavailable("libevent epoll base")
         }
