@@ -139,8 +139,12 @@ extension IMServer {
                 for session in sessions { session.write(frame) }
             }
         case .users(let users):
-            for session in users.flatMap({ $0 == user ? [] : byUser[$0] ?? [] }) {
-                if presenceOutbox != nil { presenceOutbox?.add(frame, for: session) } else { session.write(frame) }
+            // Lazily: the audience's sessions are not gathered into an array of their own first.
+            let sessions = users.lazy.filter { $0 != user }.flatMap { self.byUser[$0] ?? [] }
+            if presenceOutbox != nil {
+                presenceOutbox?.add(frame, for: sessions)
+            } else {
+                for session in sessions { session.write(frame) }
             }
         }
     }
