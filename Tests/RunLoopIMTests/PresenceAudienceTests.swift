@@ -158,6 +158,37 @@ struct PresenceAudienceTests {
         }
     }
 
+    @Test("an announcement reaches each session of its audience once per user: one user alone, or several in one pass")
+    func announcementReachesEachSessionOnce() async throws {
+        try await onLoopThread {
+            let chat = Fixture()
+            chat.join(["watcher", "a", "b", "c"], "lobby")
+            let first = chat.logIn("watcher")
+            let second = MemoryLinkPeer()
+            chat.server.adopt(second.serverEnd)
+            second.logIn("watcher")
+            try chat.settle()
+            second.settle()
+            func seen(_ peer: MemoryLinkPeer) -> [String] {
+                peer.received(.presence).compactMap { try? $0.decode(IMPresenceNotice.self) }.map { "\($0.user) \($0.online)" }
+            }
+            // One user's arrival: the announcement's one frame, once to each session.
+            chat.logIn("a")
+            try chat.settle()
+            second.settle()
+            #expect(seen(first) == ["a true"])
+            #expect(seen(second) == ["a true"])
+            // Two arrivals in one pass: each session gets both, once each.
+            chat.logIn("b")
+            chat.logIn("c")
+            try chat.settle()
+            second.settle()
+            #expect(seen(first).sorted() == ["a true", "b true", "c true"])
+            #expect(seen(second).sorted() == ["a true", "b true", "c true"])
+            #expect(seen(chat.peers["a"]!).sorted() == ["b true", "c true", "watcher true"], "a's snapshot, then b and c")
+        }
+    }
+
     @Test("a user who drops and comes back within one pass is no change to their audience")
     func coalescedPerPass() async throws {
         try await onLoopThread {

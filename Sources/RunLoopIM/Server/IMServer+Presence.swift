@@ -163,8 +163,12 @@ extension IMServer {
         case .users(let users):
             // Every contact costs its look-up (and was read from the store), online or not.
             presenceAudienceOfThisPass += users.count
-            for session in users.flatMap({ $0 == user ? [] : byUser[$0] ?? [] }) {
-                if presenceOutbox != nil { presenceOutbox?.add(frame, for: session) } else { session.write(frame) }
+            // Lazily: the audience's sessions are not gathered into an array of their own first.
+            let sessions = users.lazy.filter { $0 != user }.flatMap { self.byUser[$0] ?? [] }
+            if presenceOutbox != nil {
+                presenceOutbox?.add(frame, for: sessions)
+            } else {
+                for session in sessions { session.write(frame) }
             }
         }
     }

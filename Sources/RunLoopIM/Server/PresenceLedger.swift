@@ -95,17 +95,26 @@ struct PresenceLedger {
 
 /// The frames one announcement owes each session, so each session gets them in one write however
 /// many users changed in the pass. Frames for everyone are kept once, not once per session.
+///
+/// A login's announcement is one user's frame for a thousand sessions: each is told with an append
+/// to one flat list, and with one frame in the pass the flush writes it to each in turn. Only an
+/// announcement of several users groups the list by session (one dictionary entry and one array
+/// each), which a per-session table from the start would cost every recipient of every login.
 struct PresenceOutbox {
-    private var frames: [ObjectIdentifier: [IMFrame]] = [:]
-    private var sessions: [IMServerSession] = []
+    /// The users' frames of this announcement, each once.
+    private var frames: [IMFrame] = []
+    /// Each session told, with its frame's place in ``frames``, in the order told.
+    private var told: [(session: IMServerSession, frame: Int)] = []
     private var forEveryone: [IMFrame] = []
     /// Where each user's own frame is in ``forEveryone``: their sessions are not told of themselves.
     private var position: [String: Int] = [:]
 
-    mutating func add(_ frame: IMFrame, for session: IMServerSession) {
-        let id = ObjectIdentifier(session)
-        if frames[id] == nil { sessions.append(session) }
-        frames[id, default: []].append(frame)
+    /// `frame` for each of `sessions`.
+    mutating func add(_ frame: IMFrame, for sessions: some Sequence<IMServerSession>) {
+        let index = frames.count
+        let before = told.count
+        for session in sessions { told.append((session, index)) }
+        if told.count > before { frames.append(frame) }
     }
 
     /// `user`'s frame for every logged-in session but the user's own.
@@ -116,6 +125,19 @@ struct PresenceOutbox {
 
     /// Writes what each session of `sessionsByUser` is owed, one write each.
     func flush(to sessionsByUser: [String: UserSessions]) {
+        if forEveryone.isEmpty, frames.count == 1 {
+            // One user's frame: each session is told once (an audience names each user once), so
+            // there is nothing to group.
+            for (session, _) in told { session.write(frames[0]) }
+            return
+        }
+        var owed: [ObjectIdentifier: [IMFrame]] = [:]
+        var sessions: [IMServerSession] = []
+        for (session, index) in told {
+            let id = ObjectIdentifier(session)
+            if owed[id] == nil { sessions.append(session) }
+            owed[id, default: []].append(frames[index])
+        }
         var written: Set<ObjectIdentifier> = []
         if !forEveryone.isEmpty {
             for (user, userSessions) in sessionsByUser {
@@ -123,10 +145,10 @@ struct PresenceOutbox {
                 for session in userSessions {
                     let id = ObjectIdentifier(session)
                     written.insert(id)
-                    session.write((frames[id] ?? []) + theirs)
+                    session.write((owed[id] ?? []) + theirs)
                 }
             }
         }
-        for session in sessions where !written.contains(ObjectIdentifier(session)) { session.write(frames[ObjectIdentifier(session)] ?? []) }
+        for session in sessions where !written.contains(ObjectIdentifier(session)) { session.write(owed[ObjectIdentifier(session)] ?? []) }
     }
 }
