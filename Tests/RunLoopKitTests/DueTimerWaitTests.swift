@@ -32,7 +32,7 @@ import Testing
             let mode = RunLoop.Mode("due")
             let trace = Trace()
             var ends: [Int32] = [-1, -1]
-            precondition(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &ends) == 0)
+            precondition(socketpair(AF_UNIX, Int32(Glibc.SOCK_STREAM.rawValue), 0, &ends) == 0)
             let (reader, writer) = (ends[0], ends[1])
             defer { close(reader); close(writer) }
             var byte: UInt8 = 1

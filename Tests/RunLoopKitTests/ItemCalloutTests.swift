@@ -44,7 +44,7 @@ import Testing
     @Test func closingAWatchedDescriptorNeitherCrashesNorSpins() async throws {
         let (performed, iterations, result) = try await onManualClockLoop { loop, _ in
             var fds: [Int32] = [0, 0]
-            _ = socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds)
+            _ = socketpair(AF_UNIX, Int32(Glibc.SOCK_STREAM.rawValue), 0, &fds)
             var performed = 0
             var iterations = 0
             let source = try RunLoopPortSource(fileDescriptor: fds[1]) { _, _ in performed += 1 }

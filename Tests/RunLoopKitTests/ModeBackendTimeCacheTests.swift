@@ -10,7 +10,7 @@ import Testing
     @Test func aDispatchLeavesLibeventWithoutACachedTime() throws {
         let backend = try ModeBackend(wakePort: WakeUpPort())
         var ends: [Int32] = [-1, -1]
-        precondition(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &ends) == 0)
+        precondition(socketpair(AF_UNIX, Int32(Glibc.SOCK_STREAM.rawValue), 0, &ends) == 0)
         defer { close(ends[0]); close(ends[1]) }
         var byte: UInt8 = 1
         precondition(write(ends[1], &byte, 1) == 1)

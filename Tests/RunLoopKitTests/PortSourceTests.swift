@@ -137,7 +137,7 @@ import Testing
     @Test func peerCloseIsDeliveredAsEndOfFile() async throws {
         let sawEndOfFile = try await onManualClockLoop { loop, _ in
             var fds: [Int32] = [0, 0]
-            _ = socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds)
+            _ = socketpair(AF_UNIX, Int32(Glibc.SOCK_STREAM.rawValue), 0, &fds)
             var sawEndOfFile = false
             let source = try RunLoopPortSource(fileDescriptor: fds[1], closesDescriptorOnInvalidate: true) { source, _ in
                 var byte: UInt8 = 0
@@ -181,7 +181,7 @@ import Testing
         let (openWhileScheduled, openAfterInvalidate) = try await onLoopThread {
             // Judged by identity, not by the number (reusable at once) nor the peer (see fileIdentity).
             var fds: [Int32] = [0, 0]
-            _ = socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds)
+            _ = socketpair(AF_UNIX, Int32(Glibc.SOCK_STREAM.rawValue), 0, &fds)
             defer { close(fds[0]) }
             let identity = fileIdentity(fds[1])
             let source = try RunLoopPortSource(fileDescriptor: fds[1], closesDescriptorOnInvalidate: true) { _, _ in }
@@ -276,7 +276,7 @@ import Testing
         let (closedAfterLoopIteration, performedAfter) = try await onLoopThread {
             let loop = RunLoop.current
             var fds: [Int32] = [0, 0]
-            _ = socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds)
+            _ = socketpair(AF_UNIX, Int32(Glibc.SOCK_STREAM.rawValue), 0, &fds)
             defer { close(fds[0]) }
             let identity = fileIdentity(fds[1])
             var performed = 0
