@@ -56,6 +56,7 @@ extension IMServer {
         if telling { presenceOutbox = PresenceOutbox() }
         presenceAudienceOfThisPass = 0
         var settled = 0
+        let isOnline = { (user: String) in self.byUser[user] != nil || self.clusterOnline.contains(user) }
         // One user at a time, so the pass stops at whichever bound comes first: the users, or their
         // audiences' size (a thousand users leaving a room of a thousand together would be a
         // thousand reads of a thousand contacts, and up to a million notices, in one pass).
@@ -63,7 +64,6 @@ extension IMServer {
             presence.hasNoted
         {
             settled += 1
-            let isOnline = { (user: String) in self.byUser[user] != nil || self.clusterOnline.contains(user) }
             guard let change = presence.settle(limit: 1, isOnline: isOnline).first else { continue }
             presenceCadence.announced(at: loop.now)
             onPresenceChange?(self, change.user, change.online)
