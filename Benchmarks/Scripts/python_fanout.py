@@ -24,20 +24,10 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Tests", "PythonClient"))
 import imclient  # noqa: E402  (the path above first)
+from mqtt_fanout import cpu_ns, emit  # noqa: E402  (the same figures, read and printed the same way)
 
 ROOM = "fanout"
 PASSWORD = "fanout-password"
-
-
-def emit(figure, value):
-    print(f"fanout.{figure} {value}", flush=True)
-
-
-def cpu_ms(pid):
-    """User + system CPU of process `pid` (all threads), ms, from /proc/PID/stat."""
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
 def log_in(port, user, deadline):
@@ -92,7 +82,7 @@ def main():
             failures.append(f"subscriber {index}: {type(error).__name__}: {error}")
 
     readers = [threading.Thread(target=read, args=(i, c), daemon=True) for i, c in enumerate(subscribers)]
-    cpu_before = cpu_ms(args.pid)
+    cpu_before = cpu_ns(args.pid)
     client_before = time.process_time()
     start = time.monotonic()
     for reader in readers:
@@ -109,7 +99,7 @@ def main():
     for reader in readers:
         reader.join(max(0.0, deadline - time.monotonic()))
     wall = time.monotonic() - start
-    server_cpu = cpu_ms(args.pid) - cpu_before
+    server_cpu = (cpu_ns(args.pid) - cpu_before) / 1e6
     client_cpu = (time.process_time() - client_before) * 1000
 
     # Each subscriber's messages from the publisher, each shown once (imclient keys them by (from, id)).
