@@ -182,6 +182,9 @@ public final class TCPConnection {
     var isListedForTeardown = false
     /// Set while this connection adds or removes its own sources, whose cancel callouts then mean nothing.
     var isChangingInterest = false
+    /// Its index in its listener's open connections (``TCPListener/OpenPlace``), in the padding after
+    /// the flags.
+    var placeInListener = PlacedArray<TCPListener.OpenPlace>.notPlaced
     /// The loop's hold on an open connection; cleared when it closes.
     var keepAlive: TCPConnection?
     /// The listener that accepted it, which counts its open connections.

@@ -74,7 +74,7 @@ public final class TCPListener {
     /// Accepted connections still open.
     public var connectionCount: Int { open.count }
     /// The accepted connections still open (in no particular order).
-    public var connections: [TCPConnection] { Array(open.values) }
+    public var connections: [TCPConnection] { open.all }
     /// Accept calls that failed for lack of descriptors or memory, since listening began.
     public internal(set) var acceptFailures = 0
     /// The connection limit in force: ``maximumConnections``, lowered if needed to what the descriptor
@@ -101,7 +101,7 @@ public final class TCPListener {
     /// Listening with its source out of the loop (accepting paused), so listed to learn of the loop's
     /// end (``LoopTeardownWatch``).
     var isListedForTeardown = false
-    private var open: [ObjectIdentifier: TCPConnection] = [:]
+    private var open = PlacedArray<OpenPlace>()
     /// Test hook: the accept call (returns a descriptor or -errno, and the peer's address).
     var acceptCall: (Int32) -> (fd: Int32, address: SocketAddress?) = Socket.accept
     /// Test hook: the soft descriptor limit and the descriptors open now.
@@ -278,7 +278,7 @@ public final class TCPListener {
                 continue
             }
             let connection = TCPConnection(accepted: accepted, remote: remote, listener: self, settings: connectionSettings)
-            open[ObjectIdentifier(connection)] = connection
+            open.insert(connection)
             onAccept(self, connection)
             connection.startAccepted()
         }
@@ -329,8 +329,13 @@ public final class TCPListener {
 
     /// A connection this listener accepted has closed.
     func connectionDidClose(_ connection: TCPConnection) {
-        open[ObjectIdentifier(connection)] = nil
-        open.shrinkIfSparse()
+        open.remove(connection)
+    }
+
+    /// Where an open connection keeps its index in ``open``.
+    enum OpenPlace: PlaceKeeper {
+        static func place(of connection: TCPConnection) -> UInt32 { connection.placeInListener }
+        static func setPlace(_ place: UInt32, of connection: TCPConnection) { connection.placeInListener = place }
     }
 
     /// How many connections the table of open ones has room for (for the test that a crowd's

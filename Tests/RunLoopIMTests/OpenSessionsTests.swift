@@ -1,5 +1,6 @@
 import RunLoopIMCore
 import RunLoopIMTesting
+import RunLoopKit
 import RunLoopTesting
 import Testing
 
@@ -24,7 +25,7 @@ struct OpenSessionsTests {
             peers[1].pair.client.close()
             peers[1].settle()
             #expect(server.sessionCount == 3)
-            #expect(second.placeInOpen == IMServerSession.notOpen)
+            #expect(second.placeInOpen == PlacedArray<IMServer.OpenPlace>.notPlaced)
             #expect(server.sessions[1] === last && placesAreIndices())
             // Removing a session that is not in (again) changes nothing.
             server.open.remove(second)
@@ -32,7 +33,7 @@ struct OpenSessionsTests {
             let (first, third) = (server.sessions[0], server.sessions[2])
             peers[0].pair.client.close()
             peers[0].settle()
-            #expect(server.sessionCount == 2 && first.placeInOpen == IMServerSession.notOpen)
+            #expect(server.sessionCount == 2 && first.placeInOpen == PlacedArray<IMServer.OpenPlace>.notPlaced)
             #expect(server.sessions[0] === third && server.sessions[1] === last && placesAreIndices())
         }
     }

@@ -1,4 +1,5 @@
 import RunLoopIMTesting
+import RunLoopKit
 import RunLoopTesting
 import Testing
 

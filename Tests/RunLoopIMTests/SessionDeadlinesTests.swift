@@ -179,7 +179,7 @@ struct SharedSessionSettingsTests {
         try await onManualClockLoop { loop, clock in
             let server = IMServer(store: InMemoryIMStore())
             func open() -> IMServerSession? {
-                // A session adopted goes last in the server's open sessions (OpenSessions).
+                // A session adopted goes last in the server's open sessions (a PlacedArray).
                 server.adopt(MemoryLinkPeer(loop: loop).serverEnd)
                 return server.open.all.last
             }

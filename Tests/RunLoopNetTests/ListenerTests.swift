@@ -36,6 +36,7 @@ import Testing
             var refusedClientReason: CloseReason?
             var echoes = 0
             var acceptedAfterAClose = false
+            var listedAfterAClose = false
         }
         let outcome = try await onLoopThread {
             let loop = RunLoop.current
@@ -65,8 +66,13 @@ import Testing
             third.onClose = { _, why in outcome.refusedClientReason = why }
             try spin(loop) { outcome.refusedClientReason != nil }
             // A slot frees up when a connection closes.
+            let firstAccepted = listener.connections.first { $0.remoteAddress?.port == first?.localAddress?.port }
             first?.close()
             try spin(loop) { listener.connectionCount == 1 }
+            // The listing is the open ones: the closed one's server end is gone from it, the other stays.
+            outcome.listedAfterAClose =
+                listener.connections.count == 1 && listener.connections.first !== firstAccepted
+                && firstAccepted != nil
             let fourth = client { try? $0.write(bytes("again")) }
             fourth.onData = { _, _ in outcome.acceptedAfterAClose = true }
             try spin(loop) { outcome.acceptedAfterAClose }
@@ -77,6 +83,7 @@ import Testing
         #expect(outcome.refusedClientReason == .peerClosed)
         #expect(outcome.echoes == 2)
         #expect(outcome.acceptedAfterAClose)
+        #expect(outcome.listedAfterAClose)
     }
 
     @Test func descriptorExhaustionPausesAcceptingWhenEvenTheReserveDoesNotHelp() async throws {

@@ -181,7 +181,12 @@ public final class IMServer {
     let metrics: IMServerMetrics
     /// The modes its sources run in; work the server or its application defers runs in them too.
     public let modes: [RunLoop.Mode]
-    var open = OpenSessions()
+    var open = PlacedArray<OpenPlace>()
+    /// Where an open session keeps its index in ``open``.
+    enum OpenPlace: PlaceKeeper {
+        static func place(of session: IMServerSession) -> UInt32 { session.placeInOpen }
+        static func setPlace(_ place: UInt32, of session: IMServerSession) { session.placeInOpen = place }
+    }
     var byUser: [String: UserSessions] = [:]
     /// Presence is announced once per loop pass, or once per ``Settings/presenceInterval``
     /// (IMServer+Presence): changes wait in the ledger, so many sessions ending at once cost one pass

@@ -32,16 +32,14 @@ public final class IMServerSession {
     var accountCreated = false
     /// The `.online` action was carried out: the server counts the session as its user's.
     private var wentOnline = false
-    /// Its index in the server's ``OpenSessions`` (in the padding before `window`: no byte of its own).
-    var placeInOpen = IMServerSession.notOpen
+    /// Its index in the server's open sessions, a ``PlacedArray`` (in the padding before `window`: no
+    /// byte of its own).
+    var placeInOpen = PlacedArray<IMServer.OpenPlace>.notPlaced
     /// What this connection owes the client from the user's inbox, and what waits for its DELIVER_ACK.
     private(set) var window: DeliveryWindow
     /// The client instance its login named, once online under it: with ``user``, its key in the
     /// server's table of instances online (LoginGate), where it is looked for when it ends.
     var onlineInstance: String?
-
-    /// ``placeInOpen`` of a session not (or no longer) among the server's open ones.
-    static let notOpen = UInt32.max
 
     init(link: any IMFrameLink, server: IMServer) {
         self.link = link
