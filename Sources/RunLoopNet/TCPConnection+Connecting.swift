@@ -127,7 +127,7 @@ extension TCPConnection {
         rare.connectTimer?.cancel()
         rare.connectTimer = nil
         rare.candidates.removeAll()
-        localAddress = SocketAddress.of(fd, peer: false)
+        rare.connectedLocalAddress = SocketAddress.of(fd, peer: false)
         if let peer = SocketAddress.of(fd, peer: true) { remoteAddress = peer }
         let now = loop.now
         readWaitStart = now

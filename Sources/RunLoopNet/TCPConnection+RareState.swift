@@ -11,6 +11,8 @@ extension TCPConnection {
         static let defaultLingerTimeout: Duration? = .seconds(10)
 
         var onConnect: ((TCPConnection) -> Void)?
+        /// This side's address, for a connection that connected (an accepted one asks its socket).
+        var connectedLocalAddress: SocketAddress?
         var onInputClosed: ((TCPConnection) -> Void)?
         var onWritabilityChanged: ((TCPConnection, Bool) -> Void)?
         var shouldTimeoutRead: ((TCPConnection, Duration) -> Duration?)?

@@ -76,8 +76,16 @@ public final class TCPConnection {
     public var state: State { lifecycle.state }
     /// Why it closed; `nil` until it has.
     public var closeReason: CloseReason? { lifecycle.closeReason }
-    /// This side's address, once connected.
-    public internal(set) var localAddress: SocketAddress?
+    /// This side's address, once connected. A connection that connected keeps it from then on; an
+    /// accepted one asks its socket each time (a system call), and has none once closed: kept, it
+    /// would cost each of a server's thousands of idle connections 24 bytes and each accept a call.
+    public var localAddress: SocketAddress? {
+        if let connected = rareState?.connectedLocalAddress { return connected }
+        switch state {
+        case .connected, .closing: return fd >= 0 ? SocketAddress.of(fd, peer: false) : nil
+        default: return nil
+        }
+    }
     /// The peer's address, once connecting or accepted.
     public internal(set) var remoteAddress: SocketAddress?
     /// True once the peer finished sending (end of input) while the connection stays open for writing.
@@ -244,7 +252,6 @@ public final class TCPConnection {
         self.fd = fd
         self.listener = listener
         self.remoteAddress = remote
-        self.localAddress = SocketAddress.of(fd, peer: false)
         self.lifecycle = .connected(TCPLifecycle.Sides())
         self.keepAlive = self
         let now = loop.now

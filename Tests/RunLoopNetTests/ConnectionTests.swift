@@ -13,6 +13,11 @@ import Testing
         var connectedOnLoopThread = false
         var remote: SocketAddress?
         var local: SocketAddress?
+        /// The accepted end's own address while open, and after it closed; the client's after it closed.
+        var acceptedLocal: SocketAddress?
+        var acceptedLocalAfterClose: SocketAddress?
+        var localAfterClose: SocketAddress?
+        var listenerPort: UInt16 = 0
     }
 
     /// Client connects, sends, reads the echo, closes; the server sees the peer close.
@@ -21,8 +26,12 @@ import Testing
         var outcome = EchoOutcome()
         let listener = TCPListener()
         listener.onAccept = { _, connection in
+            outcome.acceptedLocal = connection.localAddress
             connection.onData = { connection, bytes in try? connection.write(bytes) }
-            connection.onClose = { _, reason in outcome.serverReason = reason }
+            connection.onClose = { connection, reason in
+                outcome.serverReason = reason
+                outcome.acceptedLocalAfterClose = connection.localAddress
+            }
         }
         try listener.listen(host: host, port: 0)
         let client = TCPConnection()
@@ -36,7 +45,11 @@ import Testing
                 connection.close()
             }
         }
-        client.onClose = { _, reason in outcome.clientReason = reason }
+        client.onClose = { connection, reason in
+            outcome.clientReason = reason
+            outcome.localAfterClose = connection.localAddress
+        }
+        outcome.listenerPort = listener.port
         client.connect(to: target, port: listener.port, timeout: .seconds(5), resolver: resolver)
         try spin(loop) { outcome.clientReason != nil && outcome.serverReason != nil }
         listener.close()
@@ -51,6 +64,10 @@ import Testing
         #expect(outcome.serverReason == .peerClosed)
         #expect(outcome.remote?.ip == "127.0.0.1")
         #expect(outcome.local?.family == .ipv4)
+        // A connection that connected keeps its address; an accepted one asks its socket, while open.
+        #expect(outcome.localAfterClose == outcome.local)
+        #expect(outcome.acceptedLocal?.ip == "127.0.0.1" && outcome.acceptedLocal?.port == outcome.listenerPort)
+        #expect(outcome.acceptedLocalAfterClose == nil)
     }
 
     @Test(.enabled(if: ipv6LoopbackAvailable, "::1 is not available"))
