@@ -81,6 +81,11 @@ struct SessionDeadlinesTests {
         }
     }
 
+    @Test("a session's slot keeps its two optional instants in a word each (issue 22)")
+    func slotSize() {
+        #expect(MemoryLayout<SessionDeadlines.Slot>.size <= 28)
+    }
+
     @Test("the timer wakes at the first 250 ms boundary at or after an entry's instant")
     func wakeUpRoundsUpToTheTick() {
         let boundary = LoopInstant(nanoseconds: 1_000_250_000_000)

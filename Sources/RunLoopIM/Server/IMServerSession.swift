@@ -24,17 +24,17 @@ public final class IMServerSession {
     private let deadlines: SessionDeadlines
     /// Reads the inbox again after a failed read, should no acknowledgement come first.
     private var readRetry: ProtocolTimer?
+    /// Its last field is one byte: the flags and the place below fill the padding after it.
     private(set) var machine: IMServerSessionMachine
-    /// This session's place in `deadlines`.
-    var deadline = SessionDeadlines.Slot()
     private(set) var isEnded = false
     /// Set by the server when the login it is answering made the account: LOGIN_ACK says so.
     var accountCreated = false
     /// The `.online` action was carried out: the server counts the session as its user's.
     private var wentOnline = false
-    /// Its index in the server's open sessions, a ``PlacedArray`` (in the padding before `window`: no
-    /// byte of its own).
+    /// Its index in the server's open sessions, a ``PlacedArray``.
     var placeInOpen = PlacedArray<IMServer.OpenPlace>.notPlaced
+    /// This session's place in `deadlines`.
+    var deadline = SessionDeadlines.Slot()
     /// What this connection owes the client from the user's inbox, and what waits for its DELIVER_ACK.
     private(set) var window: DeliveryWindow
     /// The client instance its login named, once online under it: with ``user``, its key in the

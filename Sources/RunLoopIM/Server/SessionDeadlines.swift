@@ -27,9 +27,18 @@ final class SessionDeadlines {
     /// What a session keeps of its deadline (inline in the session: no object of its own).
     struct Slot {
         /// The deadline the session's machine asked for; `nil`: none.
-        fileprivate(set) var wanted: LoopInstant?
+        fileprivate(set) var wanted: LoopInstant? {
+            get { wantedInstant.value }
+            set { wantedInstant.value = newValue }
+        }
         /// The instant of the session's live heap entry; `nil`: it has none.
-        fileprivate var queued: LoopInstant?
+        fileprivate var queued: LoopInstant? {
+            get { queuedInstant.value }
+            set { queuedInstant.value = newValue }
+        }
+        // Every session keeps a slot: 8 bytes each where `LoopInstant?` takes 16 (issue 22).
+        private var wantedInstant = OptionalInstant()
+        private var queuedInstant = OptionalInstant()
         /// The order of the live entry, which tells it from the stale ones of this place.
         fileprivate var queuedOrder: UInt64 = 0
         /// The session's place in ``SessionDeadlines/places`` while it has a live entry.

@@ -122,15 +122,27 @@ public struct IMServerSessionMachine: Sendable {
     var nextSerial: UInt32 = 1
     /// The keepalive the LOGIN announced, in seconds (the wire's width; 0: none announced).
     var announcedKeepaliveSeconds: UInt32 = 0
-    var phase = Phase.awaitingLogin
     /// The user the session logged in as: set when the login is accepted and kept after the end (the
     /// session's last reports name it), where ``user`` is only the user while online.
     package private(set) var loggedInUser: String?
     var lastReceived: LoopInstant
-    package var loginDeadline: LoopInstant?
+    package var loginDeadline: LoopInstant? {
+        get { loginDeadlineInstant.value }
+        set { loginDeadlineInstant.value = newValue }
+    }
+    private var loginDeadlineInstant = OptionalInstant()
     /// Late, not silent: one grace for unread bytes between frames, for the login or keepalive
     /// deadline. Only the grant is kept; the grace and renewal are the same for every session.
-    var lateGrant: SilenceDeadline.Grant?
+    var lateGrant: SilenceDeadline.Grant? {
+        get { lateGrantDeadline.value.map { SilenceDeadline.Grant(deadline: $0, until: lateGrantUntil) } }
+        set {
+            lateGrantDeadline.value = newValue?.deadline
+            lateGrantUntil = newValue?.until ?? LoopInstant(nanoseconds: 0)
+        }
+    }
+    // The grant in two words: as a `Grant?` it took 24 bytes of every session.
+    private var lateGrantDeadline = OptionalInstant()
+    private var lateGrantUntil = LoopInstant(nanoseconds: 0)
     /// SEND tokens, at ``Settings/maximumMessagesPerSecond`` (unused without it); the rate and burst
     /// are read from the shared settings, not kept here.
     var sendBudget: TokenBucket
@@ -143,6 +155,9 @@ public struct IMServerSessionMachine: Sendable {
     /// How long a refused SEND holds back the others at most.
     public static let stickyRefusalLimit = Duration.seconds(30)
     var actions: [IMServerSessionAction] = []
+    /// Last, so that the one byte is the machine's end: its owner puts its own small fields after it
+    /// (``IMServerSession``), where a byte in the middle cost 7 of padding.
+    var phase = Phase.awaitingLogin
 
     /// A session for a connection that opened at `now`.
     public init(settings: Settings, now: LoopInstant) {
@@ -155,8 +170,8 @@ public struct IMServerSessionMachine: Sendable {
         self.shared = shared
         let settings = shared.settings
         lastReceived = now
-        loginDeadline = now + settings.loginTimeout
         sendBudget = TokenBucket(rate: settings.maximumMessagesPerSecond, burst: settings.messageBurst, now: now)
+        loginDeadline = now + settings.loginTimeout
     }
 
     /// The logged-in user, if any.

@@ -44,6 +44,11 @@ public struct SilenceDeadline: Sendable, Equatable {
     public struct Grant: Sendable, Equatable {
         public let deadline: LoopInstant
         public let until: LoopInstant
+
+        package init(deadline: LoopInstant, until: LoopInstant) {
+            self.deadline = deadline
+            self.until = until
+        }
     }
 
     /// The grace taken since the last ``startOver()``; `nil` while none was.
