@@ -14,17 +14,29 @@ public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink, IMFra
     /// The stream (addresses, buffer figures).
     public let connection: Stream
     package var frameReader: IMFrameStreamReader
-    /// A client's connect, run once when opened.
-    private var startConnecting: ((Stream) -> Void)?
     /// Cleared when the owner closed the link: later input is drained and dropped (not left to fill
     /// the input buffer while a graceful close waits for the peer's end of stream), later closes not
     /// reported.
     private var isReporting = true
     /// Set once the link closed, by its owner or underneath: frames sent then are refused.
     private var isClosed = false
-    /// Where events go once opened. Kept here once, so the stream's callbacks capture only this link:
-    /// each of them capturing the six closures would cost every connection three copies of them.
-    private var events: IMFrameLinkEvents?
+    /// Before it opened, a client's connect; once open, where events go. Kept here once, so the stream's
+    /// callbacks capture only this link: each of them capturing the six closures would cost every
+    /// connection three copies of them. One field for both: a connect kept apart cost every
+    /// connection 16 bytes, and a server's links never have one.
+    private var phase: Phase
+    private enum Phase {
+        case unopened(connect: ((Stream) -> Void)?)
+        case open(IMFrameLinkEvents)
+        /// Closed: nothing more is reported, and what the events captured is let go.
+        case done
+    }
+
+    /// The events while open.
+    private var events: IMFrameLinkEvents? {
+        if case .open(let events) = phase { return events }
+        return nil
+    }
     /// A server's links write once per loop pass through it (``LinkWriteBatch``); `nil`: each frame
     /// goes to the stream when sent. Weak: the batch lists the links whose frames wait, so a strong
     /// reference back would keep both alive for good when the loop's thread ends before the batch's
@@ -39,7 +51,7 @@ public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink, IMFra
     /// A client's link on a new stream, which `connect` starts connecting when the link is opened.
     public init(connecting connection: Stream, maximumFrameBody: Int, connect: @escaping (Stream) -> Void) {
         self.connection = connection
-        startConnecting = connect
+        phase = .unopened(connect: connect)
         batch = nil
         frameReader = IMFrameStreamReader(FrameDecoder(maximumBodyLength: maximumFrameBody))
     }
@@ -58,6 +70,7 @@ public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink, IMFra
     package init(connection: Stream, maximumBodyLength: Int, skippableSendLength: Int, batch: LinkWriteBatch?) {
         self.connection = connection
         self.batch = batch
+        phase = .unopened(connect: nil)
         frameReader = IMFrameStreamReader(
             FrameDecoder(
                 maximumBodyLength: maximumBodyLength, skippableBodyLength: skippableSendLength,
@@ -73,7 +86,14 @@ public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink, IMFra
     public var transport: IMLinkTransport { .tcp }
 
     public func open(_ events: IMFrameLinkEvents) {
-        self.events = events
+        let startConnecting: ((Stream) -> Void)?
+        switch phase {
+        case .unopened(let connect): startConnecting = connect
+        case .open: startConnecting = nil
+        // Closed by its owner before it opened: nothing to report, nothing to connect.
+        case .done: return
+        }
+        phase = .open(events)
         // Accepted streams are open already and never report a connect.
         if startConnecting != nil {
             connection.onConnect = { [weak self] _ in self?.events?.opened() }
@@ -90,11 +110,10 @@ public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink, IMFra
             gathered = []
             guard isReporting, let events = self.events else { return }
             isReporting = false
-            self.events = nil
+            phase = .done
             events.closed(IMLinkCloseReason(reason, failure: Stream.linkFailure))
         }
         if let connect = startConnecting {
-            startConnecting = nil
             connect(connection)
         }
     }
@@ -145,7 +164,7 @@ public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink, IMFra
             let events = isReporting ? self.events : nil
             isReporting = false
             isClosed = true
-            self.events = nil
+            phase = .done
             connection.close(immediately: true)
             events?.closed(.failed(Stream.linkFailure(error)))
         }
@@ -163,7 +182,7 @@ public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink, IMFra
         // Nothing is reported after a close: the events (and what they capture) are let go.
         isReporting = false
         isClosed = true
-        events = nil
+        phase = .done
         // What this pass gathered goes first: a graceful close sends all that was sent (an ERROR
         // before it, above all).
         if !gathered.isEmpty {
@@ -177,7 +196,7 @@ public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink, IMFra
     public func abort() {
         isReporting = false
         isClosed = true
-        events = nil
+        phase = .done
         gathered = []
         connection.close(immediately: true)
     }
