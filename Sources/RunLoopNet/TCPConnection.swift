@@ -97,10 +97,6 @@ public final class TCPConnection {
     /// water mark. See ``TCPBufferLimits``.
     public var isWritable: Bool { writability.isWritable }
 
-    /// Whether the peer's end of input leaves the connection open for writing (reported with
-    /// ``onInputClosed``) instead of closing it with ``CloseReason/peerClosed``. Off by default.
-    public var allowsHalfClosure = false
-
     /// Runs once when the handshake completes (not for accepted connections, which are already open).
     public var onConnect: ((TCPConnection) -> Void)? {
         get { rareState?.onConnect }
@@ -212,6 +208,11 @@ public final class TCPConnection {
     lazy var callbacks = CallbackDeferral(loop: loop, modes: modes, label: "tcp callbacks")
     private var ownerCallDepth: UInt32 = 0
     var deferredPassScheduled = false
+    /// Whether the peer's end of input leaves the connection open for writing (reported with
+    /// ``onInputClosed``) instead of closing it with ``CloseReason/peerClosed``. Off by default.
+    /// Declared among the internal flags: a byte between the addresses and the callbacks cost every
+    /// connection 8 of padding (issue 22).
+    public var allowsHalfClosure = false
 
     /// Stamped on every arrival and every send, timeouts or not; what a timeout adds is rare state.
     var readWaitStart = LoopInstant(nanoseconds: 0)
