@@ -234,10 +234,16 @@ public final class RunLoop: @unchecked Sendable {
         let clock: LoopClock = lock.withLock {
             tornDownLocked = true
             for (mode, store) in modes {
-                for source in store.sources { cancelled.append((source, mode)) }
+                // Off each source's list here, under the lock: once the lock is let go with
+                // `tornDownLocked` set, no list names this loop (see SourceLoops), so it may be freed.
+                for source in store.sources {
+                    source.noteDetached(from: self)
+                    cancelled.append((source, mode))
+                }
                 for registration in store.ports {
                     registration.isActive = false
                     store.backend.unwatch(registration)
+                    registration.source.noteDetached(from: self)
                     cancelled.append((registration.source, mode))
                 }
                 for timer in store.removeAllTimers() {
@@ -266,10 +272,7 @@ public final class RunLoop: @unchecked Sendable {
         unrunBlocks.removeAll()
         for timer in timers { timer.attachment.release() }
         for observer in observers { observer.modes.removeAll(); observer.attachment.release() }
-        for (source, mode) in cancelled {
-            source.cancelCallout?(self, mode)
-            source.noteDetached(from: self)
-        }
+        for (source, mode) in cancelled { source.cancelCallout?(self, mode) }
         if case .manual(let manual) = clock { manual.detach(self) }
         // Only now: the callouts above still ran as the owning thread's.
         tornDown.store(true, ordering: .releasing)
