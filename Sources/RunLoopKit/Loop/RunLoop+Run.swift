@@ -306,8 +306,8 @@ extension RunLoop {
             if otherModeBlockCount == 0 {
                 // Only default-mode blocks wait: all of them run here in the default mode, none elsewhere.
                 guard store === defaultStore else { return }
-                pendingBlockCount.subtract(blocks.count, ordering: .releasing)
                 swap(&runnable, &blocks)
+                publishBlockCountLocked()
                 return
             }
             let isCommon = commonModeList.contains(store.mode)
@@ -328,7 +328,7 @@ extension RunLoop {
                 blocks.removeLast(blocks.count - keptCount)
             }
             otherModeBlockCount -= runnable.count { $0.modes != nil }
-            pendingBlockCount.subtract(matching, ordering: .releasing)
+            publishBlockCountLocked()
         }
         if !runnable.isEmpty {
             let clock = clockStorage
