@@ -22,7 +22,7 @@ import Testing
     func sideTableCheckSeesAWeakReference() {
         let probe = Probe()
         #expect(!Self.usesSideTable(probe))
-        weak var weakProbe = probe
+        weak let weakProbe = probe
         #expect(Self.usesSideTable(probe))
         _ = weakProbe
     }
