@@ -44,9 +44,11 @@ public class RunLoopSourceBase: @unchecked Sendable {
     public func invalidate() {
         guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
         willInvalidate()
+        // Retained while the list is held: a loop's teardown must take the list to leave it, so none of
+        // these can go before the calls below.
         let attached = withLoops { loops -> [RunLoop] in
             defer { loops = SourceLoops() }
-            return loops.live
+            return loops.retained
         }
         for loop in attached {
             for mode in loop.removeEverywhere(self) {
@@ -60,10 +62,14 @@ public class RunLoopSourceBase: @unchecked Sendable {
     func willInvalidate() {}
     func didInvalidate() {}
 
+    /// Records that `loop` holds the source. Called with `loop`'s lock held, in the same critical section
+    /// that put the source into one of its modes (see ``SourceLoops`` for why).
     func noteAttached(to loop: RunLoop) {
         withLoops { $0.add(loop) }
     }
 
+    /// Records that `loop` no longer holds the source. Called with `loop`'s lock held, in the same
+    /// critical section that took the source out of its last mode there.
     func noteDetached(from loop: RunLoop) {
         withLoops { $0.remove(loop) }
     }
@@ -79,12 +85,17 @@ public class RunLoopSourceBase: @unchecked Sendable {
         return body(&loopList)
     }
 
+    /// How many loops hold the source (tests).
+    var attachedLoopCount: Int {
+        withLoops { ($0.first == nil ? 0 : 1) + $0.others.count }
+    }
+
     /// Calls `body` with each loop the source is scheduled on, under the source's lock (`body` must
     /// not call back into the source): no array per call.
     func forEachAttachedLoop(_ body: (RunLoop) -> Void) {
         withLoops { loops in
-            if let first = loops.first { body(first) }
-            for other in loops.others { if let loop = other.loop { body(loop) } }
+            if let first = loops.first { first._withUnsafeGuaranteedRef(body) }
+            for other in loops.others { other._withUnsafeGuaranteedRef(body) }
         }
     }
 }
@@ -100,34 +111,44 @@ private final class SourceCallouts {
 }
 
 /// The loops a source is scheduled on, oldest first: the first inline, any others in an array.
+///
+/// Unretained, not weak: a weak reference to a loop gives the loop a side table, and every retain and
+/// release of an object with one takes the Swift runtime's slow path — each `loop.perform` from another
+/// thread paid it twice. It is safe because a loop is on the list exactly while it holds the source in
+/// one of its modes: a loop adds itself in the critical section (its lock) that puts the source into
+/// a mode, and removes itself in the one that takes the source out of its last mode, teardown's
+/// included; a loop is freed only after its teardown (its thread's reference goes last), and a torn-down
+/// loop adds nothing. Whoever uses an entry holds the list (the source's flag), which a loop's teardown
+/// must take to leave it, so the loop cannot be freed meanwhile; ``retained`` hands out counted
+/// references for use after the list is let go.
 struct SourceLoops {
-    /// A plain weak reference rather than an optional `WeakLoop`, whose extra tag byte padded to a
-    /// word: an empty slot and a dead loop both read nil, and both give way alike.
-    weak var first: RunLoop?
-    var others: [WeakLoop] = []
+    var first: Unmanaged<RunLoop>?
+    var others: [Unmanaged<RunLoop>] = []
 
-    var live: [RunLoop] {
+    /// Every loop on the list, each retained. Call with the list held.
+    var retained: [RunLoop] {
         var loops: [RunLoop] = []
-        if let first { loops.append(first) }
-        for other in others { if let loop = other.loop { loops.append(loop) } }
+        if let first { loops.append(first.takeUnretainedValue()) }
+        for other in others { loops.append(other.takeUnretainedValue()) }
         return loops
     }
 
     mutating func add(_ loop: RunLoop) {
-        drop { $0 == nil }
-        if first === loop || others.contains(where: { $0.loop === loop }) { return }
-        if first == nil { first = loop } else { others.append(WeakLoop(loop)) }
+        let entry = Unmanaged.passUnretained(loop)
+        guard let first else {
+            first = entry
+            return
+        }
+        if first.toOpaque() == entry.toOpaque() || others.contains(where: { $0.toOpaque() == entry.toOpaque() }) { return }
+        others.append(entry)
     }
 
+    /// Removes `loop`; the oldest remaining entry moves inline.
     mutating func remove(_ loop: RunLoop) {
-        drop { $0 == nil || $0 === loop }
-    }
-
-    /// Removes the records `matches` picks; the oldest remaining one moves inline.
-    private mutating func drop(_ matches: (RunLoop?) -> Bool) {
-        if !others.isEmpty { others.removeAll { matches($0.loop) } }
-        if matches(first) {
-            first = others.isEmpty ? nil : others.removeFirst().loop
+        let address = Unmanaged.passUnretained(loop).toOpaque()
+        if !others.isEmpty { others.removeAll { $0.toOpaque() == address } }
+        if first?.toOpaque() == address {
+            first = others.isEmpty ? nil : others.removeFirst()
         }
     }
 }

@@ -84,7 +84,7 @@ extension RunLoop {
                 otherModeBlockCount += 1
             }
             blocks.append(PendingBlock(modes: defaultOnly ? nil : modes, label: label, body: block))
-            pendingBlockCount.add(1, ordering: .releasing)
+            publishBlockCountLocked()
             return true
         }
         if queued && !isCurrentThread { wakePort.wake() }

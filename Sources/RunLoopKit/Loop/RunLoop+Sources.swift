@@ -10,11 +10,15 @@ extension RunLoop {
         guard source.isValid else { return }
         let scheduled: [Mode] = lock.withLock {
             guard !tornDownLocked else { return [] }
+            let scheduled: [Mode]
             if mode == .common {
                 if !commonItems.sources.contains(where: { $0 === source }) { commonItems.sources.append(source) }
-                return commonModeList.filter { insertSourceLocked(source, into: $0) }
+                scheduled = commonModeList.filter { insertSourceLocked(source, into: $0) }
+            } else {
+                scheduled = insertSourceLocked(source, into: mode) ? [mode] : []
             }
-            return insertSourceLocked(source, into: mode) ? [mode] : []
+            if !scheduled.isEmpty { source.noteAttached(to: self) }
+            return scheduled
         }
         finishAdding(source, scheduled: scheduled)
     }
@@ -24,11 +28,15 @@ extension RunLoop {
     /// registrations there included); one never added there stays where it is. Safe from any thread.
     public func remove(_ source: RunLoopSource, forMode mode: Mode = .default) {
         let removed: [Mode] = lock.withLock {
+            let removed: [Mode]
             if mode == .common {
                 guard commonItems.remove(source) else { return [] }
-                return commonModeList.filter { removeSourceLocked(source, from: $0) }
+                removed = commonModeList.filter { removeSourceLocked(source, from: $0) }
+            } else {
+                removed = removeSourceLocked(source, from: mode) ? [mode] : []
             }
-            return removeSourceLocked(source, from: mode) ? [mode] : []
+            if !removed.isEmpty { noteDetachedIfGoneLocked(source) }
+            return removed
         }
         finishRemoving(source, removed: removed)
     }
@@ -65,6 +73,7 @@ extension RunLoop {
                 throw error
             }
             if mode == .common { commonItems.ports[ObjectIdentifier(source)] = source }
+            if !added.isEmpty { source.noteAttached(to: self) }
             return added.map(\.store.mode)
         }
         finishAdding(source, scheduled: scheduled)
@@ -77,11 +86,15 @@ extension RunLoop {
     public func remove(_ source: RunLoopPortSource, forMode mode: Mode = .default) {
         let immediate = isCurrentThread
         let removed: [Mode] = lock.withLock {
+            let removed: [Mode]
             if mode == .common {
                 guard commonItems.remove(source) else { return [] }
-                return commonModeList.filter { removePortLocked(source, from: $0, immediate: immediate) }
+                removed = commonModeList.filter { removePortLocked(source, from: $0, immediate: immediate) }
+            } else {
+                removed = removePortLocked(source, from: mode, immediate: immediate) ? [mode] : []
             }
-            return removePortLocked(source, from: mode, immediate: immediate) ? [mode] : []
+            if !removed.isEmpty { noteDetachedIfGoneLocked(source) }
+            return removed
         }
         finishRemoving(source, removed: removed)
     }
@@ -113,11 +126,17 @@ extension RunLoop {
             // Oldest first, so equal deadlines keep their scheduling order in the new mode too.
             for timer in items.timers.values.sorted(by: { $0.sequence < $1.sequence }) { insertTimerLocked(timer, into: mode) }
             for observer in items.observers { insertObserverLocked(observer, into: mode) }
+            // A common item taken out of every mode it was in (removed from the default mode alone) left
+            // the loop's list; it is back on the loop now.
             let sources = items.sources.filter { insertSourceLocked($0, into: mode) }
+            for source in sources { source.noteAttached(to: self) }
             var ports: [RunLoopPortSource] = []
             for port in items.ports.values {
                 do {
-                    if try insertPortLocked(port, into: mode, immediate: immediate) != nil { ports.append(port) }
+                    if try insertPortLocked(port, into: mode, immediate: immediate) != nil {
+                        port.noteAttached(to: self)
+                        ports.append(port)
+                    }
                 } catch {
                     Self.logger.error("port source \(port.label ?? "\(port.fileDescriptor)") not added to common mode \(mode): \(error)")
                 }
@@ -159,9 +178,10 @@ extension RunLoop {
         }
     }
 
+    /// The callouts of an add whose locked section put the source into `scheduled` (and this loop on its
+    /// list).
     private func finishAdding(_ source: RunLoopSourceBase, scheduled: [Mode]) {
         guard !scheduled.isEmpty else { return }
-        source.noteAttached(to: self)
         for mode in scheduled { source.scheduleCallout?(self, mode) }
         // An invalidation racing with this add may have missed this loop; finish its job.
         if !source.isValid {
@@ -170,9 +190,14 @@ extension RunLoop {
     }
 
     private func finishRemoving(_ source: RunLoopSourceBase, removed: [Mode]) {
-        guard !removed.isEmpty else { return }
-        if !lock.withLock({ holdsLocked(source) }) { source.noteDetached(from: self) }
         for mode in removed { source.cancelCallout?(self, mode) }
+    }
+
+    /// Takes this loop off the source's list if no mode holds the source any more: in the critical
+    /// section that removed it, so the list never names a loop that does not hold the source (the
+    /// list's references are unretained, see ``SourceLoops``). Caller holds the lock.
+    private func noteDetachedIfGoneLocked(_ source: RunLoopSourceBase) {
+        if !holdsLocked(source) { source.noteDetached(from: self) }
     }
 
     private func holdsLocked(_ source: RunLoopSourceBase) -> Bool {
@@ -252,9 +277,9 @@ extension RunLoop {
                 _ = commonItems.remove(port)
                 for (mode, _) in modes where removePortLocked(port, from: mode, immediate: immediate) { removed.append(mode) }
             }
+            source.noteDetached(from: self)
             return removed
         }
-        source.noteDetached(from: self)
         return removed
     }
 }
