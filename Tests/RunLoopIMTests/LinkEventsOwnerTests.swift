@@ -2,6 +2,7 @@ import Glibc
 import RunLoopIMCore
 import RunLoopIMTesting
 import RunLoopKit
+import RunLoopNet
 import RunLoopTesting
 import Testing
 
@@ -34,6 +35,25 @@ struct LinkEventsOwnerTests {
         events.oversized(FrameHeader(bodyLength: 9, command: IMCommand.send.rawValue, serial: 1), [], 5)
         events.received(IMFrame(command: .heartbeat, serial: 1))
         #expect(owner.received == 1)
+    }
+
+    @Test("a client's link closed before it opened neither connects nor reports; one opened connects once")
+    func closedBeforeOpening() async throws {
+        let (connectsAfterClose, logAfterClose, connectsWhenOpened) = try await onLoopThread {
+            var connects = 0
+            let owner = RecordingOwner()
+            let closedFirst = ByteStreamFrameLink(connecting: TCPConnection(), maximumFrameBody: 1_024) { _ in connects += 1 }
+            closedFirst.close(for: nil)
+            closedFirst.open(IMFrameLinkEvents(owner: owner))
+            let afterClose = connects
+            // The control: the same link, opened, runs its connect (to nowhere: only the call counts).
+            let opened = ByteStreamFrameLink(connecting: TCPConnection(), maximumFrameBody: 1_024) { _ in connects += 1 }
+            opened.open(IMFrameLinkEvents(owner: RecordingOwner()))
+            opened.abort()
+            return (afterClose, owner.log, connects - afterClose)
+        }
+        #expect(connectsAfterClose == 0 && logAfterClose.isEmpty)
+        #expect(connectsWhenOpened == 1)
     }
 
     @Test("the events do not keep their owner: once it is gone they go nowhere")
