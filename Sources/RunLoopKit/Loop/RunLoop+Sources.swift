@@ -64,7 +64,7 @@ extension RunLoop {
                 for registration in added { detachPortLocked(registration, immediate: immediate) }
                 throw error
             }
-            if mode == .common { commonItems.ports[ObjectIdentifier(source)] = source }
+            if mode == .common { commonItems.ports.insert(PortByIdentity(source)) }
             return added.map(\.store.mode)
         }
         finishAdding(source, scheduled: scheduled)
@@ -89,7 +89,7 @@ extension RunLoop {
     /// Whether a port source is in `mode`. Safe from any thread.
     public func contains(_ source: RunLoopPortSource, forMode mode: Mode = .default) -> Bool {
         lock.withLock {
-            if mode == .common { return commonItems.ports[ObjectIdentifier(source)] != nil }
+            if mode == .common { return commonItems.ports.contains(PortByIdentity(source)) }
             return modes[mode]?.registration(for: source) != nil
         }
     }
@@ -115,7 +115,8 @@ extension RunLoop {
             for observer in items.observers { insertObserverLocked(observer, into: mode) }
             let sources = items.sources.filter { insertSourceLocked($0, into: mode) }
             var ports: [RunLoopPortSource] = []
-            for port in items.ports.values {
+            for member in items.ports {
+                let port = member.source
                 do {
                     if try insertPortLocked(port, into: mode, immediate: immediate) != nil { ports.append(port) }
                 } catch {
