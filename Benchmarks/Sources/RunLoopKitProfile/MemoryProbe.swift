@@ -10,7 +10,7 @@ import RunLoopKit
 enum MemoryProbe {
     static func bytesPerItem(_ workload: String, count: Int, loop: RunLoop, mode: RunLoop.Mode) -> Double {
         var descriptors: [Int32] = []
-        if workload == "memport" {
+        if workload == "memport" || workload == "memconn" {
             for _ in 0...count {
                 var ends: [Int32] = [-1, -1]
                 precondition(pipe(&ends) == 0)
@@ -35,8 +35,26 @@ enum MemoryProbe {
             loop.add(RunLoopTimer(after: .seconds(3_600) + .nanoseconds(index)) { _ in }, forMode: mode)
         case "memsource":
             loop.add(RunLoopSource { _ in }, forMode: mode)
+        case "memconn":
+            // As RunLoopNet's TCPConnection makes its read source: both callouts hold their owner (one
+            // reference, so no closure context), and the source goes to the common modes. One owner for
+            // all, so that only the sources' own bytes are counted.
+            let owner = ConnectionStandIn.shared
+            try! loop.add(
+                RunLoopPortSource(
+                    fileDescriptor: descriptors[index], interest: .readable, label: "tcp read \(descriptors[index])",
+                    cancel: { [owner] _, _ in owner.cancelled += 1 },
+                    perform: { [owner] _, _ in owner.performed += 1 }),
+                forMode: .common)
         default:
             try! loop.add(RunLoopPortSource(fileDescriptor: descriptors[index]) { _, _ in }, forMode: mode)
         }
     }
+}
+
+/// What a connection's callouts capture: one object.
+private final class ConnectionStandIn: @unchecked Sendable {
+    static let shared = ConnectionStandIn()
+    var cancelled = 0
+    var performed = 0
 }

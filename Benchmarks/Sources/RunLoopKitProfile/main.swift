@@ -6,8 +6,9 @@
 // pingpong, pending (N pending, then [ops] insert+cancel, 10,000 by default), xperform / xsignal / xenqueue (N cross-thread
 // round trips: a block, a signalled source, a task started on the loop as its task executor — so xenqueue counts the task's
 // creation too; exits 1 and says so if one is lost for 2 s), echo (N 64-byte messages echoed over loopback TCP by
-// RunLoopNet, 100 client connections and the server on this loop, as tcp.echo), memtimer / memsource / memport (heap bytes held per
-// pending timer, custom source, port source: glibc's count of bytes in use, so chunk sizes, not requests).
+// RunLoopNet, 100 client connections and the server on this loop, as tcp.echo), memtimer / memsource / memport / memconn (heap bytes
+// held per pending timer, custom source, port source, and a port source as a TCP connection holds its own — a cancel callout,
+// added to the common modes: glibc's count of bytes in use, so chunk sizes, not requests, and RunLoopKit's pool for libevent).
 import BenchSupport
 import Glibc
 import RunLoopKit
@@ -16,7 +17,7 @@ import Synchronization
 let arguments = CommandLine.arguments
 guard arguments.count >= 2 else {
     print(
-        "usage: rlk-profile batch|chain|tick|spread|source0|observer|pingpong|pending|xperform|xsignal|xenqueue|echo|memtimer|memsource|memport [count]"
+        "usage: rlk-profile batch|chain|tick|spread|source0|observer|pingpong|pending|xperform|xsignal|xenqueue|echo|memtimer|memsource|memport|memconn [count]"
     )
     exit(2)
 }
@@ -131,7 +132,7 @@ case "xperform", "xsignal", "xenqueue":
     }
 case "echo":
     box.value = try EchoProbe().run(messages: count)
-case "memtimer", "memsource", "memport":
+case "memtimer", "memsource", "memport", "memconn":
     let bytes = MemoryProbe.bytesPerItem(workload, count: count, loop: loop, mode: mode)
     print("\(workload): \(bytes) bytes per item (\(count) items)")
     exit(0)

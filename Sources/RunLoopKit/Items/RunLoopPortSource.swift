@@ -33,11 +33,15 @@ public class RunLoopPortSource: RunLoopSourceBase, @unchecked Sendable {
     let closesDescriptor: Bool
     private let closed = Atomic<Bool>(false)
     let performCallout: (RunLoopPortSource, PortEvents) -> Void
+    /// Kept here rather than in the base's callout box: a connection's sources have this callout (to
+    /// learn that their loop's thread ended), and the box cost each of them a 64-byte heap block.
+    private let cancel: ((RunLoop, RunLoop.Mode) -> Void)?
     /// Registrations whose libevent event exists; the descriptor may be closed only at zero.
     let liveEvents = Atomic<Int>(0)
     /// What the descriptor referred to when the source was made (device, inode), to recognise a source
-    /// whose descriptor was closed behind its back and whose number now names another file.
-    let identity: DescriptorIdentity?
+    /// whose descriptor was closed behind its back and whose number now names another file. Not an
+    /// optional: its tag byte took the object past a 144-byte heap chunk.
+    let identity: DescriptorIdentity
 
     /// - Parameters:
     ///   - fileDescriptor: an open descriptor epoll can watch (not a regular file or directory).
@@ -63,8 +67,11 @@ public class RunLoopPortSource: RunLoopSourceBase, @unchecked Sendable {
         self.interest = interest.isEmpty ? .readable : interest
         self.closesDescriptor = closesDescriptorOnInvalidate
         self.performCallout = perform
-        super.init(order: order, label: label, schedule: schedule, cancel: cancel)
+        self.cancel = cancel
+        super.init(order: order, label: label, schedule: schedule, cancel: nil)
     }
+
+    override var cancelCallout: ((RunLoop, RunLoop.Mode) -> Void)? { cancel }
 
     static func checkPollable(_ fd: Int32) throws(RunLoopError) {
         switch rlk_check_pollable_fd(fd) {
@@ -96,16 +103,28 @@ public class RunLoopPortSource: RunLoopSourceBase, @unchecked Sendable {
     }
 }
 
-/// The open file a descriptor number refers to.
+/// The open file a descriptor number refers to, or ``unknown`` for a number that names none (`fstat`
+/// failed): two unknowns are equal, as two failed look-ups were when this was an optional.
 struct DescriptorIdentity: Equatable {
     let device: UInt64
     let inode: UInt64
 
-    init?(of fd: Int32) {
+    /// No file has this device and inode: both are all ones.
+    static let unknown = DescriptorIdentity(device: .max, inode: .max)
+
+    init(of fd: Int32) {
         var info = stat()
-        guard fstat(fd, &info) == 0 else { return nil }
+        guard fstat(fd, &info) == 0 else {
+            self = .unknown
+            return
+        }
         device = UInt64(info.st_dev)
         inode = UInt64(info.st_ino)
+    }
+
+    private init(device: UInt64, inode: UInt64) {
+        self.device = device
+        self.inode = inode
     }
 }
 

@@ -72,7 +72,7 @@ extension RunLoop {
                 for registration in added { detachPortLocked(registration, immediate: immediate) }
                 throw error
             }
-            if mode == .common { commonItems.ports[ObjectIdentifier(source)] = source }
+            if mode == .common { commonItems.ports.insert(PortByIdentity(source)) }
             if !added.isEmpty { source.noteAttached(to: self) }
             return added.map(\.store.mode)
         }
@@ -102,7 +102,7 @@ extension RunLoop {
     /// Whether a port source is in `mode`. Safe from any thread.
     public func contains(_ source: RunLoopPortSource, forMode mode: Mode = .default) -> Bool {
         lock.withLock {
-            if mode == .common { return commonItems.ports[ObjectIdentifier(source)] != nil }
+            if mode == .common { return commonItems.ports.contains(PortByIdentity(source)) }
             return modes[mode]?.registration(for: source) != nil
         }
     }
@@ -131,7 +131,8 @@ extension RunLoop {
             let sources = items.sources.filter { insertSourceLocked($0, into: mode) }
             for source in sources { source.noteAttached(to: self) }
             var ports: [RunLoopPortSource] = []
-            for port in items.ports.values {
+            for member in items.ports {
+                let port = member.source
                 do {
                     if try insertPortLocked(port, into: mode, immediate: immediate) != nil {
                         port.noteAttached(to: self)
