@@ -39,7 +39,7 @@ public final class IMServerSession {
     private(set) var window: DeliveryWindow
     /// The client instance its login named, once online under it: with ``user``, its key in the
     /// server's table of instances online (LoginGate), where it is looked for when it ends.
-    var onlineInstance: String?
+    var onlineInstance: ClientInstanceID?
 
     init(link: any IMFrameLink, server: IMServer) {
         self.link = link

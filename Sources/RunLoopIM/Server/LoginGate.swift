@@ -24,7 +24,16 @@ final class LoginGate {
 
     struct InstanceKey: Hashable {
         let user: String
-        let instance: String
+        let instance: ClientInstanceID
+
+        init(user: String, instance: ClientInstanceID) {
+            self.user = user
+            self.instance = instance
+        }
+
+        init(user: String, instance: String) {
+            self.init(user: user, instance: ClientInstanceID(instance))
+        }
     }
 
     enum Event: Equatable {
