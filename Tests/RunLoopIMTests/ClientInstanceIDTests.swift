@@ -12,7 +12,7 @@ struct ClientInstanceIDTests {
         for text in [
             "0F1E2D3C-4B5A-4697-A8B9-CADBECFD0E1F",  // uppercase: kept as text, so it comes back as sent
             "0f1e2d3c-4b5a-4697-a8b9-cadbecfd0e1",  // one digit short
-            "0f1e2d3c4b5a-4697-a8b9-cadbecfd0e1f-", "0f1e2d3c-4b5a-4697-a8b9-cadbecfd0e1g", "laptop", "",
+            "0f1e2d3c4b5a-4697-a8b9-cadbecfd0e1f-", "0f1e2d3c-4b5a-4697-a8b9-cadbecfd0e1g", "laptop", ""
         ] {
             let id = ClientInstanceID(text)
             #expect(!id.isCompact && id.text == text)

@@ -76,17 +76,20 @@ struct PerUserTablesTests {
             for peer in [phone, laptop, newPhone] { server.adopt(peer.serverEnd) }
             logIn(phone, "bob", instance: "phone")
             logIn(laptop, "bob", instance: "laptop")
-            #expect(Set(server.loginGate.online.keys.map(\.instance.text)) == ["phone", "laptop"])
+            let instancesOnline = { Set(server.sessions.filter { !$0.isEnded }.compactMap { $0.onlineInstance?.text }) }
+            #expect(instancesOnline() == ["phone", "laptop"])
+            let firstPhone = server.onlineSession(of: "bob", instance: ClientInstanceID("phone"))
             logIn(newPhone, "bob", instance: "phone")
             #expect(phone.received(.error).last?.code == .sessionReplaced)
             try #require(try spin(server.loop) { !phone.isOpen })
-            let newSession = server.loginGate.online[LoginGate.InstanceKey(user: "bob", instance: "phone")]
-            #expect(newSession != nil && newSession?.isEnded == false, "the replaced session's end left its successor's entry")
-            #expect(server.loginGate.online.count == 2)
+            let newSession = server.onlineSession(of: "bob", instance: ClientInstanceID("phone"))
+            #expect(newSession != nil && newSession?.isEnded == false && newSession !== firstPhone, "the replaced session's end hid its successor")
+            #expect(instancesOnline() == ["phone", "laptop"])
             laptop.send(IMFrame(command: .logout, serial: 2))
             newPhone.send(IMFrame(command: .logout, serial: 2))
             try #require(try spin(server.loop) { server.open.isEmpty })
-            #expect(server.loginGate.online.isEmpty)
+            #expect(server.onlineSession(of: "bob", instance: ClientInstanceID("phone")) == nil)
+            #expect(server.onlineSession(of: "bob", instance: ClientInstanceID("laptop")) == nil)
             server.shutdown()
         }
     }

@@ -60,11 +60,14 @@ extension IMServer {
             loginGate.forget(ticket)
             startChecks()
         }
-        if let user = session.user, let instance = session.onlineInstance {
-            let key = LoginGate.InstanceKey(user: user, instance: instance)
-            if loginGate.online[key] === session { loginGate.online[key] = nil }
-        }
         loginGate.sessionGone()
+    }
+
+    /// The session online as `user` from the client instance `instance` (the newest, should a replaced
+    /// one not have ended yet), if any. Looked for among the user's few sessions: a table of the
+    /// instances online cost every session its entry, ~80 bytes at a crowd's size (issue 22).
+    func onlineSession(of user: String, instance: ClientInstanceID) -> IMServerSession? {
+        byUser[user]?.last { $0.onlineInstance == instance && !$0.isEnded }
     }
 
     // MARK: Checks
@@ -78,7 +81,7 @@ extension IMServer {
         let account = Self.accountKey(request.user)
         let instance = request.clientInstance.isEmpty ? nil : LoginGate.InstanceKey(user: account, instance: request.clientInstance)
         let replaceable =
-            request.clientInstance.isEmpty ? nil : loginGate.online[LoginGate.InstanceKey(user: request.user, instance: request.clientInstance)]
+            request.clientInstance.isEmpty ? nil : onlineSession(of: request.user, instance: ClientInstanceID(request.clientInstance))
         if let refusal = sessionLimitRefusal(for: request.user, replacing: replaceable, now: now) {
             return session.loginRefused(.tooManyConnections, reason: refusal.reason, retryAfter: refusal.retryAfter)
         }
@@ -214,7 +217,7 @@ extension IMServer {
             return session.end(with: .sessionReplaced, "a newer login of the same client instance replaced this one")
         }
         let key = login.instance.map { LoginGate.InstanceKey(user: user, instance: $0.instance) }
-        let replaced = key.flatMap { loginGate.online[$0] }.flatMap { $0 === session || $0.isEnded ? nil : $0 }
+        let replaced = key.flatMap { onlineSession(of: $0.user, instance: $0.instance) }.flatMap { $0 === session ? nil : $0 }
         if let refusal = sessionLimitRefusal(for: user, replacing: replaced, now: loop.now) {
             return session.loginRefused(.tooManyConnections, reason: refusal.reason, retryAfter: refusal.retryAfter)
         }
@@ -244,10 +247,7 @@ extension IMServer {
         // Online first, then the replaced session ends: the user never looks offline in between.
         session.loginAccepted(as: user)
         guard !session.isEnded else { return }
-        if let key {
-            loginGate.online[key] = session
-            session.onlineInstance = key.instance
-        }
+        if let key { session.onlineInstance = key.instance }
         if let replaced {
             logger.debug(
                 "\(user)'s session from \(replaced.remoteAddress?.description ?? "?") replaced by one from \(session.remoteAddress?.description ?? "?")"

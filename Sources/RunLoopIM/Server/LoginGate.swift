@@ -3,7 +3,7 @@ import RunLoopKit
 import RunLoopNet
 
 /// One ``IMServer``'s login bookkeeping around its ``LoginThrottle``: which session waits on which
-/// ticket, the connections still logging in, the client instances online, and the timers that end
+/// ticket, the connections still logging in, and the timers that end
 /// failure delays. The decisions are the throttle's; acting on them is IMServer+Logins'.
 ///
 /// Loop thread only, owned by its server.
@@ -50,9 +50,6 @@ final class LoginGate {
     var unauthenticated: [ObjectIdentifier: (address: LoginAddress, opened: LoopInstant)] = [:]
     /// The newest LOGIN of each instance still waiting for its answer.
     var newestLogin: [InstanceKey: LoginThrottle.Ticket] = [:]
-    /// Online sessions by (canonical user, instance). A session's key is its user and its
-    /// ``IMServerSession/onlineInstance``: a second table from session to key cost each one its entry.
-    var online: [InstanceKey: IMServerSession] = [:]
     /// Set while checks are being started, so a check answered at once does not start more inside.
     var isStartingChecks = false
 
@@ -96,9 +93,8 @@ final class LoginGate {
         newestLogin.shrinkIfSparse()
     }
 
-    /// The tables of sessions logging in or online give back their room once a crowd has gone.
+    /// The table of sessions logging in gives back its room once a crowd has gone.
     func sessionGone() {
         unauthenticated.shrinkIfSparse()
-        online.shrinkIfSparse()
     }
 }
