@@ -99,6 +99,7 @@ struct ClientMachineTests {
         let request = try #require(harness.lastWritten(.login)).decode(IMLoginRequest.self)
         #expect(request.user == "alice" && request.keepaliveSeconds == 30)
         #expect(harness.machine.nextDeadline == harness.now + .seconds(30), "only the heartbeat is timed")
+        #expect(harness.machine.deadlineInPlace() == harness.machine.nextDeadline)
     }
 
     @Test("no heartbeat while traffic flows; one after the link has been quiet for the interval")

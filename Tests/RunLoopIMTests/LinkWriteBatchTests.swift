@@ -1,4 +1,6 @@
+import RunLoopChat
 import RunLoopIMCore
+import RunLoopIMTesting
 import RunLoopKit
 import RunLoopNet
 import RunLoopTesting
@@ -175,6 +177,46 @@ struct LinkWriteBatchTests {
             #expect(alice.writes.count == aliceBefore + 1, "five SEND_ACKs, one write")
             #expect(bob.writes.count == bobBefore + 1, "five DELIVERs, one write")
             #expect(try bob.writtenFrames().last?.map { $0.command } == Array(repeating: .deliver, count: 5))
+        }
+    }
+
+    /// PresenceOutbox writes an announcement frame by frame and counts on this: a contact told of
+    /// several users in one announcement still gets one write.
+    @Test("an announcement of several users reaches a contact's link in one write, in the order announced")
+    func presenceOfSeveralUsersOneWrite() async throws {
+        try await onManualClockLoop(autoAdvances: false) { loop, clock in
+            var settings = IMServer.Settings.withoutLoginLimits
+            settings.presenceInterval = .milliseconds(100)
+            let store = InMemoryIMStore()
+            for user in ["watcher", "ann", "ben", "cy"] { _ = store.join(room: "lobby", user: user) }
+            let server = IMServer(store: store, settings: settings)
+            server.applicationHandler = ChatService()
+            let watcher = CountingByteStream(loop: loop)
+            server.adopt(link(on: watcher, batch: server.writeBatch))
+            var login = IMLoginRequest()
+            login.user = "watcher"
+            login.password = "pw"
+            login.keepaliveSeconds = 60
+            watcher.feed([IMFrame(command: .login, serial: 1, message: login)])
+            for _ in 0..<5 { _ = try loop.run(.default, timeout: .zero) }
+            try #require(try watcher.writtenFrames().joined().contains { $0.command == .loginAck })
+            clock.advance(by: .milliseconds(10))
+            var peers: [MemoryLinkPeer] = []
+            for user in ["ann", "ben", "cy"] {
+                let peer = MemoryLinkPeer()
+                peer.keepsFrames = false
+                server.adopt(peer.serverEnd)
+                peer.logIn(user)
+                peers.append(peer)
+            }
+            let before = watcher.writes.count
+            clock.advance(by: .milliseconds(100))
+            for _ in 0..<3 { _ = try loop.run(.default, timeout: .zero) }
+            #expect(watcher.writes.count == before + 1, "three arrivals in one interval, one write")
+            let notices = try watcher.writtenFrames().last?.map { try $0.presenceNotice() }
+            #expect(notices?.map(\.user) == ["ann", "ben", "cy"] && notices?.allSatisfy(\.online) == true)
+            withExtendedLifetime(peers) {}
+            server.shutdown()
         }
     }
 }

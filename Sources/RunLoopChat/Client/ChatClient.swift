@@ -211,8 +211,8 @@ public final class ChatClient {
     private func noticed(_ frame: IMFrame) {
         switch frame.command {
         case .presence:
-            guard let notice = try? frame.decode(IMPresenceNotice.self) else { return }
-            onPresence?(self, PresenceChange(notice))
+            guard let notice = try? frame.presenceNotice() else { return }
+            onPresence?(self, PresenceChange(user: notice.user, isOnline: notice.online))
         case .membership:
             guard let notice = try? frame.decode(IMMembershipNotice.self) else { return }
             let change = MembershipChange(notice)

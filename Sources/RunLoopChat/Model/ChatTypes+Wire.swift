@@ -57,12 +57,6 @@ extension HistoryPage {
     }
 }
 
-extension PresenceChange {
-    init(_ wire: IMPresenceNotice) {
-        self.init(user: wire.user, isOnline: wire.online)
-    }
-}
-
 extension MembershipChange {
     init(_ wire: IMMembershipNotice) {
         self.init(room: wire.room, user: wire.user, joined: wire.joined, members: Int(wire.members))

@@ -234,7 +234,7 @@ public final class IMClient {
             pendingWriteFailure = nil
             return apply(machine.transportClosed(generation: generation, reason: .failed(error), now: loop.now))
         }
-        timer.schedule(at: machine.nextDeadline)
+        timer.schedule(at: machine.deadlineInPlace())
         if case .closed = machine.state {
             keepAlive = nil
             followed?.onChange = nil
@@ -261,6 +261,10 @@ public final class IMClient {
             self.transport = nil
             if graceful { transport.close() } else { transport.abort() }
         case .stateChanged, .disconnected, .received, .deliveryChanged, .response, .requestLost, .notice, .rateLimited:
+            // What `callbacks.run` decides, without its closure when the callback may run now (the
+            // usual case, a frame read): a closure and a weak reference to this client for every
+            // notice received cost more than the notice's own handling.
+            guard callbacks.isInsideOwnerCall || callbacks.hasWaitingCallbacks else { return deliver(action) }
             callbacks.run { [weak self] in self?.deliver(action) }
         }
     }

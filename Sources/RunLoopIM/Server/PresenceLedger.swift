@@ -85,21 +85,18 @@ struct PresenceLedger {
         return (frames, index < members.count ? index : nil)
     }
 
-    static func frame(_ user: String, online: Bool) -> IMFrame {
-        var notice = IMPresenceNotice()
-        notice.user = user
-        notice.online = online
-        return IMFrame(command: .presence, serial: 0, message: notice)
-    }
+    static func frame(_ user: String, online: Bool) -> IMFrame { .presence(of: user, online: online) }
 }
 
-/// The frames one announcement owes each session, so each session gets them in one write however
-/// many users changed in the pass. Frames for everyone are kept once, not once per session.
+/// The frames one announcement owes the sessions, written when the announcement is done. Frames for
+/// everyone are kept once, not once per session.
 ///
 /// A login's announcement is one user's frame for a thousand sessions: each is told with an append
-/// to one flat list, and with one frame in the pass the flush writes it to each in turn. Only an
-/// announcement of several users groups the list by session (one dictionary entry and one array
-/// each), which a per-session table from the start would cost every recipient of every login.
+/// to one flat list, and the flush writes the list in the order told. A session told of several
+/// users still gets them in one write: a server's link gathers the frames of a loop pass and writes
+/// them once at its end (``LinkWriteBatch``), so the outbox keeps no table of what each session is
+/// owed — a dictionary entry and an array for every recipient of every announcement. Only
+/// announcements to everyone (a server without an application) group by session.
 struct PresenceOutbox {
     /// The users' frames of this announcement, each once.
     private var frames: [IMFrame] = []
@@ -123,12 +120,10 @@ struct PresenceOutbox {
         forEveryone.append(frame)
     }
 
-    /// Writes what each session of `sessionsByUser` is owed, one write each.
+    /// Writes what each session of `sessionsByUser` is owed: each session's frames in the order told.
     func flush(to sessionsByUser: [String: UserSessions]) {
-        if forEveryone.isEmpty, frames.count == 1 {
-            // One user's frame: each session is told once (an audience names each user once), so
-            // there is nothing to group.
-            for (session, _) in told { session.write(frames[0]) }
+        if forEveryone.isEmpty {
+            for (session, index) in told { session.write(frames[index]) }
             return
         }
         var owed: [ObjectIdentifier: [IMFrame]] = [:]

@@ -375,11 +375,15 @@ public struct IMClientMachine: Sendable {
 
     /// When the machine next wants ``timerFired(now:)``; `nil` when nothing is timed.
     public var nextDeadline: LoopInstant? {
-        var earliest = [loginDeadline, answerDeadline, closeDeadline].compactMap { $0 }.min()
+        // Asked after every frame a client reads: no array of the three fixed deadlines.
+        var earliest: LoopInstant?
         func consider(_ instant: LoopInstant?) {
             guard let instant else { return }
             earliest = min(earliest ?? instant, instant)
         }
+        consider(loginDeadline)
+        consider(answerDeadline)
+        consider(closeDeadline)
         switch phase {
         case .waitingToReconnect(let at):
             consider(at)
@@ -395,6 +399,13 @@ public struct IMClientMachine: Sendable {
         }
         return earliest
     }
+
+    /// ``nextDeadline``, for an owner that keeps the machine in a stored property of a class (as
+    /// ``IMClient`` does) and asks after every input. Mutating, though it changes nothing: a mutating
+    /// call works on the stored machine in place, where reading a computed property of it from
+    /// another module copies the whole machine first — every array, set and string in it retained
+    /// and released, once per frame read.
+    public mutating func deadlineInPlace() -> LoopInstant? { nextDeadline }
 
     // MARK: Introspection
 

@@ -20,6 +20,9 @@ package struct ProtobufPrefixReader {
         self.bytes = bytes
     }
 
+    /// Whether every byte was read.
+    package var isAtEnd: Bool { offset == bytes.count }
+
     package mutating func readVarint() -> UInt64? {
         var value: UInt64 = 0
         var shift: UInt64 = 0
