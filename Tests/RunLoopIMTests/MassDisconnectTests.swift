@@ -131,18 +131,19 @@ struct MassDisconnectTests {
         }
     }
 
-    @Test("a batch is one user at a pass's start, then what the bound holds at the audience size seen, within the users left")
+    @Test("a batch is one user until an audience was asked, then what the bound holds at the audience size seen, within the users left")
     func batchSizes() {
-        // Nothing told yet: one user to see an audience's size; then (answers to come later) all left.
-        #expect(PresenceBatch.size(usersLeft: 999, settled: 0, told: 0, contacts: 0, contactsLeft: 10_000) == 1)
-        #expect(PresenceBatch.size(usersLeft: 998, settled: 1, told: 0, contacts: 0, contactsLeft: 10_000) == 998)
+        // Nothing asked yet (users settled with no change ask nothing): one user, to see an audience's size.
+        #expect(PresenceBatch.size(usersLeft: 999, asked: 0, told: 0, contacts: 0, contactsLeft: 10_000) == 1)
+        // Asked, no answer yet (it comes later): all the user bound leaves.
+        #expect(PresenceBatch.size(usersLeft: 998, asked: 1, told: 0, contacts: 0, contactsLeft: 10_000) == 998)
         // One audience of 1,000: nine more fit 9,000.
-        #expect(PresenceBatch.size(usersLeft: 998, settled: 1, told: 1, contacts: 1_000, contactsLeft: 9_000) == 9)
-        #expect(PresenceBatch.size(usersLeft: 5, settled: 1, told: 1, contacts: 1_000, contactsLeft: 9_000) == 5)
+        #expect(PresenceBatch.size(usersLeft: 998, asked: 1, told: 1, contacts: 1_000, contactsLeft: 9_000) == 9)
+        #expect(PresenceBatch.size(usersLeft: 5, asked: 1, told: 1, contacts: 1_000, contactsLeft: 9_000) == 5)
         // Less left than one audience: still one, so a pass always moves on.
-        #expect(PresenceBatch.size(usersLeft: 50, settled: 3, told: 3, contacts: 3_000, contactsLeft: 10) == 1)
+        #expect(PresenceBatch.size(usersLeft: 50, asked: 3, told: 3, contacts: 3_000, contactsLeft: 10) == 1)
         // Empty audiences: as many as the bound's count, within the users left.
-        #expect(PresenceBatch.size(usersLeft: 40, settled: 2, told: 2, contacts: 0, contactsLeft: 10_000) == 40)
+        #expect(PresenceBatch.size(usersLeft: 40, asked: 2, told: 2, contacts: 0, contactsLeft: 10_000) == 40)
     }
 
     @Test("a user who drops and comes back within one pass is not announced offline at all")

@@ -56,6 +56,7 @@ extension IMServer {
         if telling { presenceOutbox = PresenceOutbox() }
         presenceAudienceOfThisPass = 0
         var settled = 0
+        var asked = 0
         var told = 0
         let isOnline = { (user: String) in self.byUser[user] != nil || self.clusterOnline.contains(user) }
         // A batch at a time, each batch's audiences asked together (a room's leavers share one read
@@ -66,7 +67,7 @@ extension IMServer {
             presence.hasNoted
         {
             let batch = PresenceBatch.size(
-                usersLeft: min(settings.presenceChangesPerPass - settled, presence.waiting), settled: settled, told: told,
+                usersLeft: min(settings.presenceChangesPerPass - settled, presence.waiting), asked: asked, told: told,
                 contacts: presenceAudienceOfThisPass, contactsLeft: settings.presenceAudiencePerPass - presenceAudienceOfThisPass)
             settled += batch
             var asking: [String] = []
@@ -74,6 +75,7 @@ extension IMServer {
                 presenceCadence.announced(at: loop.now)
                 onPresenceChange?(self, change.user, change.online)
                 guard telling else { continue }
+                asked += 1
                 if let audience = known[change.user] {
                     tell(presenceOf: change.user, to: audience)
                     told += 1

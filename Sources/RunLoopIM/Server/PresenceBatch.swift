@@ -5,16 +5,17 @@
 enum PresenceBatch {
     /// - Parameters:
     ///   - usersLeft: users the pass may still settle (at least one).
-    ///   - settled: users the pass settled so far.
-    ///   - told: users of the pass whose audience was answered and told.
+    ///   - asked: users of the pass whose audience was asked (or was known) so far.
+    ///   - told: those of them whose audience was answered and told.
     ///   - contacts: the contacts those audiences held (``IMServer/Settings/presenceAudiencePerPass``'s count).
     ///   - contactsLeft: what is left of that bound.
-    static func size(usersLeft: Int, settled: Int, told: Int, contacts: Int, contactsLeft: Int) -> Int {
+    static func size(usersLeft: Int, asked: Int, told: Int, contacts: Int, contactsLeft: Int) -> Int {
         let most = max(1, usersLeft)
         guard told > 0 else {
-            // Nothing answered yet: at the pass's start, one user shows what an audience costs; after
-            // that, the answers come later (a store across the network), and only the user bound holds.
-            return settled == 0 ? 1 : most
+            // Nothing answered yet: before any question, one user shows what an audience costs (users
+            // settled with no change asked nothing); after one, the answers come later (a store across
+            // the network), and only the user bound holds.
+            return asked == 0 ? 1 : most
         }
         let audience = max(1, contacts / told)
         return min(most, max(1, contactsLeft / audience))
