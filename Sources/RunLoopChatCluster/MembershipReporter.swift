@@ -34,5 +34,9 @@ struct MembershipReporter: IMApplicationHandler {
         inner.presenceAudience(of: user, on: server, completion: completion)
     }
 
+    func presenceAudiences(of users: [String], on server: IMServer, completion: @escaping ([IMPresenceAudience]) -> Void) {
+        inner.presenceAudiences(of: users, on: server, completion: completion)
+    }
+
     var largeRoomMembers: Int? { inner.largeRoomMembers }
 }

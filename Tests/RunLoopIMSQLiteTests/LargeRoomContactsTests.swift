@@ -33,9 +33,12 @@ struct LargeRoomContactsTests {
         #expect(try store.contacts(of: "m0", roomsOfAtMost: 11).get().isEmpty)
     }
 
-    @Test("the read of a large room's member's contacts steps through the limit, not the room: the same work at 100 and 3,000 members")
+    @Test(
+        "the read of a large room's member's contacts steps through the limit, not the room: the same work at 100 and 3,000 members, one user or a batch"
+    )
     func largeRoomIsNotRead() throws {
         var steps: [Int] = []
+        var batchSteps: [Int] = []
         for members in [100, 3_000] {
             let store = try Self.store(bigMembers: members)
             _ = store.database.work(of: SQLiteIMStore.contactsSQL)
@@ -43,8 +46,37 @@ struct LargeRoomContactsTests {
             let work = try #require(store.database.work(of: SQLiteIMStore.contactsSQL))
             #expect(work.fullScanSteps == 0)
             steps.append(work.virtualMachineSteps)
+            _ = store.database.work(of: SQLiteIMStore.conversationMembersSQL)
+            #expect(try store.contacts(ofEach: ["ann", "ben"], roomsOfAtMost: 10).get() == [["ben", "cat", "zed"], ["ann", "cat"]])
+            let batchWork = try #require(store.database.work(of: SQLiteIMStore.conversationMembersSQL))
+            #expect(batchWork.fullScanSteps == 0)
+            batchSteps.append(batchWork.virtualMachineSteps)
         }
         #expect(steps[0] == steps[1], "virtual-machine steps at 100 and 3,000 members: \(steps)")
         #expect(steps[1] < 1_000, "\(steps)")
+        #expect(batchSteps[0] == batchSteps[1], "a batch's, at 100 and 3,000 members: \(batchSteps)")
+    }
+
+    @Test("contacts of several users at once are each one's contacts, in order, with each conversation's members read once")
+    func contactsOfEachShareTheirReads() async throws {
+        try await onLoopThread {
+            let store = try Self.store(bigMembers: 12)
+            for user in ["m0", "Émile"] { _ = try store.join(room: "small", user: user).get() }
+            let users = ["ann", "ben", "cat", "zed", "m0", "m1", "Émile", "nobody"]
+            for limit in [5, 13] {
+                _ = store.database.runs(of: SQLiteIMStore.conversationMembersSQL)
+                let each = try store.contacts(ofEach: users, roomsOfAtMost: limit).get()
+                #expect(each == (try users.map { try store.contacts(of: $0, roomsOfAtMost: limit).get() }), "limit \(limit)")
+                // big, small, and ann and zed's direct conversation: eight users, three reads.
+                #expect(store.database.runs(of: SQLiteIMStore.conversationMembersSQL) == 3, "limit \(limit)")
+            }
+            // The chat's answer to an announcement's batch is that read.
+            let server = IMServer(store: store)
+            var answered: [IMPresenceAudience] = []
+            ChatService().presenceAudiences(of: users, on: server) { answered = $0 }
+            let one = try users.map { try store.contacts(of: $0, roomsOfAtMost: ChatService.Settings().largeRoomMembers).get() }
+            #expect(answered == one.map { .users($0) })
+            #expect(store.database.runs(of: SQLiteIMStore.conversationMembersSQL) == 3)
+        }
     }
 }

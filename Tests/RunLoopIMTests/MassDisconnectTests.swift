@@ -84,7 +84,7 @@ struct MassDisconnectTests {
     /// and counts the offline announcements of each loop pass that had any.
     func offlineAnnouncementsPerPass(
         crowd: Int, watchers: Int = 0, settings: IMServer.Settings = .withoutLoginLimits,
-        application: (any IMApplicationHandler)? = nil
+        application: (any IMApplicationHandler)? = nil, beforeLeaving: () -> Void = {}
     ) throws -> [Int] {
         let loop = RunLoop.current
         let server = IMServer(store: InMemoryIMStore(), settings: settings)
@@ -102,13 +102,14 @@ struct MassDisconnectTests {
             link.logIn("u\(index)", settling: false)
         }
         try #require(try spin(loop) { server.presence.announced.count == crowd + watchers })
+        beforeLeaving()
         for link in links.prefix(crowd) { link.pair.apply(.reset) }
         try #require(try spin(loop) { server.presence.announced.count == watchers && !server.presence.hasNoted })
         return offlineInPass.keys.sorted().map { offlineInPass[$0]! }
     }
 
     @Test(
-        "an announcement stops at presenceAudiencePerPass: 100 users leaving, each with the 50 watchers as the audience, go 20 a pass with a budget of 1,000"
+        "an announcement stops at presenceAudiencePerPass: 100 users leaving, each with the 50 watchers as the audience, go 20 a pass with a budget of 1,000, their audiences asked in two batches a pass"
     )
     func noticesBoundAPass() async throws {
         try await onLoopThread {
@@ -116,11 +117,33 @@ struct MassDisconnectTests {
             settings.presenceAudiencePerPass = 1_000
             // The watchers are the last 50 logged in (u100 … u149).
             let watchers = WatchersAudience(users: (100..<150).map { "u\($0)" })
-            let perPass = try offlineAnnouncementsPerPass(crowd: 100, watchers: 50, settings: settings, application: watchers)
+            let perPass = try offlineAnnouncementsPerPass(crowd: 100, watchers: 50, settings: settings, application: watchers) {
+                watchers.questions.value = []
+            }
             #expect(perPass.reduce(0, +) == 100, "everyone announced offline once")
             // 20 users of 50 contacts each reach the budget; two batches may share a pass (see above).
             #expect(perPass.allSatisfy { $0 <= 2 * 20 } && perPass.count >= 3, "\(perPass)")
+            // Asked together, not one by one: a pass's first user (what an audience costs), then the
+            // 19 the budget still holds (an application can then read what they share once).
+            let asked = watchers.questions.value.map(\.count)
+            #expect(asked.reduce(0, +) == 100 && asked.max() == 19, "each leaver asked once, in batches: \(asked)")
+            #expect(asked.count <= 2 * perPass.count, "questions \(asked), passes \(perPass)")
         }
+    }
+
+    @Test("a batch is one user until an audience was asked, then what the bound holds at the audience size seen, within the users left")
+    func batchSizes() {
+        // Nothing asked yet (users settled with no change ask nothing): one user, to see an audience's size.
+        #expect(PresenceBatch.size(usersLeft: 999, asked: 0, told: 0, contacts: 0, contactsLeft: 10_000) == 1)
+        // Asked, no answer yet (it comes later): all the user bound leaves.
+        #expect(PresenceBatch.size(usersLeft: 998, asked: 1, told: 0, contacts: 0, contactsLeft: 10_000) == 998)
+        // One audience of 1,000: nine more fit 9,000.
+        #expect(PresenceBatch.size(usersLeft: 998, asked: 1, told: 1, contacts: 1_000, contactsLeft: 9_000) == 9)
+        #expect(PresenceBatch.size(usersLeft: 5, asked: 1, told: 1, contacts: 1_000, contactsLeft: 9_000) == 5)
+        // Less left than one audience: still one, so a pass always moves on.
+        #expect(PresenceBatch.size(usersLeft: 50, asked: 3, told: 3, contacts: 3_000, contactsLeft: 10) == 1)
+        // Empty audiences: as many as the bound's count, within the users left.
+        #expect(PresenceBatch.size(usersLeft: 40, asked: 2, told: 2, contacts: 0, contactsLeft: 10_000) == 40)
     }
 
     @Test("a user who drops and comes back within one pass is not announced offline at all")
@@ -150,9 +173,11 @@ struct MassDisconnectTests {
     }
 }
 
-/// An application whose every user's audience is the same users.
+/// An application whose every user's audience is the same users; it keeps the users of each
+/// question of several at once.
 private struct WatchersAudience: IMApplicationHandler {
     let users: [String]
+    let questions = Box<[[String]]>([])
 
     func answer(_ request: IMFrame, from user: String, on server: IMServer, reply: @escaping (IMFrame) -> Void) throws(IMFrameError) {
         reply(IMFrame(command: IMCommand(rawValue: request.header.command + 1) ?? .error, serial: request.serial, code: .badRequest))
@@ -160,6 +185,11 @@ private struct WatchersAudience: IMApplicationHandler {
 
     func presenceAudience(of user: String, on server: IMServer, completion: @escaping (IMPresenceAudience) -> Void) {
         completion(.users(users))
+    }
+
+    func presenceAudiences(of asked: [String], on server: IMServer, completion: @escaping ([IMPresenceAudience]) -> Void) {
+        questions.value.append(asked)
+        completion(asked.map { _ in .users(users) })
     }
 }
 

@@ -134,6 +134,19 @@ public struct ChatService: IMApplicationHandler, Sendable {
         store.contacts(of: user, roomsOfAtMost: settings.largeRoomMembers) { completion(.users((try? $0.get()) ?? [])) }
     }
 
+    /// The audiences of several users an announcement settles together (``presenceAudience(of:on:completion:)``
+    /// each): from a store that answers at once, one read for all of them
+    /// (``SynchronousChatStore/contacts(ofEach:roomsOfAtMost:)``), so a room's crowd leaving together
+    /// reads the room once, not once per member; from another store, each user's read in turn. A
+    /// store that failed: nobody, for each of them.
+    public func presenceAudiences(of users: [String], on server: IMServer, completion: @escaping ([IMPresenceAudience]) -> Void) {
+        guard let store = server.store as? any SynchronousChatStore else {
+            return presenceAudiencesOneByOne(of: users, on: server, completion: completion)
+        }
+        let found = store.contacts(ofEach: users, roomsOfAtMost: settings.largeRoomMembers)
+        completion((try? found.get())?.map { .users($0) } ?? users.map { _ in .users([]) })
+    }
+
     /// ``Settings/largeRoomMembers``, which LOGIN_ACK announces so a client can show presence in a
     /// large room as unknown (``IMApplicationHandler/largeRoomMembers``).
     public var largeRoomMembers: Int? { settings.largeRoomMembers }

@@ -28,6 +28,13 @@ public protocol IMApplicationHandler {
     /// corrects it). Default: ``IMPresenceAudience/everyone``.
     func presenceAudience(of user: String, on server: IMServer, completion: @escaping (IMPresenceAudience) -> Void)
 
+    /// The audiences of several users whose changes one announcement settles together, in the order
+    /// of `users`, through `completion` exactly once, on the loop's thread (before returning or
+    /// later): each as ``presenceAudience(of:on:completion:)`` would answer it. A crowd of one room
+    /// leaving together is asked this way, so an application can read what its users share once
+    /// (the room's members) instead of once per user. Default: each user asked in turn.
+    func presenceAudiences(of users: [String], on server: IMServer, completion: @escaping ([IMPresenceAudience]) -> Void)
+
     /// The large-room size (docs/PROTOCOL.md §8): a room with more members than this carries no
     /// MEMBERSHIP notices and no presence, so a client shows its members' presence as unknown. LOGIN_ACK
     /// announces it in its limits; `nil` (the default): the application has no such rule. Read on the
@@ -51,6 +58,29 @@ extension IMApplicationHandler {
     /// announcement to every session.
     public func presenceAudience(of user: String, on server: IMServer, completion: @escaping (IMPresenceAudience) -> Void) {
         completion(.everyone)
+    }
+
+    /// ``presenceAudiencesOneByOne(of:on:completion:)``: an application that reads nothing shared
+    /// answers each user on its own.
+    public func presenceAudiences(of users: [String], on server: IMServer, completion: @escaping ([IMPresenceAudience]) -> Void) {
+        presenceAudiencesOneByOne(of: users, on: server, completion: completion)
+    }
+
+    /// Each user's ``presenceAudience(of:on:completion:)``, asked in turn (all asked before any
+    /// answer is awaited); the answers together, in the order of `users`, once the last has come.
+    /// The default of ``presenceAudiences(of:on:completion:)``, for an application that shares reads
+    /// only with some stores. Loop thread.
+    public func presenceAudiencesOneByOne(of users: [String], on server: IMServer, completion: @escaping ([IMPresenceAudience]) -> Void) {
+        var answers = [IMPresenceAudience](repeating: .users([]), count: users.count)
+        var waiting = users.count
+        guard waiting > 0 else { return completion([]) }
+        for (index, user) in users.enumerated() {
+            presenceAudience(of: user, on: server) { audience in
+                answers[index] = audience
+                waiting -= 1
+                if waiting == 0 { completion(answers) }
+            }
+        }
     }
 
     /// `nil`: an application without large rooms announces none.

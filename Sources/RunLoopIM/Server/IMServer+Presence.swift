@@ -56,23 +56,38 @@ extension IMServer {
         if telling { presenceOutbox = PresenceOutbox() }
         presenceAudienceOfThisPass = 0
         var settled = 0
+        var asked = 0
+        var told = 0
         let isOnline = { (user: String) in self.byUser[user] != nil || self.clusterOnline.contains(user) }
-        // One user at a time, so the pass stops at whichever bound comes first: the users, or their
+        // A batch at a time, each batch's audiences asked together (a room's leavers share one read
+        // of its members), so the pass stops at whichever bound comes first: the users, or their
         // audiences' size (a thousand users leaving a room of a thousand together would be a
         // thousand reads of a thousand contacts, and up to a million notices, in one pass).
         while settled < settings.presenceChangesPerPass, presenceAudienceOfThisPass < settings.presenceAudiencePerPass,
             presence.hasNoted
         {
-            settled += 1
-            guard let change = presence.settle(limit: 1, isOnline: isOnline).first else { continue }
-            presenceCadence.announced(at: loop.now)
-            onPresenceChange?(self, change.user, change.online)
-            guard telling else { continue }
-            if let audience = known[change.user] {
-                tell(presenceOf: change.user, to: audience)
-                continue
+            let batch = PresenceBatch.size(
+                usersLeft: min(settings.presenceChangesPerPass - settled, presence.waiting), asked: asked, told: told,
+                contacts: presenceAudienceOfThisPass, contactsLeft: settings.presenceAudiencePerPass - presenceAudienceOfThisPass)
+            settled += batch
+            var asking: [String] = []
+            for change in presence.settle(limit: batch, isOnline: isOnline) {
+                presenceCadence.announced(at: loop.now)
+                onPresenceChange?(self, change.user, change.online)
+                guard telling else { continue }
+                asked += 1
+                if let audience = known[change.user] {
+                    tell(presenceOf: change.user, to: audience)
+                    told += 1
+                } else {
+                    asking.append(change.user)
+                }
             }
-            askAudience(of: change.user) { [weak self] audience in self?.tell(presenceOf: change.user, to: audience) }
+            guard !asking.isEmpty else { continue }
+            askAudiences(of: asking) { [weak self] audiences in
+                for (user, audience) in zip(asking, audiences) { self?.tell(presenceOf: user, to: audience) }
+                told += asking.count
+            }
         }
         if presence.hasNoted { scheduleNextBatch() }
         let outbox = presenceOutbox
@@ -145,6 +160,12 @@ extension IMServer {
         callStore(timed: .audience, { applicationHandler.presenceAudience(of: user, on: self, completion: $0) }, then: then)
     }
 
+    /// The audiences of `users`, in their order: the application's answer, or everyone for each.
+    private func askAudiences(of users: [String], _ then: @escaping ([IMPresenceAudience]) -> Void) {
+        guard let applicationHandler else { return then(users.map { _ in .everyone }) }
+        callStore(timed: .audience, { applicationHandler.presenceAudiences(of: users, on: self, completion: $0) }, then: then)
+    }
+
     /// Writes `user`'s presence as last announced — not as it was when the audience was asked: an
     /// answer that comes late must not undo a later change — to the audience's sessions here.
     private func tell(presenceOf user: String, to audience: IMPresenceAudience) {
@@ -164,7 +185,9 @@ extension IMServer {
             // Every contact costs its look-up (and was read from the store), online or not.
             presenceAudienceOfThisPass += users.count
             // Lazily: the audience's sessions are not gathered into an array of their own first.
-            let sessions = users.lazy.filter { $0 != user }.flatMap { self.byUser[$0] ?? [] }
+            // The table held once, not read through `self` (an exclusivity check) per contact.
+            let sessionsByUser = byUser
+            let sessions = users.lazy.filter { $0 != user }.flatMap { sessionsByUser[$0] ?? [] }
             if presenceOutbox != nil {
                 presenceOutbox?.add(frame, for: sessions)
             } else {

@@ -65,12 +65,15 @@ public final class IMServer {
         /// announced in the passes after, in the order they changed, so the other users are served
         /// between batches.
         public var presenceChangesPerPass = 1_000
-        /// The contacts (the audiences' users, online or not: each is read and looked up) after which
-        /// one loop pass settles no more users: an audience decides what a user's announcement costs,
-        /// and a thousand users leaving a room of a thousand together would otherwise be a thousand
-        /// reads of a thousand contacts and up to a million notices in one pass. The user whose
-        /// audience crosses it is told in full; the rest wait for the next pass, in order.
-        public var presenceAudiencePerPass = 50_000
+        /// The contacts (the audiences' users, online or not: each is looked up, and told when
+        /// online) after which one loop pass settles no more users: an audience decides what a user's
+        /// announcement costs, and a thousand users leaving a room of a thousand together would
+        /// otherwise be up to a million notices in one pass. Users are settled in batches whose
+        /// audiences are asked together (``IMApplicationHandler/presenceAudiences(of:on:completion:)``),
+        /// sized to what is left of this at the audience size seen so far in the pass; the batch that
+        /// crosses it is told in full, the rest wait for the next pass, in order. At 10,000, a room of
+        /// 1,000 leaving together is settled about ten users a pass (Benchmarks/IM-RESULTS.md).
+        public var presenceAudiencePerPass = 10_000
         /// The shortest time between two announcements of presence changes: a change after a quiet
         /// interval is announced at the end of its loop pass, changes that follow within the interval
         /// wait for its end and go together, one write per session (docs/PROTOCOL.md §8). `.zero`:

@@ -29,6 +29,9 @@ struct PresenceLedger {
     /// Whether users noted wait for an announcement: after one that settled at most its limit.
     var hasNoted: Bool { !notedSet.isEmpty }
 
+    /// How many users noted wait for an announcement: the most the next ``settle(limit:isOnline:)`` takes.
+    var waiting: Int { notedSet.count }
+
     /// The announcement: of the first `limit` users noted and not settled yet, each whose state now
     /// (`isOnline`) differs from the one last announced, however many times it changed in between,
     /// in the order noted. They count as announced from here on; the others wait for the next
