@@ -13,11 +13,12 @@
 # tests (as many now) 42 s of it.
 #
 #   bash Scripts/asan.sh            build (into .build-asan) and run the suites
+#   RUNLOOPKIT_TEST_TARGETS=RunLoopKitTests bash Scripts/asan.sh   only those of them (comma-separated)
 #   bash Scripts/asan.sh --list     print the build's environment and the swift test arguments only
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-test_targets=RunLoopKitTests,RunLoopNetTests,RunLoopWebSocketTests,RunLoopIMTests,RunLoopIMCoreTests,RunLoopIMWebSocketTests
+test_targets=${RUNLOOPKIT_TEST_TARGETS:-RunLoopKitTests,RunLoopNetTests,RunLoopWebSocketTests,RunLoopIMTests,RunLoopIMCoreTests,RunLoopIMWebSocketTests}
 # Suites that start another process are skipped: the toolchain's Foundation aborts under ASan inside
 # Process.run (a heap-buffer-overflow in findMaximumOpenFromProcSelfFD, before the child exists), so
 # they cannot run here whatever our code does. They spawn Python (PythonClientTests), the relay
