@@ -80,8 +80,7 @@ extension IMServer {
         }
         let account = Self.accountKey(request.user)
         let instance = request.clientInstance.isEmpty ? nil : LoginGate.InstanceKey(user: account, instance: request.clientInstance)
-        let replaceable =
-            request.clientInstance.isEmpty ? nil : onlineSession(of: request.user, instance: ClientInstanceID(request.clientInstance))
+        let replaceable = instance.flatMap { onlineSession(of: request.user, instance: $0.instance) }
         if let refusal = sessionLimitRefusal(for: request.user, replacing: replaceable, now: now) {
             return session.loginRefused(.tooManyConnections, reason: refusal.reason, retryAfter: refusal.retryAfter)
         }
