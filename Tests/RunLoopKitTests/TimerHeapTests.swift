@@ -18,11 +18,35 @@ import Testing
         #expect(failures.isEmpty, "\(failures.prefix(5))")
     }
 
+    @Test("a remove through the mode used last, or through another, takes the timer out of that mode alone")
+    func removeLeavesTheTimersOtherModes() async throws {
+        let held = try await onLoopThread { LastModeRemoval.run() }
+        #expect(held == [true, false, false, true])
+    }
+
     @Test("a batch holds every due timer not in its callout, in firing order, whatever order the heap was filled in")
     func dueBatchIsInFiringOrder() async throws {
         let (collected, expected) = try await onLoopThread { DueBatch.run(seed: 7) }
         #expect(collected.count == expected.count)
         #expect(collected == expected)
+    }
+}
+
+/// A timer in two modes, removed from the mode used last (found without comparing mode names) and, on
+/// a second timer, from the other one: whether each is still in (A, B) afterwards, timer by timer.
+private enum LastModeRemoval {
+    static func run() -> [Bool] {
+        let loop = RunLoop.current
+        let first = RunLoop.Mode("lastRemovalA"), second = RunLoop.Mode("lastRemovalB")
+        let timers = (0..<2).map { _ in RunLoopTimer(after: .seconds(3_600)) { _ in } }
+        defer { for timer in timers { timer.invalidate() } }
+        for timer in timers {
+            loop.add(timer, forMode: first)
+            loop.add(timer, forMode: second)
+        }
+        loop.remove(timers[0], forMode: second)  // the mode used last
+        loop.remove(timers[1], forMode: first)
+        return timers.flatMap { timer in [first, second].map { loop.contains(timer, forMode: $0) } }
     }
 }
 

@@ -12,9 +12,13 @@ extension RunLoop {
             warnOfForeignItem("timer \(timer.label ?? "") is scheduled on another run loop; not added")
             return
         }
+        // Asked once: each ask is two calls into libc, and the insert needs the answer as well.
+        let onLoopThread = isCurrentThread
         let stillAttached = lock.withLock { () -> Bool in
             guard !tornDownLocked else { return false }
-            if isCommonLocked(mode) {
+            if let last = lastStoreLocked(for: mode) {
+                last._withUnsafeGuaranteedRef { insertTimerLocked(timer, into: $0, onLoopThread: onLoopThread) }
+            } else if mode == .common {
                 commonItems.timers[ObjectIdentifier(timer)] = timer
                 for common in commonModeList { insertTimerLocked(timer, into: common) }
             } else {
@@ -24,14 +28,20 @@ extension RunLoop {
         }
         if !stillAttached { timer.attachment.release() }
         if !timer.isValid { removeEverywhere(timer) }
-        if !isCurrentThread && !clock.isSystem { wakeUp() }
+        if !onLoopThread && !clock.isSystem { wakeUp() }
     }
 
     /// Removes `timer` from `mode`. With ``Mode/common``: a timer added to ``Mode/common`` leaves every
     /// common mode; one never added there stays where it is. Safe from any thread.
     public func remove(_ timer: RunLoopTimer, forMode mode: Mode = .default) {
         let detached = lock.withLock { () -> Bool in
-            if isCommonLocked(mode) {
+            if let last = lastStoreLocked(for: mode) {
+                // The mode's store is at hand: the timer's record for it is found by identity, without
+                // comparing the mode's name with that of each store the timer is in.
+                last._withUnsafeGuaranteedRef { store in
+                    if store.removeTimer(timer) { timersChangedLocked(store) }
+                }
+            } else if mode == .common {
                 guard commonItems.remove(timer) else { return false }
                 for common in commonModeList { removeTimerLocked(timer, from: common) }
             } else {
@@ -63,13 +73,13 @@ extension RunLoop {
     // MARK: internals (caller holds the lock unless noted)
 
     func insertTimerLocked(_ timer: RunLoopTimer, into mode: Mode) {
-        lock.assertHeld()
-        guard timer.isValid else { return }
         // The store is borrowed, not retained (a retain and a release per add).
-        _ = withStoreLocked(mode) { store in insertTimerLocked(timer, into: store) }
+        _ = withStoreLocked(mode) { store in insertTimerLocked(timer, into: store, onLoopThread: isCurrentThread) }
     }
 
-    private func insertTimerLocked(_ timer: RunLoopTimer, into store: ModeStore) {
+    private func insertTimerLocked(_ timer: RunLoopTimer, into store: ModeStore, onLoopThread: Bool) {
+        lock.assertHeld()
+        guard timer.isValid else { return }
         // Unscheduled (the usual add) means in no heap: no lookup.
         if timer.isScheduled && store.timers.contains(timer) { return }
         if !timer.isScheduled {
@@ -83,7 +93,8 @@ extension RunLoop {
             nextTimerSequence += 1
         }
         store.insertTimer(timer)
-        timersChangedLocked(store)
+        // `timersChangedLocked`'s rule, with the thread asked once by the caller.
+        if !onLoopThread { store.rearm() }
     }
 
     func removeTimerLocked(_ timer: RunLoopTimer, from mode: Mode) {
