@@ -24,11 +24,42 @@ import Testing
         #expect(held == [true, false, false, true])
     }
 
+    @Test("the wake bound is the root's deadline when it has no tolerance, else found below it")
+    func wakeBoundWithAndWithoutTheRootsShortcut() async throws {
+        let bounds = try await onLoopThread { WakeBound.run() }
+        #expect(bounds == [0, 10, 10, 0])
+    }
+
     @Test("a batch holds every due timer not in its callout, in firing order, whatever order the heap was filled in")
     func dueBatchIsInFiringOrder() async throws {
         let (collected, expected) = try await onLoopThread { DueBatch.run(seed: 7) }
         #expect(collected.count == expected.count)
         #expect(collected == expected)
+    }
+}
+
+/// A root timer at T and a child at T + 10 ns, both without tolerance: the wake bound (less T) with the
+/// root as it is, in its callout, with a tolerance of 100 ns (the child bounds the sleep), and with 5.
+private enum WakeBound {
+    static func run() -> [UInt64] {
+        let loop = RunLoop.current
+        let mode = RunLoop.Mode("wakeBound")
+        let base = loop.now.nanoseconds + 3_600_000_000_000
+        let root = RunLoopTimer(fireAt: LoopInstant(nanoseconds: base)) { _ in }
+        let child = RunLoopTimer(fireAt: LoopInstant(nanoseconds: base + 10)) { _ in }
+        defer { for timer in [root, child] { timer.invalidate() } }
+        loop.add(root, forMode: mode)
+        loop.add(child, forMode: mode)
+        func bound() -> UInt64 { loop.lock.withLock { loop.modes[mode]!.timers.wakeDeadline() } - base }
+        var bounds = [bound()]
+        loop.lock.withLock { root.isInCallout = true }
+        bounds.append(bound())
+        loop.lock.withLock { root.isInCallout = false }
+        root.tolerance = .nanoseconds(100)
+        bounds.append(bound())
+        root.tolerance = .nanoseconds(5)
+        bounds.append(bound() - 5)
+        return bounds
     }
 }
 

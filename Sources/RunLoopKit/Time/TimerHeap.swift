@@ -97,8 +97,14 @@ struct TimerHeap {
     /// The walk prunes every subtree whose root deadline is already past the best bound (heap order
     /// means nothing below can do better), so with zero tolerances it looks at the root alone.
     func wakeDeadline() -> UInt64 {
+        guard let first = entries.first else { return .max }
+        // The usual root (no tolerance, not in its callout) is the bound itself: no entry below it is
+        // due earlier, so the walk would prune every child. Answered here, a blocking wait with timers
+        // pending skips the walk's call and the retain and release of the entries it costs.
+        let (inCallout, tolerance) = first.withTimer { ($0.isInCallout, $0.toleranceNanoseconds) }
+        if !inCallout && tolerance == 0 { return first.deadline }
         var best = UInt64.max
-        if !entries.isEmpty { visitWake(0, &best) }
+        visitWake(0, &best)
         return best
     }
 
