@@ -54,12 +54,16 @@ import Testing
             let before = connection.statementCount
             _ = try waitFor(store.loop) { store.contacts(ofEach: Self.asked, roomsOfAtMost: 4, completion: $0) }.get()
             let batch = connection.statementCount - before
+            let alone = try waitFor(store.loop) { store.contacts(ofEach: ["ann"], roomsOfAtMost: 4, completion: $0) }.get()
+            #expect(alone == [["ben", "gil", "hal", "zed"]])
+            #expect(connection.statementCount - before - batch == 1, "one user alone")
+            let beforeChat = connection.statementCount
             let server = IMServer(store: store)
             defer { server.shutdown() }
             let waiting = Box<[IMPresenceAudience]>()
             ChatService().presenceAudiences(of: Self.asked, on: server) { waiting.value = $0 }
             try spin(store.loop) { waiting.value != nil }
-            return (batch, connection.statementCount - before - batch)
+            return (batch, connection.statementCount - beforeChat)
         }
         #expect(batch == 1)
         #expect(chat == 1, "the chat's audiences of a batch, on PostgreSQL")
