@@ -90,6 +90,16 @@ let package = Package(
             dependencies: chatClientDriver,
             path: "Sources/ClusterBench"
         ),
+        // The PostgreSQL store's presence audiences, one statement per user against one per batch, on a
+        // throw-away server of its own (issue 22).
+        .executableTarget(
+            name: "pg-audience-bench",
+            dependencies: ["ChatBenchKit"]
+                + ["RunLoopKit", "RunLoopPostgres", "RunLoopChatPostgres", "RunLoopIMCore", "RunLoopTesting"].map {
+                    .product(name: $0, package: "RunLoopKit")
+                },
+            path: "Sources/PostgresAudienceBench"
+        ),
         .executableTarget(
             name: "RunLoopKitBench",
             dependencies: [

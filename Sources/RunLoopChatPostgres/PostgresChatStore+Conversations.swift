@@ -40,6 +40,41 @@ extension PostgresChatStore {
         }
     }
 
+    /// ``contacts(of:roomsOfAtMost:completion:)`` of each of `users`, in their order, in one statement
+    /// (`ChatStore`'s `contacts(ofEach:roomsOfAtMost:completion:)`): the members of every conversation
+    /// one of them is in that is not larger than `maximumRoomMembers` (its kept `member_count`, one
+    /// row per conversation), each conversation once however many of the users share it, assembled
+    /// per user here. A room's crowd leaving together is one read of the room, not one join of it per
+    /// leaver. One user alone is ``contacts(of:roomsOfAtMost:completion:)``'s statement. Loop thread only; `completion` runs there once; a failure fails all.
+    public func contacts(
+        ofEach users: [String], roomsOfAtMost maximumRoomMembers: Int, completion: @escaping (Result<[[String]], IMStatusCode>) -> Void
+    ) {
+        // A name PostgreSQL cannot hold is in no conversation: asked for nothing, answered none.
+        let asked = users.filter { PostgresText.isStorable($0) }
+        guard !asked.isEmpty else { return completion(.success(users.map { _ in [] })) }
+        // One user: the per-user statement's rows are the answer as they come, with no assembly here
+        // (the batch's costs twice the client CPU for one user: pg-audience-bench, --batch 1).
+        if asked.count == 1, users.count == 1 {
+            return contacts(of: asked[0], roomsOfAtMost: maximumRoomMembers) { completion($0.map { [$0] }) }
+        }
+        let statement = PostgresStatement(
+            Self.conversationMembersSQL, [PostgresText.array(asked), String(Int64(clamping: max(0, maximumRoomMembers)))])
+        query(statement, "contacts of \(users.count) users") { result in
+            completion(result.mapError { _ in .internalError }.map { ConversationMembers(rows: $0, of: users).contacts(ofEach: users) })
+        }
+    }
+
+    /// Every member of each conversation one of the users `$1` is in with at most `$2` members: rows
+    /// of (conversation, member), a conversation's rows together in member order (the members
+    /// index). A larger room costs its one `conversations` row, however big it grows.
+    static let conversationMembersSQL = """
+        SELECT o.conversation_id, o."user"
+        FROM (SELECT DISTINCT mb.conversation_id FROM members mb WHERE mb."user" = ANY($1::text[])) AS asked
+        JOIN conversations c ON c.id = asked.conversation_id AND c.member_count <= $2::bigint
+        JOIN members o ON o.conversation_id = asked.conversation_id
+        ORDER BY o.conversation_id, o."user"
+        """
+
     /// The members of `room`, in name order (`ChatStore`'s `members(ofRoom:completion:)`). Loop thread
     /// only; `completion` runs there once.
     public func members(ofRoom room: String, completion: @escaping (Result<[String], IMStatusCode>) -> Void) {

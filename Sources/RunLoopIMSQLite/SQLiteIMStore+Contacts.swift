@@ -1,4 +1,5 @@
 import Logging
+import RunLoopChat
 public import RunLoopIMCore
 
 extension SQLiteIMStore {

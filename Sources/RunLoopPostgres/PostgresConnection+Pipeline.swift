@@ -24,6 +24,7 @@ extension PostgresConnection {
                 return PQsendQueryParams(connection, statement.sql, Int32(pointers.count), nil, pointers, nil, nil, 0)
             }
             guard sent == 1 else { return perform(machine.close(.connectionLost(errorMessage()))) }
+            statementCount += 1
         }
         guard PQpipelineSync(connection) == 1 else { return perform(machine.close(.connectionLost(errorMessage()))) }
         pipelineSyncCount += 1

@@ -76,6 +76,10 @@ public final class PostgresConnection {
     /// How many pipeline syncs went out: one per segment, each carrying every query queued since the
     /// previous one left (and those that go out again after a failed statement).
     public internal(set) var pipelineSyncCount = 0
+    /// How many statements went out (a transaction's BEGIN and COMMIT among them; one sent again
+    /// after a failed statement counts again): what a caller that batches its reads counts to check
+    /// a batch stays one statement.
+    public internal(set) var statementCount = 0
 
     let resolver: any HostResolver
     var machine: PostgresConnectionMachine

@@ -36,6 +36,25 @@ import Testing
         #expect(syncs == 1)
     }
 
+    @Test("statementCount counts each statement sent, a transaction's BEGIN and COMMIT among them")
+    func statementsAreCounted() async throws {
+        let server = try await PostgresServer.start()
+        let (afterQueries, afterTransaction) = try await onLoopThread { () -> (Int, Int) in
+            let connection = try connect(to: server)
+            let before = connection.statementCount
+            let first = connection.outcome("SELECT 1")
+            let second = connection.outcome("SELECT 2")
+            try spin(connection.loop) { first.isDone && second.isDone }
+            let afterQueries = connection.statementCount - before
+            var committed = false
+            connection.transaction([PostgresStatement("SELECT 3")]) { _ in committed = true }
+            try spin(connection.loop) { committed }
+            return (afterQueries, connection.statementCount - before)
+        }
+        #expect(afterQueries == 2)
+        #expect(afterTransaction == 5)
+    }
+
     @Test func parametersNullsAndUnicodeRoundTrip() async throws {
         let server = try await PostgresServer.start()
         let text = "héllo, wörld — 日本語 🐘 'quoted' \"double\" \\ back"

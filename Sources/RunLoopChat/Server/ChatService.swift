@@ -135,16 +135,17 @@ public struct ChatService: IMApplicationHandler, Sendable {
     }
 
     /// The audiences of several users an announcement settles together (``presenceAudience(of:on:completion:)``
-    /// each): from a store that answers at once, one read for all of them
-    /// (``SynchronousChatStore/contacts(ofEach:roomsOfAtMost:)``), so a room's crowd leaving together
-    /// reads the room once, not once per member; from another store, each user's read in turn. A
-    /// store that failed: nobody, for each of them.
+    /// each), in one store read for all of them (``ChatStore/contacts(ofEach:roomsOfAtMost:completion:)``):
+    /// SQLite reads each shared conversation's members once, PostgreSQL answers in one statement, so a
+    /// room's crowd leaving together reads the room once, not once per member. A store that failed:
+    /// nobody, for each of them.
     public func presenceAudiences(of users: [String], on server: IMServer, completion: @escaping ([IMPresenceAudience]) -> Void) {
-        guard let store = server.store as? any SynchronousChatStore else {
+        guard let store = server.store as? any ChatStore else {
             return presenceAudiencesOneByOne(of: users, on: server, completion: completion)
         }
-        let found = store.contacts(ofEach: users, roomsOfAtMost: settings.largeRoomMembers)
-        completion((try? found.get())?.map { .users($0) } ?? users.map { _ in .users([]) })
+        store.contacts(ofEach: users, roomsOfAtMost: settings.largeRoomMembers) { found in
+            completion((try? found.get())?.map { .users($0) } ?? users.map { _ in .users([]) })
+        }
     }
 
     /// ``Settings/largeRoomMembers``, which LOGIN_ACK announces so a client can show presence in a

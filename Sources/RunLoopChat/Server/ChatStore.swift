@@ -31,9 +31,38 @@ public protocol ChatStore: IMServerStore {
     /// most `maximumRoomMembers` + 1 of its members, so the answer costs what the user's small rooms
     /// hold, however big the large ones grow.
     func contacts(of user: String, roomsOfAtMost maximumRoomMembers: Int, completion: @escaping (Result<[String], IMStatusCode>) -> Void)
+    /// ``contacts(of:roomsOfAtMost:completion:)`` of each of `users`, in their order: the audiences of
+    /// a batch of presence changes (a room's crowd leaving together), which a store may read in one
+    /// go — each shared conversation's members once, one round trip to a database — instead of once
+    /// per user. A failure fails all. Default: each user's read, all asked before any answer is
+    /// awaited; the answers together once the last has come.
+    func contacts(
+        ofEach users: [String], roomsOfAtMost maximumRoomMembers: Int, completion: @escaping (Result<[[String]], IMStatusCode>) -> Void)
     /// The members of `room`, each once (none for a room that does not exist): who is told of a join
     /// or leave, and the room's count, in one read.
     func members(ofRoom room: String, completion: @escaping (Result<[String], IMStatusCode>) -> Void)
+}
+
+extension ChatStore {
+    public func contacts(
+        ofEach users: [String], roomsOfAtMost maximumRoomMembers: Int, completion: @escaping (Result<[[String]], IMStatusCode>) -> Void
+    ) {
+        guard !users.isEmpty else { return completion(.success([])) }
+        var found = [[String]](repeating: [], count: users.count)
+        var failure: IMStatusCode?
+        var waiting = users.count
+        for (index, user) in users.enumerated() {
+            contacts(of: user, roomsOfAtMost: maximumRoomMembers) { result in
+                switch result {
+                case .success(let contacts): found[index] = contacts
+                case .failure(let code): failure = failure ?? code
+                }
+                waiting -= 1
+                guard waiting == 0 else { return }
+                completion(failure.map { .failure($0) } ?? .success(found))
+            }
+        }
+    }
 }
 
 /// A ``ChatStore`` whose answers are ready at once (memory, SQLite): plain functions, bridged to the
@@ -82,6 +111,12 @@ extension SynchronousChatStore {
 
     public func members(ofRoom room: String, completion: @escaping (Result<[String], IMStatusCode>) -> Void) {
         completion(members(ofRoom: room))
+    }
+
+    public func contacts(
+        ofEach users: [String], roomsOfAtMost maximumRoomMembers: Int, completion: @escaping (Result<[[String]], IMStatusCode>) -> Void
+    ) {
+        completion(contacts(ofEach: users, roomsOfAtMost: maximumRoomMembers))
     }
 
     public func contacts(ofEach users: [String], roomsOfAtMost maximumRoomMembers: Int) -> Result<[[String]], IMStatusCode> {

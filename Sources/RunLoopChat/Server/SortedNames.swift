@@ -1,10 +1,10 @@
-/// Lists of user names each in UTF-8 byte order (SQLite's BINARY collation, what `ORDER BY user`
-/// gives), merged into one.
-enum SortedNames {
+/// Lists of user names each in UTF-8 byte order (SQLite's BINARY collation, PostgreSQL's "C": what
+/// the stores' `ORDER BY user` gives), merged into one: each store's batch of contacts.
+package enum SortedNames {
     /// The names of all `lists`, each once, in UTF-8 byte order, `excluded` not among them. Each list
     /// must be in that order with no name twice. One list is only filtered: a crowd whose one shared
     /// conversation is a room costs no merge.
-    static func union(_ lists: [[String]], without excluded: String) -> [String] {
+    package static func union(_ lists: [[String]], without excluded: String) -> [String] {
         guard var merged = lists.first else { return [] }
         for list in lists.dropFirst() { merged = union(merged, list) }
         merged.removeAll { order($0, excluded) == 0 }
@@ -29,7 +29,7 @@ enum SortedNames {
     /// Negative, zero or positive as `a`'s UTF-8 bytes sort before, as, or after `b`'s: SQLite's
     /// comparison, over the strings' own storage (the generic `utf8` sequence comparisons were a
     /// tenth of a crowd's departure).
-    static func order(_ a: String, _ b: String) -> Int {
+    package static func order(_ a: String, _ b: String) -> Int {
         var (a, b) = (a, b)
         return a.withUTF8 { x in
             b.withUTF8 { y in
