@@ -29,7 +29,7 @@ struct ServerHeartbeatTests {
         #expect(direct.heartbeatReceived(serial: 8, now: later) == nil)
     }
 
-    @Test("the keepalive deadline (1.5 keepalives after the last frame, within the bounds) is where the timer ends the session, not a nanosecond before")
+    @Test("the keepalive deadline, within the bounds, is where the timer ends the session, not a nanosecond before")
     func deadlineWithinBounds() throws {
         // 0: the longest honoured; past the bounds: clamped to them.
         #expect(onlineMachine(keepalive: 0).nextDeadline == start + .seconds(1350))
