@@ -26,6 +26,11 @@
 #                                                   machine's load: the node under callgrind, counting
 #                                                   only in two windows of S and 2S seconds after the
 #                                                   settle (Scripts/idle_callgrind.py takes the difference)
+#   Scripts/node-idle.sh --count 2000 --heartbeat 2 --seconds 20 --strace
+#                                                   the window under `strace -c -f`: the node's system
+#                                                   calls by count (per heartbeat: ÷ heartbeats answered);
+#                                                   strace slows every call, so the CPU figures of such a
+#                                                   run are not the node's
 #   NODE_BENCH_BIN=DIR Scripts/node-idle.sh       chat-node and cluster-bench from DIR, not built here
 #
 # Setup only: the node runs with scrypt cost 4 (default 14), so 19,000 first logins (registrations)
@@ -45,6 +50,7 @@ settle=10
 mosquitto=false
 hang_up=false
 callgrind=false
+strace=false
 while [ $# -gt 0 ]; do
     case "$1" in
     --count) count="$2"; shift ;;
@@ -56,7 +62,8 @@ while [ $# -gt 0 ]; do
     --mosquitto) mosquitto=true ;;
     --hang-up) hang_up=true ;;
     --callgrind) callgrind=true ;;
-    *) echo "usage: $0 [--count N] [--seconds S] [--heartbeat S] [--settle S] [--heaptrack] [--perf] [--hang-up] [--callgrind] [--mosquitto]" >&2; exit 2 ;;
+    --strace) strace=true ;;
+    *) echo "usage: $0 [--count N] [--seconds S] [--heartbeat S] [--settle S] [--heaptrack] [--perf] [--hang-up] [--callgrind] [--strace] [--mosquitto]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -85,6 +92,7 @@ $heaptrack || node="${started[0]}"
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$node/status"; }
 # utime + stime in clock ticks (fields 14 and 15; the command name has no spaces).
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$node/stat"; }
+user_ticks() { awk '{ print $14 }' "/proc/$node/stat"; }
 
 sleep 1
 rss_before="$(rss_kib)"
@@ -102,6 +110,7 @@ ramp=$((SECONDS - ramp_start))
 sleep "$settle"
 rss_online="$(rss_kib)"
 cpu_online="$(cpu_ticks)"
+user_online="$(user_ticks)"
 window_start=$SECONDS
 if $callgrind; then
     # Two windows, S then 2S, each dumped on its own (the dump resets the counts).
@@ -110,6 +119,8 @@ if $callgrind; then
     callgrind_control --dump=short "$node" >/dev/null
     sleep $((2 * seconds))
     callgrind_control --dump=long "$node" >/dev/null
+elif $strace; then
+    timeout -s INT "$seconds" strace -c -f -p "$node" -o "$work/strace.txt" >/dev/null 2>&1
 elif $perf && ! $hang_up; then
     perf record -e cpu-clock -F 999 -g -p "$node" -o "$work/perf.data" -- sleep "$seconds" >/dev/null 2>&1
 else
@@ -117,6 +128,7 @@ else
 fi
 rss_end="$(rss_kib)"
 cpu_end="$(cpu_ticks)"
+user_end="$(user_ticks)"
 window=$((SECONDS - window_start))
 if $hang_up; then
     stalls_before="$(grep -c 'run loop stalled' "$work/node.err")"
@@ -155,6 +167,8 @@ awk -v t="$((cpu_end - cpu_online))" -v hz="$ticks_per_s" -v w="$window" -v a="$
     ms = t * 1000 / hz
     printf "| **node CPU in the %d s window** | %d ms = **%.2f %% of a core** |\n", w, ms, ms / 10 / w
     if (a > 0) printf "| heartbeats answered / **node CPU per heartbeat** | %d / **%.1f µs** |\n", a, ms * 1000 / a }'
+awk -v u="$((user_end - user_online))" -v t="$((cpu_end - cpu_online))" -v hz="$ticks_per_s" 'BEGIN {
+    printf "| of the window'"'"'s CPU, user / system | %d / %d ms |\n", u * 1000 / hz, (t - u) * 1000 / hz }'
 grep -v '^idle\.' "$work/clients.txt" | grep -v '^idle.progress' | head -5
 if $hang_up; then
     echo "| all $count clients hung up at once: node CPU in the next 8 s | $((hang_up_cpu * 1000 / ticks_per_s)) ms |"
@@ -168,6 +182,11 @@ if $perf; then
     } >"$profile"
     echo "profile of the window: $profile"
     grep -v '^#' "$profile" | grep -v '^$' | head -40
+fi
+if $strace; then
+    cp "$work/strace.txt" "/tmp/node-idle-strace.$$.txt"
+    echo "system calls in the window (strace -c -f): /tmp/node-idle-strace.$$.txt"
+    head -25 "$work/strace.txt"
 fi
 if $heaptrack; then
     kill -INT "$node" 2>/dev/null

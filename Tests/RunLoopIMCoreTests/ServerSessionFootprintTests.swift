@@ -11,13 +11,7 @@ struct ServerSessionFootprintTests {
     let start = LoopInstant(nanoseconds: 1_000_000_000)
 
     func loggedIn(announcing keepaliveSeconds: UInt32, settings: IMServerSessionMachine.Settings = .init()) -> IMServerSessionMachine {
-        var machine = IMServerSessionMachine(settings: settings, now: start)
-        var login = IMLoginRequest()
-        login.user = "ann"
-        login.keepaliveSeconds = keepaliveSeconds
-        _ = machine.frameReceived(IMFrame(command: .login, serial: 1, message: login), now: start)
-        _ = machine.loginAccepted(user: "ann", sessionID: "s", serverTimeMilliseconds: 0, now: start)
-        return machine
+        .loggedIn(at: start, announcing: keepaliveSeconds, settings: settings)
     }
 
     @Test("the silence limit is 1.5 × the announced keepalive, within the settings' bounds; the longest for none")

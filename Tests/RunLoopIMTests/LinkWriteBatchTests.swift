@@ -85,6 +85,35 @@ struct LinkWriteBatchTests {
         }
     }
 
+    /// Issue 22: an idle server's passes each write a link or two; a list made for each was an
+    /// allocation per pass.
+    @Test("the lists of waiting links keep their room from pass to pass, but not a crowd's")
+    func listRoomKeptButNotACrowds() async throws {
+        try await onManualClockLoop { loop, _ in
+            let batch = LinkWriteBatch(loop: loop, modes: [.common])
+            func pass(writing count: Int) throws -> [CountingByteStream] {
+                let streams = (0..<count).map { _ in CountingByteStream(loop: loop) }
+                let links = streams.map { link(on: $0, batch: batch) }
+                for link in links { link.open(events()) }
+                for link in links { try link.send(heartbeat(1)) }
+                try loop.run(.default, timeout: .zero)
+                return streams
+            }
+            // The two lists take turns (a write may enlist a link again while the other is written):
+            // each has its room after two passes, and later passes reuse it.
+            _ = try pass(writing: 2)
+            _ = try pass(writing: 2)
+            let room = batch.listRoom
+            #expect(room >= 4, "both lists keep their room")
+            let again = try pass(writing: 2)
+            #expect(batch.listRoom == room, "the next pass reuses it")
+            #expect(again.allSatisfy { $0.writes.count == 1 })
+            let crowd = try pass(writing: LinkWriteBatch.keptRoom * 2)
+            #expect(crowd.allSatisfy { $0.writes.count == 1 })
+            #expect(batch.listRoom <= 2 * LinkWriteBatch.keptRoom, "a crowd's room is given back")
+        }
+    }
+
     @Test("a graceful close writes what the pass gathered first; an abort drops it; a closed link refuses frames")
     func closeAndAbort() async throws {
         try await onManualClockLoop { loop, _ in

@@ -21,6 +21,9 @@ package final class LinkWriteBatch {
     package let modes: [RunLoop.Mode]
     /// Links with frames waiting, in the order they first gathered one in this pass.
     private var waiting: [any BatchedFrameWriter] = []
+    /// The list the last pass wrote, emptied with its room kept: the two take turns, so a pass that
+    /// writes does not allocate a list (an idle server's passes each answer a heartbeat or two).
+    private var written: [any BatchedFrameWriter] = []
 
     /// Must be called on the loop's thread.
     package init(loop: RunLoop, modes: [RunLoop.Mode]) {
@@ -30,6 +33,9 @@ package final class LinkWriteBatch {
 
     /// How many links have frames waiting for the end of this pass.
     package var waitingLinks: Int { waiting.count }
+
+    /// How many links the lists hold room for between passes (for tests).
+    package var listRoom: Int { waiting.capacity + written.capacity }
 
     /// `link` gathered its first frame of this pass: it writes when the pass's work is done.
     package func enlist(_ link: any BatchedFrameWriter) {
@@ -47,8 +53,17 @@ package final class LinkWriteBatch {
     /// Each waiting link writes; a link that gathers again meanwhile (a write that ended a session and
     /// told another) waits for the next pass.
     private func writeAll() {
-        let links = waiting
-        waiting = []
+        var links = waiting
+        waiting = written
+        written = []
         for link in links { link.writeGatheredFrames() }
+        // A crowd's pass (thousands of links) gives its room back. Not RunLoopKit's
+        // `removeAll(keepingCapacityUpTo:)`: unspecialized across the module, it cost 5,000
+        // instructions a pass here.
+        if links.capacity > Self.keptRoom { links = [] } else { links.removeAll(keepingCapacity: true) }
+        written = links
     }
+
+    /// The most links a list keeps room for between passes.
+    package static let keptRoom = 1_024
 }

@@ -261,7 +261,10 @@ public final class IMServerSession {
 extension IMServerSession: IMFrameLinkDelegate {
     package func linkReceived(_ frame: IMFrame) {
         guard !isEnded else { return }
-        apply(machine.frameReceived(frame, now: link.loop.now))
+        guard frame.command == .heartbeat else { return apply(machine.frameReceived(frame, now: link.loop.now)) }
+        // Every idle connection's only frame: answered without the machine's action list.
+        if let ack = machine.heartbeatReceived(serial: frame.serial, now: link.loop.now) { write(ack) }
+        deadlines.schedule(self, at: machine.nextDeadline)
     }
 
     package func linkReceivedOversized(_ header: FrameHeader, bodyPrefix: [UInt8], limit: Int) {

@@ -111,8 +111,26 @@ public struct IMServerSessionMachine: Sendable {
     /// each). Immutable, so any thread may hold it.
     public final class SharedSettings: Sendable {
         public let settings: Settings
+        /// The keepalive bounds in nanoseconds: every frame read moves the session's deadline, and
+        /// working it out in `Duration`s (128-bit arithmetic) was a tenth of a heartbeat's cost (issue 22).
+        let minimumKeepaliveNanoseconds: Int64
+        let maximumKeepaliveNanoseconds: Int64
 
-        public init(_ settings: Settings) { self.settings = settings }
+        public init(_ settings: Settings) {
+            self.settings = settings
+            minimumKeepaliveNanoseconds = Self.nanoseconds(settings.minimumKeepalive)
+            maximumKeepaliveNanoseconds = Self.nanoseconds(settings.maximumKeepalive)
+        }
+
+        /// Whole nanoseconds, saturated to `Int64`'s range.
+        private static func nanoseconds(_ duration: Duration) -> Int64 {
+            let (seconds, attoseconds) = duration.components
+            let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+            guard !overflow else { return seconds < 0 ? .min : .max }
+            let (total, overflow2) = scaled.addingReportingOverflow(attoseconds / 1_000_000_000)
+            guard !overflow2 else { return scaled < 0 ? .min : .max }
+            return total
+        }
     }
 
     public var settings: Settings { shared.settings }
@@ -180,7 +198,7 @@ public struct IMServerSessionMachine: Sendable {
     public var isEnded: Bool { phase == .ended }
 
     /// How long this client may stay silent, once logged in.
-    public var silenceLimit: Duration? { phase == .online ? keepalive * settings.keepaliveMultiplier : nil }
+    public var silenceLimit: Duration? { phase == .online ? .nanoseconds(silenceLimitNanoseconds) : nil }
 
     /// The keepalive honoured: the one announced, within the settings' bounds (the longest for 0).
     var keepalive: Duration {
@@ -208,16 +226,38 @@ public struct IMServerSessionMachine: Sendable {
     }
 
     public var nextDeadline: LoopInstant? {
-        silenceDeadline.map { lateGrace.due($0) }
+        guard let deadline = silenceDeadline else { return nil }
+        // Without a grant kept, the judge made from it would only say `deadline`.
+        guard lateGrantDeadline.value != nil else { return deadline }
+        return lateGrace.due(deadline)
     }
 
     /// The login or keepalive deadline, before any grace.
     var silenceDeadline: LoopInstant? {
         switch phase {
         case .awaitingLogin, .authenticating: return loginDeadline
-        case .online: return silenceLimit.map { lastReceived + $0 }
+        case .online: return silenceDeadlineOnline
         case .ended: return nil
         }
+    }
+
+    /// ``silenceLimit`` in nanoseconds, worked out in integers and one `Double` product: every frame
+    /// read asks for the deadline it makes.
+    private var silenceLimitNanoseconds: Int64 {
+        let shared = shared
+        let announced = Int64(announcedKeepaliveSeconds) * 1_000_000_000
+        let keepalive =
+            announced == 0
+            ? shared.maximumKeepaliveNanoseconds
+            : min(shared.maximumKeepaliveNanoseconds, max(shared.minimumKeepaliveNanoseconds, announced))
+        let limit = Double(keepalive) * shared.settings.keepaliveMultiplier
+        return limit >= Double(Int64.max) ? Int64.max : Int64(max(0, limit))
+    }
+
+    /// `lastReceived + silenceLimit`, saturating.
+    private var silenceDeadlineOnline: LoopInstant {
+        let (sum, overflow) = lastReceived.nanoseconds.addingReportingOverflow(UInt64(silenceLimitNanoseconds))
+        return LoopInstant(nanoseconds: overflow ? .max : sum)
     }
 
     /// A serial for a frame the server starts (DELIVER, server pings).
@@ -228,8 +268,7 @@ public struct IMServerSessionMachine: Sendable {
 
     public mutating func frameReceived(_ frame: IMFrame, now: LoopInstant) -> [IMServerSessionAction] {
         guard phase != .ended else { return [] }
-        lastReceived = now
-        lateGrace.startOver()
+        trafficArrived(now: now)
         switch (frame.command, phase) {
         case (.heartbeat, _):
             actions.append(.write(IMFrame(command: .heartbeatAck, serial: frame.serial)))
@@ -288,6 +327,21 @@ public struct IMServerSessionMachine: Sendable {
         return takeActions()
     }
 
+    /// A HEARTBEAT read (``frameReceived(_:now:)`` with one, in any phase): the HEARTBEAT_ACK to write,
+    /// or `nil` once the session ended. Without an action list, whose allocation was a tenth of what an
+    /// idle connection's heartbeat cost the server (issue 22): it is every idle connection's only frame.
+    public mutating func heartbeatReceived(serial: UInt32, now: LoopInstant) -> IMFrame? {
+        guard phase != .ended else { return nil }
+        trafficArrived(now: now)
+        return IMFrame(command: .heartbeatAck, serial: serial)
+    }
+
+    /// A frame arrived: the silence deadline starts over, and with it the grace for late input.
+    private mutating func trafficArrived(now: LoopInstant) {
+        lastReceived = now
+        lateGrace.startOver()
+    }
+
     /// - Parameter accountCreated: this login made the account (LOGIN_ACK's `account_created`).
     public mutating func loginAccepted(
         user: String, sessionID: String, serverTimeMilliseconds: UInt64, accountCreated: Bool = false, now: LoopInstant
@@ -344,8 +398,10 @@ public struct IMServerSessionMachine: Sendable {
                 notifyAndEnd(.loginTimeout, "no LOGIN within \(formatSeconds(settings.loginTimeout))", .loginTimeout)
             }
         case .online:
+            // Judged against the very deadline asked for: a judge of its own, rounded otherwise,
+            // could find the client not yet silent at it, and that deadline is never told again.
             let silent = now - lastReceived
-            if let limit = silenceLimit, silent >= limit {
+            if now >= silenceDeadlineOnline {
                 notifyAndEnd(.keepaliveTimeout, "silent for \(formatSeconds(silent))", .keepaliveExpired(silentFor: silent))
             }
         case .ended:
@@ -397,8 +453,7 @@ public struct IMServerSessionMachine: Sendable {
         guard header.command == IMCommand.send.rawValue, case .online = phase else {
             return fail(tooLarge.statusCode, tooLarge.description, serial: header.serial)
         }
-        lastReceived = now
-        lateGrace.startOver()
+        trafficArrived(now: now)
         refuseSend(header.serial, id: IMChatMessage.leadingID(in: bodyPrefix), code: .frameTooLarge)
         return takeActions()
     }

@@ -7,7 +7,7 @@ extension RunLoop {
     }
 
     /// One call from the loop into user code, reported to ``RunLoopCalloutObserver``s twice: when it
-    /// begins (`end == nil`) and when it returns.
+    /// begins (`end == nil`; to observers that ask for beginnings) and when it returns.
     public struct Callout: Sendable, CustomStringConvertible {
         public let kind: CalloutKind
         /// The item's label (timer, source, port, observer) or the block's, if any.
@@ -36,18 +36,28 @@ extension RunLoop {
 /// (RunLoopTesting) and ``RunLoopStallDetector`` are built on it.
 ///
 /// Nothing is measured while a loop has no callout observer: each callout then costs one atomic load.
-/// The callback runs on the loop's thread, before and after each callout; it must not start a nested
-/// run. Callout observers' own callbacks are not reported.
+/// The callback runs on the loop's thread, before and after each callout (after only, for an observer
+/// made without `reportsBeginnings`); it must not start a nested run. Callout observers' own callbacks are not reported.
 ///
 /// Thread safety: adding, removing and invalidating may be done from any thread.
 public final class RunLoopCalloutObserver: @unchecked Sendable {
     public let label: String?
+    /// Whether the callback also hears of each callout as it begins (`end == nil`), not only when it
+    /// returns.
+    public let reportsBeginnings: Bool
     let callback: (RunLoop.Callout) -> Void
     private let valid = Atomic<Bool>(true)
     let attachment = LoopAttachment()
 
-    public init(label: String? = nil, _ callback: @escaping (RunLoop.Callout) -> Void) {
+    /// - Parameters:
+    ///   - reportsBeginnings: `false` for an observer that only needs finished callouts (durations):
+    ///     the loop then skips the report at each callout's start, half the cost of watching, when no
+    ///     other observer of the loop wants it either.
+    ///   - callback: called on the loop's thread for each callout, before and after it runs (only
+    ///     after, without `reportsBeginnings`).
+    public init(label: String? = nil, reportsBeginnings: Bool = true, _ callback: @escaping (RunLoop.Callout) -> Void) {
         self.label = label
+        self.reportsBeginnings = reportsBeginnings
         self.callback = callback
     }
 
@@ -100,8 +110,10 @@ extension RunLoop {
         let observers = lock.withLock { calloutObservers }
         let identifier = item.map(ObjectIdentifier.init)
         let start = clock.now
-        let began = Callout(kind: kind, label: label, item: identifier, mode: mode, depth: depth, start: start, end: nil)
-        for observer in observers where observer.isValid { observer.callback(began) }
+        if observers.contains(where: \.reportsBeginnings) {
+            let began = Callout(kind: kind, label: label, item: identifier, mode: mode, depth: depth, start: start, end: nil)
+            for observer in observers where observer.reportsBeginnings && observer.isValid { observer.callback(began) }
+        }
         body()
         let ended = Callout(kind: kind, label: label, item: identifier, mode: mode, depth: depth, start: start, end: clock.now)
         for observer in observers where observer.isValid { observer.callback(ended) }

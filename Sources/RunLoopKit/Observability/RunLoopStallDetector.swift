@@ -82,19 +82,33 @@ public final class RunLoopStallDetector: @unchecked Sendable {
     /// The room the innermost activation's callout list holds between iterations. Loop thread only.
     package var calloutRoom: Int { frames.last?.callouts.capacity ?? 0 }
 
-    // Loop thread only.
+    // Loop thread only. The bookkeeping runs three or four times in every loop pass, so it counts in
+    // nanoseconds of the loop's clock: `Duration` arithmetic and its conversion to nanoseconds for the
+    // metrics (a 128-bit division) were a fifth of its cost on an idle chat node (issue 22).
+    private let thresholdNanoseconds: Int64
+    private let publishIntervalNanoseconds = UInt64(RunLoopStallDetector.publishInterval.clampedNanoseconds)
+    /// The activations being watched, the innermost last; objects, so a pass updates its frame in place
+    /// instead of copying it (and its callout list) out of the array and back.
     private var frames: [Frame] = []
     private var metricsByMode: [RunLoop.Mode: ModeMetrics] = [:]
-    private var nextPublish: LoopInstant?
+    private var nextPublish: UInt64?
 
-    private struct Frame {
+    /// One activation of the loop being watched. Loop thread only.
+    private final class Frame {
         let mode: RunLoop.Mode
         /// The mode's metrics, found once per activation rather than once per activity.
         let metrics: ModeMetrics
-        var iterationStart: LoopInstant?
-        var sleepStart: LoopInstant?
-        var asleep: Duration = .zero
+        /// When the current iteration began, on the loop's clock; `nil` between iterations.
+        var iterationStart: UInt64?
+        var sleepStart: UInt64?
+        /// Nanoseconds of the current iteration spent asleep, nested runs' sleeps included.
+        var asleep: Int64 = 0
         var callouts: [RunLoop.Callout] = []
+
+        init(mode: RunLoop.Mode, metrics: ModeMetrics) {
+            self.mode = mode
+            self.metrics = metrics
+        }
     }
 
     /// One mode's metrics with the values not yet published. Loop thread only.
@@ -104,7 +118,10 @@ public final class RunLoopStallDetector: @unchecked Sendable {
         let busy: BatchedTimer
         let asleep: BatchedTimer
         let stalls: Counter
-        var callouts: [RunLoop.CalloutKind: BatchedTimer] = [:]
+        /// By ``RunLoop/CalloutKind``, in `allCases` order, each made when its kind first runs: an
+        /// array indexed by the kind's place, where a dictionary hashed the kind's raw string for
+        /// every callout.
+        var callouts: [BatchedTimer?] = Array(repeating: nil, count: RunLoop.CalloutKind.allCases.count)
 
         init(iterations: Counter, busy: BatchedTimer, asleep: BatchedTimer, stalls: Counter) {
             self.iterations = iterations
@@ -120,18 +137,18 @@ public final class RunLoopStallDetector: @unchecked Sendable {
             }
             busy.publish()
             asleep.publish()
-            for timer in callouts.values { timer.publish() }
+            for timer in callouts { timer?.publish() }
         }
     }
 
-    /// A timer whose durations are kept until ``publish()``. Loop thread only.
+    /// A timer whose durations, in nanoseconds, are kept until ``publish()``. Loop thread only.
     private final class BatchedTimer {
         let timer: CoreMetrics.Timer
         private var unpublished: [Int64] = []
 
         init(_ timer: CoreMetrics.Timer) { self.timer = timer }
 
-        func record(_ duration: Duration) { unpublished.append(duration.clampedNanoseconds) }
+        func record(nanoseconds: Int64) { unpublished.append(nanoseconds) }
 
         func publish() {
             for nanoseconds in unpublished { timer.recordNanoseconds(nanoseconds) }
@@ -154,6 +171,7 @@ public final class RunLoopStallDetector: @unchecked Sendable {
         self.logger = logger
         self.metricsFactory = metricsFactory
         self.onStall = onStall
+        thresholdNanoseconds = threshold.clampedNanoseconds
     }
 
     /// Starts watching `loop` in `modes` (the common modes by default). A detector watches one loop;
@@ -166,10 +184,11 @@ public final class RunLoopStallDetector: @unchecked Sendable {
         let late = RunLoopObserver(activities: [.beforeWaiting, .exit], order: .max, label: "stall detector") {
             [unowned self] _, activity in observe(activity, on: loop)
         }
-        let ownItems: Set<ObjectIdentifier> = [ObjectIdentifier(early), ObjectIdentifier(late)]
-        let callouts = RunLoopCalloutObserver(label: "stall detector") { [unowned self] callout in
-            guard callout.end != nil else { return }
-            if let item = callout.item, ownItems.contains(item) { return }
+        // Two comparisons, where a set of the two hashed the item for every callout of every pass.
+        let earlyItem = ObjectIdentifier(early)
+        let lateItem = ObjectIdentifier(late)
+        let callouts = RunLoopCalloutObserver(label: "stall detector", reportsBeginnings: false) { [unowned self] callout in
+            if let item = callout.item, item == earlyItem || item == lateItem { return }
             record(callout)
         }
         lock.withLock {
@@ -207,26 +226,26 @@ public final class RunLoopStallDetector: @unchecked Sendable {
     // MARK: bookkeeping (loop thread)
 
     private func observe(_ activity: RunLoop.Activity, on loop: RunLoop) {
-        let now = loop.now
+        let now = loop.now.nanoseconds
         switch activity {
         case .entry:
             let mode = loop.currentMode ?? .default
             frames.append(Frame(mode: mode, metrics: metrics(for: mode)))
         case .beforeTimers:
-            finishIteration(at: now)
-            if !frames.isEmpty { frames[frames.count - 1].iterationStart = now }
+            guard let top = frames.last else { return }
+            finishIteration(of: top, at: now)
+            top.iterationStart = now
         case .beforeWaiting:
-            if !frames.isEmpty { frames[frames.count - 1].sleepStart = now }
+            frames.last?.sleepStart = now
         case .afterWaiting:
             guard let top = frames.last, let sleepStart = top.sleepStart else { return }
-            let slept = now - sleepStart
+            let slept = Self.nanoseconds(from: sleepStart, to: now)
             // Outer iterations were waiting too: a nested run's sleep is not their work.
-            for index in frames.indices { frames[index].asleep += slept }
-            frames[frames.count - 1].sleepStart = nil
-            top.metrics.asleep.record(slept)
+            for frame in frames { frame.asleep += slept }
+            top.sleepStart = nil
+            top.metrics.asleep.record(nanoseconds: slept)
         case .exit:
-            finishIteration(at: now)
-            if !frames.isEmpty { frames.removeLast() }
+            if let top = frames.popLast() { finishIteration(of: top, at: now) }
             // Nothing may wait for a next iteration that might never come.
             if frames.isEmpty { publish(at: now) }
         default:
@@ -235,50 +254,74 @@ public final class RunLoopStallDetector: @unchecked Sendable {
     }
 
     private func record(_ callout: RunLoop.Callout) {
-        let modeMetrics = frames.last.flatMap { $0.mode == callout.mode ? $0.metrics : nil } ?? metrics(for: callout.mode)
-        if let timer = modeMetrics.callouts[callout.kind] {
-            timer.record(callout.duration)
+        guard let end = callout.end else { return }
+        let top = frames.last
+        let modeMetrics = top.flatMap { $0.mode == callout.mode ? $0.metrics : nil } ?? metrics(for: callout.mode)
+        let duration = Self.nanoseconds(from: callout.start.nanoseconds, to: end.nanoseconds)
+        let kind = Self.place(of: callout.kind)
+        if let timer = modeMetrics.callouts[kind] {
+            timer.record(nanoseconds: duration)
         } else {
             let timer = BatchedTimer(
                 CoreMetrics.Timer(
                     label: "runloop.callout", dimensions: [("mode", callout.mode.rawValue), ("kind", callout.kind.rawValue)],
                     factory: metricsFactory))
-            modeMetrics.callouts[callout.kind] = timer
-            timer.record(callout.duration)
+            modeMetrics.callouts[kind] = timer
+            timer.record(nanoseconds: duration)
         }
-        guard callout.depth == frames.count, !frames.isEmpty else { return }
-        frames[frames.count - 1].callouts.append(callout)
+        guard let top, callout.depth == frames.count else { return }
+        top.callouts.append(callout)
     }
 
-    private func finishIteration(at now: LoopInstant) {
-        guard var frame = frames.last, let start = frame.iterationStart else { return }
-        let busy = (now - start) - frame.asleep
+    /// Ends `frame`'s iteration, if one is under way (its activation's exit or the next iteration's
+    /// start): counts it, and reports it if it stalled.
+    private func finishIteration(of frame: Frame, at now: UInt64) {
+        guard let start = frame.iterationStart else { return }
+        let busy = Self.nanoseconds(from: start, to: now) - frame.asleep
         frame.metrics.unpublishedIterations += 1
-        frame.metrics.busy.record(busy)
-        if busy > threshold {
-            frame.metrics.stalls.increment()
-            let stall = Stall(
-                mode: frame.mode, depth: frames.count, start: start, busy: busy,
-                callouts: frame.callouts.sorted { $0.duration > $1.duration })
-            logger?.warning(
-                "run loop stalled",
-                metadata: [
-                    "mode": "\(stall.mode)", "busy": "\(stall.busy)", "depth": "\(stall.depth)",
-                    "callouts": "\(stall.summary())", "calloutCount": "\(stall.callouts.count)"
-                ])
-            onStall?(stall)
-        }
+        frame.metrics.busy.record(nanoseconds: busy)
+        if busy > thresholdNanoseconds { report(frame, start: start, busy: busy) }
         frame.iterationStart = nil
-        frame.asleep = .zero
+        frame.asleep = 0
         frame.callouts.removeAll(keepingCapacityUpTo: Self.keptRoom)
-        frames[frames.count - 1] = frame
         if let nextPublish, now < nextPublish { return }
         publish(at: now)
     }
 
-    private func publish(at now: LoopInstant) {
+    private func report(_ frame: Frame, start: UInt64, busy: Int64) {
+        frame.metrics.stalls.increment()
+        // The frame is on the stack while it is reported, or was just taken off it at its exit.
+        let depth = frames.last === frame ? frames.count : frames.count + 1
+        let stall = Stall(
+            mode: frame.mode, depth: depth, start: LoopInstant(nanoseconds: start), busy: .nanoseconds(busy),
+            callouts: frame.callouts.sorted { $0.duration > $1.duration })
+        logger?.warning(
+            "run loop stalled",
+            metadata: [
+                "mode": "\(stall.mode)", "busy": "\(stall.busy)", "depth": "\(stall.depth)",
+                "callouts": "\(stall.summary())", "calloutCount": "\(stall.callouts.count)"
+            ])
+        onStall?(stall)
+    }
+
+    private func publish(at now: UInt64) {
         for modeMetrics in metricsByMode.values { modeMetrics.publish() }
-        nextPublish = now + Self.publishInterval
+        nextPublish = now.adding(nanoseconds: Int64(clamping: publishIntervalNanoseconds))
+    }
+
+    /// `end − start` in nanoseconds, negative if the clock went back, as `LoopInstant`'s difference.
+    private static func nanoseconds(from start: UInt64, to end: UInt64) -> Int64 {
+        end >= start ? Int64(clamping: end - start) : -Int64(clamping: start - end)
+    }
+
+    private static func place(of kind: RunLoop.CalloutKind) -> Int {
+        switch kind {
+        case .timer: 0
+        case .source: 1
+        case .port: 2
+        case .block: 3
+        case .observer: 4
+        }
     }
 
     private func metrics(for mode: RunLoop.Mode) -> ModeMetrics {
