@@ -56,11 +56,6 @@ final class ModeStore {
     @exclusivity(unchecked) var readyPorts = ReadyPortQueue()
     /// Where a pass with several ready ports sorts them, kept so steady-state dispatch does not allocate.
     @exclusivity(unchecked) var spareReadyPorts: [PortRegistration] = []
-    /// How many registrations at the front of `readyPorts` an earlier iteration left in dispatch order
-    /// (beyond its limit, or after `returnAfterSourceHandled`): they run before anything that became
-    /// ready later, so a port ready while the loop is behind waits at most until the backlog ahead
-    /// of it is done. Loop thread only.
-    @exclusivity(unchecked) var carriedReadyPorts = 0
 
     init(mode: RunLoop.Mode, wakePort: WakeUpPort, loopID: ObjectIdentifier) throws(RunLoopError) {
         self.mode = mode

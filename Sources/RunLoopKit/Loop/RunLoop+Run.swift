@@ -531,24 +531,14 @@ extension RunLoop {
 
     private func performReadyPorts(in store: ModeStore, returnAfterFirst: Bool) -> Bool {
         // One ready port (a request/response exchange): nothing to sort or hand back.
-        if let sole = store.readyPorts.takeSole() {
-            store.carriedReadyPorts = 0
-            return perform(sole, in: store)
-        }
+        if let sole = store.readyPorts.takeSole() { return perform(sole, in: store) }
         var ready = store.spareReadyPorts
         store.spareReadyPorts = []
         store.readyPorts.takeAll(into: &ready)
-        // What an earlier iteration left is in dispatch order already and goes first; only what became
-        // ready since is sorted. Sorting them together would let the lowest (order, registration)
-        // ports of a lasting backlog run every iteration and the others never.
-        let carried = min(store.carriedReadyPorts, ready.count)
-        // A nested run of this mode from a callout below starts from what became ready since.
-        store.carriedReadyPorts = 0
-        if ready.count - carried > 1 { ready[carried...].sort(by: PortRegistration.precedes) }
-        let limit = min(ready.count, portsPerIterationLimit.load(ordering: .relaxed))
+        if ready.count > 1 { ready.sort(by: PortRegistration.precedes) }
         var handled = false
         var index = 0
-        while index < limit {
+        while index < ready.count {
             let registration = ready[index]
             index += 1
             guard perform(registration, in: store) else { continue }
@@ -556,9 +546,7 @@ extension RunLoop {
             if returnAfterFirst { break }
         }
         if index < ready.count {
-            // Ahead of whatever a nested run left in order at the front.
-            store.carriedReadyPorts += ready.count - index
-            // Still queued: left for the next iterations, ahead of anything that becomes ready meanwhile.
+            // Still queued: left for the next run, ahead of anything that became ready meanwhile.
             store.readyPorts.prepend(ready[index...])
         }
         ready.removeAll(keepingCapacityUpTo: 1_024)

@@ -69,8 +69,6 @@ public final class RunLoop: @unchecked Sendable {
     /// Whether an item another loop holds was added here and logged: once per loop (see
     /// ``warnOfForeignItem(_:)``).
     let loggedForeignItem = Atomic<Bool>(false)
-    /// ``maximumPortsPerIteration``; read with a relaxed load once per iteration that has ready ports.
-    let portsPerIterationLimit = Atomic<Int>(RunLoop.defaultMaximumPortsPerIteration)
 
     // Loop thread only (unchecked exclusivity: one thread, no lock needed, no check either).
     /// How many activations are running (1 in the outermost run).
@@ -177,24 +175,6 @@ public final class RunLoop: @unchecked Sendable {
     /// Readable from any thread.
     public var currentMode: Mode? { lock.withLock { currentStore?.mode } }
 
-    /// The most ready port sources one iteration performs (at least 1; default
-    /// ``defaultMaximumPortsPerIteration``). The ready ones beyond it stay ready and run first in the next
-    /// iterations, which poll instead of sleeping — so timers, custom sources, blocks and observers get
-    /// their turn between the chunks of a burst (a crowd's sockets closing together, thousands ready
-    /// in one wait), where one iteration of all of them kept the loop from its timers for its whole
-    /// length. CF performs one ready port per iteration; RunLoopKit performs up to this many.
-    ///
-    /// Readable and settable from any thread; an iteration already running keeps the limit it read.
-    public var maximumPortsPerIteration: Int {
-        get { portsPerIterationLimit.load(ordering: .relaxed) }
-        set { portsPerIterationLimit.store(max(1, newValue), ordering: .relaxed) }
-    }
-
-    /// ``maximumPortsPerIteration``'s default: enough that a server's ordinary pass is one iteration,
-    /// few enough that a burst of closing sockets (≈ 10–60 µs each) ends an iteration within tens of
-    /// milliseconds.
-    public static let defaultMaximumPortsPerIteration = 1_024
-
     /// True while the loop waits for something to happen (also during a zero-timeout poll).
     /// Readable from any thread.
     public var isWaiting: Bool { sleeping.load(ordering: .acquiring) }
@@ -287,7 +267,6 @@ public final class RunLoop: @unchecked Sendable {
                 store.removeAllPorts()
                 store.removeAllObservers()
                 store.readyPorts.removeAll()
-                store.carriedReadyPorts = 0
             }
             for change in pendingBackendChanges {
                 if case .unwatch(let registration) = change { registration.store.backend.unwatch(registration) }
