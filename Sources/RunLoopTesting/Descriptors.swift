@@ -39,6 +39,11 @@ public func isOpen(_ fd: Int32) -> Bool { fcntl(fd, F_GETFD) != -1 }
 public struct FileIdentity: Equatable, Sendable {
     public let device: UInt64
     public let inode: UInt64
+
+    init(_ info: stat) {
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+    }
 }
 
 /// What `fd` refers to in this process, or nil if it is not open.
@@ -50,7 +55,15 @@ public struct FileIdentity: Equatable, Sendable {
 public func fileIdentity(_ fd: Int32) -> FileIdentity? {
     var info = stat()
     guard fstat(fd, &info) == 0 else { return nil }
-    return FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    return FileIdentity(info)
+}
+
+/// What the name `path` refers to now, or nil if nothing is there: to tell whether a file was replaced
+/// or removed, compare it with an earlier identity.
+public func fileIdentity(atPath path: String) -> FileIdentity? {
+    var info = stat()
+    guard stat(path, &info) == 0 else { return nil }
+    return FileIdentity(info)
 }
 
 /// A descriptor number no parallel test will be handed: `slot` below the top of the open-file limit
