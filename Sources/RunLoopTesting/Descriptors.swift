@@ -1,9 +1,14 @@
 import Glibc
 
 /// A connected, non-blocking UNIX socket pair for port-source tests; both ends close on deinit.
+///
+/// Never `close` an end yourself: deinit would close that number again, by then perhaps another
+/// test's descriptor (a parallel test's new loop lost its wake-up port that way). ``closeRight()``
+/// closes the right end early, once.
 public final class SocketPair: @unchecked Sendable {
     public let left: Int32
-    public let right: Int32
+    /// The right end; -1 once ``closeRight()`` closed it.
+    public private(set) var right: Int32
 
     public init() {
         var fds: [Int32] = [0, 0]
@@ -15,7 +20,15 @@ public final class SocketPair: @unchecked Sendable {
 
     deinit {
         close(left)
+        if right >= 0 { close(right) }
+    }
+
+    /// Closes the right end now (a peer that went away); the left stays open until deinit. Call it
+    /// from one thread, once or more.
+    public func closeRight() {
+        guard right >= 0 else { return }
         close(right)
+        right = -1
     }
 
     /// Writes `text` to the left end.
