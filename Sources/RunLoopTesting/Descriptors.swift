@@ -1,9 +1,14 @@
 import Glibc
 
 /// A connected, non-blocking UNIX socket pair for port-source tests; both ends close on deinit.
+///
+/// Never `close` an end yourself: deinit would close that number again, by then perhaps another
+/// test's descriptor (a parallel test's new loop lost its wake-up port that way). ``closeRight()``
+/// closes the right end early, once.
 public final class SocketPair: @unchecked Sendable {
     public let left: Int32
-    public let right: Int32
+    /// The right end; -1 once ``closeRight()`` closed it.
+    public private(set) var right: Int32
 
     public init() {
         var fds: [Int32] = [0, 0]
@@ -15,7 +20,15 @@ public final class SocketPair: @unchecked Sendable {
 
     deinit {
         close(left)
+        if right >= 0 { close(right) }
+    }
+
+    /// Closes the right end now (a peer that went away); the left stays open until deinit. Call it
+    /// from one thread, once or more.
+    public func closeRight() {
+        guard right >= 0 else { return }
         close(right)
+        right = -1
     }
 
     /// Writes `text` to the left end.
@@ -39,6 +52,11 @@ public func isOpen(_ fd: Int32) -> Bool { fcntl(fd, F_GETFD) != -1 }
 public struct FileIdentity: Equatable, Sendable {
     public let device: UInt64
     public let inode: UInt64
+
+    init(_ info: stat) {
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+    }
 }
 
 /// What `fd` refers to in this process, or nil if it is not open.
@@ -50,7 +68,15 @@ public struct FileIdentity: Equatable, Sendable {
 public func fileIdentity(_ fd: Int32) -> FileIdentity? {
     var info = stat()
     guard fstat(fd, &info) == 0 else { return nil }
-    return FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    return FileIdentity(info)
+}
+
+/// What the name `path` refers to now, or nil if nothing is there: to tell whether a file was replaced
+/// or removed, compare it with an earlier identity.
+public func fileIdentity(atPath path: String) -> FileIdentity? {
+    var info = stat()
+    guard stat(path, &info) == 0 else { return nil }
+    return FileIdentity(info)
 }
 
 /// A descriptor number no parallel test will be handed: `slot` below the top of the open-file limit

@@ -25,6 +25,21 @@ struct InstanceLockTests {
         second.release()
     }
 
+    @Test("a refused lock leaves the holder's file alone: it stays, with the holder's pid, and the next try is refused too")
+    func refusalKeepsTheHoldersFile() throws {
+        let database = temporaryDatabase()
+        defer { removeDatabase(database) }
+        let lockFile = database + ".lock"
+        let first = try InstanceLock(database: database)
+        defer { first.release() }
+        let identity = try #require(fileIdentity(atPath: lockFile))
+        let refusal = InstanceLock.Failure.held(database: database, lockFile: lockFile, pid: getpid())
+        #expect(throws: refusal) { try InstanceLock(database: database) }
+        // A refusal that tidied up as a holder does (unlink, close) would free the path for a third node.
+        #expect(fileIdentity(atPath: lockFile) == identity)
+        #expect(throws: refusal) { try InstanceLock(database: database) }
+    }
+
     @Test("a stale pid in a lock file nobody holds (a node killed with -9) does not keep the next from starting")
     func staleFile() throws {
         let database = temporaryDatabase()
@@ -56,6 +71,7 @@ struct InstanceLockTests {
                 "the database \(database) is in use by another chat-node (pid \(first.process.processIdentifier)), which holds \(database).lock"),
             "\(second.errorOutput)")
         #expect(!second.output.contains("listening on"))
+        #expect(access(database + ".lock", F_OK) == 0, "the refused node left the first's lock file in place")
 
         first.kill()
         let third = try ServerProcess(executable: ChatNodeBinary.path, serve)

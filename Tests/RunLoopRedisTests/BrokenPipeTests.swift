@@ -16,7 +16,7 @@ import Testing
         let (failure, pending) = try await onLoopThread {
             withSIGPIPEBlockedOnThisThread {
                 let pair = SocketPair()
-                close(pair.right)
+                pair.closeRight()
                 return withSIGPIPESuppressed { writeByte(to: pair.left) }
             }
         }
@@ -29,7 +29,7 @@ import Testing
         let (failure, pending) = try await onLoopThread {
             withSIGPIPEBlockedOnThisThread {
                 let pair = SocketPair()
-                close(pair.right)
+                pair.closeRight()
                 pthread_kill(pthread_self(), SIGPIPE)
                 return withSIGPIPESuppressed { writeByte(to: pair.left) }
             }

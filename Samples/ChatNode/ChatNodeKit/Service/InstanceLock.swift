@@ -41,21 +41,11 @@ public final class InstanceLock {
     /// when another process holds it.
     public init(database: String) throws(Failure) {
         path = database + ".lock"
-        while true {
-            descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-            guard descriptor >= 0 else { throw .unavailable(lockFile: path, errno: errno) }
-            guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-                let error = errno
-                let holder = Self.pid(in: descriptor)
-                close(descriptor)
-                if error == EWOULDBLOCK { throw .held(database: database, lockFile: path, pid: holder) }
-                throw .unavailable(lockFile: path, errno: error)
-            }
-            // A holder that stopped unlinks the file it locked: the lock taken on that file's old
-            // descriptor would guard nothing, and the next try opens the one now at the path.
-            if isStillAtPath() { break }
-            close(descriptor)
-        }
+        // Assigned once, from a descriptor that is locked: a throw before this point leaves the object
+        // unfinished, so no `deinit` runs. Were `descriptor` set first, a refusal would run `release()`
+        // on a number already closed: unlinking the holder's lock file (a third node would then start on
+        // the same database) and closing that number again, someone else's descriptor by then.
+        descriptor = try Self.lockedDescriptor(path, database: database)
         // Should the pid not be written, only a second node's message lacks it: the lock holds anyway.
         let line = Array("\(getpid())\n".utf8)
         _ = ftruncate(descriptor, 0)
@@ -73,7 +63,27 @@ public final class InstanceLock {
         descriptor = -1
     }
 
-    private func isStillAtPath() -> Bool {
+    /// Opens and locks the file at `path`: its descriptor, which the caller owns. Everything it opened
+    /// and did not return is closed.
+    private static func lockedDescriptor(_ path: String, database: String) throws(Failure) -> Int32 {
+        while true {
+            let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+            guard descriptor >= 0 else { throw .unavailable(lockFile: path, errno: errno) }
+            guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+                let error = errno
+                let holder = pid(in: descriptor)
+                close(descriptor)
+                if error == EWOULDBLOCK { throw .held(database: database, lockFile: path, pid: holder) }
+                throw .unavailable(lockFile: path, errno: error)
+            }
+            // A holder that stopped unlinks the file it locked: the lock taken on that file's old
+            // descriptor would guard nothing, and the next try opens the one now at the path.
+            if isStill(descriptor, at: path) { return descriptor }
+            close(descriptor)
+        }
+    }
+
+    private static func isStill(_ descriptor: Int32, at path: String) -> Bool {
         var opened = stat()
         var named = stat()
         guard fstat(descriptor, &opened) == 0, stat(path, &named) == 0 else { return false }
