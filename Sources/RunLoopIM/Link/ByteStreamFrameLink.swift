@@ -105,17 +105,27 @@ public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink, IMFra
             guard isReporting, let events = self.events else { return }
             read(bytes, reportingTo: events) { self.isReporting }
         }
-        connection.onClose = { [self] _, reason in
-            isClosed = true
-            gathered = []
-            guard isReporting, let events = self.events else { return }
-            isReporting = false
-            phase = .done
-            events.closed(IMLinkCloseReason(reason, failure: Stream.linkFailure))
+        // A TCP stream's close callback is set with its own type: set through the generic requirement,
+        // the closure (which takes the reason indirectly there) was wrapped in a reabstraction thunk to
+        // be stored, a 48-byte heap block per connection (issue 22).
+        if let tcp = connection as? TCPConnection {
+            tcp.onClose = { [self] _, reason in streamClosed(IMLinkCloseReason(reason, failure: TCPConnection.linkFailure)) }
+        } else {
+            connection.onClose = { [self] _, reason in streamClosed(IMLinkCloseReason(reason, failure: Stream.linkFailure)) }
         }
         if let connect = startConnecting {
             connect(connection)
         }
+    }
+
+    /// The stream closed, by its owner or underneath: reported once, unless the owner closed the link.
+    private func streamClosed(_ reason: IMLinkCloseReason) {
+        isClosed = true
+        gathered = []
+        guard isReporting, let events = self.events else { return }
+        isReporting = false
+        phase = .done
+        events.closed(reason)
     }
 
     public func raiseInboundLimit(to bodyLength: Int) {
