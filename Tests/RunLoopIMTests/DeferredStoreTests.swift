@@ -160,6 +160,27 @@ struct DeferredStoreTests {
         }
     }
 
+    @Test("a session that ends while its inbox read waits to be retried: the retry goes with it, and no read follows")
+    func retryEndsWithItsSession() async throws {
+        try await onManualClockLoop { loop, _ in
+            let store = DeferredIMStore()
+            let server = IMServer(store: store)
+            store.failInboxReads(2)
+            let bob = Self.loggedIn("bob", on: server, store: store)
+            let carol = Self.loggedIn("carol", on: server, store: store)
+            #expect(store.inboxReads == 2 && server.inboxRetries.count == 2, "a retry each, kept by the server")
+            bob.pair.apply(.reset)
+            try #require(try loop.runUntil(timeout: .seconds(5)) { server.onlineUsers == ["carol"] })
+            #expect(server.inboxRetries.count == 1, "bob's retry went with his session")
+            try loop.run(.default, timeout: .seconds(2))
+            #expect(store.inboxReads == 3, "carol's inbox read again, bob's not")
+            #expect(carol.isOpen && server.inboxRetries.count == 1, "carol's retry is hers until her session ends")
+            carol.pair.apply(.reset)
+            try #require(try loop.runUntil(timeout: .seconds(5)) { server.sessions.isEmpty })
+            #expect(server.inboxRetries.isEmpty)
+        }
+    }
+
     @Test("shutdown reports done only once the store has answered every call out")
     func shutdownWaitsForTheStore() async throws {
         try await onManualClockLoop { loop, _ in

@@ -203,6 +203,10 @@ public final class IMServer {
     var snapshots = PresenceSnapshots<IMServerSession>()
     /// The sessions' login and keepalive deadlines, one timer per set of modes (in practice one).
     var deadlinesByModes: [[RunLoop.Mode]: SessionDeadlines] = [:]
+    /// The timers that read a session's inbox again after a failed read (IMServer+InboxRetries), made
+    /// for the few sessions whose read failed: a field in every session cost each 8 bytes, and
+    /// 16 of its heap chunk with them (issue 22).
+    var inboxRetries: [ObjectIdentifier: ProtocolTimer] = [:]
     /// The frames of the announcement being made, while it asks for audiences.
     var presenceOutbox: PresenceOutbox?
     /// Audiences read for the logins since the last announcement, which the next one uses again

@@ -22,8 +22,6 @@ public final class IMServerSession {
     weak var server: IMServer?
     /// The server's timer for the machine's deadlines, shared by its sessions.
     private let deadlines: SessionDeadlines
-    /// Reads the inbox again after a failed read, should no acknowledgement come first.
-    private var readRetry: ProtocolTimer?
     /// Its last field is one byte: the flags and the place below fill the padding after it.
     private(set) var machine: IMServerSessionMachine
     private(set) var isEnded = false
@@ -97,8 +95,9 @@ public final class IMServerSession {
     static let readRetryDelay = Duration.seconds(1)
 
     /// Reads the inbox past what the window sent of each conversation, one read at a time: its answer is sent as far as the
-    /// window admits and, while the session is still behind with room, the next read follows.
-    private func refill() {
+    /// window admits and, while the session is still behind with room, the next read follows. Also the
+    /// server's retry after a failed read (``IMServer/retryInboxRead(of:at:)``).
+    func refill() {
         guard let server, let user = machine.user, !isEnded, window.isRefillDue else { return }
         let asked = window.freeMessages
         window.readStarted()
@@ -113,7 +112,7 @@ public final class IMServerSession {
             window.readFailed()
             guard !isEnded else { return }
             server?.logger.error("inbox of \(user ?? "?") not read, again in \(formatSeconds(Self.readRetryDelay)): \(failure)")
-            scheduleReadRetry()
+            server?.retryInboxRead(of: self, at: link.loop.now + Self.readRetryDelay)
         case .success(let batch):
             window.readFinished(asked: asked, got: batch.count)
             for message in batch {
@@ -125,16 +124,6 @@ public final class IMServerSession {
             }
             refill()
         }
-    }
-
-    private func scheduleReadRetry() {
-        if readRetry == nil {
-            readRetry = ProtocolTimer(loop: link.loop, modes: link.modes, label: "im.session inbox retry") { [weak self] in
-                self?.readRetry?.schedule(at: nil)
-                self?.refill()
-            }
-        }
-        readRetry?.schedule(at: link.loop.now + Self.readRetryDelay)
     }
 
     private func send(_ deliver: IMFrame, of message: IMMessage) {
@@ -250,7 +239,7 @@ public final class IMServerSession {
         guard !isEnded else { return }
         isEnded = true
         deadlines.schedule(self, at: nil)
-        readRetry?.cancel()
+        server?.cancelInboxRetry(of: self)
         // What it had out stays in the inbox for the next session: no longer awaited here.
         server?.metrics.unacknowledgedChanged(by: -window.unacknowledgedCount)
         link.close(for: reason)

@@ -40,15 +40,20 @@ final class SessionDeadlines {
         private var wantedInstant = OptionalInstant()
         private var queuedInstant = OptionalInstant()
         /// The order of the live entry, which tells it from the stale ones of this place.
-        fileprivate var queuedOrder: UInt64 = 0
+        fileprivate var queuedOrder: UInt32 = 0
         /// The session's place in ``SessionDeadlines/places`` while it has a live entry.
         fileprivate var place: UInt32 = 0
     }
 
     private struct Entry: Comparable {
         let at: LoopInstant
-        /// Ties fire in the order they were queued.
-        let order: UInt64
+        /// Ties fire in the order they were queued. 32 bits, with the place beside it: an entry is 16
+        /// bytes, not 24, and a session's slot 24, which takes the session to the next smaller heap chunk
+        /// (issue 22). The count wraps after 2³² pushes; a stale entry could only be taken for its place's
+        /// live one if it stayed in the heap that long, but it leaves when its instant passes (at most
+        /// a login timeout or 1.5 keepalives after it was pushed), and a tie at the wrap is told in
+        /// the other order.
+        let order: UInt32
         let place: UInt32
 
         static func < (lhs: Entry, rhs: Entry) -> Bool { (lhs.at, lhs.order) < (rhs.at, rhs.order) }
@@ -77,7 +82,7 @@ final class SessionDeadlines {
     /// Places no session holds.
     private var freePlaces: [UInt32] = []
     private var liveEntries: Int { places.count - freePlaces.count }
-    private var nextOrder: UInt64 = 0
+    private var nextOrder: UInt32 = 0
     private var timer: DeadlineTimer!
 
     init(loop: RunLoop, modes: [RunLoop.Mode]) {
@@ -93,6 +98,8 @@ final class SessionDeadlines {
     var capacity: Int { heap.unordered.capacity }
     /// Places in the table, held or free (for tests).
     var placeCount: Int { places.count }
+    /// Bytes an entry takes in the heap's array (for tests).
+    static var entryStride: Int { MemoryLayout<Entry>.stride }
 
     /// Calls `session.deadlinePassed()` once `instant` has passed, replacing the deadline asked for
     /// before; `nil` asks for none. Asking for the same instant again changes nothing (a deadline
