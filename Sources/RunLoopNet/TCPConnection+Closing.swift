@@ -162,7 +162,7 @@ extension TCPConnection {
         } else {
             notifyClose(reason)
         }
-        keepAlive = nil
+        releaseHoldWhileOpen()
     }
 
     func notifyClose(_ reason: CloseReason) {

@@ -62,7 +62,7 @@ extension TCPConnection {
     private func beginConnecting(timeout: Duration?) {
         checkThread()
         precondition(state == .idle, "connect called on a connection that is not idle (\(state))")
-        keepAlive = self
+        holdWhileOpen()
         if let timeout {
             timer(&rare.connectTimer, "connect timeout") { $0.connectTimerFired() }.arm(at: loop.now + timeout)
         }

@@ -38,6 +38,17 @@ extension TCPConnection {
         var lingerStart: LoopInstant?
         /// The unacknowledged send-queue bytes at `lingerStart`.
         var lingerUnacknowledged = 0
+        /// What runs after the owner's call that caused it (``TCPConnection/callbacks``): made when
+        /// something is first deferred, a writability report or a close inside an owner call — most
+        /// connections defer only their close, and a field in the connection cost each 8 bytes.
+        private var deferral: CallbackDeferral?
+
+        func callbacks(loop: RunLoop, modes: [RunLoop.Mode]) -> CallbackDeferral {
+            if let deferral { return deferral }
+            let made = CallbackDeferral(loop: loop, modes: modes, label: "tcp callbacks")
+            deferral = made
+            return made
+        }
 
         /// Lets go of the callbacks once the close is reported (they may capture the connection).
         func dropCallbacks() {

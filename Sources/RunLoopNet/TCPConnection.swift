@@ -189,8 +189,6 @@ public final class TCPConnection {
     /// Its index in its listener's open connections (``TCPListener/OpenPlace``), in the padding after
     /// the flags.
     var placeInListener = PlacedArray<TCPListener.OpenPlace>.notPlaced
-    /// The loop's hold on an open connection; cleared when it closes.
-    var keepAlive: TCPConnection?
     /// The listener that accepted it, which counts its open connections.
     weak var listener: TCPListener?
 
@@ -202,10 +200,11 @@ public final class TCPConnection {
     var writability = WritabilitySignal()
     var isReportingWritability = false
     /// No callback runs inside a method the owner called: what such a call causes is reported on the
-    /// loop's next pass (see ``scheduleDeferredPass()``). Made when something is first deferred: the
-    /// owner-call depth is counted in the connection, since every connection that writes makes owner
-    /// calls and a deferral object made on the first write cost each of them some 80 bytes.
-    lazy var callbacks = CallbackDeferral(loop: loop, modes: modes, label: "tcp callbacks")
+    /// loop's next pass (see ``scheduleDeferredPass()``). Made when something is first deferred, and
+    /// kept in the rare state: the owner-call depth is counted in the connection, since every
+    /// connection that writes makes owner calls and a deferral object made on the first write cost
+    /// each of them some 80 bytes; most defer nothing before their close.
+    var callbacks: CallbackDeferral { rare.callbacks(loop: loop, modes: modes) }
     private var ownerCallDepth: UInt32 = 0
     var deferredPassScheduled = false
     /// Whether the peer's end of input leaves the connection open for writing (reported with
@@ -213,6 +212,9 @@ public final class TCPConnection {
     /// Declared among the internal flags: a byte between the addresses and the callbacks cost every
     /// connection 8 of padding (issue 22).
     public var allowsHalfClosure = false
+    /// Whether the connection holds a reference to itself while open (``holdWhileOpen()``): a flag in
+    /// the padding after the others, where a reference field cost every connection 8 bytes (issue 22).
+    var isHeldWhileOpen = false
 
     /// Stamped on every arrival and every send, timeouts or not; what a timeout adds is rare state.
     var readWaitStart = LoopInstant(nanoseconds: 0)
@@ -254,7 +256,7 @@ public final class TCPConnection {
         self.listener = listener
         self.remoteAddress = remote
         self.lifecycle = .connected(TCPLifecycle.Sides())
-        self.keepAlive = self
+        holdWhileOpen()
         let now = loop.now
         readWaitStart = now
         lastWriteProgress = now
@@ -266,7 +268,7 @@ public final class TCPConnection {
     }
 
     deinit {
-        // Defensive: an open connection is kept alive (`keepAlive`) until `finish` has released its
+        // Defensive: an open connection is kept alive (`holdWhileOpen()`) until `finish` has released its
         // socket, so normally nothing is left here. Never any callback from a deinit.
         readSource?.invalidate()
         writeSource?.invalidate()
@@ -323,6 +325,22 @@ public final class TCPConnection {
 
     /// True while a method the owner called runs (``ownerCall(_:)``): callbacks wait for the loop.
     var isInsideOwnerCall: Bool { ownerCallDepth > 0 }
+
+    /// The loop's hold on an open connection, so an owner need not keep it: one strong reference of
+    /// its own, taken once and given back by ``releaseHoldWhileOpen()`` when it closes.
+    func holdWhileOpen() {
+        guard !isHeldWhileOpen else { return }
+        isHeldWhileOpen = true
+        _ = Unmanaged.passUnretained(self).retain()
+    }
+
+    /// Gives back the hold taken by ``holdWhileOpen()``, if any. The connection may be freed by this
+    /// call's return when nothing else holds it: nothing of it may be used after it.
+    func releaseHoldWhileOpen() {
+        guard isHeldWhileOpen else { return }
+        isHeldWhileOpen = false
+        Unmanaged.passUnretained(self).release()
+    }
 
     /// Runs `body` as the owner's call: what it causes is reported after it, not from inside it.
     func ownerCall<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {

@@ -7,6 +7,13 @@ import Testing
 /// What an idle accepted connection carries: the listener's settings shared, not copied, and no box
 /// of rarely used state until something needs it — without changing what the connection does.
 @Suite struct ConnectionFootprintTests {
+    @Test("a connection fits a 272-byte heap chunk: its hold on itself a flag, its callback deferral in the rare state (issue 22)")
+    func connectionFitsItsChunk() {
+        // glibc hands out chunks in 16-byte steps with an 8-byte header: at most 264 bytes asked take a
+        // 272-byte chunk, one more a 288-byte one.
+        #expect(instanceSize(of: TCPConnection.self) <= 264)
+    }
+
     @Test("accepted connections share the listener's limits until one of them changes its own")
     func acceptedConnectionsShareSettingsUntilOneChanges() async throws {
         struct Seen: Sendable {
@@ -97,4 +104,12 @@ import Testing
         #expect(seen.writeTimeoutSet == .seconds(5))
         #expect(seen.lingerTimeoutKept == .seconds(10))
     }
+}
+
+/// The bytes an instance of `type` asks of the allocator: the class metadata's instance size (Swift's
+/// stable ABI, docs/ABI/TypeMetadata.rst: after the isa, superclass, flags and instance address point
+/// words on a platform without Objective-C interoperability).
+private func instanceSize(of type: AnyClass) -> Int {
+    let metadata = unsafeBitCast(type, to: UnsafeRawPointer.self)
+    return Int(metadata.load(fromByteOffset: 24, as: UInt32.self))
 }
