@@ -202,11 +202,10 @@ private struct LaneDifferential {
         inCallout?.isInCallout = true
         defer { inCallout?.isInCallout = false }
         if withLane.wakeDeadline() != heapAlone.wakeDeadline() { fail("wake bound with a callout differs") }
-        var laneBatch: [TimerHeap.Entry] = [], heapBatch: [TimerHeap.Entry] = []
-        withLane.collectDue(at: instant, into: &laneBatch)
-        heapAlone.collectDue(at: instant, into: &heapBatch)
-        let identities = { (batch: [TimerHeap.Entry]) in batch.map { $0.withTimer { ObjectIdentifier($0) } } }
-        if identities(laneBatch) != identities(heapBatch) { fail("due batch differs") }
+        var laneBatch: [RunLoopTimer] = [], heapBatch: [RunLoopTimer] = [], scratch: [TimerHeap.Entry] = []
+        withLane.collectDue(at: instant, into: &laneBatch, scratch: &scratch)
+        heapAlone.collectDue(at: instant, into: &heapBatch, scratch: &scratch)
+        if laneBatch.map(ObjectIdentifier.init) != heapBatch.map(ObjectIdentifier.init) { fail("due batch differs") }
         // The queue may decline the sole-timer shortcut (a due tombstone next), never answer wrongly.
         let sole = heapAlone.soleDue(at: instant)
         if let laneSole = withLane.soleDue(at: instant), laneSole !== sole { fail("sole due timer differs") }

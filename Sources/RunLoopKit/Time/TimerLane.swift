@@ -169,14 +169,14 @@ struct TimerLane {
         return timers
     }
 
-    /// Appends the due timers not in their callout, in firing order (the lane's own order).
-    func collectDue(at now: UInt64, into batch: inout [TimerHeap.Entry]) {
+    /// Appends the due timers not in their callout, retained, in firing order (the lane's own order).
+    func collectDue(at now: UInt64, into timers: inout [RunLoopTimer]) {
         var ticket = head
         while ticket != tail {
             let slot = slots[ticket & mask]
             if slot.deadline > now { return }
             if let reference = slot.reference, !reference._withUnsafeGuaranteedRef({ $0.isInCallout }) {
-                batch.append(TimerHeap.Entry(deadline: slot.deadline, reference: reference))
+                timers.append(reference.takeUnretainedValue())
             }
             ticket &+= 1
         }

@@ -130,17 +130,21 @@ final class TimerQueue {
         return heapDue ? heap.soleDue(at: now) : lane.soleDue(at: now)
     }
 
-    /// Appends every due timer not in its callout, in firing order (deadline, then scheduling order).
+    /// Appends every due timer not in its callout to `timers`, in firing order (deadline, then
+    /// scheduling order), each retained for the batch. `scratch` is the heap walk's queue (emptied
+    /// after, its capacity kept). The lane's timers go to `timers` straight, with no entry in between:
+    /// a burst of 100,000 zero-delay timers is all lane.
     @inline(__always)
-    func collectDue(at now: UInt64, into batch: inout [TimerHeap.Entry]) {
-        let start = batch.count
-        // The heap's first: its walk reads the heap indices of what it appended.
-        heap.collectDue(at: now, into: &batch)
-        let fromHeap = batch.count
-        lane.collectDue(at: now, into: &batch)
+    func collectDue(at now: UInt64, into timers: inout [RunLoopTimer], scratch: inout [TimerHeap.Entry]) {
+        let start = timers.count
+        heap.collectDue(at: now, into: &scratch)
+        for entry in scratch { timers.append(entry.reference.takeUnretainedValue()) }
+        scratch.removeAll(keepingCapacity: true)
+        let fromHeap = timers.count
+        lane.collectDue(at: now, into: &timers)
         // Two sorted runs; the sort (a merge sort that first looks for runs) merges them.
-        if fromHeap > start && batch.count > fromHeap {
-            batch[start...].sort { $0.precedes($1) }
+        if fromHeap > start && timers.count > fromHeap {
+            timers[start...].sort { ($0.deadline, $0.sequence) < ($1.deadline, $1.sequence) }
         }
     }
 
