@@ -26,10 +26,11 @@ struct TimerLane {
 
     /// The ring, a power of two long, through a pointer: a slot read or written is a load or a store,
     /// where an array's subscript checks the bounds and, to write, that the buffer is not shared (a
-    /// runtime call), about as much again as the lane's own work per timer. Every index is masked to the
-    /// capacity. Slots are trivial values, so the memory needs no initialisation or deinitialisation. A pointer, not a
-    /// class holding one, keeps the lane a trivial value: the loop's reads of it (the wake bound before
-    /// every blocking wait) copy no reference. Its owner, ``TimerQueue``, frees it (``deallocate()``).
+    /// runtime call), about as much again as the lane's own work per timer. Every index is masked to
+    /// the capacity. Slots are trivial values: the memory needs no initialisation or deinitialisation.
+    /// A pointer, not a class holding one, keeps the lane a trivial value: the loop's reads of it (the
+    /// wake bound before every blocking wait) copy no reference. Its owner, ``TimerQueue``, frees it
+    /// (``deallocate()``).
     private var slots: UnsafeMutablePointer<Slot>
     private var mask: Int
     /// The first slot's ticket; that slot is live whenever the lane is not empty.
