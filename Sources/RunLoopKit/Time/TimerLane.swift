@@ -40,16 +40,24 @@ struct TimerLane {
     /// Live slots.
     private(set) var count = 0
     /// The key of the last timer appended: a timer ordered after it keeps the lane sorted. Still a
-    /// valid bound after that timer left (a removal only takes keys out).
-    private var tailDeadline: UInt64 = 0
-    private var tailSequence: UInt64 = 0
+    /// valid bound after that timer left (a removal only takes keys out). An empty lane rests at
+    /// `resting`, in both: (0, 0) lets in any key but that one (which the heap then takes: the order
+    /// holds either way), so `accepts` need not ask whether the lane is empty; (.max, .max) lets in
+    /// none, a lane that is closed.
+    private var tailDeadline: UInt64
+    private var tailSequence: UInt64
+    private let resting: UInt64
     /// The mode store this lane belongs to: a timer's membership records are found by it.
     var owner: ObjectIdentifier
 
-    init(owner: ObjectIdentifier) {
+    /// A closed lane (`open` false) takes no timer: its queue is the heap alone (tests compare the two).
+    init(owner: ObjectIdentifier, open: Bool = true) {
         self.owner = owner
         slots = Self.allocate(16)
         mask = 15
+        resting = open ? 0 : .max
+        tailDeadline = resting
+        tailSequence = resting
     }
 
     /// Frees the ring; the lane is not used after. Its owner's deinit.
@@ -82,7 +90,7 @@ struct TimerLane {
     /// Whether a timer with this key may be appended: it orders after every timer in the lane.
     @inline(__always)
     func accepts(deadline: UInt64, sequence: UInt64) -> Bool {
-        count == 0 || deadline > tailDeadline || (deadline == tailDeadline && sequence > tailSequence)
+        deadline > tailDeadline || (deadline == tailDeadline && sequence > tailSequence)
     }
 
     /// The ticket the next append gets. Positions recorded in a timer are `~ticket` (negative), which
@@ -131,6 +139,8 @@ struct TimerLane {
             head = 0
             tail = 0
             firstDeadline = .max
+            tailDeadline = resting
+            tailSequence = resting
         } else if ticket == head {
             repeat { head &+= 1 } while slots[head & mask].reference == nil
             firstDeadline = slots[head & mask].deadline
@@ -167,6 +177,8 @@ struct TimerLane {
         tail = 0
         count = 0
         firstDeadline = .max
+        tailDeadline = resting
+        tailSequence = resting
         return timers
     }
 
@@ -265,7 +277,7 @@ struct TimerLane {
     /// Live slots are in strictly increasing key order after tombstones that keep deadlines sorted, the
     /// first slot is live, the tail key bounds every key, and each timer's record holds its ticket. O(n).
     func checkInvariants() -> Bool {
-        if count == 0 { return head == tail && firstDeadline == .max }
+        if count == 0 { return head == tail && firstDeadline == .max && tailDeadline == resting && tailSequence == resting }
         guard firstDeadline == slots[head & mask].deadline else { return false }
         guard slots[head & mask].reference != nil, slots[(tail &- 1) & mask].reference != nil else { return false }
         var live = 0

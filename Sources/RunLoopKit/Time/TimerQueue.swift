@@ -12,16 +12,14 @@
 final class TimerQueue {
     @exclusivity(unchecked) private var heap: TimerHeap
     @exclusivity(unchecked) private var lane: TimerLane
-    /// Off only in tests, which compare the order with the heap alone.
-    private let usesLane: Bool
     /// The mode store this queue belongs to: a timer's membership records are found by it.
     @exclusivity(unchecked) private(set) var owner: ObjectIdentifier
 
+    /// `usesLane` false (only in tests, which compare the order with the heap alone) closes the lane.
     init(owner: ObjectIdentifier, usesLane: Bool = true) {
         self.owner = owner
-        self.usesLane = usesLane
         heap = TimerHeap(owner: owner)
-        lane = TimerLane(owner: owner)
+        lane = TimerLane(owner: owner, open: usesLane)
     }
 
     /// Names the store the queue belongs to, which cannot name itself before its properties are set.
@@ -64,7 +62,7 @@ final class TimerQueue {
     func insert(_ timer: RunLoopTimer, store: ModeStore) {
         let deadline = timer.deadline
         let reference = Unmanaged.passRetained(timer)
-        if usesLane && lane.accepts(deadline: deadline, sequence: timer.sequence) {
+        if lane.accepts(deadline: deadline, sequence: timer.sequence) {
             timer.addMembership(TimerMembership(store: store, heapIndex: ~lane.nextTicket))
             lane.append(deadline: deadline, sequence: timer.sequence, reference: reference)
         } else {
@@ -94,9 +92,9 @@ final class TimerQueue {
         let deadline = timer.deadline
         if place >= 0 {
             heap.reposition(at: place, deadline: deadline)
-        } else if !(usesLane && lane.redateLast(~place, deadline: deadline, sequence: timer.sequence)) {
+        } else if !lane.redateLast(~place, deadline: deadline, sequence: timer.sequence) {
             let reference = take(at: place)
-            if usesLane && lane.accepts(deadline: deadline, sequence: timer.sequence) {
+            if lane.accepts(deadline: deadline, sequence: timer.sequence) {
                 timer.setHeapIndex(~lane.nextTicket, in: owner)
                 lane.append(deadline: deadline, sequence: timer.sequence, reference: reference)
             } else {
