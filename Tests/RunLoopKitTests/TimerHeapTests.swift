@@ -105,9 +105,9 @@ private enum DueBatch {
             defer { inCallout.isInCallout = false }
             let expected = timers.filter { $0.deadline <= now && $0 !== inCallout }
                 .sorted { ($0.deadline, $0.sequence) < ($1.deadline, $1.sequence) }
-            var batch: [TimerHeap.Entry] = []
-            loop.modes[mode]!.timers.collectDue(at: now, into: &batch)
-            return (batch.map { $0.withTimer { ObjectIdentifier($0) } }, expected.map { ObjectIdentifier($0) })
+            var batch: [RunLoopTimer] = [], scratch: [TimerHeap.Entry] = []
+            loop.modes[mode]!.timers.collectDue(at: now, into: &batch, scratch: &scratch)
+            return (batch.map { ObjectIdentifier($0) }, expected.map { ObjectIdentifier($0) })
         }
     }
 }

@@ -257,6 +257,8 @@ extension RunLoopTimer {
 /// on every read.
 struct TimerMembership {
     private let reference: Unmanaged<ModeStore>
+    /// The timer's place in the store's ``TimerQueue``: a heap index (≥ 0), or `~ticket` (negative)
+    /// in its lane.
     var heapIndex: Int
 
     init(store: ModeStore, heapIndex: Int) {

@@ -36,9 +36,8 @@ final class ModeStore {
     /// read without the lock so an unobserved activity costs one load.
     private let observedMask = Atomic<UInt32>(0)
     /// Changed only through `insertTimer`, `removeTimer`, `repositionTimer` and `removeAllTimers`,
-    /// which keep `earliestDeadline` current. Unchecked exclusivity for the reason given in
-    /// RunLoopTimer: the loop lock guards it.
-    @exclusivity(unchecked) private(set) var timers: TimerHeap
+    /// which keep `earliestDeadline` current. Guarded by the loop lock.
+    let timers: TimerQueue
     /// The earliest timer deadline (`.max` with no timer), readable without the lock: the loop skips
     /// its timer pass with one load when nothing can be due (a source-only mode never takes the lock
     /// for timers). A timer added from another thread concurrently is seen on the next pass; such an
@@ -62,9 +61,9 @@ final class ModeStore {
         self.loopID = loopID
         self.backend = try ModeBackend(wakePort: wakePort)
         // Its own identity is not available before every property is set; fixed just below.
-        self.timers = TimerHeap(owner: ObjectIdentifier(backend))
+        self.timers = TimerQueue(owner: ObjectIdentifier(backend))
         backend.store = self
-        timers = TimerHeap(owner: ObjectIdentifier(self))
+        timers.adopt(owner: ObjectIdentifier(self))
     }
 
     deinit {

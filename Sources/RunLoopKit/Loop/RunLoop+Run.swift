@@ -421,11 +421,7 @@ extension RunLoop {
         // The snapshot keeps its timers alive (strongly) while the batch runs: callouts may drop them.
         var timers: [RunLoopTimer] = []
         swap(&timers, &timerBatchScratch)
-        lock.withLock {
-            store.timers.collectDue(at: now, into: &batch)
-            for entry in batch { timers.append(entry.reference.takeUnretainedValue()) }
-        }
-        batch.removeAll(keepingCapacity: true)
+        lock.withLock { store.timers.collectDue(at: now, into: &timers, scratch: &batch) }
         if timerScratch.capacity < batch.capacity { timerScratch = batch }
         // Each timer's wrap-up after its callout and the next timer's claim share one critical section:
         // nothing runs between them, and a lock pair per timer fewer is a tenth of a batch's timer.

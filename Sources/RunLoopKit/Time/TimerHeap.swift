@@ -1,5 +1,6 @@
-/// One mode's timers, as a 4-ary min-heap ordered by (deadline, sequence). Each timer records its
-/// index in every heap it belongs to, so removal and re-dating cost O(log n).
+/// The timers of a mode that ``TimerLane`` does not take, as a 4-ary min-heap ordered by (deadline,
+/// sequence); ``TimerQueue`` holds both. Each timer records its index in every heap it belongs to, so
+/// removal and re-dating cost O(log n).
 ///
 /// Four children per node, not two: a fired timer's removal from the root moves one entry and writes
 /// one timer's index record per level, and a 4-ary heap has half the levels (7 for 20,000 timers, not
@@ -11,8 +12,8 @@
 /// Entries carry their deadline inline, so sifting compares plain integers (the scheduling sequence, the
 /// tie-break, is read from the timer only when two deadlines are equal; 16 bytes per entry instead of
 /// 24), and hold their timer
-/// unretained: the heap owns one retain per entry, taken in ``insert(_:store:)`` and given back when the
-/// entry leaves, so moving an entry during a sift costs no reference counting. (Moving a strong
+/// unretained: the heap owns one retain per entry, handed over in ``insert(_:)`` and back by
+/// ``take(at:)``, so moving an entry during a sift costs no reference counting. (Moving a strong
 /// reference retains and releases it: on a heap of 100,000 timers that was most of a removal.)
 ///
 /// Guarded by the owning loop's lock. ``checkInvariants()`` verifies the heap order and every index
@@ -43,19 +44,18 @@ struct TimerHeap {
 
     var isEmpty: Bool { entries.isEmpty }
     var count: Int { entries.count }
-    var earliest: RunLoopTimer? { entries.first?.reference.takeUnretainedValue() }
     /// The earliest deadline, `.max` when empty.
     var earliestDeadline: UInt64 { entries.first?.deadline ?? .max }
 
-    func contains(_ timer: RunLoopTimer) -> Bool { timer.heapIndex(in: owner) != nil }
-
-    mutating func insert(_ timer: RunLoopTimer, store: ModeStore) {
-        timer.addMembership(TimerMembership(store: store, heapIndex: entries.count))
-        entries.append(Entry(deadline: timer.deadline, reference: .passRetained(timer)))
+    /// Adds an entry, taking over the retain its reference carries. The caller has recorded `count` as
+    /// the timer's index for this heap (where the entry lands before any sift).
+    @inline(__always)
+    mutating func insert(_ entry: Entry) {
+        entries.append(entry)
         let index = entries.count - 1
         // An entry that does not precede its parent stays where it landed (a timeout re-armed behind
         // earlier ones, the usual insert): the sift's call and frame are a tenth of an insert and cancel.
-        if index > 0 && !entries[index].precedes(entries[Self.parent(of: index)]) {
+        if index == 0 || !entry.precedes(entries[Self.parent(of: index)]) {
             debugCheck()
             return
         }
@@ -63,17 +63,15 @@ struct TimerHeap {
         debugCheck()
     }
 
-    /// Removes the timer and its membership record; false if it is not in this heap. The caller holds
-    /// a reference to the timer, so the heap's release never ends its life here (under the loop lock).
-    @discardableResult
-    mutating func remove(_ timer: RunLoopTimer) -> Bool {
-        guard let index = timer.removeMembership(in: owner) else { return false }
+    /// Takes the entry at `index` out, handing its retain to the caller. The caller has removed the
+    /// timer's record for this heap.
+    @inline(__always)
+    mutating func take(at index: Int) -> Unmanaged<RunLoopTimer> {
         let removed = entries[index].reference
         if index != entries.count - 1 { fillHole(index) }
         entries.removeLast()
-        removed.release()
         debugCheck()
-        return true
+        return removed
     }
 
     /// Empties the heap, handing its references to the caller (teardown). Membership records are
@@ -83,19 +81,22 @@ struct TimerHeap {
         return entries.map { $0.reference.takeRetainedValue() }
     }
 
-    /// Restores heap order after the timer's deadline or sequence changed.
-    mutating func reposition(_ timer: RunLoopTimer) {
-        guard let index = timer.heapIndex(in: owner) else { return }
-        entries[index].deadline = timer.deadline
+    /// Restores heap order after the deadline or sequence of the timer at `index` changed.
+    mutating func reposition(at index: Int, deadline: UInt64) {
+        entries[index].deadline = deadline
         siftDown(siftUp(index))
         debugCheck()
     }
+
+    /// The root, `nil` when empty.
+    var first: Entry? { entries.first }
 
     /// The latest instant the mode may sleep until without firing any timer late:
     /// the minimum of `deadline + tolerance` over timers not in their callout. `UInt64.max` if none.
     ///
     /// The walk prunes every subtree whose root deadline is already past the best bound (heap order
     /// means nothing below can do better), so with zero tolerances it looks at the root alone.
+    @inline(__always)
     func wakeDeadline() -> UInt64 {
         guard let first = entries.first else { return .max }
         // The usual root (no tolerance, not in its callout) is the bound itself: no entry below it is
@@ -123,6 +124,7 @@ struct TimerHeap {
 
     /// The timer at the root when it is the only one due at `now` and not in its callout — the usual
     /// case, which needs no batch — otherwise nil (none due, or several: use `collectDue`).
+    @inline(__always)
     func soleDue(at now: UInt64) -> RunLoopTimer? {
         guard let first = entries.first, first.deadline <= now, !first.withTimer({ $0.isInCallout }) else { return nil }
         for child in 1..<min(5, entries.count) where entries[child].deadline <= now { return nil }
