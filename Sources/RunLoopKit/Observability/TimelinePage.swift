@@ -55,7 +55,7 @@ enum TimelinePage {
         #details h3{font-size:.95em;margin:10px 0 4px}#path-steps{padding-left:1.4em;margin:0}#path-steps li{margin-bottom:4px}
         @media (max-width:700px){main{flex-direction:column}#details{width:auto;border-left:0;border-top:1px solid #ddd;max-height:30%}}
         .lane-name{font-weight:bold;font-size:13px}.lane-summary{font-size:11px;fill:#555}
-        .mark-label{font-size:11px;fill:#c0392b}.span-label{font-size:11px;fill:#7b241c}.axis{font-size:11px;fill:#666}
+        .mark-label{font-size:11px;fill:#c0392b}.span-label{font-size:11px;fill:#7b241c;pointer-events:none}.axis{font-size:11px;fill:#666}
         .marker-label{font-size:11px;fill:#555;font-style:italic}
         .hit{cursor:pointer}
         """
@@ -170,7 +170,7 @@ enum TimelinePage {
                 (c.count > 1 ? "\n(and " + (c.count - 1) + " more in this pixel: zoom in)" : "");
               plotGroup.appendChild(hit(titled(el("rect", { x: left, y, width: w, height: rowHeight - 1, fill: colors[c.kind] }), tip),
                 { what: c.name, kind: kinds[c.kind], lane: lane.name, from: c.from, to: c.to, nesting: c.level, "in this pixel": c.count }));
-              if (w > 60) plotGroup.appendChild(el("text", { x: left + 3, y: y + rowHeight - 3, "font-size": 10, fill: "#fff" }, c.name));
+              if (w > 60) plotGroup.appendChild(el("text", { x: left + 3, y: y + rowHeight - 3, "font-size": 10, fill: "#fff", "pointer-events": "none" }, c.name));
             }
 
             // Labels go where they fit, the rarest first (a ping timeout before the hundredth heartbeat).
