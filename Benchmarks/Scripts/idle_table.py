@@ -52,7 +52,8 @@ def per_heartbeat_us(f, ms):
 
 
 def ratio(a, b):
-    return f"{a / b:.2f}×" if b else "n/a"
+    """a ÷ b; n/a when b is too small to divide by (the floor holds a connection in next to no RSS)."""
+    return f"{a / b:.2f}×" if abs(b) > 1e-6 and abs(a / b) < 100 else "n/a"
 
 
 class Table:

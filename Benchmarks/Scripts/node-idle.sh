@@ -175,10 +175,16 @@ echo "| RSS before the first login | $((rss_before / 1024)) MiB |"
 echo "| RSS all online / at the window's end | $((rss_online / 1024)) / $((rss_end / 1024)) MiB |"
 awk -v b="$rss_before" -v o="$rss_online" -v e="$rss_end" -v n="${online:-0}" 'BEGIN {
     if (n > 0) printf "| **RSS per connection** (all online; window end) | **%.2f KiB** (%.2f) |\n", (o - b) / n, (e - b) / n }'
-awk -v t="$((cpu_end - cpu_online))" -v hz="$ticks_per_s" -v w="$window" -v a="${answered:-0}" 'BEGIN {
+# Heartbeats in the window: the clients' schedule (each heartbeats every period from its login) puts
+# count × window ÷ heartbeat there; cluster-bench's own count runs from all online to its stop (the
+# settle, and any count of system calls after the window, included).
+awk -v t="$((cpu_end - cpu_online))" -v hz="$ticks_per_s" -v w="$window" -v n="${online:-0}" -v k="$heartbeat" \
+    -v a="${answered:-0}" 'BEGIN {
     ms = t * 1000 / hz
+    b = n * w / k
     printf "| **node CPU in the %d s window** | %d ms = **%.2f %% of a core** |\n", w, ms, ms / 10 / w
-    if (a > 0) printf "| heartbeats answered / **node CPU per heartbeat** | %d / **%.1f µs** |\n", a, ms * 1000 / a }'
+    if (b > 0) printf "| heartbeats in the window (count × window ÷ heartbeat) / **node CPU per heartbeat** | %d / **%.1f µs** |\n", b, ms * 1000 / b
+    printf "| heartbeats answered from all online to the clients'"'"' stop | %d |\n", a }'
 awk -v u="$((user_end - user_online))" -v t="$((cpu_end - cpu_online))" -v hz="$ticks_per_s" 'BEGIN {
     printf "| of the window'"'"'s CPU, user / system | %d / %d ms |\n", u * 1000 / hz, (t - u) * 1000 / hz }'
 echo "| wake-ups in the window (voluntary context switches of the threads it began with) | $(wakeups_between "$wake_online" "$wake_end") |"
