@@ -1,19 +1,24 @@
 #!/usr/bin/env python3
-"""The table of Scripts/node-idle.sh --mosquitto: chat-node and mosquitto holding the same idle crowd,
-side by side, with chat-node ÷ mosquitto.
+"""The table of Scripts/node-idle.sh --floor / --mosquitto: servers holding the same idle crowd, side by
+side, each divided by the base (the floor when there is one, else the last server).
 
-    idle_table.py CHAT_NODE_FIGURES MOSQUITTO_FIGURES
+    idle_table.py NAME=FIGURES [NAME=FIGURES ...]      e.g. chat-node=a.txt floor=b.txt mosquitto=c.txt
 
 Each file holds `idle.<figure> <value>` lines: count, heartbeat_s, online, connections_heartbeating,
 window_disconnects, ramp_s, rss_before_kib, rss_online_kib, rss_end_kib, window_s (the server's CPU
-window), server_cpu_ms (in it) and heartbeats_answered (as `cluster-bench idle` counts them: from all
-online to the window's end, --settle included); the second may add window_heartbeats_answered (in the
-window only). Exits 1 when a figure is missing.
+window), server_cpu_ms (in it); optionally server_user_ms and server_wakeups (over the window),
+window_heartbeats_answered (counted in the window), and the syscall_window_s / syscalls_* counts of the
+seconds after it (Scripts/idle-crowd.sh's count_syscalls). Per heartbeat divides by the heartbeats the
+clients' schedule puts in the window, count × window ÷ heartbeat (each client heartbeats every
+heartbeat_s seconds from its login, so the crowd's rate is steady): the same divisor for every server.
+Exits 1 when a figure is missing.
 """
 import sys
 
 FIGURES = ("count", "heartbeat_s", "online", "connections_heartbeating", "window_disconnects", "ramp_s",
-           "rss_before_kib", "rss_online_kib", "rss_end_kib", "window_s", "server_cpu_ms", "heartbeats_answered")
+           "rss_before_kib", "rss_online_kib", "rss_end_kib", "window_s", "server_cpu_ms")
+SYSCALLS = (("all", "all"), ("epoll_wait", "epoll_wait"), ("read", "recvfrom / read"),
+            ("write", "sendto / write"), ("timer", "timerfd_settime"), ("ioctl", "ioctl"))
 
 
 def read(path):
@@ -21,62 +26,113 @@ def read(path):
     with open(path) as lines:
         for line in lines:
             name, _, value = line.strip().partition(" ")
-            if name.startswith("idle.") and (name[5:] in FIGURES or name == "idle.window_heartbeats_answered"):
-                figures.setdefault(name[5:], float(value))
+            if name.startswith("idle."):
+                try:
+                    figures.setdefault(name[5:], float(value))
+                except ValueError:
+                    pass
     missing = [name for name in FIGURES if name not in figures]
     if missing:
         raise SystemExit(f"idle_table: {path} lacks {', '.join(missing)}")
     return figures
 
 
-def derived(f):
-    """RSS per connection (KiB), share of a core (%) and CPU per heartbeat (µs)."""
-    per_connection = (f["rss_online_kib"] - f["rss_before_kib"]) / f["online"] if f["online"] else 0
-    share = f["server_cpu_ms"] / 10 / f["window_s"]
-    per_heartbeat = f["server_cpu_ms"] * 1000 / f["heartbeats_answered"] if f["heartbeats_answered"] else 0
-    return per_connection, share, per_heartbeat
+def rate(f):
+    """Heartbeats a second the crowd sends."""
+    return f["online"] / f["heartbeat_s"]
+
+
+def window_heartbeats(f):
+    return rate(f) * f["window_s"]
+
+
+def per_heartbeat_us(f, ms):
+    beats = window_heartbeats(f)
+    return ms * 1000 / beats if beats else 0
 
 
 def ratio(a, b):
-    return f"{a / b:.2f}×" if b else "n/a"
+    """a ÷ b; n/a when b is too small to divide by (the floor holds a connection in next to no RSS)."""
+    return f"{a / b:.2f}×" if abs(b) > 1e-6 and abs(a / b) < 100 else "n/a"
 
 
-def row(label, node, broker, node_over_broker=""):
-    print(f"| {label} | {node} | {broker} | {node_over_broker} |")
+class Table:
+    def __init__(self, servers, base):
+        self.servers, self.base = servers, base
+        self.others = [name for name in servers if name != base]
 
+    def header(self, title):
+        names = list(self.servers)
+        ratios = [f"{name} ÷ {self.base}" for name in self.others]
+        print(f"| {title} | " + " | ".join(names + ratios) + " |")
+        print("| --- |" + " ---: |" * (len(names) + len(ratios)))
 
-def counts(f):
-    return f"{int(f['online']):,} / {int(f['connections_heartbeating']):,} / {int(f['window_disconnects'])}"
-
-
-def rss_path(f):
-    return f"{f['rss_before_kib'] / 1024:.1f} → {f['rss_online_kib'] / 1024:.1f} → {f['rss_end_kib'] / 1024:.1f} MiB"
-
-
-def cpu(f, share):
-    return f"{f['server_cpu_ms']:,.0f} ms in {f['window_s']:.0f} s = **{share:.2f} %**"
+    def row(self, label, cell, value=None):
+        """One row: `cell(f)` is each server's text; `value(f)`, when given, its number for the ratios."""
+        cells = [cell(f) for f in self.servers.values()]
+        ratios = [ratio(value(self.servers[name]), value(self.servers[self.base])) if value else ""
+                  for name in self.others]
+        print(f"| {label} | " + " | ".join(cells + ratios) + " |")
 
 
 def main():
-    node, broker = read(sys.argv[1]), read(sys.argv[2])
-    (node_rss, node_share, node_beat), (broker_rss, broker_share, broker_beat) = derived(node), derived(broker)
-    print(f"| {int(node['count']):,} idle connections, heartbeat / keepalive {int(node['heartbeat_s'])} s "
-          "| chat-node | mosquitto | chat-node ÷ mosquitto |")
-    print("| --- | ---: | ---: | ---: |")
-    row("online / heartbeating in the window / disconnects", counts(node), counts(broker))
-    row("logins (chat-node) / CONNECTs (mosquitto) took", f"{node['ramp_s']:.0f} s", f"{broker['ramp_s']:.0f} s")
-    row("RSS before → all online → window's end", rss_path(node), rss_path(broker))
-    row("**RSS per connection**", f"**{node_rss:.2f} KiB**", f"**{broker_rss:.2f} KiB**", ratio(node_rss, broker_rss))
-    row("**server CPU in the window**, share of a core", cpu(node, node_share), cpu(broker, broker_share),
-        ratio(node_share, broker_share))
-    row("heartbeats answered, all online → window's end (settle included)", f"{int(node['heartbeats_answered']):,}",
-        f"{int(broker['heartbeats_answered']):,}")
-    row("**server CPU per heartbeat** (window's CPU ÷ those)", f"**{node_beat:.1f} µs**", f"**{broker_beat:.1f} µs**",
-        ratio(node_beat, broker_beat))
-    in_window = broker.get("window_heartbeats_answered")
-    if in_window:
-        row("heartbeats answered in the window only / window's CPU ÷ those", "not counted",
-            f"{int(in_window):,} / {broker['server_cpu_ms'] * 1000 / in_window:.1f} µs")
+    servers = {}
+    for argument in sys.argv[1:]:
+        name, _, path = argument.partition("=")
+        servers[name] = read(path)
+    if len(servers) < 2:
+        raise SystemExit("usage: idle_table.py NAME=FIGURES NAME=FIGURES [...]")
+    base = "floor" if "floor" in servers else list(servers)[-1]
+    table = Table(servers, base)
+    first = next(iter(servers.values()))
+    table.header(f"{int(first['count']):,} idle connections, heartbeat / keepalive {int(first['heartbeat_s'])} s")
+
+    def rss_per_connection(f):
+        return (f["rss_online_kib"] - f["rss_before_kib"]) / f["online"] if f["online"] else 0
+
+    def share(f):
+        return f["server_cpu_ms"] / 10 / f["window_s"]
+
+    def user(f):
+        return f.get("server_user_ms", 0)
+
+    def system(f):
+        return f["server_cpu_ms"] - user(f)
+
+    table.row("online / heartbeating in the window / disconnects", lambda f:
+              f"{int(f['online']):,} / {int(f['connections_heartbeating']):,} / {int(f['window_disconnects'])}")
+    table.row("logins (CONNECTs) took", lambda f: f"{f['ramp_s']:.0f} s")
+    table.row("RSS before → all online → window's end", lambda f:
+              f"{f['rss_before_kib'] / 1024:.1f} → {f['rss_online_kib'] / 1024:.1f} → {f['rss_end_kib'] / 1024:.1f} MiB")
+    table.row("**RSS per connection**", lambda f: f"**{rss_per_connection(f):.2f} KiB**", rss_per_connection)
+    table.row("**server CPU in the window**, share of a core", lambda f:
+              f"{f['server_cpu_ms']:,.0f} ms in {f['window_s']:.0f} s = **{share(f):.2f} %**", share)
+    table.row("of it user / system", lambda f: f"{user(f):,.0f} / {system(f):,.0f} ms")
+    table.row("heartbeats in the window (count × window ÷ heartbeat) / counted by the clients", lambda f:
+              f"{window_heartbeats(f):,.0f} / " + (f"{int(f['window_heartbeats_answered']):,}"
+                                                   if "window_heartbeats_answered" in f else "—"))
+    table.row("**server CPU per heartbeat**", lambda f: f"**{per_heartbeat_us(f, f['server_cpu_ms']):.1f} µs**",
+              lambda f: per_heartbeat_us(f, f["server_cpu_ms"]))
+    table.row("user per heartbeat", lambda f: f"{per_heartbeat_us(f, user(f)):.1f} µs",
+              lambda f: per_heartbeat_us(f, user(f)))
+    table.row("system per heartbeat", lambda f: f"{per_heartbeat_us(f, system(f)):.1f} µs",
+              lambda f: per_heartbeat_us(f, system(f)))
+    if all("server_wakeups" in f for f in servers.values()):
+        table.row("wake-ups per heartbeat (voluntary context switches ÷ heartbeats)", lambda f:
+                  f"{f['server_wakeups'] / window_heartbeats(f):.2f}", lambda f: f["server_wakeups"] / window_heartbeats(f))
+    if all("syscall_window_s" in f for f in servers.values()):
+        def calls(key):
+            named = [name for name, _ in SYSCALLS[1:]]
+            if key == "other":
+                return lambda f: (f["syscalls_all"] - sum(f[f"syscalls_{name}"] for name in named)) / (
+                    rate(f) * f["syscall_window_s"])
+            return lambda f: f[f"syscalls_{key}"] / (rate(f) * f["syscall_window_s"])
+
+        seconds = int(first["syscall_window_s"])
+        for key, label in SYSCALLS + (("other", "any other"),):
+            per = calls(key)
+            table.row(f"system calls per heartbeat ({seconds} s after the window, perf): {label}",
+                      lambda f, per=per: f"{per(f):.2f}", per if key in ("all", "epoll_wait") else None)
     return 0
 
 

@@ -4,7 +4,7 @@
 started on 127.0.0.1.
 
     mqtt_idle.py --port P --pid PID [--count 19000] [--keepalive 30] [--settle 10] [--seconds 60]
-                 [--ready-timeout 900]
+                 [--ready-timeout 900] [--extra-seconds 0]
 
 N MQTT 3.1.1 clients on plain sockets, all in this one process on one epoll loop. Each sends CONNECT
 (clean session, keepalive K s) and waits for CONNACK, at most 64 waiting at a time: mosquitto listens
@@ -18,13 +18,17 @@ CONNECT, with all online (--settle s after the last CONNACK) and at the end of a
 CPU over that window. Pings are counted as `cluster-bench idle` counts heartbeats, from the moment all
 are online to the window's end (the settle included: heartbeats_sent, heartbeats_answered,
 connections_heartbeating, window_disconnects), so the two servers' CPU per heartbeat divide alike; and
-over the window alone (window_heartbeats_answered), which the window's CPU divides exactly.
+over the window alone (window_heartbeats_answered), which the window's CPU divides exactly. The
+broker's user CPU and wake-ups (voluntary context switches of its threads) over the window too. With
+--extra-seconds E the crowd stays E s after the window's figures are printed, pinging as before, so
+node-idle.sh can count the broker's system calls meanwhile.
 
 Prints `idle.<figure> <value>` lines, with the names `cluster-bench idle` uses where the figure is
 the same, then the broker's own (rss_*_kib, server_cpu_ms). Exits 0 when all were online and every
 client pinged and was answered without a disconnect. Every wait is bounded.
 """
 import argparse
+import os
 import select
 import socket
 import sys
@@ -35,6 +39,32 @@ from mqtt_fanout import cpu_ns, mqtt_packet, mqtt_string, own_cpu_ns, rss_bytes
 CONNECTS_IN_FLIGHT = 64
 PINGREQ = b"\xc0\x00"
 CONNACK, PINGRESP = 2, 13
+
+
+def user_ns(pid):
+    """User CPU of process `pid` (all threads), ns, from /proc/PID/stat."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+
+
+def wakeups(pid):
+    """Voluntary context switches of each of `pid`'s threads ({tid: count}): for an idle event loop, its
+    blocking sleeps."""
+    counts = {}
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/status") as status:
+                counts[task] = sum(int(line.split()[1]) for line in status
+                                   if line.startswith("voluntary_ctxt_switches:"))
+        except FileNotFoundError:
+            pass
+    return counts
+
+
+def wakeups_between(before, after):
+    """The wake-ups of the threads in both lists (one that came or went meanwhile is left out)."""
+    return sum(count - before[task] for task, count in after.items() if task in before)
 
 
 def emit(figure, value):
@@ -168,10 +198,13 @@ def run(args):
     rss_online = rss_bytes(pid)
     window_answered_before = sum(crowd.answered)
     server_cpu_before, client_cpu_before = cpu_ns(pid), own_cpu_ns()
+    server_user_before, wakeups_before = user_ns(pid), wakeups(pid)
     window_start = time.monotonic()
     crowd.pump(window_start + args.seconds)
     window = time.monotonic() - window_start
     server_cpu = cpu_ns(pid) - server_cpu_before
+    server_user = user_ns(pid) - server_user_before
+    server_wakeups = wakeups_between(wakeups_before, wakeups(pid))
     client_cpu = own_cpu_ns() - client_cpu_before
     rss_end = rss_bytes(pid)
     sent = [now - before for now, before in zip(crowd.sent, sent_before)]
@@ -190,7 +223,10 @@ def run(args):
     emit("rss_before_kib", rss_before // 1024)
     emit("rss_online_kib", rss_online // 1024)
     emit("rss_end_kib", rss_end // 1024)
+    emit("server_user_ms", server_user // 1_000_000)
+    emit("server_wakeups", server_wakeups)
     emit("server_cpu_ms", server_cpu // 1_000_000)
+    crowd.pump(time.monotonic() + args.extra_seconds)
     for failure in crowd.failures:
         print(f"mqtt_idle: {failure}")
     return 0 if heartbeating == args.count and crowd.online_count == args.count and disconnects == 0 else 1
@@ -205,6 +241,7 @@ def main():
     parser.add_argument("--settle", type=float, default=10)
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--ready-timeout", type=float, default=900)
+    parser.add_argument("--extra-seconds", type=float, default=0, help="the crowd stays after the window")
     return run(parser.parse_args())
 
 

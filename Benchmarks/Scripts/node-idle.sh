@@ -31,6 +31,22 @@
 #                                                   calls by count (per heartbeat: ÷ heartbeats answered);
 #                                                   strace slows every call, so the CPU figures of such a
 #                                                   run are not the node's
+#   Scripts/node-idle.sh --floor [--mosquitto]    then the same crowd (the same cluster-bench clients, the
+#                                                   same bytes on the wire) on Floor/idle-floor.c, a minimal
+#                                                   C epoll server: what the kernel alone costs per
+#                                                   heartbeat here; one table with each server ÷ the floor
+#                                                   (Scripts/node-idle-floor.sh, Scripts/idle_table.py)
+#   --floor-batch-ms M (repeatable; implies --floor): the floor again with `--batch-ms M`, its wake-ups
+#                                                   at least M ms apart — how much fewer wake-ups per
+#                                                   heartbeat would save, measured on the floor
+#   --syscalls S: after each server's window, S more seconds with its system calls counted by perf's
+#   tracepoints (per heartbeat in the table: epoll_waits, reads, writes, all); default one heartbeat
+#   period with --floor or --mosquitto, else 0. The window itself counts wake-ups (voluntary context
+#   switches) from /proc.
+#   --paced / --unpaced: cluster-bench opens client i at i × heartbeat ÷ N s, so the heartbeats are
+#   spread evenly over each period on any server (as mqtt_idle.py spreads its pings) — the default with
+#   --floor or --mosquitto; unpaced, the logins go as fast as the server takes them and the heartbeats
+#   come in a burst as long as the logins took (the default alone, as in the results before 2026-11-27)
 #   NODE_BENCH_BIN=DIR Scripts/node-idle.sh       chat-node and cluster-bench from DIR, not built here
 #
 # Setup only: the node runs with scrypt cost 4 (default 14), so 19,000 first logins (registrations)
@@ -48,6 +64,10 @@ heaptrack=false
 perf=false
 settle=10
 mosquitto=false
+floor=false
+syscalls=""
+paced=""
+floor_batch_ms=""
 hang_up=false
 callgrind=false
 strace=false
@@ -60,13 +80,27 @@ while [ $# -gt 0 ]; do
     --perf) perf=true ;;
     --settle) settle="$2"; shift ;;
     --mosquitto) mosquitto=true ;;
+    --floor) floor=true ;;
+    --syscalls) syscalls="$2"; shift ;;
+    --paced) paced=1 ;;
+    --floor-batch-ms) floor=true; floor_batch_ms+=" $2"; shift ;;
+    --unpaced) paced=0 ;;
     --hang-up) hang_up=true ;;
     --callgrind) callgrind=true ;;
     --strace) strace=true ;;
-    *) echo "usage: $0 [--count N] [--seconds S] [--heartbeat S] [--settle S] [--heaptrack] [--perf] [--hang-up] [--callgrind] [--strace] [--mosquitto]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--count N] [--seconds S] [--heartbeat S] [--settle S] [--heaptrack] [--perf] [--hang-up] [--callgrind] [--strace] [--floor] [--floor-batch-ms M]… [--mosquitto] [--syscalls S] [--paced|--unpaced]" >&2; exit 2 ;;
     esac
     shift
 done
+# Comparing servers, each one's system calls are counted too, after its window, over one heartbeat
+# period (whatever its phase, a period holds each client's heartbeat once); and the logins are paced, so
+# every server gets the same evenly spread heartbeats.
+if [ -z "$syscalls" ]; then
+    if $floor || $mosquitto; then syscalls=$heartbeat; else syscalls=0; fi
+fi
+if [ -z "$paced" ]; then
+    if $floor || $mosquitto; then paced=1; else paced=0; fi
+fi
 
 source Scripts/node-bench-setup.sh node-idle
 
@@ -89,29 +123,10 @@ wait_for_node_port
 node="$(pgrep -n -x chat-node -P "${started[0]}" || echo "${started[0]}")"
 $heaptrack || node="${started[0]}"
 
-rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$node/status"; }
-# utime + stime in clock ticks (fields 14 and 15; the command name has no spaces).
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$node/stat"; }
-user_ticks() { awk '{ print $14 }' "/proc/$node/stat"; }
-
-sleep 1
-rss_before="$(rss_kib)"
-ramp_start=$SECONDS
-"$bin/cluster-bench" idle --ports "$port" --pids "$node" --label idle --count "$count" --heartbeat "$heartbeat" \
-    --ready-timeout 900 --stop-file "$work/stop" >"$work/clients.txt" 2>&1 &
-clients=$!
-started+=($clients)
-until grep -q '^idle\.online ' "$work/clients.txt" 2>/dev/null; do
-    kill -0 "$clients" 2>/dev/null || break
-    sleep 0.5
-done
-ramp=$((SECONDS - ramp_start))
-# Settle: the last logins' presence and inbox reads, then the window.
-sleep "$settle"
-rss_online="$(rss_kib)"
-cpu_online="$(cpu_ticks)"
-user_online="$(user_ticks)"
-window_start=$SECONDS
+server="$node"
+source Scripts/idle-crowd.sh
+start_crowd node "$port"
+open_window
 if $callgrind; then
     # Two windows, S then 2S, each dumped on its own (the dump resets the counts).
     callgrind_control --instr=on "$node" >/dev/null && callgrind_control --zero "$node" >/dev/null
@@ -126,10 +141,8 @@ elif $perf && ! $hang_up; then
 else
     sleep "$seconds"
 fi
-rss_end="$(rss_kib)"
-cpu_end="$(cpu_ticks)"
-user_end="$(user_ticks)"
-window=$((SECONDS - window_start))
+close_window
+[ "$syscalls" -gt 0 ] && ! $strace && count_syscalls "$syscalls"
 if $hang_up; then
     stalls_before="$(grep -c 'run loop stalled' "$work/node.err")"
     if $perf; then
@@ -143,11 +156,10 @@ if $hang_up; then
     if $perf; then wait "$profiler"; else sleep 8; fi
     hang_up_cpu=$(($(cpu_ticks) - hang_up_cpu))
 else
-    touch "$work/stop"
-    wait "$clients"
+    stop_crowd
 fi
 client_status=$?
-figure() { sed -n "s/^idle\.$1 //p" "$work/clients.txt" | head -1; }
+figure() { sed -n "s/^idle\.$1 //p" "$work/node-clients.txt" | head -1; }
 online="$(figure online)"
 answered="$(figure heartbeats_answered)"
 heartbeating="$(figure connections_heartbeating)"
@@ -163,13 +175,21 @@ echo "| RSS before the first login | $((rss_before / 1024)) MiB |"
 echo "| RSS all online / at the window's end | $((rss_online / 1024)) / $((rss_end / 1024)) MiB |"
 awk -v b="$rss_before" -v o="$rss_online" -v e="$rss_end" -v n="${online:-0}" 'BEGIN {
     if (n > 0) printf "| **RSS per connection** (all online; window end) | **%.2f KiB** (%.2f) |\n", (o - b) / n, (e - b) / n }'
-awk -v t="$((cpu_end - cpu_online))" -v hz="$ticks_per_s" -v w="$window" -v a="${answered:-0}" 'BEGIN {
+# Heartbeats in the window: the clients' schedule (each heartbeats every period from its login) puts
+# count × window ÷ heartbeat there; cluster-bench's own count runs from all online to its stop (the
+# settle, and any count of system calls after the window, included).
+awk -v t="$((cpu_end - cpu_online))" -v hz="$ticks_per_s" -v w="$window" -v n="${online:-0}" -v k="$heartbeat" \
+    -v a="${answered:-0}" 'BEGIN {
     ms = t * 1000 / hz
+    b = n * w / k
     printf "| **node CPU in the %d s window** | %d ms = **%.2f %% of a core** |\n", w, ms, ms / 10 / w
-    if (a > 0) printf "| heartbeats answered / **node CPU per heartbeat** | %d / **%.1f µs** |\n", a, ms * 1000 / a }'
+    if (b > 0) printf "| heartbeats in the window (count × window ÷ heartbeat) / **node CPU per heartbeat** | %d / **%.1f µs** |\n", b, ms * 1000 / b
+    printf "| heartbeats answered from all online to the clients'"'"' stop | %d |\n", a }'
 awk -v u="$((user_end - user_online))" -v t="$((cpu_end - cpu_online))" -v hz="$ticks_per_s" 'BEGIN {
     printf "| of the window'"'"'s CPU, user / system | %d / %d ms |\n", u * 1000 / hz, (t - u) * 1000 / hz }'
-grep -v '^idle\.' "$work/clients.txt" | grep -v '^idle.progress' | head -5
+echo "| wake-ups in the window (voluntary context switches of the threads it began with) | $(wakeups_between "$wake_online" "$wake_end") |"
+[ -f "$work/node-syscalls.txt" ] && sed 's/^idle\.\(.*\) \(.*\)$/| \1, after the window | \2 |/' "$work/node-syscalls.txt"
+grep -v '^idle\.' "$work/node-clients.txt" | grep -v '^idle.progress' | head -5
 if $hang_up; then
     echo "| all $count clients hung up at once: node CPU in the next 8 s | $((hang_up_cpu * 1000 / ticks_per_s)) ms |"
     print_stalls_since "$stalls_before" "after the hang-up"
@@ -207,9 +227,34 @@ if $callgrind; then
     mkdir -p "/tmp/node-idle-callgrind.$$" && cp "$short" "$long" "/tmp/node-idle-callgrind.$$/"
     echo "dumps (for callgrind_annotate): /tmp/node-idle-callgrind.$$"
 fi
+floor_status=0
 mosquitto_status=0
+if $floor || $mosquitto; then
+    write_figures node >"$work/chat-node.txt"
+    tables=(chat-node="$work/chat-node.txt")
+    # One server at a time: the node's memory and descriptors go before the next starts (--heaptrack has
+    # stopped it already and emptied "started").
+    if [ ${#started[@]} -gt 0 ]; then
+        kill "${started[0]}" 2>/dev/null
+        wait "${started[0]}" 2>/dev/null
+    fi
+fi
+if $floor; then
+    source Scripts/node-idle-floor.sh
+    run_floor_idle floor
+    tables+=(floor="$work/floor.txt")
+    for ms in $floor_batch_ms; do
+        run_floor_idle "floor-batch-${ms}ms" --batch-ms "$ms"
+        tables+=("floor-batch-${ms}ms=$work/floor-batch-${ms}ms.txt")
+    done
+fi
 if $mosquitto; then
     source Scripts/node-idle-mosquitto.sh
     run_mosquitto_idle
+    tables+=(mosquitto="$work/mosquitto.txt")
 fi
-[ "$client_status" -eq 0 ] && [ "${online:-0}" -eq "$count" ] && [ "$mosquitto_status" -eq 0 ]
+if $floor || $mosquitto; then
+    echo
+    python3 Scripts/idle_table.py "${tables[@]}" || client_status=1
+fi
+[ "$client_status" -eq 0 ] && [ "${online:-0}" -eq "$count" ] && [ "$floor_status" -eq 0 ] && [ "$mosquitto_status" -eq 0 ]

@@ -19,11 +19,29 @@ func runIdle(_ options: Options) -> Bool {
         configuration.heartbeat = .fixed(.seconds(Int64(options.heartbeat)))
         configuration.loginTimeout = .seconds(Int64(options.readyTimeout))
     }
-    for index in 0..<options.count {
-        crowd.add(user: "\(options.label)\(options.first + index)", node: index % options.ports.count)
-    }
     let loop = crowd.loop
     let start = bs_now_ns()
+    var added = 0
+    func addMembers(upTo due: Int) {
+        while added < due {
+            crowd.add(user: "\(options.label)\(options.first + added)", node: added % options.ports.count)
+            added += 1
+        }
+    }
+    // Paced: a client's heartbeats come every period from its login, so logins at an even pace over one
+    // period spread the crowd's heartbeats evenly (a fast server's logins would otherwise bunch them into
+    // a burst, and fewer wake-ups would serve more heartbeats each).
+    let pacer = RunLoopTimer(after: .zero, repeating: .milliseconds(5)) { timer in
+        let elapsed = Double(bs_now_ns() - start) / 1e9
+        addMembers(upTo: min(options.count, Int(elapsed * Double(options.count) / Double(options.heartbeat)) + 1))
+        crowd.start()
+        if added == options.count { timer.invalidate() }
+    }
+    if options.paced {
+        loop.add(pacer, forMode: .default)
+    } else {
+        addMembers(upTo: options.count)
+    }
     let progress = RunLoopTimer(after: .seconds(5), repeating: .seconds(5)) { _ in
         let seconds = Double(bs_now_ns() - start) / 1e9
         print(
@@ -35,6 +53,7 @@ func runIdle(_ options: Options) -> Bool {
     crowd.start()
     let allOnline = runLoop(loop, seconds: options.readyTimeout) { crowd.online == options.count }
     progress.invalidate()
+    pacer.invalidate()
     // Past the ready timeout, the window measures those online: the rest stop trying.
     let givenUp = crowd.giveUpOnPending()
     let p = "idle"

@@ -36,6 +36,10 @@ struct Options {
     /// The first user number, so several idle processes on one cluster have users of their own.
     var first = 0
     var heartbeat = 10
+    /// Idle: clients are opened at an even pace over one heartbeat period (`--paced 1`), so their
+    /// heartbeats are spread evenly over it whatever the server's login speed; 0: all at once, as logins
+    /// allow.
+    var paced = false
     /// The idle run reports and exits once this file exists (the script makes it after its window).
     var stopFile = ""
     // seed and logins (and idle's --count, --first, --heartbeat, --stop-file for logins)
@@ -53,7 +57,7 @@ struct Options {
                                      [--to user|room] [--recipients R] [--spread others|all]
                                      [--messages M] [--window W] [--payload BYTES] [--timeout S]
                cluster-bench idle --ports P1,… --pids PID1,… --stop-file PATH [--label NAME] [--count N]
-                                  [--first K] [--heartbeat S]
+                                  [--first K] [--heartbeat S] [--paced 0|1]
                cluster-bench seed [--label NAME] [--total N] [--rooms R] [--direct-every D] [--scrypt-cost C]
                cluster-bench logins --ports P --pids PID --stop-file PATH [--label NAME] [--total N] [--rooms R]
                                     [--direct-every D] [--count N] [--first K] [--heartbeat S]
@@ -63,7 +67,9 @@ struct Options {
             lines: counts, SEND→DELIVER latency, deliveries per second, node CPU per delivery.
           idle: N clients (users LABEL<K>…) spread over the nodes log in and heartbeat every S seconds;
             prints `idle.online` when all are online, then `idle.<figure>` lines once the stop file
-            exists. Clients log in at most L at a time per node (the node's limit per address).
+            exists. Clients log in at most L at a time per node (the node's limit per address); with
+            --paced 1, client i is opened no earlier than i × S ÷ N seconds after the start, so the
+            crowd's heartbeats arrive evenly spread over each period, the same on any server.
           seed: prints SQL for sqlite3 that makes a chat-node database's accounts (users LABEL0…, one
             shared scrypt hash at cost C), rooms (user i in room i mod R) and direct conversations
             (user i with i + 1 when i mod D = 0).
@@ -96,6 +102,7 @@ struct Options {
                 case "--count": count = max(1, value)
                 case "--first": self.first = value
                 case "--heartbeat": heartbeat = max(1, value)
+                case "--paced": paced = value != 0
                 case "--logins-in-flight": loginsInFlight = max(1, value)
                 case "--ready-timeout": readyTimeout = max(1, value)
                 case "--total": total = max(1, value)
