@@ -18,7 +18,7 @@ struct SessionDeadlinesTests {
             let start = clock.now
             // (user, announced keepalive): dropped after 1.5 × that much silence.
             let peers = [("a", 10), ("b", 4), ("c", 20)].map { user, keepalive in
-                logIn(user, keepalive: keepalive, to: server, on: loop)
+                logInSilently(user, keepalive: keepalive, to: server, on: loop)
             }
             #expect(peers.allSatisfy { $0.received.first?.command == .loginAck })
             let deadlines = try #require(server.deadlinesByModes.values.first)
@@ -27,11 +27,11 @@ struct SessionDeadlinesTests {
             #expect(deadlines.entryCount == 4)
             // b heartbeats every 2 s until 20 s: each moves its deadline later with no new entry.
             for serial in 2...11 {
-                try advance(loop, clock, to: start + .seconds(2 * (serial - 1)))
+                try runManualClock(loop, clock, to: start + .seconds(2 * (serial - 1)))
                 peers[1].send(IMFrame(command: .heartbeat, serial: UInt32(serial)))
                 #expect(deadlines.entryCount <= 4)
             }
-            try advance(loop, clock, to: start + .seconds(40))
+            try runManualClock(loop, clock, to: start + .seconds(40))
             #expect(ends.sinceStart == ["a": .seconds(15), "b": .seconds(26), "c": .seconds(30)])
             #expect(deadlines.entryCount == 0)
             server.shutdown()
@@ -50,7 +50,7 @@ struct SessionDeadlinesTests {
             let deadlines = try #require(server.deadlinesByModes.values.first)
             #expect(deadlines.entryCount == 1)
             peer.send(IMFrame(command: .logout, serial: 2))
-            try advance(loop, clock, to: clock.now + .seconds(120))
+            try runManualClock(loop, clock, to: clock.now + .seconds(120))
             #expect(ended.count == 1)
             #expect(!ended.contains { if case .keepaliveExpired = $0 { true } else { false } })
             #expect(deadlines.entryCount == 0)
@@ -67,11 +67,11 @@ struct SessionDeadlinesTests {
             // 260 ms put the first deadline on a boundary, two inside the next tick and one in the one after.
             var peers: [MemoryLinkPeer] = []
             for (user, at) in [("a", 0), ("b", 10), ("c", 60), ("d", 260)] {
-                try advance(loop, clock, to: start + .milliseconds(at))
-                peers.append(logIn(user, keepalive: 10, to: server, on: loop))
+                try runManualClock(loop, clock, to: start + .milliseconds(at))
+                peers.append(logInSilently(user, keepalive: 10, to: server, on: loop))
             }
             #expect(peers.allSatisfy { $0.received.first?.command == .loginAck })
-            try advance(loop, clock, to: start + .seconds(16))
+            try runManualClock(loop, clock, to: start + .seconds(16))
             #expect(
                 ends.sinceStart == [
                     "a": .seconds(15), "b": .milliseconds(15_250), "c": .milliseconds(15_250),
@@ -102,8 +102,8 @@ struct SessionDeadlinesTests {
             let (server, ends) = serverNotingEnds(clock, settings: .withoutLoginLimits)
             let start = clock.now
             for index in 0..<20 {
-                try advance(loop, clock, to: start + .milliseconds(250 * index))
-                let peer = logIn("u\(index)", keepalive: 10, to: server, on: loop)
+                try runManualClock(loop, clock, to: start + .milliseconds(250 * index))
+                let peer = logInSilently("u\(index)", keepalive: 10, to: server, on: loop)
                 #expect(peer.received.first?.command == .loginAck)
                 peer.send(IMFrame(command: .heartbeat, serial: 2))
                 if index < 19 { peer.send(IMFrame(command: .logout, serial: 3)) }
@@ -111,7 +111,7 @@ struct SessionDeadlinesTests {
             let table = try #require(server.deadlinesByModes.values.first)
             #expect(table.placeCount == 1)
             // Every earlier session's entry is stale in that place; none of them tells the last one.
-            try advance(loop, clock, to: start + .seconds(21))
+            try runManualClock(loop, clock, to: start + .seconds(21))
             #expect(ends.sinceStart["u19"] == .milliseconds(4_750 + 15_000))
             #expect(table.entryCount == 0)
             server.shutdown()
@@ -129,8 +129,8 @@ struct SessionDeadlinesTests {
             let (server, ends) = serverNotingEnds(clock, settings: .withoutLoginLimits)
             let start = clock.now
             // 300 leave at once; 10 stay, silent, dropped at their 1.5 × 100 s.
-            let crowd = (0..<300).map { logIn("c\($0)", keepalive: 10, to: server, on: loop) }
-            let stayers = (0..<10).map { logIn("s\($0)", keepalive: 100, to: server, on: loop) }
+            let crowd = (0..<300).map { logInSilently("c\($0)", keepalive: 10, to: server, on: loop) }
+            let stayers = (0..<10).map { logInSilently("s\($0)", keepalive: 100, to: server, on: loop) }
             #expect((crowd + stayers).allSatisfy { $0.received.first?.command == .loginAck })
             let deadlines = try #require(server.deadlinesByModes.values.first)
             #expect(deadlines.capacity >= 310)
@@ -138,12 +138,12 @@ struct SessionDeadlinesTests {
             // Gone with their sessions, long before their deadlines (15 s) would have surfaced: the
             // heap is rebuilt once the live entries fill a quarter of its room, so at most three
             // stale entries per live one stay until they surface.
-            try advance(loop, clock, to: start + .seconds(1))
+            try runManualClock(loop, clock, to: start + .seconds(1))
             #expect(deadlines.entryCount <= 4 * 10)
             #expect(deadlines.capacity < 64)
-            try advance(loop, clock, to: start + .seconds(20))
+            try runManualClock(loop, clock, to: start + .seconds(20))
             #expect(deadlines.entryCount == 10)
-            try advance(loop, clock, to: start + .seconds(160))
+            try runManualClock(loop, clock, to: start + .seconds(160))
             #expect((0..<10).allSatisfy { ends.sinceStart["s\($0)"] == .seconds(150) })
             #expect(deadlines.entryCount == 0)
             server.shutdown()
@@ -156,24 +156,6 @@ struct SessionDeadlinesTests {
         let ends = EndTimes()
         server.onSessionEnd = { _, session, _ in ends.sinceStart[session.user ?? "?"] = clock.now - start }
         return (server, ends)
-    }
-
-    /// A client by hand that sends its LOGIN announcing `keepalive` seconds, then nothing.
-    private func logIn(_ user: String, keepalive: Int, to server: IMServer, on loop: RunLoop) -> MemoryLinkPeer {
-        let peer = MemoryLinkPeer(loop: loop)
-        server.adopt(peer.serverEnd)
-        var login = IMLoginRequest()
-        login.user = user
-        login.keepaliveSeconds = UInt32(keepalive)
-        peer.send(IMFrame(command: .login, serial: 1, message: login))
-        return peer
-    }
-
-    /// Runs the loop until the manual clock reads `instant` (timers on the way fire at their times).
-    private func advance(_ loop: RunLoop, _ clock: ManualClock, to instant: LoopInstant) throws {
-        while clock.now < instant {
-            if try loop.run(.default, until: instant) == .finished { clock.advance(to: instant) }
-        }
     }
 }
 

@@ -1,4 +1,3 @@
-import HeapModule
 import RunLoopKit
 import RunLoopNet
 
@@ -6,10 +5,11 @@ import RunLoopNet
 /// timer. A timer per session (a `RunLoopTimer`, its closures, a place in the loop's heap) was most of
 /// what an idle connection cost beyond its socket, and it was re-dated on every frame read.
 ///
-/// A min-heap of (deadline, session), lazy both ways: a deadline moved later — every heartbeat —
-/// costs a store (its entry comes due early and is put back at the session's deadline then); one moved
-/// earlier pushes a new entry and leaves the old one to be dropped when it surfaces. A session's live
-/// entry is the one whose order is its ``Slot/queuedOrder``.
+/// A queue of (deadline, session) — a heap with a FIFO lane beside it (``Queue``) — lazy both ways: a
+/// deadline moved later — every heartbeat — costs a store (its entry comes due early and is put back at
+/// the session's deadline then, which the lane takes in O(1)); one moved earlier pushes a new entry and
+/// leaves the old one to be dropped when it surfaces. A session's live entry is the one whose order is
+/// its ``Slot/queuedOrder``.
 ///
 /// Entries name their session by its place in a table of weak references, not by a weak reference of
 /// their own: the heap moves entries on every push and pop, and moving a weak reference is a runtime
@@ -31,7 +31,7 @@ final class SessionDeadlines {
             get { wantedInstant.value }
             set { wantedInstant.value = newValue }
         }
-        /// The instant of the session's live heap entry; `nil`: it has none.
+        /// The instant of the session's live entry; `nil`: it has none.
         fileprivate var queued: LoopInstant? {
             get { queuedInstant.value }
             set { queuedInstant.value = newValue }
@@ -43,21 +43,6 @@ final class SessionDeadlines {
         fileprivate var queuedOrder: UInt32 = 0
         /// The session's place in ``SessionDeadlines/places`` while it has a live entry.
         fileprivate var place: UInt32 = 0
-    }
-
-    private struct Entry: Comparable {
-        let at: LoopInstant
-        /// Ties fire in the order they were queued. 32 bits, with the place beside it: an entry is 16
-        /// bytes, not 24, and a session's slot 24, which takes the session to the next smaller heap chunk
-        /// (issue 22). The count wraps after 2³² pushes; a stale entry could only be taken for its place's
-        /// live one if it stayed in the heap that long, but it leaves when its instant passes (at most
-        /// a login timeout or 1.5 keepalives after it was pushed), and a tie at the wrap is told in
-        /// the other order.
-        let order: UInt32
-        let place: UInt32
-
-        static func < (lhs: Entry, rhs: Entry) -> Bool { (lhs.at, lhs.order) < (rhs.at, rhs.order) }
-        static func == (lhs: Entry, rhs: Entry) -> Bool { lhs.at == rhs.at && lhs.order == rhs.order }
     }
 
     private struct Place {
@@ -75,9 +60,9 @@ final class SessionDeadlines {
     }
 
     private let loop: RunLoop
-    private var heap = Heap<Entry>()
-    /// Sessions with a live entry in the heap (``Slot/queued`` set), each at its place; the heap's other
-    /// entries are stale.
+    private var queue: Queue
+    /// Sessions with a live entry in the queue (``Slot/queued`` set), each at its place; the queue's
+    /// other entries are stale.
     private var places: [Place] = []
     /// Places no session holds.
     private var freePlaces: [UInt32] = []
@@ -85,20 +70,25 @@ final class SessionDeadlines {
     private var nextOrder: UInt32 = 0
     private var timer: DeadlineTimer!
 
-    init(loop: RunLoop, modes: [RunLoop.Mode]) {
+    /// `usesLane` false (only in tests, which compare the order with the heap alone) keeps every entry
+    /// in the heap.
+    init(loop: RunLoop, modes: [RunLoop.Mode], usesLane: Bool = true) {
         self.loop = loop
+        queue = Queue(usesLane: usesLane)
         timer = DeadlineTimer(loop: loop, modes: modes, label: "im.session deadlines") { [weak self] in self?.fire() }
     }
 
     deinit { timer.cancel() }
 
     /// Sessions with an entry, live or stale (for tests).
-    var entryCount: Int { heap.count }
-    /// How many entries the heap has room for (for tests).
-    var capacity: Int { heap.unordered.capacity }
+    var entryCount: Int { queue.count }
+    /// Entries in the queue's lane, the rest being in its heap (for tests).
+    var laneCount: Int { queue.laneCount }
+    /// How many entries the queue has room for (for tests).
+    var capacity: Int { queue.capacity }
     /// Places in the table, held or free (for tests).
     var placeCount: Int { places.count }
-    /// Bytes an entry takes in the heap's array (for tests).
+    /// Bytes an entry takes in the queue (for tests).
     static var entryStride: Int { MemoryLayout<Entry>.stride }
 
     /// Calls `session.deadlinePassed()` once `instant` has passed, replacing the deadline asked for
@@ -109,8 +99,8 @@ final class SessionDeadlines {
         session.deadline.wanted = instant
         guard let instant else {
             // Its entry is stale from now on (an ended session's): dropped with the others once they
-            // are most of the heap, not when each surfaces up to 1.5 keepalives later — until then
-            // each held its session's weak reference table, and a crowd's left the heap scattered.
+            // are most of the queue, not when each surfaces up to 1.5 keepalives later — until then
+            // each held its session's weak reference table, and a crowd's left the queue scattered.
             if session.deadline.queued != nil {
                 release(session)
                 dropStaleEntriesIfMost()
@@ -126,7 +116,7 @@ final class SessionDeadlines {
         if session.deadline.queued == nil { session.deadline.place = takePlace(for: session) }
         session.deadline.queued = instant
         session.deadline.queuedOrder = nextOrder
-        heap.insert(Entry(at: instant, order: nextOrder, place: session.deadline.place))
+        queue.insert(Entry(at: instant, order: nextOrder, place: session.deadline.place))
         nextOrder &+= 1
     }
 
@@ -159,8 +149,7 @@ final class SessionDeadlines {
     private func fire() {
         let now = loop.now
         var due: [IMServerSession] = []
-        while let first = heap.min, first.at <= now {
-            heap.removeMin()
+        while let first = queue.removeFirst(dueBy: now) {
             guard let session = liveSession(of: first) else { continue }
             if let wanted = session.deadline.wanted, wanted > now {
                 // Put back at its deadline, in the place it holds.
@@ -177,20 +166,18 @@ final class SessionDeadlines {
         armForFirstEntry()
     }
 
-    /// Gives back the room a crowd left (19,000 sessions, then gone): the heap's array never shrinks
-    /// by itself. Rebuilt with the live entries only once they fill at most a quarter of its room, so
-    /// a rebuild follows three quarters of them going stale or leaving: O(1) per entry, spread out.
+    /// Gives back the room a crowd left (19,000 sessions, then gone): the queue's storage never
+    /// shrinks by itself. Rebuilt with the live entries only once they fill at most a quarter of its
+    /// room, so a rebuild follows three quarters of them going stale or leaving: O(1) per entry, spread
+    /// out.
     private func dropStaleEntriesIfMost() {
-        let capacity = heap.unordered.capacity
+        let capacity = queue.capacity
         guard capacity > 64, liveEntries * 4 < capacity else { return }
-        var smaller = Heap<Entry>(minimumCapacity: liveEntries)
-        for entry in heap.unordered where liveSession(of: entry) != nil {
-            smaller.insert(entry)
-        }
-        heap = smaller
+        queue.keep { liveSession(of: $0) != nil }
         // Sessions released without asking for no deadline held places: free now, as no entry names
         // them any more. The table's room goes with the crowd too.
-        let held = Set(heap.unordered.map(\.place))
+        var held = Set<UInt32>()
+        queue.forEach { held.insert($0.place) }
         var kept: [Place] = []
         kept.reserveCapacity(places.count)
         freePlaces = []
@@ -211,7 +198,7 @@ final class SessionDeadlines {
     }
 
     private func armForFirstEntry() {
-        if let first = heap.min { timer.arm(at: Self.wakeUp(for: first.at)) } else { timer.disarm() }
+        if let first = queue.first { timer.arm(at: Self.wakeUp(for: first.at)) } else { timer.disarm() }
     }
 }
 
