@@ -30,7 +30,9 @@ struct MassDisconnectTests {
 
     @Test(
         "5,000 sessions whose links all fail end in one loop pass without recursion; presence is announced once per user",
-        .disabled(if: isRunningUnderThreadSanitizer, "a volume test of one loop: run in the plain pass"))
+        .disabled(
+            if: isRunningUnderThreadSanitizer || isRunningUnderAddressSanitizer,
+            "a volume test of one loop: run in the plain pass (AddressSanitizer: see isRunningUnderAddressSanitizer)"))
     func fiveThousandEndInOnePass() async throws {
         try await onLoopThread {
             let loop = RunLoop.current
@@ -61,7 +63,9 @@ struct MassDisconnectTests {
 
     @Test(
         "a crowd ending at once is announced offline in batches of 1,000 users: the most in one pass does not grow with the crowd",
-        .disabled(if: isRunningUnderThreadSanitizer, "a volume test of one loop: run in the plain pass"))
+        .disabled(
+            if: isRunningUnderThreadSanitizer || isRunningUnderAddressSanitizer,
+            "a volume test of one loop: run in the plain pass (AddressSanitizer: see isRunningUnderAddressSanitizer)"))
     func announcementsPerPassDoNotGrowWithTheCrowd() async throws {
         try await onLoopThread {
             var most: [Int] = []
