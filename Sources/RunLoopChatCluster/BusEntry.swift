@@ -10,6 +10,10 @@ import RunLoopIMCore
 /// | `m` | a message: its ChatMessage Protocol Buffers encoding (docs/PROTOCOL.md §5) |
 /// | `u`, `r` | a membership's user and room; `u` a presence's or an away user |
 /// | `s` | a membership's or presence's state: `1` joined/online, `0` left/offline |
+/// | `q` | a membership's number in its room's membership order, in decimal |
+///
+/// A membership entry without `q` (a node from before rooms numbered their changes) is not read: its
+/// notice could reach members who joined after it.
 struct BusEntry: Equatable, Sendable {
     var origin: String
     var event: ClusterEvent
@@ -20,8 +24,10 @@ struct BusEntry: Equatable, Sendable {
         switch event {
         case .message(let message):
             pairs = [("k", Array("m".utf8))] + pairs + [("m", message.encodedBytes)]
-        case .membership(let user, let room, let joined):
-            pairs = [("k", Array("j".utf8))] + pairs + [("u", Array(user.utf8)), ("r", Array(room.utf8)), ("s", Self.flag(joined))]
+        case .membership(let user, let room, let joined, let seq):
+            pairs =
+                [("k", Array("j".utf8))] + pairs
+                + [("u", Array(user.utf8)), ("r", Array(room.utf8)), ("s", Self.flag(joined)), ("q", Array(String(seq).utf8))]
         case .presence(let user, let online):
             pairs = [("k", Array("p".utf8))] + pairs + [("u", Array(user.utf8)), ("s", Self.flag(online))]
         case .awayWithNode(let user):
@@ -60,8 +66,8 @@ struct BusEntry: Equatable, Sendable {
             guard let bytes = values["m"], let message = IMMessage(encodedBytes: bytes) else { return nil }
             self.init(origin: origin, event: .message(message))
         case "j":
-            guard let user = text("u"), let room = text("r"), let joined = flag("s") else { return nil }
-            self.init(origin: origin, event: .membership(user: user, room: room, joined: joined))
+            guard let user = text("u"), let room = text("r"), let joined = flag("s"), let seq = text("q").flatMap({ UInt64($0) }) else { return nil }
+            self.init(origin: origin, event: .membership(user: user, room: room, joined: joined, seq: seq))
         case "p":
             guard let user = text("u"), let online = flag("s") else { return nil }
             self.init(origin: origin, event: .presence(user: user, online: online))

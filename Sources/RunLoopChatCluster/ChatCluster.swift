@@ -182,8 +182,8 @@ public final class ChatCluster {
             self?.publish(.message(message))
         }
         if let handler = server.applicationHandler {
-            server.applicationHandler = MembershipReporter(inner: handler) { [weak self] user, room, joined in
-                self?.membershipChangedHere(user, room: room, joined: joined)
+            server.applicationHandler = MembershipReporter(inner: handler) { [weak self] user, room, joined, seq in
+                self?.membershipChangedHere(user, room: room, joined: joined, seq: seq)
             }
         }
         server.sessionAdmission = { [weak self] user, limit, answer in
@@ -218,11 +218,11 @@ public final class ChatCluster {
         switch report {
         case .event(.message(let message), _):
             perform(sequencer.receive(message, now: server.loop.now))
-        case .event(.membership(let user, let room, let joined), _):
+        case .event(.membership(let user, let room, let joined, let seq), _):
             rooms.membershipChanged(user, room: room, joined: joined)
             // The room's members here and the user now see each other's presence.
             if joined { server.presenceAudienceChanged(for: user) }
-            (server.applicationHandler as? MembershipReporter)?.membershipChangedElsewhere(user, room: room, joined: joined, on: server)
+            (server.applicationHandler as? MembershipReporter)?.membershipChangedElsewhere(user, room: room, joined: joined, seq: seq, on: server)
         case .event(.presence(let user, let online), _):
             if online { away.back(user) }
             server.setClusterPresence(user, online: online)
@@ -288,9 +288,9 @@ public final class ChatCluster {
 
     // MARK: rooms
 
-    private func membershipChangedHere(_ user: String, room: String, joined: Bool) {
+    private func membershipChangedHere(_ user: String, room: String, joined: Bool, seq: UInt64) {
         rooms.membershipChanged(user, room: room, joined: joined)
-        publish(.membership(user: user, room: room, joined: joined))
+        publish(.membership(user: user, room: room, joined: joined, seq: seq))
     }
 
     private func sessionAdmitted(_ user: String) {

@@ -8,8 +8,10 @@ public import RunLoopIMCore
 public enum ClusterEvent: Hashable, Sendable {
     /// A stored message (its ``IMMessage/conversationSeq`` set), for the recipients' sessions.
     case message(IMMessage)
-    /// `user` joined (`joined` true) or left `room`.
-    case membership(user: String, room: String, joined: Bool)
+    /// `user` joined (`joined` true) or left `room`, as change `seq` of the room's membership order
+    /// (RunLoopChat's `MembershipCommit`): the other nodes tell it only to members whose own join is
+    /// older, however late the event reaches them.
+    case membership(user: String, room: String, joined: Bool, seq: UInt64)
     /// `user` came online (their first session in the cluster) or went offline (their last one ended).
     case presence(user: String, online: Bool)
     /// `user`'s last session was on the publishing node, which stopped gracefully: they are likely to
@@ -28,7 +30,7 @@ public enum ClusterEvent: Hashable, Sendable {
     var orderingKey: String {
         switch self {
         case .message(let message): return message.conversation.storageKey
-        case .membership(_, let room, _): return IMConversation.room(room).storageKey
+        case .membership(_, let room, _, _): return IMConversation.room(room).storageKey
         // `u:` is no storage key's prefix, so a user never shares a key with a conversation.
         case .presence(let user, _), .awayWithNode(let user): return "u:" + user
         // It stands for events of any key; it needs no order with any of them.

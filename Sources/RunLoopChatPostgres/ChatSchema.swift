@@ -78,6 +78,13 @@ public enum ChatSchema {
             CREATE TRIGGER members_counted AFTER INSERT OR DELETE ON members
             FOR EACH ROW EXECUTE FUNCTION count_conversation_members()
             """
+        ],
+        // 4: each room's membership order (RunLoopChat's `MembershipCommit`): the number of its last
+        // JOIN or LEAVE, and each member's join's. Members from before had joined before every change
+        // numbered from now on (0), so they are owed every notice; both are metadata-only changes.
+        [
+            "ALTER TABLE conversations ADD COLUMN membership_seq bigint NOT NULL DEFAULT 0",
+            "ALTER TABLE members ADD COLUMN joined_seq bigint NOT NULL DEFAULT 0"
         ]
     ]
 

@@ -1,3 +1,4 @@
+public import RunLoopChat
 public import RunLoopIMCore
 import RunLoopPostgres
 
@@ -75,17 +76,22 @@ extension PostgresChatStore {
         ORDER BY o.conversation_id, o."user"
         """
 
-    /// The members of `room`, in name order (`ChatStore`'s `members(ofRoom:completion:)`). Loop thread
-    /// only; `completion` runs there once.
-    public func members(ofRoom room: String, completion: @escaping (Result<[String], IMStatusCode>) -> Void) {
+    /// The members of `room` with their joins' numbers, in name order (`ChatStore`'s
+    /// `members(ofRoom:completion:)`). Loop thread only; `completion` runs there once.
+    public func members(ofRoom room: String, completion: @escaping (Result<[RoomMember], IMStatusCode>) -> Void) {
         guard PostgresText.isStorable(room) else { return completion(.success([])) }
         let statement = PostgresStatement(
             """
-            SELECT mb."user" FROM conversations c JOIN members mb ON mb.conversation_id = c.id
+            SELECT mb."user", mb.joined_seq FROM conversations c JOIN members mb ON mb.conversation_id = c.id
             WHERE c.key = $1 ORDER BY mb."user"
             """, [IMConversation.room(room).storageKey])
         query(statement, "members of \(room)") { result in
-            completion(result.mapError { _ in .internalError }.map { rows in (0..<rows.count).compactMap { rows[$0, 0] } })
+            completion(
+                result.mapError { _ in .internalError }.map { rows in
+                    (0..<rows.count).compactMap { row in
+                        rows[row, 0].map { RoomMember(name: $0, joinedSeq: UInt64(clamping: rows.int(row, 1) ?? 0)) }
+                    }
+                })
         }
     }
 

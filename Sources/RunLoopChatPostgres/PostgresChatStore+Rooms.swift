@@ -7,9 +7,10 @@ extension PostgresChatStore {
     /// Puts `user` in `room`, creating it, in one transaction. The new member's cursor starts at the
     /// room's last message: what came before shows in history, never as deliveries. Joining twice is
     /// not an error; a user already in `maximumRooms` rooms (when set) may not join another
-    /// (`tooManyRooms`); a name that is not a valid `RoomName`: `badRequest`.
+    /// (`tooManyRooms`); a name that is not a valid `RoomName`: `badRequest`. The change is numbered
+    /// under the room row's lock, held to the commit, so numbers follow commit order across nodes.
     /// Loop thread only; `completion` runs there once.
-    public func join(room: String, user: String, maximumRooms: Int?, completion: @escaping (Result<Room, IMStatusCode>) -> Void) {
+    public func join(room: String, user: String, maximumRooms: Int?, completion: @escaping (Result<MembershipCommit, IMStatusCode>) -> Void) {
         guard RoomName.isValid(room), PostgresText.isStorable(user) else { return completion(.failure(.badRequest)) }
         let key = IMConversation.room(room).storageKey
         // ON CONFLICT with no target: a room row is unique by `key` and by `room`, and two nodes creating
@@ -20,9 +21,12 @@ extension PostgresChatStore {
                 INSERT INTO conversations(key, room) SELECT $1::text, $2::text
                 WHERE NOT EXISTS (SELECT 1 FROM conversations WHERE key = $1) ON CONFLICT DO NOTHING
                 """, [key, room]),
+            nextMembershipSeq(key),
+            // A member already in keeps their join's number.
             PostgresStatement(
                 """
-                INSERT INTO members("user", conversation_id, acked_through) SELECT $2::text, c.id, c.last_seq FROM conversations c
+                INSERT INTO members("user", conversation_id, acked_through, joined_seq)
+                SELECT $2::text, c.id, c.last_seq, c.membership_seq FROM conversations c
                 WHERE c.key = $1 AND ($3::bigint IS NULL OR (
                     SELECT count(*) FROM members mb JOIN conversations r ON r.id = mb.conversation_id
                     WHERE mb."user" = $2 AND r.room IS NOT NULL) < $3)
@@ -33,18 +37,24 @@ extension PostgresChatStore {
         transaction(statements, "join of \(room) by \(user)") { result in
             completion(
                 result.mapError { _ in .internalError }.flatMap { rows in
-                    let joined = Self.room(room, rows[2])
-                    return joined.isMember ? .success(joined) : .failure(.tooManyRooms)
+                    let joined = Self.commit(room, rows[3])
+                    return joined.room.isMember ? .success(joined) : .failure(.tooManyRooms)
                 })
         }
     }
 
-    /// Takes `user` out of `room` in one transaction (`notAMember` if they were not in it).
-    /// Loop thread only; `completion` runs there once.
-    public func leave(room: String, user: String, completion: @escaping (Result<Room, IMStatusCode>) -> Void) {
+    /// Takes `user` out of `room` in one transaction (`notAMember` if they were not in it), numbered
+    /// as a join is. Loop thread only; `completion` runs there once.
+    public func leave(room: String, user: String, completion: @escaping (Result<MembershipCommit, IMStatusCode>) -> Void) {
         guard PostgresText.isStorable(room, user) else { return completion(.failure(.notAMember)) }
         let key = IMConversation.room(room).storageKey
         let statements = [
+            // Numbered first, and only for a member: a refused LEAVE writes nothing.
+            PostgresStatement(
+                """
+                UPDATE conversations c SET membership_seq = membership_seq + 1
+                WHERE key = $1 AND EXISTS (SELECT 1 FROM members WHERE "user" = $2 AND conversation_id = c.id)
+                """, [key, user]),
             PostgresStatement(
                 "DELETE FROM members WHERE \"user\" = $2 AND conversation_id = (SELECT id FROM conversations WHERE key = $1)", [key, user]),
             summary(key, user)
@@ -52,7 +62,7 @@ extension PostgresChatStore {
         transaction(statements, "leave of \(room) by \(user)") { result in
             completion(
                 result.mapError { _ in .internalError }.flatMap { rows in
-                    rows[0].affectedRows == 1 ? .success(Self.room(room, rows[1])) : .failure(.notAMember)
+                    rows[1].affectedRows == 1 ? .success(Self.commit(room, rows[2])) : .failure(.notAMember)
                 })
         }
     }
@@ -108,18 +118,30 @@ extension PostgresChatStore {
         }
     }
 
-    /// The room's kept member count and whether `user` is one ($1 its key, $2 the user): one row of
-    /// `conversations` and one primary-key probe, whatever the room's size. One row even for no room.
+    /// The room's kept member count, whether `user` is one and the change's number ($1 its key, $2 the
+    /// user): one row of `conversations` and one primary-key probe, whatever the room's size. One row
+    /// even for no room.
     private func summary(_ key: String, _ user: String) -> PostgresStatement {
         PostgresStatement(
             """
             SELECT coalesce((SELECT member_count FROM conversations WHERE key = $1), 0) AS members,
                 EXISTS (SELECT 1 FROM members mb JOIN conversations c ON c.id = mb.conversation_id
-                        WHERE c.key = $1 AND mb."user" = $2) AS is_member
+                        WHERE c.key = $1 AND mb."user" = $2) AS is_member,
+                coalesce((SELECT membership_seq FROM conversations WHERE key = $1), 0) AS membership_seq
             """, [key, user])
     }
 
-    private static func room(_ name: String, _ summary: PostgresRows) -> Room {
-        Room(name: name, members: summary.int(0, 0) ?? 0, isMember: summary.bool(0, 1) == true)
+    /// Numbers a JOIN of the room keyed `key`: the next of its membership order. It takes the room
+    /// row's lock (as a send's number does), so a later change of the room waits for this
+    /// transaction's commit and gets a larger number; the summary reads it back. (A LEAVE's is its
+    /// own statement, guarded by the membership it ends.)
+    private func nextMembershipSeq(_ key: String) -> PostgresStatement {
+        PostgresStatement("UPDATE conversations SET membership_seq = membership_seq + 1 WHERE key = $1", [key])
+    }
+
+    private static func commit(_ name: String, _ summary: PostgresRows) -> MembershipCommit {
+        MembershipCommit(
+            room: Room(name: name, members: summary.int(0, 0) ?? 0, isMember: summary.bool(0, 1) == true),
+            seq: UInt64(clamping: summary.int(0, 2) ?? 0))
     }
 }

@@ -5,20 +5,24 @@ import RunLoopIMCore
 /// The store's tables — the schema the PostgreSQL store shares, table for table — and the upgrade of
 /// files written before it. `PRAGMA user_version` says which schema a file has: 0 (or 1) for the first
 /// one (messages, one inbox row per recipient and message, room members), 2 for the conversations and
-/// cursors, 3 for accounts that can be disabled, 4 for this one (each conversation's member count).
+/// cursors, 3 for accounts that can be disabled, 4 for each conversation's member count, 5 for this one
+/// (each room's membership order).
 extension SQLiteIMStore {
     /// The schema this code reads and writes.
-    public static let schemaVersion: Int64 = 4
+    public static let schemaVersion: Int64 = 5
 
     /// Version 2: a conversation per room and per pair of users, numbering its messages (`last_seq`);
     /// a message row carries its conversation and number; a member row per (user, conversation) with
     /// the highest number the user acknowledged. Version 4: a conversation's `member_count`, kept by
     /// triggers in the transaction that adds or removes each member row — by whatever statement,
     /// a JOIN, a first direct message, an account's deletion —, so a JOIN_ACK, LEAVE_ACK or room list
-    /// reads one row per room instead of counting its members.
+    /// reads one row per room instead of counting its members. Version 5: a conversation's
+    /// `membership_seq`, the number of its last JOIN or LEAVE, and each member's `joined_seq`, the
+    /// number of the join that made them one (RunLoopChat's `MembershipCommit`).
     static let schema = """
         CREATE TABLE IF NOT EXISTS conversations(id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, room TEXT,
-            last_seq INTEGER NOT NULL DEFAULT 0, member_count INTEGER NOT NULL DEFAULT 0);
+            last_seq INTEGER NOT NULL DEFAULT 0, member_count INTEGER NOT NULL DEFAULT 0,
+            membership_seq INTEGER NOT NULL DEFAULT 0);
         CREATE INDEX IF NOT EXISTS conversations_by_room ON conversations(room) WHERE room IS NOT NULL;
         CREATE TABLE IF NOT EXISTS messages(
             seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -28,7 +32,7 @@ extension SQLiteIMStore {
             UNIQUE(sender, client_id), UNIQUE(conversation_id, conversation_seq));
         CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, seq);
         CREATE TABLE IF NOT EXISTS members(user TEXT NOT NULL, conversation_id INTEGER NOT NULL REFERENCES conversations(id),
-            acked_through INTEGER NOT NULL, PRIMARY KEY(user, conversation_id)) WITHOUT ROWID;
+            acked_through INTEGER NOT NULL, joined_seq INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(user, conversation_id)) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS members_by_conversation ON members(conversation_id, user);
         CREATE TRIGGER IF NOT EXISTS members_count_in AFTER INSERT ON members BEGIN
             UPDATE conversations SET member_count = member_count + 1 WHERE id = NEW.conversation_id; END;
@@ -39,7 +43,7 @@ extension SQLiteIMStore {
         CREATE TABLE IF NOT EXISTS users(name TEXT PRIMARY KEY) WITHOUT ROWID;
         """
 
-    /// Creates the tables, or upgrades a version-0/1/2/3 file, in one transaction: a crash midway leaves
+    /// Creates the tables, or upgrades a version-0/1/2/3/4 file, in one transaction: a crash midway leaves
     /// the file as it was.
     /// - Throws: a file of a newer schema than ``schemaVersion`` (a newer node wrote it), or SQLite's error.
     func prepareSchema() throws(SQLiteError) {
@@ -62,6 +66,7 @@ extension SQLiteIMStore {
             }
             try addAccountStates()
             try addMemberCounts()
+            try addMembershipOrder()
             try database.execute(Self.schema)
             if isFirstSchema { try upgradeFirstSchema() }
             try database.execute("PRAGMA user_version = \(Self.schemaVersion)")
@@ -86,6 +91,18 @@ extension SQLiteIMStore {
             ALTER TABLE conversations ADD COLUMN member_count INTEGER NOT NULL DEFAULT 0;
             UPDATE conversations SET member_count = (SELECT count(*) FROM members WHERE conversation_id = conversations.id);
             """)
+    }
+
+    /// Version 4 to 5, inside the caller's transaction: every room starts its membership order at 0 and
+    /// every member had joined before it (`joined_seq` 0), so the members of an upgraded file are owed
+    /// the notices of every change from now on.
+    private func addMembershipOrder() throws(SQLiteError) {
+        if try lacksColumn("membership_seq", of: "conversations") {
+            try database.execute("ALTER TABLE conversations ADD COLUMN membership_seq INTEGER NOT NULL DEFAULT 0")
+        }
+        if try lacksColumn("joined_seq", of: "members") {
+            try database.execute("ALTER TABLE members ADD COLUMN joined_seq INTEGER NOT NULL DEFAULT 0")
+        }
     }
 
     /// Whether `table` exists without `column`: a table an upgrade step gives the column to.

@@ -45,7 +45,7 @@ public final class SQLiteIMStore: SynchronousChatStore {
 
     // MARK: Rooms
 
-    public func join(room: String, user: String, maximumRooms: Int?) -> Result<Room, IMStatusCode> {
+    public func join(room: String, user: String, maximumRooms: Int?) -> Result<MembershipCommit, IMStatusCode> {
         guard RoomName.isValid(room) else { return .failure(.badRequest) }
         if let maximumRooms {
             do {
@@ -63,14 +63,19 @@ public final class SQLiteIMStore: SynchronousChatStore {
         return roomChange(room, user) { () throws(SQLiteError) in
             let key = IMConversation.room(room).storageKey
             try database.query("INSERT OR IGNORE INTO conversations(key, room) VALUES (?, ?)", [.text(key), .text(room)])
-            // From the room's last message on: older ones are history, not deliveries.
+            try database.query(Self.nextMembershipSeqSQL, [.text(key)])
+            // From the room's last message on: older ones are history, not deliveries. A member
+            // already in keeps their join's number.
             try database.query(
-                "INSERT OR IGNORE INTO members(user, conversation_id, acked_through) SELECT ?, id, last_seq FROM conversations WHERE key = ?",
+                """
+                INSERT OR IGNORE INTO members(user, conversation_id, acked_through, joined_seq)
+                SELECT ?, id, last_seq, membership_seq FROM conversations WHERE key = ?
+                """,
                 [.text(user), .text(key)])
         }
     }
 
-    public func leave(room: String, user: String) -> Result<Room, IMStatusCode> {
+    public func leave(room: String, user: String) -> Result<MembershipCommit, IMStatusCode> {
         do {
             guard try isMember(user, of: .room(room)) else { return .failure(.notAMember) }
         } catch {
@@ -78,9 +83,10 @@ public final class SQLiteIMStore: SynchronousChatStore {
             return .failure(.internalError)
         }
         return roomChange(room, user) { () throws(SQLiteError) in
+            let key = IMConversation.room(room).storageKey
             try database.query(
-                "DELETE FROM members WHERE user = ? AND conversation_id = (SELECT id FROM conversations WHERE key = ?)",
-                [.text(user), .text(IMConversation.room(room).storageKey)])
+                "DELETE FROM members WHERE user = ? AND conversation_id = (SELECT id FROM conversations WHERE key = ?)", [.text(user), .text(key)])
+            try database.query(Self.nextMembershipSeqSQL, [.text(key)])
         }
     }
 
@@ -106,12 +112,16 @@ public final class SQLiteIMStore: SynchronousChatStore {
         FROM conversations c WHERE c.room IS NOT NULL AND c.room > ?2 AND c.member_count > 0 ORDER BY c.room LIMIT ?3
         """
 
-    /// A room's kept member count and whether the user is in it, after a JOIN or LEAVE: one row and one
-    /// primary-key probe, not a count of the room.
+    /// A room's kept member count, whether the user is in it and the change's number, after a JOIN or
+    /// LEAVE: one row and one primary-key probe, not a count of the room.
     package static let roomSummarySQL = """
-        SELECT c.member_count, EXISTS (SELECT 1 FROM members WHERE user = ?1 AND conversation_id = c.id)
+        SELECT c.member_count, EXISTS (SELECT 1 FROM members WHERE user = ?1 AND conversation_id = c.id), c.membership_seq
         FROM conversations c WHERE c.key = ?2
         """
+
+    /// Numbers a JOIN or LEAVE of the room keyed `?`: the next of its membership order, in the
+    /// change's transaction, which the summary then reads back.
+    static let nextMembershipSeqSQL = "UPDATE conversations SET membership_seq = membership_seq + 1 WHERE key = ?"
 
     public func contacts(of user: String, roomsOfAtMost maximumRoomMembers: Int) -> Result<[String], IMStatusCode> {
         userNames(
@@ -129,10 +139,20 @@ public final class SQLiteIMStore: SynchronousChatStore {
         ORDER BY other.user
         """
 
-    public func members(ofRoom room: String) -> Result<[String], IMStatusCode> {
-        userNames(
-            "SELECT mb.user FROM conversations c JOIN members mb ON mb.conversation_id = c.id WHERE c.key = ? ORDER BY mb.user",
-            [.text(IMConversation.room(room).storageKey)], what: "members of \(room)")
+    public func members(ofRoom room: String) -> Result<[RoomMember], IMStatusCode> {
+        var members: [RoomMember] = []
+        do {
+            try database.query(
+                "SELECT mb.user, mb.joined_seq FROM conversations c JOIN members mb ON mb.conversation_id = c.id WHERE c.key = ? ORDER BY mb.user",
+                [.text(IMConversation.room(room).storageKey)]
+            ) { row in
+                if let name = row.text(0) { members.append(RoomMember(name: name, joinedSeq: UInt64(clamping: row.integer(1)))) }
+            }
+        } catch {
+            logger.error("members of \(room) not read: \(error)")
+            return .failure(.internalError)
+        }
+        return .success(members)
     }
 
     /// The first column of each row, in order; a failure is logged as `what` not read.
@@ -176,13 +196,14 @@ public final class SQLiteIMStore: SynchronousChatStore {
         }
     }
 
-    private func roomChange(_ room: String, _ user: String, _ change: () throws(SQLiteError) -> Void) -> Result<Room, IMStatusCode> {
+    private func roomChange(_ room: String, _ user: String, _ change: () throws(SQLiteError) -> Void) -> Result<MembershipCommit, IMStatusCode> {
         do {
-            var info = Room(name: room, members: 0, isMember: false)
+            var info = MembershipCommit(room: Room(name: room, members: 0, isMember: false), seq: 0)
             try database.transaction { () throws(SQLiteError) in
                 try change()
                 try database.query(Self.roomSummarySQL, [.text(user), .text(IMConversation.room(room).storageKey)]) { row in
-                    info = Room(name: room, members: Int(row.integer(0)), isMember: row.integer(1) != 0)
+                    info = MembershipCommit(
+                        room: Room(name: room, members: Int(row.integer(0)), isMember: row.integer(1) != 0), seq: UInt64(clamping: row.integer(2)))
                 }
             }
             return .success(info)

@@ -103,12 +103,12 @@ public final class DeferredIMStore: ChatStore {
 
     // MARK: ChatStore
 
-    public func join(room: String, user: String, maximumRooms: Int?, completion: @escaping (Result<Room, IMStatusCode>) -> Void) {
+    public func join(room: String, user: String, maximumRooms: Int?, completion: @escaping (Result<MembershipCommit, IMStatusCode>) -> Void) {
         let joined = inner.join(room: room, user: user, maximumRooms: maximumRooms)
         answer(on: writes, after: writeDelay) { completion(joined) }
     }
 
-    public func leave(room: String, user: String, completion: @escaping (Result<Room, IMStatusCode>) -> Void) {
+    public func leave(room: String, user: String, completion: @escaping (Result<MembershipCommit, IMStatusCode>) -> Void) {
         let left = inner.leave(room: room, user: user)
         answer(on: writes, after: writeDelay) { completion(left) }
     }
@@ -124,7 +124,7 @@ public final class DeferredIMStore: ChatStore {
         answer(on: reads, after: readDelay) { completion(found) }
     }
 
-    public func members(ofRoom room: String, completion: @escaping (Result<[String], IMStatusCode>) -> Void) {
+    public func members(ofRoom room: String, completion: @escaping (Result<[RoomMember], IMStatusCode>) -> Void) {
         memberReads += 1
         let found = inner.members(ofRoom: room)
         answer(on: reads, after: readDelay) { completion(found) }

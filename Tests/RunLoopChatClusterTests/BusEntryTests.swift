@@ -11,7 +11,8 @@ struct BusEntryTests {
         let message = IMMessage(
             id: "id-1", from: "ann", recipient: .user("bob"), text: "hi\u{0}there", seq: 42, sentAtMilliseconds: 1_700, conversationSeq: 7)
         let events: [ClusterEvent] = [
-            .message(message), .membership(user: "ann", room: "lobby", joined: true), .membership(user: "ann", room: "lobby", joined: false),
+            .message(message), .membership(user: "ann", room: "lobby", joined: true, seq: 1),
+            .membership(user: "ann", room: "lobby", joined: false, seq: .max),
             .presence(user: "bob", online: true), .presence(user: "bob", online: false), .awayWithNode(user: "bob"), .catchUp
         ]
         for event in events {
@@ -30,6 +31,13 @@ struct BusEntryTests {
         #expect(BusEntry(fields: fields([("k", "p"), ("n", "a"), ("u", "bob"), ("s", "yes")])) == nil)
         #expect(BusEntry(fields: fields([("k", "m"), ("n", "a"), ("m", "\u{FF}not protobuf")])) == nil)
         #expect(BusEntry(fields: [Array("k".utf8)]) == nil)
+        // A membership without its number (an older node's) or with a malformed one: its notice could
+        // reach members who joined after it.
+        #expect(BusEntry(fields: fields([("k", "j"), ("n", "a"), ("u", "bob"), ("r", "lobby"), ("s", "1")])) == nil)
+        #expect(BusEntry(fields: fields([("k", "j"), ("n", "a"), ("u", "bob"), ("r", "lobby"), ("s", "1"), ("q", "-1")])) == nil)
+        #expect(
+            BusEntry(fields: fields([("k", "j"), ("n", "a"), ("u", "bob"), ("r", "lobby"), ("s", "1"), ("q", "12")]))
+                == BusEntry(origin: "a", event: .membership(user: "bob", room: "lobby", joined: true, seq: 12)))
     }
 
     @Test("the shard is FNV-1a of the conversation's key: the same on every node, one stream per conversation")
@@ -43,7 +51,7 @@ struct BusEntryTests {
         let fromBob = IMMessage(id: "2", from: "bob", recipient: .user("ann"), text: "", seq: 2, sentAtMilliseconds: 1)
         #expect(shards.shard(of: .message(fromAnn)) == shards.shard(of: .message(fromBob)))
         let roomMessage = IMMessage(id: "3", from: "ann", recipient: .room("lobby"), text: "", seq: 3, sentAtMilliseconds: 1)
-        #expect(shards.shard(of: .membership(user: "bob", room: "lobby", joined: true)) == shards.shard(of: .message(roomMessage)))
+        #expect(shards.shard(of: .membership(user: "bob", room: "lobby", joined: true, seq: 3)) == shards.shard(of: .message(roomMessage)))
         #expect(shards.shard(ofKey: "r:lobby") == Int(StreamShards.fnv1a("r:lobby") % 8))
         let used = Set((0..<64).map { shards.shard(ofKey: "r:room\($0)") })
         #expect(used.count == 8)

@@ -18,7 +18,7 @@ struct ClusterBusTests {
             let rooms = (0..<6).map { "room\($0)" }
             var fromA: [ClusterEvent] = []
             for number in 1...20 { for room in rooms { fromA.append(roomMessage(UInt64(number), in: room)) } }
-            let others: [ClusterEvent] = [.membership(user: "bob", room: "room0", joined: true), .presence(user: "bob", online: true)]
+            let others: [ClusterEvent] = [.membership(user: "bob", room: "room0", joined: true, seq: 1), .presence(user: "bob", online: true)]
             try a.publishAndWait(fromA + others)
             try RunLoop.current.runUntil(timeout: .seconds(10)) { b.events.count == fromA.count + others.count }
             // b answers in every conversation; a, having read on past its own entries, hears only b.
@@ -31,7 +31,7 @@ struct ClusterBusTests {
         #expect(bSequences.count == 6)
         for sequence in bSequences.values { #expect(sequence == Array(1...20)) }
         // Different streams: no order between the two.
-        #expect(Set(bOthers) == [.membership(user: "bob", room: "room0", joined: true), .presence(user: "bob", online: true)])
+        #expect(Set(bOthers) == [.membership(user: "bob", room: "room0", joined: true, seq: 1), .presence(user: "bob", online: true)])
         #expect(aEvents.count == 6)
         #expect(aOrigins == ["b"])
     }

@@ -67,7 +67,7 @@ import Testing
             let afterRows = try store.joining("town", "ben")
             return (migration, joined, listed, afterRows)
         }
-        #expect(migration == ChatSchema.Migration(from: 2, to: ChatSchema.version) && ChatSchema.version == 3)
+        #expect(migration == ChatSchema.Migration(from: 2, to: ChatSchema.version) && ChatSchema.version == 4)
         #expect(joined == .success(Room(name: "town", members: 41, isMember: true)), "40 filled by the migration, one by the trigger")
         #expect(listed == [Room(name: "town", members: 41, isMember: true)], "the list reads the kept count (46 rows)")
         #expect(afterRows == .success(Room(name: "town", members: 42, isMember: true)))

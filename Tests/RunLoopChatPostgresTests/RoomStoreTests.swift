@@ -59,7 +59,7 @@ import Testing
         let rooms = (1...30).map { "room\($0)" }
         let (results, conversations) = try await onLoopThread {
             let stores = try (0..<3).map { _ in try database.store() }
-            var results: [Result<Room, IMStatusCode>] = []
+            var results: [Result<MembershipCommit, IMStatusCode>] = []
             for room in rooms {
                 for (index, store) in stores.enumerated() {
                     store.join(room: room, user: "user\(index)", maximumRooms: nil) { results.append($0) }
@@ -70,8 +70,8 @@ import Testing
             return (results, rows.int(0, 0))
         }
         let refused = results.filter { result in
-            guard case .success(let room) = result else { return true }
-            return !room.isMember
+            guard case .success(let commit) = result else { return true }
+            return !commit.room.isMember
         }
         #expect(refused.isEmpty, "\(refused)")
         #expect(conversations == rooms.count)

@@ -38,11 +38,26 @@ extension PostgresChatStore {
     }
 
     func joining(_ room: String, _ user: String, maximumRooms: Int? = nil) throws -> Result<Room, IMStatusCode> {
-        try waitFor(loop) { join(room: room, user: user, maximumRooms: maximumRooms, completion: $0) }
+        try committing(join: true, room, user, maximumRooms: maximumRooms).map(\.room)
     }
 
     func leaving(_ room: String, _ user: String) throws -> Result<Room, IMStatusCode> {
-        try waitFor(loop) { leave(room: room, user: user, completion: $0) }
+        try committing(join: false, room, user).map(\.room)
+    }
+
+    /// A JOIN (`join` true) or LEAVE as the store committed it, with its membership number.
+    func committing(join: Bool, _ room: String, _ user: String, maximumRooms: Int? = nil) throws -> Result<MembershipCommit, IMStatusCode> {
+        try waitFor(loop) { completion in
+            if join {
+                self.join(room: room, user: user, maximumRooms: maximumRooms, completion: completion)
+            } else {
+                leave(room: room, user: user, completion: completion)
+            }
+        }
+    }
+
+    func members(_ room: String) throws -> [RoomMember] {
+        try waitFor(loop) { members(ofRoom: room, completion: $0) }.get()
     }
 
     func roomList(_ user: String, after: String = "", limit: Int = 100) throws -> [Room] {

@@ -51,12 +51,15 @@ struct MembershipNoticeTests {
 
             // Changes another node stored (a cluster's bus), several in one pass: one read, the
             // changes that still hold at its end announced in order.
-            _ = store.inner.join(room: "lobby", user: "cat")
-            _ = store.inner.leave(room: "lobby", user: "member0")
-            service.membershipChanged("cat", room: "lobby", joined: true, on: fixture.server)
-            service.membershipChanged("dan", room: "lobby", joined: true, on: fixture.server)
-            service.membershipChanged("member0", room: "lobby", joined: false, on: fixture.server)
-            service.membershipChanged("dan", room: "lobby", joined: false, on: fixture.server)
+            let changes = [
+                ("cat", try store.inner.join(room: "lobby", user: "cat").get()),
+                ("dan", try store.inner.join(room: "lobby", user: "dan").get()),
+                ("member0", try store.inner.leave(room: "lobby", user: "member0").get()),
+                ("dan", try store.inner.leave(room: "lobby", user: "dan").get())
+            ]
+            for (user, change) in changes {
+                service.membershipChanged(user, room: "lobby", joined: change.room.isMember, seq: change.seq, on: fixture.server)
+            }
             try #require(try spin(fixture.loop) { annLog.membership.count >= 3 })
             try fixture.bench.advance(by: .milliseconds(100))
             #expect(

@@ -47,6 +47,16 @@ public struct ChatService: IMApplicationHandler, Sendable {
     /// server passes nothing else (``IMCommand/isApplicationRequest``). With a server whose store is
     /// not a ``ChatStore`` — a wiring mistake, not the client's — every answer is `internalError`.
     public func answer(_ request: IMFrame, from user: String, on server: IMServer, reply: @escaping (IMFrame) -> Void) throws(IMFrameError) {
+        try answer(request, from: user, on: server, reply: reply, committed: nil)
+    }
+
+    /// ``answer(_:from:on:reply:)``, and each JOIN or LEAVE the store committed handed to `committed`
+    /// (the room, whether joined, the commit) right after its answer went to `reply`: what a cluster
+    /// tells the other nodes, numbered. Loop thread only.
+    package func answer(
+        _ request: IMFrame, from user: String, on server: IMServer, reply: @escaping (IMFrame) -> Void,
+        committed: ((_ room: String, _ joined: Bool, _ commit: MembershipCommit) -> Void)?
+    ) throws(IMFrameError) {
         let answerCommand: IMCommand
         switch request.command {
         case .join: answerCommand = .joinAck
@@ -67,20 +77,24 @@ public struct ChatService: IMApplicationHandler, Sendable {
             let room = try request.decode(IMRoomRequest.self).room
             let largeRoomMembers = settings.largeRoomMembers
             store.join(room: room, user: user, maximumRooms: server.settings.maximumRoomsPerUser) { [weak server] joined in
-                answer(joined.map(\.wire))
+                answer(joined.map(\.room.wire))
+                guard case .success(let commit) = joined else { return }
+                committed?(room, true, commit)
                 // A large room adds no contacts and announces nobody: nothing more to do.
-                guard case .success(let info) = joined, info.members <= largeRoomMembers, let server else { return }
+                guard commit.room.members <= largeRoomMembers, let server else { return }
                 // The room's members are the user's contacts now: each side learns the other's presence.
                 server.presenceAudienceChanged(for: user)
-                notices.note(user, room: room, joined: true, largeRoomMembers: largeRoomMembers, on: server)
+                notices.note(user, room: room, joined: true, seq: commit.seq, largeRoomMembers: largeRoomMembers, on: server)
             }
         case .leave:
             let room = try request.decode(IMRoomRequest.self).room
             let largeRoomMembers = settings.largeRoomMembers
             store.leave(room: room, user: user) { [weak server] left in
-                answer(left.map(\.wire))
-                guard case .success(let info) = left, info.members <= largeRoomMembers, let server else { return }
-                notices.note(user, room: room, joined: false, largeRoomMembers: largeRoomMembers, on: server)
+                answer(left.map(\.room.wire))
+                guard case .success(let commit) = left else { return }
+                committed?(room, false, commit)
+                guard commit.room.members <= largeRoomMembers, let server else { return }
+                notices.note(user, room: room, joined: false, seq: commit.seq, largeRoomMembers: largeRoomMembers, on: server)
             }
         case .listRooms:
             let asked = try request.decode(IMListRoomsRequest.self)
@@ -115,12 +129,13 @@ public struct ChatService: IMApplicationHandler, Sendable {
     }
 
     /// `user` joined (`joined` true) or left `room` through another server that shares this one's
-    /// store (a cluster's node, told by its bus): this server's members of the room get the MEMBERSHIP
-    /// notice, as for a JOIN or LEAVE here. Loop thread only.
+    /// store (a cluster's node, told by its bus), as change `seq` of the room's membership order
+    /// (``MembershipCommit/seq``): this server's members of the room whose own join is older get the
+    /// MEMBERSHIP notice, as for a JOIN or LEAVE here, however late it comes. Loop thread only.
     /// A change of a large room (``Settings/largeRoomMembers``, counted when the notices are made) is
     /// not announced, as here.
-    public func membershipChanged(_ user: String, room: String, joined: Bool, on server: IMServer) {
-        notices.note(user, room: room, joined: joined, largeRoomMembers: settings.largeRoomMembers, on: server)
+    public func membershipChanged(_ user: String, room: String, joined: Bool, seq: UInt64, on server: IMServer) {
+        notices.note(user, room: room, joined: joined, seq: seq, largeRoomMembers: settings.largeRoomMembers, on: server)
     }
 
     /// Who sees `user`'s presence: the users who share a room that is not large

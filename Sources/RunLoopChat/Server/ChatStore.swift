@@ -13,10 +13,13 @@ public protocol ChatStore: IMServerStore {
     /// Puts `user` in `room`, creating it, from the room's latest message on (older ones are history,
     /// not deliveries); joining twice is not an error. A user already in
     /// `maximumRooms` rooms (when set) may not join another: ``IMStatusCode/tooManyRooms``; a name
-    /// that is not a valid ``RoomName``: ``IMStatusCode/badRequest``.
-    func join(room: String, user: String, maximumRooms: Int?, completion: @escaping (Result<Room, IMStatusCode>) -> Void)
-    /// Takes `user` out of `room` (``IMStatusCode/notAMember`` if they were not in it).
-    func leave(room: String, user: String, completion: @escaping (Result<Room, IMStatusCode>) -> Void)
+    /// that is not a valid ``RoomName``: ``IMStatusCode/badRequest``. The change gets the room's next
+    /// membership number (``MembershipCommit``) in the same transaction; a new member keeps it as
+    /// their ``RoomMember/joinedSeq``, one already in the room keeps theirs.
+    func join(room: String, user: String, maximumRooms: Int?, completion: @escaping (Result<MembershipCommit, IMStatusCode>) -> Void)
+    /// Takes `user` out of `room` (``IMStatusCode/notAMember`` if they were not in it), the change
+    /// numbered as a join is.
+    func leave(room: String, user: String, completion: @escaping (Result<MembershipCommit, IMStatusCode>) -> Void)
     /// At most `limit` rooms whose names sort after `after` in UTF-8 byte order ("" : from the first),
     /// in that order, as `user` sees them.
     func rooms(for user: String, after: String, limit: Int, completion: @escaping (Result<[Room], IMStatusCode>) -> Void)
@@ -38,9 +41,9 @@ public protocol ChatStore: IMServerStore {
     /// awaited; the answers together once the last has come.
     func contacts(
         ofEach users: [String], roomsOfAtMost maximumRoomMembers: Int, completion: @escaping (Result<[[String]], IMStatusCode>) -> Void)
-    /// The members of `room`, each once (none for a room that does not exist): who is told of a join
-    /// or leave, and the room's count, in one read.
-    func members(ofRoom room: String, completion: @escaping (Result<[String], IMStatusCode>) -> Void)
+    /// The members of `room`, each once with the number of their join (none for a room that does not
+    /// exist): who is told of a join or leave, and the room's count, in one read.
+    func members(ofRoom room: String, completion: @escaping (Result<[RoomMember], IMStatusCode>) -> Void)
 }
 
 extension ChatStore {
@@ -69,9 +72,9 @@ extension ChatStore {
 /// completions, which then run before each call returns. Tests and tools call them directly.
 public protocol SynchronousChatStore: ChatStore, SynchronousIMServerStore {
     /// ``ChatStore/join(room:user:maximumRooms:completion:)``'s answer, at once.
-    func join(room: String, user: String, maximumRooms: Int?) -> Result<Room, IMStatusCode>
+    func join(room: String, user: String, maximumRooms: Int?) -> Result<MembershipCommit, IMStatusCode>
     /// ``ChatStore/leave(room:user:completion:)``'s answer, at once.
-    func leave(room: String, user: String) -> Result<Room, IMStatusCode>
+    func leave(room: String, user: String) -> Result<MembershipCommit, IMStatusCode>
     /// ``ChatStore/rooms(for:after:limit:completion:)``'s page, at once.
     func rooms(for user: String, after: String, limit: Int) -> Result<[Room], IMStatusCode>
     /// ``ChatStore/history(_:for:limit:completion:)``'s page, at once.
@@ -79,7 +82,7 @@ public protocol SynchronousChatStore: ChatStore, SynchronousIMServerStore {
     /// ``ChatStore/contacts(of:roomsOfAtMost:completion:)``'s users, at once.
     func contacts(of user: String, roomsOfAtMost maximumRoomMembers: Int) -> Result<[String], IMStatusCode>
     /// ``ChatStore/members(ofRoom:completion:)``'s users, at once.
-    func members(ofRoom room: String) -> Result<[String], IMStatusCode>
+    func members(ofRoom room: String) -> Result<[RoomMember], IMStatusCode>
     /// ``contacts(of:roomsOfAtMost:)`` of each of `users`, in their order, at once: what several of
     /// them share (the room a crowd leaves together) may be read once for all. A failure fails all.
     /// Default: each user's read in turn.
@@ -87,11 +90,11 @@ public protocol SynchronousChatStore: ChatStore, SynchronousIMServerStore {
 }
 
 extension SynchronousChatStore {
-    public func join(room: String, user: String, maximumRooms: Int?, completion: @escaping (Result<Room, IMStatusCode>) -> Void) {
+    public func join(room: String, user: String, maximumRooms: Int?, completion: @escaping (Result<MembershipCommit, IMStatusCode>) -> Void) {
         completion(join(room: room, user: user, maximumRooms: maximumRooms))
     }
 
-    public func leave(room: String, user: String, completion: @escaping (Result<Room, IMStatusCode>) -> Void) {
+    public func leave(room: String, user: String, completion: @escaping (Result<MembershipCommit, IMStatusCode>) -> Void) {
         completion(leave(room: room, user: user))
     }
 
@@ -109,7 +112,7 @@ extension SynchronousChatStore {
         completion(contacts(of: user, roomsOfAtMost: maximumRoomMembers))
     }
 
-    public func members(ofRoom room: String, completion: @escaping (Result<[String], IMStatusCode>) -> Void) {
+    public func members(ofRoom room: String, completion: @escaping (Result<[RoomMember], IMStatusCode>) -> Void) {
         completion(members(ofRoom: room))
     }
 
@@ -135,7 +138,7 @@ extension SynchronousChatStore {
     public func rooms(for user: String) -> Result<[Room], IMStatusCode> { rooms(for: user, after: "", limit: .max) }
 
     /// Joins with no cap on rooms per user.
-    public func join(room: String, user: String) -> Result<Room, IMStatusCode> {
+    public func join(room: String, user: String) -> Result<MembershipCommit, IMStatusCode> {
         join(room: room, user: user, maximumRooms: nil)
     }
 }

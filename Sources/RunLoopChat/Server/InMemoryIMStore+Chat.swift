@@ -3,20 +3,22 @@ public import RunLoopIMCore
 
 /// The memory store's rooms and history: a room is a conversation, its members the conversation's.
 extension InMemoryIMStore: SynchronousChatStore {
-    public func join(room: String, user: String, maximumRooms: Int?) -> Result<Room, IMStatusCode> {
+    public func join(room: String, user: String, maximumRooms: Int?) -> Result<MembershipCommit, IMStatusCode> {
         guard RoomName.isValid(room) else { return .failure(.badRequest) }
         let place = IMConversation.room(room)
         if let maximumRooms, !isMember(user, of: place), conversations(of: user).count(where: \.isRoom) >= maximumRooms {
             return .failure(.tooManyRooms)
         }
+        let seq = nextMembershipSeq(of: place)
         // From now on: older messages are history, not deliveries.
-        addMember(user, to: place, ackedThrough: UInt64(messages(of: place).count))
-        return .success(Room(name: room, members: members(of: place), isMember: true))
+        addMember(user, to: place, ackedThrough: UInt64(messages(of: place).count), joinedSeq: seq)
+        return .success(MembershipCommit(room: Room(name: room, members: members(of: place), isMember: true), seq: seq))
     }
 
-    public func leave(room: String, user: String) -> Result<Room, IMStatusCode> {
+    public func leave(room: String, user: String) -> Result<MembershipCommit, IMStatusCode> {
         guard removeMember(user, from: .room(room)) else { return .failure(.notAMember) }
-        return .success(Room(name: room, members: members(of: .room(room)), isMember: false))
+        let seq = nextMembershipSeq(of: .room(room))
+        return .success(MembershipCommit(room: Room(name: room, members: members(of: .room(room)), isMember: false), seq: seq))
     }
 
     public func rooms(for user: String, after: String, limit: Int) -> Result<[Room], IMStatusCode> {
@@ -38,8 +40,9 @@ extension InMemoryIMStore: SynchronousChatStore {
         return .success(found.sorted())
     }
 
-    public func members(ofRoom room: String) -> Result<[String], IMStatusCode> {
-        .success(memberNames(of: .room(room)).sorted())
+    public func members(ofRoom room: String) -> Result<[RoomMember], IMStatusCode> {
+        let place = IMConversation.room(room)
+        return .success(memberNames(of: place).sorted().map { RoomMember(name: $0, joinedSeq: joinedSeq(of: $0, in: place) ?? 0) })
     }
 
     public func history(_ query: HistoryQuery, for user: String, limit: Int) -> Result<HistoryPage, IMStatusCode> {

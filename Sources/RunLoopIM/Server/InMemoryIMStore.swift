@@ -13,6 +13,10 @@ public final class InMemoryIMStore: SynchronousIMServerStore {
         var messages: [IMMessage] = []
         /// Member → the highest conversationSeq they acknowledged.
         var ackedThrough: [String: UInt64] = [:]
+        /// The number of the last join or leave (RunLoopChat's membership order), and each member's
+        /// join's.
+        var membershipSeq: UInt64 = 0
+        var joinedSeq: [String: UInt64] = [:]
 
         var lastSeq: UInt64 { UInt64(messages.count) }
     }
@@ -118,21 +122,33 @@ public final class InMemoryIMStore: SynchronousIMServerStore {
         conversations[place]?.ackedThrough[user] != nil
     }
 
-    /// Makes `user` a member of `place` (created if new) from the message after `ackedThrough`; a
-    /// member already keeps their cursor.
-    package func addMember(_ user: String, to place: IMConversation, ackedThrough: UInt64) {
+    /// Makes `user` a member of `place` (created if new) from the message after `ackedThrough`, as of
+    /// membership change `joinedSeq`; a member already keeps their cursor and their join's number.
+    package func addMember(_ user: String, to place: IMConversation, ackedThrough: UInt64, joinedSeq: UInt64 = 0) {
         if conversations[place] == nil { conversations[place] = Conversation(order: conversations.count) }
         guard conversations[place]?.ackedThrough[user] == nil else { return }
         conversations[place]?.ackedThrough[user] = ackedThrough
+        conversations[place]?.joinedSeq[user] = joinedSeq
         memberships[user, default: []].insert(place)
     }
 
     /// Takes `user` out of `place`; whether they were in it.
     package func removeMember(_ user: String, from place: IMConversation) -> Bool {
         guard conversations[place]?.ackedThrough.removeValue(forKey: user) != nil else { return false }
+        conversations[place]?.joinedSeq[user] = nil
         memberships[user]?.remove(place)
         return true
     }
+
+    /// Numbers a join or leave of `place` (created if new): the next of its membership order.
+    package func nextMembershipSeq(of place: IMConversation) -> UInt64 {
+        if conversations[place] == nil { conversations[place] = Conversation(order: conversations.count) }
+        conversations[place]?.membershipSeq += 1
+        return conversations[place]?.membershipSeq ?? 0
+    }
+
+    /// The number of the join that made `user` a member of `place` (nil: not a member).
+    package func joinedSeq(of user: String, in place: IMConversation) -> UInt64? { conversations[place]?.joinedSeq[user] }
 
     /// The members of `place`, and the conversations `user` is a member of.
     package func members(of place: IMConversation) -> Int { conversations[place]?.ackedThrough.count ?? 0 }
