@@ -51,6 +51,26 @@ struct MembershipOrderTests {
         }
     }
 
+    @Test("changes told together out of order: announced in the room's order, each member getting those older than their join")
+    func lateChangesTogether() async throws {
+        try await Self.withAnnAndAlice { fixture, store, service, ann, alice in
+            let ((ann, annLog), (alice, aliceLog)) = (ann, alice)
+            _ = try fixture.answer { ann.join(room: "r", completion: $0) }.get()
+            let bobJoined = try store.join(room: "r", user: "bob").get()
+            _ = try fixture.answer { alice.join(room: "r", completion: $0) }.get()
+            try #require(try spin(fixture.loop) { annLog.membership.count == 1 })
+            let carolJoined = try store.join(room: "r", user: "carol").get()
+            service.membershipChanged("carol", room: "r", joined: true, seq: carolJoined.seq, on: fixture.server)
+            service.membershipChanged("bob", room: "r", joined: true, seq: bobJoined.seq, on: fixture.server)
+            try #require(try spin(fixture.loop) { annLog.membership.count == 3 && !aliceLog.membership.isEmpty })
+            try fixture.bench.advance(by: .milliseconds(100))
+            let bob = MembershipChange(room: "r", user: "bob", joined: true, members: 4)
+            let carol = MembershipChange(room: "r", user: "carol", joined: true, members: 4)
+            #expect(annLog.membership.dropFirst() == [bob, carol])
+            #expect(aliceLog.membership == [carol], "bob joined before alice, carol after")
+        }
+    }
+
     @Test("a LEAVE told after alice left and joined again reaches the members from before it, not alice; a change undone since reaches nobody")
     func lateLeaveSkipsRejoiner() async throws {
         try await Self.withAnnAndAlice { fixture, store, service, ann, alice in

@@ -62,6 +62,8 @@ final class MembershipNotices: @unchecked Sendable {
         let told = histories.filter { $0.holds(now: now[$0.user]) }.sorted { $0.last.seq < $1.last.seq }
         guard !told.isEmpty else { return }
         let frames = told.map { MembershipChange(room: room, user: $0.user, joined: $0.last.joined, members: members.count).frame }
+        // The usual pass, one change: its audience without a list of changes per member.
+        if told.count == 1 { return server.notify(frames, toSessionsOf: members.lazy.filter { told[0].isOwed(to: $0) }.map(\.name)) }
         var audiences: [[Int]: [String]] = [:]
         var order: [[Int]] = []
         for member in members {
