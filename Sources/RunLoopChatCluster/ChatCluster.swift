@@ -16,7 +16,8 @@ public import RunLoopRedis
 ///   the bus, and each of the node's own commits, passes through a ``ConversationSequencer`` and goes
 ///   to this node's sessions of the conversation's members — a direct message's two users, a room's
 ///   members with a session here (their rooms are loaded from the store when their first session here
-///   logs in, and follow JOIN and LEAVE on every node, which the bus orders with the room's messages).
+///   logs in, and follow JOIN and LEAVE on every node, which the bus orders with the room's messages, in
+///   the room's membership order however late another node's change arrives).
 ///   A room message never reaches a non-member. A gap in a conversation is read from the store; when
 ///   the bus fell behind or a gap stays open, every session here reads its inbox again.
 /// - **Sessions and presence**: every login is admitted by ``NodePresence`` against the server's
@@ -219,7 +220,7 @@ public final class ChatCluster {
         case .event(.message(let message), _):
             perform(sequencer.receive(message, now: server.loop.now))
         case .event(.membership(let user, let room, let joined, let seq), _):
-            rooms.membershipChanged(user, room: room, joined: joined)
+            rooms.membershipChanged(user, room: room, joined: joined, seq: seq)
             // The room's members here and the user now see each other's presence.
             if joined { server.presenceAudienceChanged(for: user) }
             (server.applicationHandler as? MembershipReporter)?.membershipChangedElsewhere(user, room: room, joined: joined, seq: seq, on: server)
@@ -289,7 +290,7 @@ public final class ChatCluster {
     // MARK: rooms
 
     private func membershipChangedHere(_ user: String, room: String, joined: Bool, seq: UInt64) {
-        rooms.membershipChanged(user, room: room, joined: joined)
+        rooms.membershipChanged(user, room: room, joined: joined, seq: seq)
         publish(.membership(user: user, room: room, joined: joined, seq: seq))
     }
 

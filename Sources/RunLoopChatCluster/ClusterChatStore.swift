@@ -11,8 +11,10 @@ public protocol ClusterChatStore: ChatStore {
     /// `conversationSeq` order.
     func messages(
         in conversation: IMConversation, after: UInt64, before: UInt64, completion: @escaping (Result<[IMMessage], IMStoreFailure>) -> Void)
-    /// The names of the rooms `user` is a member of.
-    func rooms(of user: String, completion: @escaping (Result<[String], IMStoreFailure>) -> Void)
+    /// The rooms `user` is a member of: each room's name → the number of their join in the room's
+    /// membership order (0 from before the store numbered changes), what tells a JOIN or LEAVE the bus
+    /// brings late from one that came after the read.
+    func rooms(of user: String, completion: @escaping (Result<[String: UInt64], IMStoreFailure>) -> Void)
 }
 
 /// The store nodes share is PostgreSQL's.

@@ -95,17 +95,24 @@ extension PostgresChatStore {
         }
     }
 
-    /// The names of the rooms `user` is a member of, in no particular order. Loop thread only;
+    /// The rooms `user` is a member of: each room's name → the number of the join that made them a
+    /// member (``RoomMember/joinedSeq``; 0 from before the store numbered changes). Loop thread only;
     /// `completion` runs there once.
-    public func rooms(of user: String, completion: @escaping (Result<[String], IMStoreFailure>) -> Void) {
-        guard PostgresText.isStorable(user) else { return completion(.success([])) }
+    public func rooms(of user: String, completion: @escaping (Result<[String: UInt64], IMStoreFailure>) -> Void) {
+        guard PostgresText.isStorable(user) else { return completion(.success([:])) }
         let statement = PostgresStatement(
             """
-            SELECT c.room FROM members mb JOIN conversations c ON c.id = mb.conversation_id
+            SELECT c.room, mb.joined_seq FROM members mb JOIN conversations c ON c.id = mb.conversation_id
             WHERE mb."user" = $1 AND c.room IS NOT NULL
             """, [user])
         query(statement, "rooms of \(user)") { result in
-            completion(result.map { rows in (0..<rows.count).compactMap { rows[$0, 0] } })
+            completion(
+                result.map { rows in
+                    // One member row per (user, conversation): a room's name comes once.
+                    Dictionary(
+                        (0..<rows.count).compactMap { row in rows[row, 0].map { ($0, UInt64(clamping: rows.int(row, 1) ?? 0)) } },
+                        uniquingKeysWith: max)
+                })
         }
     }
 }

@@ -30,6 +30,25 @@ import Testing
         #expect(members == [RoomMember(name: "ann", joinedSeq: 1), RoomMember(name: "cat", joinedSeq: 5), RoomMember(name: "dan", joinedSeq: 6)])
     }
 
+    @Test("a user's rooms are read with the number of the join that made them a member, direct conversations left out")
+    func roomsOfUser() async throws {
+        let database = try await ChatDatabase.start()
+        let rooms = try await onLoopThread {
+            let store = try database.store()
+            for (join, room, user) in [
+                (true, "town", "ann"), (true, "town", "ben"), (true, "attic", "ben"), (true, "attic", "ann"),
+                (true, "town", "ann"), (false, "attic", "ann"), (true, "attic", "ann")
+            ] {
+                _ = try store.committing(join: join, room, user).get()
+            }
+            _ = try store.stored("hi", id: "d1", from: "ann", to: .user("ben"))
+            return (try store.joinedRooms("ann"), try store.joinedRooms("ben"), try store.joinedRooms("cat"))
+        }
+        #expect(rooms.0 == ["attic": 4, "town": 1], "a repeated join keeps the first")
+        #expect(rooms.1 == ["attic": 1, "town": 2])
+        #expect(rooms.2.isEmpty)
+    }
+
     @Test("joins of one room on three connections at once: distinct numbers, each member's the number of their own commit")
     func concurrentJoins() async throws {
         let database = try await ChatDatabase.start()
@@ -65,6 +84,7 @@ import Testing
             let migration = try waitFor(connection.loop) { ChatSchema.migrate(on: connection, completion: $0) }.get()
             let store = try database.store()
             let before = try store.members("town")
+            #expect(try store.joinedRooms("ann") == ["town": 0], "older than every numbered change")
             let joined = try store.committing(join: true, "town", "ben")
             return (migration, before, joined, try store.members("town"))
         }

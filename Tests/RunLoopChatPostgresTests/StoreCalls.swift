@@ -60,6 +60,11 @@ extension PostgresChatStore {
         try waitFor(loop) { members(ofRoom: room, completion: $0) }.get()
     }
 
+    /// `user`'s rooms with their joins' numbers (the cluster's read).
+    func joinedRooms(_ user: String) throws -> [String: UInt64] {
+        try waitFor(loop) { rooms(of: user, completion: $0) }.get()
+    }
+
     func roomList(_ user: String, after: String = "", limit: Int = 100) throws -> [Room] {
         try waitFor(loop) { rooms(for: user, after: after, limit: limit, completion: $0) }.get()
     }
