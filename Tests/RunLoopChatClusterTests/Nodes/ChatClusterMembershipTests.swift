@@ -11,8 +11,9 @@ import RunLoopTesting
 import Testing
 
 /// MEMBERSHIP across nodes when a bus entry is late: the race `membershipAcrossNodes` met under load,
-/// made certain. Node b's store commits at once and its bus entries leave only when the test says.
-@Suite("Chat cluster: MEMBERSHIP told late by the bus", .serialized)
+/// made certain, and the same lateness for the room's local members a node routes messages to. Node
+/// b's store commits at once and its bus entries leave only when the test says.
+@Suite("Chat cluster: JOIN and LEAVE told late by the bus", .serialized)
 struct ChatClusterMembershipTests {
     @Test(
         "another node's JOIN, and its LEAVE, told after alice joined (or left and came back) on node A reach A's members from before them, never alice"
@@ -49,6 +50,31 @@ struct ChatClusterMembershipTests {
                     MembershipChange(room: "r", user: "bob", joined: false, members: 2)
                 ])
             #expect(alice.membership.isEmpty, "both of bob's changes came before alice's own: \(alice.membership)")
+        }
+    }
+
+    @Test(
+        "alice leaves r on node B and joins it again on node A before B's LEAVE reaches A: A keeps her in r, and she gets its messages live"
+    )
+    func lateLeaveAfterRejoin() async throws {
+        try await withNodes(["a", "c"]) { servers, nodes in
+            let b = SlowBusNode(servers: servers)
+            defer { b.close() }
+            try wait("b's store and bus up") { b.isReady }
+            let alice = try nodes[0].member("alice", of: "r")
+            let ann = try nodes[0].member("ann", of: "r")
+            let bob = try nodes[1].member("bob", of: "r")
+            // Both tracked on A: her rooms' load answered, live or by the read that follows it.
+            try bob.send("before", to: .room("r"))
+            try wait("alice and ann have bob's first message") { alice.texts == ["before"] && ann.texts == ["before"] }
+
+            let aliceLeft = try b.commit(join: false, "r", "alice")
+            try alice.join("r")
+            // The bus orders it before bob's next message (one room, one stream), after her join.
+            try b.publish(.membership(user: "alice", room: "r", joined: false, seq: aliceLeft.seq))
+            try bob.send("after", to: .room("r"))
+            try wait("ann, on A with alice, has bob's next message") { ann.texts == ["before", "after"] }
+            try wait("alice has it too, live: the late LEAVE is older than her join") { alice.texts == ["before", "after"] }
         }
     }
 }
