@@ -52,8 +52,14 @@ extension IMServer {
         let known = audiencesOfThisPass
         audiencesOfThisPass = [:]
         let telling = settings.broadcastsPresence && !isShuttingDown
-        // Audiences answered at once (the memory and SQLite stores) share one write per session.
-        if telling { presenceOutbox = PresenceOutbox() }
+        // Audiences answered at once (the memory and SQLite stores) share one write per session —
+        // with what the announcement's earlier passes owe, when it is the continuation of one cut at
+        // its bound.
+        if !telling {
+            presenceOutbox = nil
+        } else if presenceOutbox == nil {
+            presenceOutbox = PresenceOutbox()
+        }
         presenceAudienceOfThisPass = 0
         var settled = 0
         var asked = 0
@@ -89,7 +95,14 @@ extension IMServer {
                 told += asking.count
             }
         }
-        if presence.hasNoted { scheduleNextBatch() }
+        if presence.hasNoted {
+            scheduleNextBatch()
+            // The rest of the announcement comes in the next passes, and what this pass owes each
+            // session waits for it: a second's arrivals in rooms of 1,000 are past the pass's bound,
+            // and written pass by pass each contact would get a write per pass again, not one per
+            // announcement. A crowd's departure is written every few passes, not held whole.
+            if let outbox = presenceOutbox, outbox.notices < PresenceOutbox.mostNoticesHeld { return }
+        }
         let outbox = presenceOutbox
         presenceOutbox = nil
         if let written = outbox?.flush(to: byUser) { presenceCadence.wrote(written) }

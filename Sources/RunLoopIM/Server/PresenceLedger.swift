@@ -111,6 +111,14 @@ struct PresenceOutbox {
     /// The sessions told, each once: what the flush's writes are (``PresenceCadence`` paces by them).
     private var distinct: Set<ObjectIdentifier> = []
 
+    /// The most notices an announcement cut at its bound (``IMServer/Settings/presenceAudiencePerPass``)
+    /// holds for its next passes before it writes them: five passes' worth at the chat node's bound,
+    /// about 800 KiB of entries — a room of 1,000 leaving together would otherwise hold a million.
+    static let mostNoticesHeld = 50_000
+
+    /// The notices held: a frame for a session each (or one for everyone).
+    var notices: Int { told.count + forEveryone.count }
+
     /// `frame` for each of `sessions`.
     mutating func add(_ frame: IMFrame, for sessions: some Sequence<IMServerSession>) {
         let index = frames.count
