@@ -16,6 +16,9 @@
 #   Scripts/node-logins.sh --count 4000 --rooms 200 --processes 2 --heap-pages
 #       15 s after all left, what holds the pages of malloc's main heap resident: the blocks in use
 #       by kind (Swift objects by type), and the pages each kind holds alone (Scripts/heap_pages.py)
+#   Scripts/node-logins.sh --count 4000 --rooms 4 --processes 4 --sends
+#       also the node's send system calls from the first login until all were online (`perf stat` on
+#       the syscall tracepoint: needs perf and tracefs), and the presence notices per send
 #
 # The accounts exist before the run: `cluster-bench seed` prints SQL that sqlite3 applies to the
 # node's database (schema made by `chat-node migrate` and `account list`): every account with one scrypt hash at
@@ -34,6 +37,7 @@ processes=4
 cost=10
 heaptrack=false
 heap_pages=false
+sends=false
 while [ $# -gt 0 ]; do
     case "$1" in
     --count) count="$2"; shift ;;
@@ -42,7 +46,8 @@ while [ $# -gt 0 ]; do
     --processes) processes="$2"; shift ;;
     --heaptrack) heaptrack=true ;;
     --heap-pages) heap_pages=true ;;
-    *) echo "usage: $0 [--count N] [--rooms R] [--direct-every D] [--processes P] [--heaptrack] [--heap-pages]" >&2; exit 2 ;;
+    --sends) sends=true ;;
+    *) echo "usage: $0 [--count N] [--rooms R] [--direct-every D] [--processes P] [--heaptrack] [--heap-pages] [--sends]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -93,6 +98,10 @@ rss_by_file >"$work/files.before"
 cpu_before="$(cpu_ticks)"
 share=$((count / processes))
 clients=()
+if $sends; then
+    perf stat -x, -e syscalls:sys_enter_sendto -p "$node" -o "$work/sends.csv" &
+    sends_pid=$!
+fi
 ramp_start=$EPOCHREALTIME
 for k in $(seq 0 $((processes - 1))); do
     n=$share
@@ -115,6 +124,10 @@ while true; do
 done
 ramp_end=$EPOCHREALTIME
 cpu_online="$(cpu_ticks)"
+if $sends; then
+    kill -INT "$sends_pid"
+    wait "$sends_pid" 2>/dev/null
+fi
 # The last logins' snapshot pages and announcements, then the figure with all online.
 sleep 3
 rss_online="$(rss_kib)"
@@ -155,6 +168,12 @@ awk -v t="$((cpu_online - cpu_before))" -v hz="$ticks_per_s" -v n="$online" 'BEG
 echo "| login retries (refused for now) / disconnects | $(sum login_retries) / $(sum disconnects) |"
 echo "| presence notices received / contacts online expected / known at the end | $(sum presence_notices) / $(sum presence_expected) / $(sum presence_known) |"
 echo "| users knowing exactly their contacts online / strangers announced | $(sum presence_exact_users) / $(sum presence_strangers) |"
+if $sends; then
+    # Every send of the logins: LOGIN_ACKs, snapshots and announcements alike.
+    awk -F, -v n="$(sum presence_notices)" -v c="$online" '/sys_enter_sendto/ && $1 > 0 {
+        printf "| node sends until all were online / per login / presence notices per send | %d / %.1f / %.2f |\n", $1, $1 / c, n / $1 }' \
+        "$work/sends.csv"
+fi
 echo "| longest wait for the last presence after all were online | $(cat "$work"/clients.*.txt | sed -n 's/^logins\.presence_settle_s //p' | sort -g | tail -1) s (+3 s) |"
 echo "| RSS before the first login → all online | $((rss_before / 1024)) → $((rss_online / 1024)) MiB |"
 awk -v b="$rss_before" -v a="$rss_after" -v l="$rss_later" 'BEGIN {

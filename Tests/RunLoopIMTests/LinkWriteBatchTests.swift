@@ -210,12 +210,16 @@ struct LinkWriteBatchTests {
     }
 
     /// PresenceOutbox writes an announcement frame by frame and counts on this: a contact told of
-    /// several users in one announcement still gets one write.
-    @Test("an announcement of several users reaches a contact's link in one write, in the order announced")
-    func presenceOfSeveralUsersOneWrite() async throws {
+    /// several users in one announcement still gets one write. With a bound of 2 contacts a pass the
+    /// announcement takes three passes (an audience of 3 each), and its notices wait for the last.
+    @Test(
+        "an announcement of several users reaches a contact's link in one write, in the order announced, also when cut into passes at its bound",
+        arguments: [10_000, 2])
+    func presenceOfSeveralUsersOneWrite(audiencePerPass: Int) async throws {
         try await onManualClockLoop(autoAdvances: false) { loop, clock in
             var settings = IMServer.Settings.withoutLoginLimits
             settings.presenceInterval = .milliseconds(100)
+            settings.presenceAudiencePerPass = audiencePerPass
             let store = InMemoryIMStore()
             for user in ["watcher", "ann", "ben", "cy"] { _ = store.join(room: "lobby", user: user) }
             let server = IMServer(store: store, settings: settings)
@@ -240,7 +244,7 @@ struct LinkWriteBatchTests {
             }
             let before = watcher.writes.count
             clock.advance(by: .milliseconds(100))
-            for _ in 0..<3 { _ = try loop.run(.default, timeout: .zero) }
+            for _ in 0..<6 { _ = try loop.run(.default, timeout: .zero) }
             #expect(watcher.writes.count == before + 1, "three arrivals in one interval, one write")
             let notices = try watcher.writtenFrames().last?.map { try $0.presenceNotice() }
             #expect(notices?.map(\.user) == ["ann", "ben", "cy"] && notices?.allSatisfy(\.online) == true)

@@ -64,6 +64,12 @@ public final class ChatNode {
         /// (``IMServer/Settings/presenceInterval``): a crowd's arrivals reach each member of their
         /// audience in one write per interval, not one per arrival.
         public var presenceInterval: Duration = .milliseconds(100)
+        /// The sessions a second presence announcements may write to on average
+        /// (``IMServer/Settings/presenceWritesPerSecond``): while a crowd changes in many rooms, each
+        /// contact gets the arrivals of up to ``longestPresenceInterval`` in one write.
+        public var presenceWritesPerSecond = 10_000
+        /// The longest wait the write budget puts between two announcements.
+        public var longestPresenceInterval: Duration = .seconds(1)
         /// Login admission (``IMLoginLimits``): `concurrentChecks` is also the number of threads that
         /// hash passwords (default: one per online processor); per-address limits keep a flood of
         /// wrong passwords from starving real logins, failure delays keep guessing slow.
@@ -218,6 +224,8 @@ public final class ChatNode {
         settings.maximumRoomsPerUser = configuration.maximumRoomsPerUser
         settings.logins = configuration.logins
         settings.presenceInterval = configuration.presenceInterval
+        settings.presenceWritesPerSecond = configuration.presenceWritesPerSecond
+        settings.longestPresenceInterval = configuration.longestPresenceInterval
         return settings
     }
 

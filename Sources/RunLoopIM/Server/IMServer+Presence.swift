@@ -23,7 +23,7 @@ extension IMServer {
     }
 
     private func scheduleAnnouncement() {
-        if let at = presenceCadence.announcement(now: loop.now, interval: settings.presenceInterval) {
+        if let at = presenceCadence.announcement(now: loop.now, pace: settings.presencePace) {
             let timer = RunLoopTimer(after: at - loop.now, label: "im.server presence, next interval") { [weak self] _ in
                 self?.announcePresence()
             }
@@ -52,8 +52,14 @@ extension IMServer {
         let known = audiencesOfThisPass
         audiencesOfThisPass = [:]
         let telling = settings.broadcastsPresence && !isShuttingDown
-        // Audiences answered at once (the memory and SQLite stores) share one write per session.
-        if telling { presenceOutbox = PresenceOutbox() }
+        // Audiences answered at once (the memory and SQLite stores) share one write per session —
+        // with what the announcement's earlier passes owe, when it is the continuation of one cut at
+        // its bound.
+        if !telling {
+            presenceOutbox = nil
+        } else if presenceOutbox == nil {
+            presenceOutbox = PresenceOutbox()
+        }
         presenceAudienceOfThisPass = 0
         var settled = 0
         var asked = 0
@@ -89,10 +95,17 @@ extension IMServer {
                 told += asking.count
             }
         }
-        if presence.hasNoted { scheduleNextBatch() }
+        if presence.hasNoted {
+            scheduleNextBatch()
+            // The rest of the announcement comes in the next passes, and what this pass owes each
+            // session waits for it: a second's arrivals in rooms of 1,000 are past the pass's bound,
+            // and written pass by pass each contact would get a write per pass again, not one per
+            // announcement. A crowd's departure is written every few passes, not held whole.
+            if let outbox = presenceOutbox, outbox.notices < PresenceOutbox.mostNoticesHeld { return }
+        }
         let outbox = presenceOutbox
         presenceOutbox = nil
-        outbox?.flush(to: byUser)
+        if let written = outbox?.flush(to: byUser) { presenceCadence.wrote(written) }
     }
 
     /// A new session of `user` (or the sessions of a user whose audience changed): who of their
@@ -177,9 +190,12 @@ extension IMServer {
             // One shared list for every session, written once per session whatever its length.
             presenceAudienceOfThisPass += 1
         case .everyone:
+            var written = 0
             for (other, sessions) in byUser where other != user {
                 for session in sessions { session.write(frame) }
+                written += sessions.count
             }
+            presenceCadence.wrote(written)
             presenceAudienceOfThisPass += byUser.count
         case .users(let users):
             // Every contact costs its look-up (and was read from the store), online or not.
@@ -191,8 +207,22 @@ extension IMServer {
             if presenceOutbox != nil {
                 presenceOutbox?.add(frame, for: sessions)
             } else {
-                for session in sessions { session.write(frame) }
+                // An audience answered after its announcement (a store across the network): its
+                // writes count towards the pace all the same.
+                var written = 0
+                for session in sessions {
+                    session.write(frame)
+                    written += 1
+                }
+                presenceCadence.wrote(written)
             }
         }
+    }
+}
+
+extension IMServer.Settings {
+    /// How often presence may be announced (``presenceInterval``, ``presenceWritesPerSecond``).
+    var presencePace: PresenceCadence.Pace {
+        PresenceCadence.Pace(interval: presenceInterval, writesPerSecond: presenceWritesPerSecond, longestInterval: longestPresenceInterval)
     }
 }

@@ -79,6 +79,15 @@ public final class IMServer {
         /// wait for its end and go together, one write per session (docs/PROTOCOL.md §8). `.zero`:
         /// every pass's changes at the end of that pass. The chat node uses 100 ms.
         public var presenceInterval: Duration = .zero
+        /// The sessions a second presence announcements may write to on average (0: no bound): after
+        /// an announcement that wrote to `n` sessions, the next waits `n / presenceWritesPerSecond`
+        /// seconds when that is longer than ``presenceInterval``, at most ``longestPresenceInterval``.
+        /// A write costs the server a `send` and the client a read however many notices it carries, so
+        /// a crowd's arrivals in many rooms of 1,000 go a second's worth per write instead of about one
+        /// each. A single change in a quiet server is not delayed by it. The chat node uses 10,000.
+        public var presenceWritesPerSecond = 0
+        /// The longest wait ``presenceWritesPerSecond`` puts between two announcements.
+        public var longestPresenceInterval: Duration = .seconds(1)
         /// Login admission: checks at once, per-address limits, failure delays (``IMLoginLimits``).
         public var logins = IMLoginLimits()
 
@@ -195,7 +204,7 @@ public final class IMServer {
     /// (IMServer+Presence): changes wait in the ledger, so many sessions ending at once cost one pass
     /// and never recurse.
     var presence = PresenceLedger()
-    /// When the next announcement may go (``Settings/presenceInterval``).
+    /// When the next announcement may go (``Settings/presenceInterval``, ``Settings/presenceWritesPerSecond``).
     var presenceCadence = PresenceCadence()
     /// Contacts the current announcement has gone through (``Settings/presenceAudiencePerPass``).
     var presenceAudienceOfThisPass = 0

@@ -108,12 +108,25 @@ struct PresenceOutbox {
     private var forEveryone: [IMFrame] = []
     /// Where each user's own frame is in ``forEveryone``: their sessions are not told of themselves.
     private var position: [String: Int] = [:]
+    /// The sessions told, each once: what the flush's writes are (``PresenceCadence`` paces by them).
+    private var distinct: Set<ObjectIdentifier> = []
+
+    /// The most notices an announcement cut at its bound (``IMServer/Settings/presenceAudiencePerPass``)
+    /// holds for its next passes before it writes them: five passes' worth at the chat node's bound,
+    /// about 800 KiB of entries — a room of 1,000 leaving together would otherwise hold a million.
+    static let mostNoticesHeld = 50_000
+
+    /// The notices held: a frame for a session each (or one for everyone).
+    var notices: Int { told.count + forEveryone.count }
 
     /// `frame` for each of `sessions`.
     mutating func add(_ frame: IMFrame, for sessions: some Sequence<IMServerSession>) {
         let index = frames.count
         let before = told.count
-        for session in sessions { told.append((session, index)) }
+        for session in sessions {
+            told.append((session, index))
+            distinct.insert(ObjectIdentifier(session))
+        }
         if told.count > before { frames.append(frame) }
     }
 
@@ -124,10 +137,13 @@ struct PresenceOutbox {
     }
 
     /// Writes what each session of `sessionsByUser` is owed: each session's frames in the order told.
-    func flush(to sessionsByUser: [String: UserSessions]) {
+    /// Returns how many sessions were written to (a session told several frames counts once: the
+    /// link writes them together).
+    @discardableResult
+    func flush(to sessionsByUser: [String: UserSessions]) -> Int {
         if forEveryone.isEmpty {
             for (session, index) in told { session.write(frames[index]) }
-            return
+            return distinct.count
         }
         var owed: [ObjectIdentifier: [IMFrame]] = [:]
         var sessions: [IMServerSession] = []
@@ -147,6 +163,11 @@ struct PresenceOutbox {
                 }
             }
         }
-        for session in sessions where !written.contains(ObjectIdentifier(session)) { session.write(owed[ObjectIdentifier(session)] ?? []) }
+        var alsoWritten = 0
+        for session in sessions where !written.contains(ObjectIdentifier(session)) {
+            session.write(owed[ObjectIdentifier(session)] ?? [])
+            alsoWritten += 1
+        }
+        return written.count + alsoWritten
     }
 }
