@@ -165,9 +165,10 @@ struct ChatNodeTests {
             node.stop { stopped = true }
             try #require(try spin(loop) { stopped })
 
-            let restarted = try ChatNode(configuration: nodeConfiguration(path, port: port))
+            // A port of its own: what is kept is the database (the old port can be another test's by now).
+            let restarted = try ChatNode(configuration: nodeConfiguration(path))
             try restarted.start()
-            let bobAgain = client("bob", port: port)
+            let bobAgain = client("bob", port: restarted.port)
             var received: [String] = []
             bobAgain.onMessage = { _, message in received.append(message.text) }
             bobAgain.start()
@@ -176,7 +177,7 @@ struct ChatNodeTests {
             try #require(try spin(loop) { (try? restarted.sqliteStore?.undelivered(for: "bob"))?.isEmpty == true }, "acknowledged, then forgotten")
             bobAgain.close()
             try spin(loop) { bobAgain.state == .closed(.userClosed) }
-            let third = client("bob", port: port)
+            let third = client("bob", port: restarted.port)
             var again = 0
             third.onMessage = { _, _ in again += 1 }
             third.start()
