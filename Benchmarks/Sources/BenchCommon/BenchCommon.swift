@@ -89,11 +89,30 @@ public func benchConfiguration(
 
 /// A mutable cell shared by a benchmark's callouts. Each workload touches it from one thread at a time
 /// (the loop's), with a semaphore hand-off where another thread reads it.
+///
+/// The fields live behind a pointer: a class's stored property is checked for exclusive access at run
+/// time, a `swift_beginAccess` call per access from a callout (`@exclusivity(unchecked)` is not honoured
+/// by another module's accesses). The source0 row's callout made two per perform, where the C
+/// baseline's callback increments a plain field.
 public final class Counter: @unchecked Sendable {
-    public var value = 0
-    public var target = 0
-    public var last: UInt64 = 0
-    public init() {}
+    @usableFromInline let fields = UnsafeMutablePointer<(value: Int, target: Int, last: UInt64)>.allocate(capacity: 1)
+
+    @inlinable public var value: Int {
+        get { fields.pointee.value }
+        set { fields.pointee.value = newValue }
+    }
+    @inlinable public var target: Int {
+        get { fields.pointee.target }
+        set { fields.pointee.target = newValue }
+    }
+    @inlinable public var last: UInt64 {
+        get { fields.pointee.last }
+        set { fields.pointee.last = newValue }
+    }
+
+    public init() { fields.initialize(to: (0, 0, 0)) }
+
+    deinit { fields.deallocate() }
 }
 
 /// Holds state a benchmark builds lazily on its first iteration (on the thread that runs the loop, which

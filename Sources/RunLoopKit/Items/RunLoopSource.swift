@@ -39,17 +39,43 @@ public final class RunLoopSource: RunLoopSourceBase, @unchecked Sendable {
 
     /// Marks the source ready. Re-signalling a pending source keeps its place in line. Has no effect on
     /// an invalidated source. Does not wake a sleeping loop.
+    ///
+    /// What the calling thread wrote before `signal()` is visible to the perform that serves it, also
+    /// when the source was already signalled by another thread, or another thread signalled it at the
+    /// same moment.
     public func signal() {
-        guard isValid, signalStamp.load(ordering: .relaxed) == 0 else { return }
-        // Wrapping: `add` traps on overflow, which made it a compare-and-exchange loop; this is one
-        // locked add. A billion signals a second would take 584 years to wrap.
-        let stamp = signalSequence.wrappingAdd(1, ordering: .relaxed).newValue
-        // A plain store, not a compare-and-exchange: one locked instruction less per signal. Only the
-        // loop's take (an exchange) clears the stamp, so two signallers that both saw 0 both store a
-        // stamp of a signal that came before the next perform, and the later one's place in line is
-        // as good as the earlier one's: they raced. A take between the load and this store served an
-        // earlier signal, so this one is performed again, as it would be had it come just after.
-        signalStamp.store(stamp, ordering: .releasing)
+        guard isValid else { return }
+        // Why every path writes the stamp with a release read-modify-write, never a plain load or store
+        // (the memory-order argument; `SignalVisibilityTests` checks it under the thread sanitizer):
+        // the loop's take is an acquiring exchange, and between two takes every write to the stamp
+        // is a signaller's RMW (`willInvalidate`'s store is the only plain one, and an invalidated source
+        // is never performed). A release sequence goes on through RMWs, so the take, which reads the
+        // last of them, synchronizes with every signal written since the previous take: each of them
+        // happens-before the perform that serves it. A signal written after a take found 0 (and set a
+        // new stamp) or a stamp set after that take (and joined it): served by a later take.
+        // - Already signalled: `add(0)`, not a load. A load writes nothing a take could acquire from,
+        //   and the caller's stores may still be in its store buffer when the load sees the stamp (x86
+        //   reorders a store before a later load): the loop could take and perform in between, read the
+        //   old data, and nothing would signal again. A fence would cost what the locked add costs
+        //   (LLVM compiles this idempotent add to just that on x86: a locked `or` on the stack, then a load).
+        // - Not signalled: a compare-and-exchange from 0, not a store. A store ends the release sequence
+        //   before it: a signaller whose stamp it replaced would not be synchronized with the take.
+        var stamp = signalStamp.load(ordering: .relaxed)
+        while true {
+            if stamp != 0 {
+                stamp = signalStamp.wrappingAdd(0, ordering: .releasing).oldValue
+                if stamp != 0 { return }
+                // Taken since the load: this is a new signal.
+            }
+            // The position in the process-wide sequence orders equal-order sources by signal time: a
+            // signal that happens-before another takes a smaller number (coherence of one atomic).
+            // Wrapping: `add` traps on overflow, which made it a compare-and-exchange loop; this is one
+            // locked add. A billion signals a second would take 584 years to wrap.
+            let next = signalSequence.wrappingAdd(1, ordering: .relaxed).newValue
+            let (stored, found) = signalStamp.compareExchange(expected: 0, desired: next, ordering: .releasing)
+            if stored { return }
+            stamp = found
+        }
     }
 
     /// Signals the source, then wakes every loop it is scheduled on: the safe cross-thread hand-off.
@@ -66,7 +92,9 @@ public final class RunLoopSource: RunLoopSourceBase, @unchecked Sendable {
     }
 
     /// Clears the signal; true if it was set. Only this exchange clears a stamp, so of several loops
-    /// the source is on, one takes each signal.
+    /// the source is on, one takes each signal; and, an acquiring read-modify-write, it synchronizes
+    /// with every signal written since the previous take (see `signal()`). A load and a store in its
+    /// place would let a signal written between them be erased unperformed.
     @inline(__always)
     func takeSignal() -> Bool {
         // A plain load first: an unsignalled source costs no locked instruction. A signal stored after
