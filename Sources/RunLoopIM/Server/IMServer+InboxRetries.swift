@@ -9,7 +9,8 @@ extension IMServer {
             inboxRetries[key]
             ?? {
                 let made = ProtocolTimer(loop: loop, modes: session.link.modes, label: "im.session inbox retry") {
-                    [weak self, session] in
+                    [weak self, weak session] in
+                    guard let session else { return }
                     self?.inboxRetries[ObjectIdentifier(session)]?.schedule(at: nil)
                     session.refill()
                 }

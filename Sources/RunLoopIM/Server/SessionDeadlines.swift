@@ -11,20 +11,18 @@ import RunLoopNet
 /// leaves the old one to be dropped when it surfaces. A session's live entry is the one whose order is
 /// its ``Slot/queuedOrder``.
 ///
-/// Entries name their session by its place in a table of unowned references, not by a reference of
-/// their own: the heap moves entries on every push and pop, where a place is a plain integer. A
-/// session holds its place while it has a live entry; a freed place goes to the next session, and its
-/// old stale entries never match the newcomer's order. The table holds its sessions `unowned(unsafe)`:
-/// a weak reference would give every session a side table (48 bytes, and a cache line touched on each
-/// heartbeat), and a session gives its place back before it goes — when it ends, or in its `deinit`
-/// should its server let it go first.
+/// Entries name their session by its place in a table of weak references, not by a weak reference of
+/// their own: the heap moves entries on every push and pop, and moving a weak reference is a runtime
+/// call (its side table's count), where a place is a plain integer. A session holds its place while it
+/// has a live entry; a freed place goes to the next session, and its old stale entries never match the
+/// newcomer's order.
 ///
 /// The timer wakes only on tick boundaries (``tickNanoseconds``): with thousands of sessions some entry comes due every
 /// millisecond or two (each heartbeat's moved deadline resurfaces once), and a wake-up each would cost
 /// more than the deadlines are worth; one wake-up handles every entry due in its slice instead. A
 /// session is therefore told between its deadline and 250 ms after it (docs/PROTOCOL.md, section 6).
 ///
-/// Loop thread only, owned by its server; sessions are not kept alive by it.
+/// Loop thread only, owned by its server; sessions are held weakly.
 final class SessionDeadlines {
     /// What a session keeps of its deadline (inline in the session: no object of its own).
     struct Slot {
@@ -48,8 +46,7 @@ final class SessionDeadlines {
     }
 
     private struct Place {
-        /// Set only while the session holds the place, which it gives back before its deinit ends.
-        unowned(unsafe) var session: IMServerSession?
+        weak var session: IMServerSession?
     }
 
     /// How far past its deadline a session may be told, in nanoseconds (250 ms): the timer's instants
@@ -62,18 +59,15 @@ final class SessionDeadlines {
         return past == 0 ? instant : instant + .nanoseconds(Int64(tickNanoseconds - past))
     }
 
-    // Unchecked exclusivity: each access of these in `fire`'s loop paid a runtime check, some 820
-    // instructions a heartbeat (IM-RESULTS, "dlane"). Loop thread only, and no access of one overlaps
-    // another of the same (the queue's `keep` closure reads `places`, never `queue`).
     private let loop: RunLoop
-    @exclusivity(unchecked) private var queue: Queue
+    private var queue: Queue
     /// Sessions with a live entry in the queue (``Slot/queued`` set), each at its place; the queue's
     /// other entries are stale.
-    @exclusivity(unchecked) private var places: [Place] = []
+    private var places: [Place] = []
     /// Places no session holds.
-    @exclusivity(unchecked) private var freePlaces: [UInt32] = []
+    private var freePlaces: [UInt32] = []
     private var liveEntries: Int { places.count - freePlaces.count }
-    @exclusivity(unchecked) private var nextOrder: UInt32 = 0
+    private var nextOrder: UInt32 = 0
     private var timer: DeadlineTimer!
 
     /// `usesLane` false (only in tests, which compare the order with the heap alone) keeps every entry
@@ -94,8 +88,6 @@ final class SessionDeadlines {
     var capacity: Int { queue.capacity }
     /// Places in the table, held or free (for tests).
     var placeCount: Int { places.count }
-    /// Places a session holds (for tests).
-    var heldPlaceCount: Int { liveEntries }
     /// Bytes an entry takes in the queue (for tests).
     static var entryStride: Int { MemoryLayout<Entry>.stride }
 
@@ -108,7 +100,7 @@ final class SessionDeadlines {
         guard let instant else {
             // Its entry is stale from now on (an ended session's): dropped with the others once they
             // are most of the queue, not when each surfaces up to 1.5 keepalives later — until then
-            // each held a place, and a crowd's left the queue scattered.
+            // each held its session's weak reference table, and a crowd's left the queue scattered.
             if session.deadline.queued != nil {
                 release(session)
                 dropStaleEntriesIfMost()
@@ -118,13 +110,6 @@ final class SessionDeadlines {
         if let queued = session.deadline.queued, queued <= instant { return }
         push(session, at: instant)
         armForFirstEntry()
-    }
-
-    /// `session` is going (its deinit, its server having let it go without ending it): the place it
-    /// holds, if any, is given back, so the table never names freed memory.
-    func forget(_ session: IMServerSession) {
-        session.deadline.wanted = nil
-        if session.deadline.queued != nil { release(session) }
     }
 
     private func push(_ session: IMServerSession, at instant: LoopInstant) {
