@@ -174,30 +174,36 @@ public final class TCPConnection {
     }
 
     // MARK: internal state (loop thread only)
+    //
+    // What a read or a write touches has its exclusivity unchecked: each access paid a runtime check
+    // (swift_beginAccess), some twenty a heartbeat on an idle server's connection, ~1,600 instructions
+    // (issue 22, IM-RESULTS "idle"). Loop thread only, and no access overlaps another of the same
+    // property: callbacks run between accesses, never inside one (deliverInput copies the request and
+    // takes the bytes out of the buffer before calling back).
 
     /// Where it is in its life, with the state of both directions.
-    var lifecycle = TCPLifecycle.idle(shutdownAsked: false)
-    var fd: Int32 = -1
+    @exclusivity(unchecked) var lifecycle = TCPLifecycle.idle(shutdownAsked: false)
+    @exclusivity(unchecked) var fd: Int32 = -1
     var readSource: RunLoopPortSource?
     var writeSource: RunLoopPortSource?
-    var isReadWatched = false
-    var isWriteWatched = false
+    @exclusivity(unchecked) var isReadWatched = false
+    @exclusivity(unchecked) var isWriteWatched = false
     /// Open with no source in the loop, so listed to learn of the loop's end (``LoopTeardownWatch``).
     var isListedForTeardown = false
     /// Set while this connection adds or removes its own sources, whose cancel callouts then mean nothing.
-    var isChangingInterest = false
+    @exclusivity(unchecked) var isChangingInterest = false
     /// Its index in its listener's open connections (``TCPListener/OpenPlace``), in the padding after
     /// the flags.
     var placeInListener = PlacedArray<TCPListener.OpenPlace>.notPlaced
     /// The listener that accepted it, which counts its open connections.
     weak var listener: TCPListener?
 
-    var input = InputBuffer()
-    var output = OutputQueue()
-    var readRequests: [ReadRequest] = []
-    var isDelivering = false
-    var isReadingPaused = false
-    var writability = WritabilitySignal()
+    @exclusivity(unchecked) var input = InputBuffer()
+    @exclusivity(unchecked) var output = OutputQueue()
+    @exclusivity(unchecked) var readRequests: [ReadRequest] = []
+    @exclusivity(unchecked) var isDelivering = false
+    @exclusivity(unchecked) var isReadingPaused = false
+    @exclusivity(unchecked) var writability = WritabilitySignal()
     var isReportingWritability = false
     /// No callback runs inside a method the owner called: what such a call causes is reported on the
     /// loop's next pass (see ``scheduleDeferredPass()``). Made when something is first deferred, and
@@ -205,7 +211,7 @@ public final class TCPConnection {
     /// connection that writes makes owner calls and a deferral object made on the first write cost
     /// each of them some 80 bytes; most defer nothing before their close.
     var callbacks: CallbackDeferral { rare.callbacks(loop: loop, modes: modes) }
-    private var ownerCallDepth: UInt32 = 0
+    @exclusivity(unchecked) private var ownerCallDepth: UInt32 = 0
     var deferredPassScheduled = false
     /// Whether the peer's end of input leaves the connection open for writing (reported with
     /// ``onInputClosed``) instead of closing it with ``CloseReason/peerClosed``. Off by default.
@@ -217,14 +223,14 @@ public final class TCPConnection {
     var isHeldWhileOpen = false
 
     /// Stamped on every arrival and every send, timeouts or not; what a timeout adds is rare state.
-    var readWaitStart = LoopInstant(nanoseconds: 0)
-    var lastWriteProgress = LoopInstant(nanoseconds: 0)
+    @exclusivity(unchecked) var readWaitStart = LoopInstant(nanoseconds: 0)
+    @exclusivity(unchecked) var lastWriteProgress = LoopInstant(nanoseconds: 0)
 
     /// Options, limits and logger, shared with the other connections of its listener until it changes
     /// one (see ``TCPConnectionSettings``).
-    private var settings: TCPConnectionSettings
+    @exclusivity(unchecked) private var settings: TCPConnectionSettings
     /// What few connections use, made on first use (see ``RareState``).
-    private(set) var rareState: RareState?
+    @exclusivity(unchecked) private(set) var rareState: RareState?
 
     /// Creates an idle connection for `loop`; call ``connect(to:port:timeout:resolver:)`` next.
     /// Must be called on the loop's thread.

@@ -175,25 +175,9 @@ struct LinkWriteBatchTests {
     @Test("a server answers SENDs read together with one write to the sender (its SEND_ACKs) and one to the recipient (its DELIVERs)")
     func serverFanOutWritesOncePerLinkPerPass() async throws {
         try await onManualClockLoop { loop, _ in
-            var settings = IMServer.Settings()
-            settings.broadcastsPresence = false
-            let server = IMServer(store: InMemoryIMStore(), settings: settings)
-            func loggedIn(_ user: String) throws -> CountingByteStream {
-                let stream = CountingByteStream(loop: loop)
-                server.adopt(link(on: stream, batch: server.writeBatch))
-                var login = IMLoginRequest()
-                login.user = user
-                login.password = "pw"
-                login.keepaliveSeconds = 60
-                stream.feed([IMFrame(command: .login, serial: 1, message: login)])
-                let online = try loop.runUntil(timeout: .seconds(5)) {
-                    (try? stream.writtenFrames().joined().contains { $0.command == .loginAck }) == true
-                }
-                try #require(online)
-                return stream
-            }
-            let alice = try loggedIn("alice")
-            let bob = try loggedIn("bob")
+            let server = serverWithoutPresence()
+            let alice = try loggedIn("alice", to: server, on: loop)
+            let bob = try loggedIn("bob", to: server, on: loop)
             try loop.run(.default, timeout: .zero)
             let (aliceBefore, bobBefore) = (alice.writes.count, bob.writes.count)
             let sends = (1...5).map { DeferredStoreTests.send("m\($0)", to: "bob", serial: UInt32($0) + 1) }
@@ -206,6 +190,66 @@ struct LinkWriteBatchTests {
             #expect(alice.writes.count == aliceBefore + 1, "five SEND_ACKs, one write")
             #expect(bob.writes.count == bobBefore + 1, "five DELIVERs, one write")
             #expect(try bob.writtenFrames().last?.map { $0.command } == Array(repeating: .deliver, count: 5))
+        }
+    }
+
+    private func serverWithoutPresence() -> IMServer {
+        var settings = IMServer.Settings()
+        settings.broadcastsPresence = false
+        return IMServer(store: InMemoryIMStore(), settings: settings)
+    }
+
+    /// A client logged in as `user` on a counting stream of `server`'s, its login answered.
+    private func loggedIn(_ user: String, to server: IMServer, on loop: RunLoop) throws -> CountingByteStream {
+        let stream = CountingByteStream(loop: loop)
+        server.adopt(link(on: stream, batch: server.writeBatch))
+        var login = IMLoginRequest()
+        login.user = user
+        login.password = "pw"
+        login.keepaliveSeconds = 60
+        stream.feed([IMFrame(command: .login, serial: 1, message: login)])
+        let online = try loop.runUntil(timeout: .seconds(5)) {
+            (try? stream.writtenFrames().joined().contains { $0.command == .loginAck }) == true
+        }
+        try #require(online)
+        return stream
+    }
+
+    @Test("a frame sent alone is written at once when nothing of the pass waits, and behind what does; a closed link refuses it")
+    func sentAlone() async throws {
+        try await onManualClockLoop { loop, _ in
+            let (batch, stream, link) = batchedLink(on: loop)
+            defer { withExtendedLifetime(batch) {} }
+            try link.sendAlone(heartbeat(1))
+            #expect(try stream.writtenFrames().map { $0.map(\.serial) } == [[1]], "written inside the call")
+            #expect(batch.waitingLinks == 0)
+            try link.send(heartbeat(2))
+            try link.sendAlone(heartbeat(3))
+            #expect(stream.writes.count == 1 && batch.waitingLinks == 1, "the second waits behind the frame gathered first")
+            try loop.run(.default, timeout: .zero)
+            #expect(try stream.writtenFrames().map { $0.map(\.serial) } == [[1], [2, 3]])
+            link.close(for: nil)
+            #expect(throws: IMLinkFailure.outputClosed) { try link.sendAlone(heartbeat(4)) }
+        }
+    }
+
+    @Test("a server answers a HEARTBEAT inside the read that brought it; read behind a SEND, its answer follows the SEND_ACK in one write")
+    func heartbeatAnsweredAtOnce() async throws {
+        try await onManualClockLoop { loop, _ in
+            let server = serverWithoutPresence()
+            let alice = try loggedIn("alice", to: server, on: loop)
+            try loop.run(.default, timeout: .zero)
+            let before = alice.writes.count
+            alice.feed([heartbeat(7)])
+            #expect(alice.writes.count == before + 1, "written before the pass's end")
+            #expect(try alice.writtenFrames().last?.map(\.command) == [.heartbeatAck])
+            #expect(server.writeBatch.waitingLinks == 0)
+
+            alice.feed([DeferredStoreTests.send("m1", to: "bob", serial: 8), heartbeat(9)])
+            #expect(alice.writes.count == before + 1, "both wait for the pass's end")
+            try loop.run(.default, timeout: .zero)
+            #expect(alice.writes.count == before + 2)
+            #expect(try alice.writtenFrames().last?.map(\.command) == [.sendAck, .heartbeatAck])
         }
     }
 

@@ -13,18 +13,20 @@ public import RunLoopNet
 public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink, IMFrameStreamReading, BatchedFrameWriter {
     /// The stream (addresses, buffer figures).
     public let connection: Stream
-    package var frameReader: IMFrameStreamReader
+    // Exclusivity unchecked where every read and write passes (a runtime check each, issue 22): loop
+    // thread only, and the events are reported between accesses, never inside one.
+    @exclusivity(unchecked) package var frameReader: IMFrameStreamReader
     /// Cleared when the owner closed the link: later input is drained and dropped (not left to fill
     /// the input buffer while a graceful close waits for the peer's end of stream), later closes not
     /// reported.
-    private var isReporting = true
+    @exclusivity(unchecked) private var isReporting = true
     /// Set once the link closed, by its owner or underneath: frames sent then are refused.
-    private var isClosed = false
+    @exclusivity(unchecked) private var isClosed = false
     /// Before it opened, a client's connect; once open, where events go. Kept here once, so the stream's
     /// callbacks capture only this link: each of them capturing the six closures would cost every
     /// connection three copies of them. One field for both: a connect kept apart cost every
     /// connection 16 bytes, and a server's links never have one.
-    private var phase: Phase
+    @exclusivity(unchecked) private var phase: Phase
     private enum Phase {
         case unopened(connect: ((Stream) -> Void)?)
         case open(IMFrameLinkEvents)
@@ -44,7 +46,7 @@ public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink, IMFra
     private weak var batch: LinkWriteBatch?
     /// The frames sent in this pass, encoded back to back, while a batch gathers them: empty between
     /// passes, so an idle link holds no buffer.
-    private var gathered: [UInt8] = []
+    @exclusivity(unchecked) private var gathered: [UInt8] = []
     /// What a pass's buffer starts with: some ten DELIVERs of a chat line.
     private static var gatheredCapacity: Int { 2048 }
 
@@ -135,6 +137,14 @@ public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink, IMFra
     public func send(_ frame: IMFrame) throws(IMLinkFailure) {
         guard batch != nil else { return try write(frame.encoded()) }
         try gather { bytes in frame.append(to: &bytes) }
+    }
+
+    /// Written at once unless frames of this pass wait (they go first): an idle connection's only
+    /// frame, whose gathering cost a 2 KiB buffer, a place in the batch and a block on the loop for
+    /// each heartbeat (issue 22).
+    public func sendAlone(_ frame: IMFrame) throws(IMLinkFailure) {
+        guard batch != nil, gathered.isEmpty, !isClosed else { return try send(frame) }
+        try write(frame.encoded())
     }
 
     public func send(_ frames: [IMFrame]) throws(IMLinkFailure) {

@@ -83,6 +83,12 @@ public protocol IMFrameLink: AnyObject {
     /// Queues several frames at once (presence notices for many users): a link that can writes them
     /// in one go.
     func send(_ frames: [IMFrame]) throws(IMLinkFailure)
+    /// Queues one frame that answers the peer on its own (a server's HEARTBEAT_ACK): a link that keeps
+    /// what is sent during a loop pass for one write at its end (a server's TCP link) writes this one
+    /// at once instead when nothing it kept waits before it. Other links send it as one frame's
+    /// `send(_:)` does.
+    /// - Throws: as one frame's `send(_:)`.
+    func sendAlone(_ frame: IMFrame) throws(IMLinkFailure)
     /// Closes gracefully after what was sent, saying why where the transport can (a WebSocket close
     /// code) when a server session ended for `reason`; `nil`: the client's own close.
     func close(for reason: IMSessionEndReason?)
@@ -106,6 +112,8 @@ extension IMFrameLink {
     public func send(_ frames: [IMFrame]) throws(IMLinkFailure) {
         for frame in frames { try send(frame) }
     }
+
+    public func sendAlone(_ frame: IMFrame) throws(IMLinkFailure) { try send(frame) }
 
     /// Closes gracefully after what was sent, with no session end reason (a client's close).
     public func close() { close(for: nil) }

@@ -251,8 +251,11 @@ extension IMServerSession: IMFrameLinkDelegate {
     package func linkReceived(_ frame: IMFrame) {
         guard !isEnded else { return }
         guard frame.command == .heartbeat else { return apply(machine.frameReceived(frame, now: link.loop.now)) }
-        // Every idle connection's only frame: answered without the machine's action list.
-        if let ack = machine.heartbeatReceived(serial: frame.serial, now: link.loop.now) { write(ack) }
+        // Every idle connection's only frame: answered without the machine's action list, and written
+        // at once rather than at the pass's end when nothing else waits for this link.
+        if let ack = machine.heartbeatReceived(serial: frame.serial, now: link.loop.now) {
+            write(bytes: FrameHeader.size + ack.body.count) { () throws(IMLinkFailure) in try link.sendAlone(ack) }
+        }
         deadlines.schedule(self, at: machine.nextDeadline)
     }
 
