@@ -67,6 +67,17 @@ extension PostgresChatStore {
         }
     }
 
+    /// Whether `user` is a member of `room` and the number of the room's last JOIN or LEAVE, read
+    /// together (one statement, one snapshot): every change of the room numbered up to it is in the
+    /// answer, any later one committed after the read. A room that does not exist reads as no member
+    /// at 0. Loop thread only; `completion` runs there once.
+    public func standing(of user: String, inRoom room: String, completion: @escaping (Result<RoomStanding, IMStoreFailure>) -> Void) {
+        guard PostgresText.isStorable(room, user) else { return completion(.success(RoomStanding(isMember: false, seq: 0))) }
+        query(summary(IMConversation.room(room).storageKey, user), "standing of \(user) in \(room)") { result in
+            completion(result.map { rows in RoomStanding(isMember: rows.bool(0, 1) == true, seq: UInt64(clamping: rows.int(0, 2) ?? 0)) })
+        }
+    }
+
     /// At most `limit` rooms with members whose names sort after `after` in UTF-8 byte order
     /// ("": from the first), in that order, as `user` sees them. Loop thread only; `completion` runs
     /// there once.

@@ -49,6 +49,25 @@ import Testing
         #expect(rooms.2.isEmpty)
     }
 
+    @Test("a user's standing in one room is read with the room's number then: member or not, a room left, a room not there")
+    func standingInARoom() async throws {
+        let database = try await ChatDatabase.start()
+        let standings = try await onLoopThread {
+            let store = try database.store()
+            for (join, room, user) in [(true, "town", "ann"), (true, "town", "ben"), (false, "town", "ann"), (true, "attic", "ann")] {
+                _ = try store.committing(join: join, room, user).get()
+            }
+            return try [("ann", "town"), ("ben", "town"), ("ann", "attic"), ("cat", "town"), ("ann", "nowhere")].map { user, room in
+                try waitFor(store.loop) { store.standing(of: user, inRoom: room, completion: $0) }.get()
+            }
+        }
+        #expect(
+            standings == [
+                RoomStanding(isMember: false, seq: 3), RoomStanding(isMember: true, seq: 3), RoomStanding(isMember: true, seq: 1),
+                RoomStanding(isMember: false, seq: 3), RoomStanding(isMember: false, seq: 0)
+            ])
+    }
+
     @Test("joins of one room on three connections at once: distinct numbers, each member's the number of their own commit")
     func concurrentJoins() async throws {
         let database = try await ChatDatabase.start()
