@@ -1,5 +1,6 @@
 public import Logging
 import RunLoopChat
+import RunLoopChatPostgres
 public import RunLoopIM
 import RunLoopIMCore
 public import RunLoopKit
@@ -17,7 +18,8 @@ public import RunLoopRedis
 ///   to this node's sessions of the conversation's members — a direct message's two users, a room's
 ///   members with a session here (their rooms are loaded from the store when their first session here
 ///   logs in, and follow JOIN and LEAVE on every node, which the bus orders with the room's messages, in
-///   the room's membership order however late another node's change arrives).
+///   the room's membership order however late another node's change arrives; a JOIN that order cannot
+///   place — for a room the user's load did not show — waits for the store to say they are in it).
 ///   A room message never reaches a non-member. A gap in a conversation is read from the store; when
 ///   the bus fell behind or a gap stays open, every session here reads its inbox again.
 /// - **Sessions and presence**: every login is admitted by ``NodePresence`` against the server's
@@ -98,6 +100,12 @@ public final class ChatCluster {
     private lazy var awayTimer = DeadlineTimer(loop: server.loop, modes: modes, label: "chat cluster stop grace") { [weak self] in
         self?.graceEnded()
     }
+    /// Asks again the room checks that failed (``LocalRooms``): until one answers, its user gets none
+    /// of the room's messages here but by an inbox read.
+    private lazy var checkRetryTimer = DeadlineTimer(loop: server.loop, modes: modes, label: "chat cluster room check retry") { [weak self] in
+        guard let self else { return }
+        for check in self.rooms.checksToAsk() { self.ask(check) }
+    }
     private lazy var sequencerTimer = DeadlineTimer(loop: server.loop, modes: modes, label: "chat cluster sequencer") { [weak self] in
         guard let self else { return }
         self.perform(self.sequencer.tick(now: self.server.loop.now))
@@ -145,6 +153,7 @@ public final class ChatCluster {
         awayTimer.cancel()
         sequencerTimer.cancel()
         republishTimer.cancel()
+        checkRetryTimer.cancel()
         hasLeft = true
         presence.leave { [weak self] in
             guard let self else { return completion() }
@@ -163,6 +172,7 @@ public final class ChatCluster {
         awayTimer.cancel()
         sequencerTimer.cancel()
         republishTimer.cancel()
+        checkRetryTimer.cancel()
         presence.close()
         bus.close()
     }
@@ -220,7 +230,7 @@ public final class ChatCluster {
         case .event(.message(let message), _):
             perform(sequencer.receive(message, now: server.loop.now))
         case .event(.membership(let user, let room, let joined, let seq), _):
-            rooms.membershipChanged(user, room: room, joined: joined, seq: seq)
+            if let check = rooms.membershipChanged(user, room: room, joined: joined, seq: seq) { ask(check) }
             // The room's members here and the user now see each other's presence.
             if joined { server.presenceAudienceChanged(for: user) }
             (server.applicationHandler as? MembershipReporter)?.membershipChangedElsewhere(user, room: room, joined: joined, seq: seq, on: server)
@@ -248,7 +258,7 @@ public final class ChatCluster {
             store.rooms(of: user) { [weak self] result in
                 guard let self else { return }
                 switch result {
-                case .success(let joined): self.rooms.loaded(user, rooms: joined)
+                case .success(let joined): for check in self.rooms.loaded(user, rooms: joined) { self.ask(check) }
                 case .failure: self.rooms.loadFailed(user)  // logged by the store; the rooms known stay
                 }
             }
@@ -290,7 +300,7 @@ public final class ChatCluster {
     // MARK: rooms
 
     private func membershipChangedHere(_ user: String, room: String, joined: Bool, seq: UInt64) {
-        rooms.membershipChanged(user, room: room, joined: joined, seq: seq)
+        if let check = rooms.membershipChanged(user, room: room, joined: joined, seq: seq) { ask(check) }
         publish(.membership(user: user, room: room, joined: joined, seq: seq))
     }
 
@@ -301,12 +311,29 @@ public final class ChatCluster {
             guard let self else { return }
             switch result {
             case .success(let joined):
-                self.rooms.loaded(user, rooms: joined)
+                for check in self.rooms.loaded(user, rooms: joined) { self.ask(check) }
                 // Room messages committed between the login and now came to nobody here.
                 self.server.rereadInboxes(of: [user])
             case .failure:
                 // Logged by the store. Untracked, the user gets room messages from the inbox reads.
                 self.rooms.loadFailed(user)
+            }
+        }
+    }
+
+    /// Reads whether a user is in a room before a JOIN of theirs applies here (``LocalRooms``): one
+    /// that came late may be older than their LEAVE.
+    private func ask(_ check: RoomCheck) {
+        store.standing(of: check.user, inRoom: check.room) { [weak self] result in
+            guard let self, !self.hasLeft else { return }
+            switch result {
+            case .success(let standing):
+                // The room's messages that came while the check was out went to its other members only.
+                if self.rooms.checked(check, isMember: standing.isMember, seq: standing.seq) { self.server.rereadInboxes(of: [check.user]) }
+            case .failure:
+                // Logged by the store. Until the store answers, the user is not given the room here.
+                self.rooms.checkFailed(check)
+                self.checkRetryTimer.arm(at: self.server.loop.now + self.configuration.lease.retryInterval)
             }
         }
     }

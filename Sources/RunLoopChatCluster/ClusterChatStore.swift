@@ -3,9 +3,9 @@ public import RunLoopChatPostgres
 public import RunLoopIMCore
 
 /// The store a ``ChatCluster`` shares with the other nodes: a ``ChatStore`` that also reads a stretch
-/// of one conversation (to fill a gap the bus left) and the rooms one user is in (which room messages
-/// this node's sessions get). Same threading as `ChatStore`: called on the loop's thread, each call
-/// completes once there.
+/// of one conversation (to fill a gap the bus left), the rooms one user is in (which room messages
+/// this node's sessions get) and whether they are in one room. Same threading as `ChatStore`: called
+/// on the loop's thread, each call completes once there.
 public protocol ClusterChatStore: ChatStore {
     /// The messages of `conversation` numbered strictly between `after` and `before`, in
     /// `conversationSeq` order.
@@ -15,6 +15,10 @@ public protocol ClusterChatStore: ChatStore {
     /// membership order (0 from before the store numbered changes), what tells a JOIN or LEAVE the bus
     /// brings late from one that came after the read.
     func rooms(of user: String, completion: @escaping (Result<[String: UInt64], IMStoreFailure>) -> Void)
+    /// Whether `user` is a member of `room`, with the room's membership number at that read: what
+    /// tells a JOIN the bus brings late for a room the user's rooms did not show (they may have left
+    /// it before that read) from one that came after it.
+    func standing(of user: String, inRoom room: String, completion: @escaping (Result<RoomStanding, IMStoreFailure>) -> Void)
 }
 
 /// The store nodes share is PostgreSQL's.

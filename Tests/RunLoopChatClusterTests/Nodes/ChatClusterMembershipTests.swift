@@ -106,6 +106,16 @@ final class SlowBusNode {
         return try #require(answer).get()
     }
 
+    /// `text` from `sender` to `room`, committed; no event published. The stored message.
+    func commit(_ text: String, from sender: String, to room: String) throws -> IMMessage {
+        var answer: IMStoreResult?
+        let message = IMMessage(id: "\(sender): \(text)", from: sender, recipient: .room(room), text: text, seq: 0, sentAtMilliseconds: 0)
+        store.store(message, from: sender, nowMilliseconds: 1_000) { answer = $0 }
+        try wait("\(sender)'s message to \(room) committed") { answer != nil }
+        guard case .stored(let stored, _, _) = try #require(answer) else { throw StoreRefused(answer: try #require(answer)) }
+        return stored
+    }
+
     /// Publishes `event` and waits for Redis to take it.
     func publish(_ event: ClusterEvent) throws {
         var published: Result<Void, ClusterBusError>?
@@ -118,4 +128,9 @@ final class SlowBusNode {
         bus.close()
         database.close()
     }
+}
+
+/// A store that refused what a test needed stored.
+struct StoreRefused: Error {
+    let answer: IMStoreResult
 }
