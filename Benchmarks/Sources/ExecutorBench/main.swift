@@ -4,6 +4,7 @@
 // a workload inside an actor on a given executor, so this prints its own table (see README.md).
 import BenchSupport
 import Dispatch
+import Glibc
 import NIOCore
 import NIOPosix
 import RunLoopKit
@@ -106,8 +107,20 @@ func describe(_ samples: [Double]) -> String {
     return "\(tenths(median)) ns (min \(tenths(sorted.first!)), max \(tenths(sorted.last!)))"
 }
 
-let arguments = CommandLine.arguments.dropFirst()
+let arguments = Array(CommandLine.arguments.dropFirst())
 let repetitions = Int(arguments.first ?? "") ?? 11
+// One column alone (a second argument naming a system, or "all"), for strace, perf sched and taskset runs.
+let only = arguments.count > 1 && arguments[1] != "all" ? arguments[1] : nil
+// A third argument: seconds each executor then sits idle (its thread asleep), with the process's CPU time
+// over them — an idle executor must cost ~0 % CPU.
+let idleSeconds = arguments.count > 2 ? Int(arguments[2]) ?? 0 : 0
+
+/// CPU time (user + system) of the whole process so far, in microseconds.
+func processCPUMicroseconds() -> Int {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1_000_000 + usage.ru_utime.tv_usec + usage.ru_stime.tv_usec
+}
 let chain = 100_000
 let roundTrips = 20_000
 
@@ -116,6 +129,10 @@ print("same thread: a task on the executor yields \(chain) times (each yield enq
 print("other thread: the benchmark thread resumes the pinned task \(roundTrips) times (enqueue from another thread, run, hand back)")
 print()
 for system in makeSystems() {
+    if let only, only != system.name {
+        system.stop()
+        continue
+    }
     let actor = Pinned(system.executor)
     let sameThread = measure(repetitions: repetitions, operations: chain) {
         runAndWait(actor) { await $0.yieldChain(chain) }
@@ -135,5 +152,11 @@ for system in makeSystems() {
         bs_sem_wait(finished)
     }
     print("\(system.name): same thread \(describe(sameThread)); other thread \(describe(otherThread))")
+    if idleSeconds > 0 {
+        let before = processCPUMicroseconds()
+        sleep(UInt32(idleSeconds))
+        let used = processCPUMicroseconds() - before
+        print("\(system.name) idle: \(used) µs of CPU in \(idleSeconds) s (\(Double(used) / Double(idleSeconds * 10_000)) %)")
+    }
     system.stop()
 }

@@ -42,6 +42,9 @@ final class WakeUpPort: @unchecked Sendable {
         _ = pending.exchange(false, ordering: .acquiringAndReleasing)
     }
 
+    /// Whether a wake-up was written and not yet drained (tests check which enqueues write none).
+    var isPending: Bool { pending.load(ordering: .acquiring) }
+
     /// Drops a wake-up that nobody is waiting for (the loop was idle when it arrived).
     func discardStale() {
         if pending.load(ordering: .acquiring) { drain() }

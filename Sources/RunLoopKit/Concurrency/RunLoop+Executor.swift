@@ -23,7 +23,9 @@
 extension RunLoop: SerialExecutor, TaskExecutor {
     /// Queues `job` to run on the loop's thread in the next pass of a common mode, after the jobs
     /// enqueued before it. Called by the Swift runtime; safe from any thread, and it wakes a sleeping
-    /// loop. No allocation per job once the queue has grown to the busiest batch.
+    /// loop. A job enqueued by a job of this loop, on its thread, writes no wake-up: the loop polls
+    /// after a job pass instead of sleeping. No allocation per job once the queue has grown to the
+    /// busiest batch.
     ///
     /// The loop's thread must still be alive: a job enqueued on a torn-down loop traps, as its task
     /// would otherwise never finish.
