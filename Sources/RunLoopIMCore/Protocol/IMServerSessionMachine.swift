@@ -176,6 +176,9 @@ public struct IMServerSessionMachine: Sendable {
     /// Last, so that the one byte is the machine's end: its owner puts its own small fields after it
     /// (``IMServerSession``), where a byte in the middle cost 7 of padding.
     var phase = Phase.awaitingLogin
+    /// The LOGIN asked for PRESENCE_BATCH frames (`presence_batches`): the LOGIN_ACK says they come,
+    /// and the server batches this session's presence. A byte beside ``phase``'s, not between words.
+    package private(set) var sendsPresenceBatches = false
 
     /// A session for a connection that opened at `now`.
     public init(settings: Settings, now: LoopInstant) {
@@ -282,6 +285,7 @@ public struct IMServerSessionMachine: Sendable {
                     return fail(.badRequest, "user name over \(settings.maximumUserNameBytes) bytes", serial: frame.serial)
                 }
                 announcedKeepaliveSeconds = request.keepaliveSeconds
+                sendsPresenceBatches = request.presenceBatches
                 phase = .authenticating(serial: frame.serial)
                 actions.append(.authenticate(IMLoginAttempt(request)))
             } catch {
@@ -321,7 +325,7 @@ public struct IMServerSessionMachine: Sendable {
         case (nil, _):
             return fail(.unknownCommand, "unknown command \(frame.header.command)", serial: frame.serial)
         case (.loginAck, _), (.sendAck, _), (.deliver, _), (.abandonAck, _), (.logoutAck, _), (.error, _),
-            (.joinAck, _), (.leaveAck, _), (.roomList, _), (.historyPage, _), (.presence, _), (.membership, _):
+            (.joinAck, _), (.leaveAck, _), (.roomList, _), (.historyPage, _), (.presence, _), (.membership, _), (.presenceBatch, _):
             return fail(.badRequest, "\(frame.command.map { "\($0)" } ?? "?") is a server's frame", serial: frame.serial)
         }
         return takeActions()
@@ -358,6 +362,7 @@ public struct IMServerSessionMachine: Sendable {
         response.serverTimeMs = serverTimeMilliseconds
         response.limits = settings.limits
         response.accountCreated = accountCreated
+        response.presenceBatches = sendsPresenceBatches
         actions.append(.write(IMFrame(command: .loginAck, serial: serial, message: response)))
         actions.append(.online(user: user))
         return takeActions()
