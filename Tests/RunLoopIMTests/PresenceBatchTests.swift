@@ -28,7 +28,9 @@ struct PresenceBatchTests {
     /// What each user's peer received of presence, and how many frames of each kind, when m0…m5 are
     /// in the lobby: m0…m3 log in, then m4 (its snapshot: four), then m5, then m1 and m2 leave —
     /// every peer asking for batches or none.
-    private func crowd(batches: Bool) async throws -> (notices: [String: [String]], singles: Int, batched: Int, agreed: [Bool]) {
+    private func crowd(
+        batches: Bool
+    ) async throws -> (notices: [String: [String]], kinds: [String: [IMCommand]], singles: Int, batched: Int, agreed: [Bool]) {
         try await onLoopThread {
             let chat = Fixture()
             let members = (0..<6).map { "m\($0)" }
@@ -50,8 +52,9 @@ struct PresenceBatchTests {
             try chat.settle()
             for peer in peers.values { peer.settle() }
             let all = peers.values.flatMap(\.received)
+            let kinds = peers.mapValues { $0.received.compactMap(\.command).filter { $0 == .presence || $0 == .presenceBatch } }
             return (
-                peers.mapValues { Self.notices($0) }, all.count { $0.command == .presence }, all.count { $0.command == .presenceBatch }, agreed
+                peers.mapValues { Self.notices($0) }, kinds, all.count { $0.command == .presence }, all.count { $0.command == .presenceBatch }, agreed
             )
         }
     }
@@ -65,8 +68,12 @@ struct PresenceBatchTests {
         #expect(batched.agreed == Array(repeating: true, count: 6), "LOGIN_ACK says batches come to those who asked")
         #expect(singles.agreed == Array(repeating: false, count: 6), "and not to the others")
         #expect(singles.batched == 0, "an older client never sees command 25")
-        #expect(batched.singles == 0, "snapshots and announcements are batched")
-        #expect(batched.batched > 0 && batched.batched < singles.singles, "\(batched.batched) batches for \(singles.singles) notices")
+        // m4's snapshot of four is one batch; an arrival owes each contact one notice, a single frame;
+        // m1 and m2 leaving together owe m0 two, one batch.
+        #expect(batched.kinds["m4"] == [.presenceBatch, .presence, .presenceBatch], "\(batched.kinds)")
+        #expect(batched.kinds["m0"] == [.presence, .presence, .presence, .presence, .presence, .presenceBatch], "\(batched.kinds)")
+        #expect(singles.kinds["m0"] == Array(repeating: .presence, count: 7))
+        #expect(batched.singles + batched.batched < singles.singles, "\(batched) against \(singles.singles) single frames")
     }
 
     @Test("a snapshot page over the batch bound comes in several batches, each within the bound and the session's frame limit, in order")

@@ -175,10 +175,14 @@ struct PresenceOutbox {
 
     /// Writes ``told`` in its order: a frame a session as told to sessions that read single
     /// PRESENCE frames, and all a session was told in one batch to the others — grouped here, at
-    /// the flush, so that telling stays an append per recipient.
+    /// the flush, so that telling stays an append per recipient. A session owed one notice gets its
+    /// shared single frame: a batch of one would cost the node an array and a copy, and the client
+    /// the same read.
     private func writeTold() {
         var places: [ObjectIdentifier: Int] = [:]
-        var batched: [(session: IMServerSession, frames: [IMFrame])] = []
+        places.reserveCapacity(distinct.count)
+        var owed: [(session: IMServerSession, first: Int, more: [Int])] = []
+        owed.reserveCapacity(distinct.count)
         for (session, index) in told {
             guard session.machine.sendsPresenceBatches else {
                 session.write(frames[index])
@@ -186,12 +190,18 @@ struct PresenceOutbox {
             }
             let id = ObjectIdentifier(session)
             if let place = places[id] {
-                batched[place].frames.append(frames[index])
+                owed[place].more.append(index)
             } else {
-                places[id] = batched.count
-                batched.append((session, [frames[index]]))
+                places[id] = owed.count
+                owed.append((session, index, []))
             }
         }
-        for (session, owed) in batched { session.writePresence(owed) }
+        for (session, first, more) in owed {
+            if more.isEmpty {
+                session.write(frames[first])
+            } else {
+                session.writePresence([frames[first]] + more.map { frames[$0] })
+            }
+        }
     }
 }
