@@ -7,6 +7,8 @@
 # Prints the logins per second, the time until all were online, the node's RSS before the first
 # login, with all online and after all left, and whether each user learnt exactly its contacts
 # online. Targets: 19,000 logins in under 60 s; RSS after within 10 % of before.
+# The clients are ChatClients: from PRESENCE_BATCH on (docs/PROTOCOL.md §8) they ask for it and count a
+# batch's notices one by one, so old and new binaries (NODE_BENCH_BIN) compare single frames with batches.
 #
 #   Scripts/node-logins.sh                                19,000 users, 19 rooms of 1,000, 4 client processes
 #   Scripts/node-logins.sh --count 2000 --rooms 4 --processes 2

@@ -70,13 +70,14 @@ public final class MemoryLinkPeer {
     }
 
     /// Logs in as `user` (password "pw", keepalive 30 s) and returns the LOGIN_ACK (with `settling`;
-    /// see ``send(_:settling:)``).
+    /// see ``send(_:settling:)``). With `readsPresenceBatches`, the LOGIN asks for PRESENCE_BATCH frames.
     @discardableResult
-    public func logIn(_ user: String, serial: UInt32 = 1, settling: Bool = true) -> IMFrame? {
+    public func logIn(_ user: String, serial: UInt32 = 1, settling: Bool = true, readsPresenceBatches: Bool = false) -> IMFrame? {
         var login = IMLoginRequest()
         login.user = user
         login.password = "pw"
         login.keepaliveSeconds = 30
+        login.presenceBatches = readsPresenceBatches
         send(IMFrame(command: .login, serial: serial, message: login), settling: settling)
         return received(.loginAck).last
     }

@@ -6,7 +6,8 @@
 The Swift side (Tests/RunLoopIMTests/PythonClientTests.swift) is already logged in and in the room.
 The script:
 
-1. logs in, joins the room (which must then have at least 2 members: the peer is in it),
+1. logs in (asking for PRESENCE_BATCH unless --no-presence-batches), joins the room (which must
+   then have at least 2 members: the peer is in it),
 2. stays idle for 1.5 s with a 0.5 s heartbeat: at least one HEARTBEAT must be answered,
 3. waits for a direct message from the peer, answers it with "re: <text>",
 4. sends a room message, then waits for the peer's room message,
@@ -51,6 +52,8 @@ def main() -> int:
     parser.add_argument("--peer", default="swift")
     parser.add_argument("--room", default="lobby")
     parser.add_argument("--timeout", type=float, default=20.0)
+    parser.add_argument("--no-presence-batches", action="store_true",
+                        help="do not ask for PRESENCE_BATCH: log in as a client older than it")
     parser.add_argument("-v", "--verbose", action="store_true", help="log every frame to stderr")
     args = parser.parse_args()
 
@@ -77,7 +80,8 @@ def main() -> int:
             print(f"[{time.monotonic() - start:6.3f}] {text}", file=sys.stderr, flush=True)
 
     client = imclient.IMClient(args.host, args.port, args.user, args.password, keepalive_seconds=2,
-                               heartbeat_interval=0.5, answer_timeout=5.0, log=log)
+                               heartbeat_interval=0.5, answer_timeout=5.0, log=log,
+                               presence_batches=not args.no_presence_batches)
     summary: dict = {"user": args.user}
     try:
         client.connect(timeout=min(5.0, remaining()))
@@ -154,6 +158,8 @@ def main() -> int:
                        heartbeats=client.stats.heartbeats_sent, heartbeat_acks=client.stats.heartbeat_acks,
                        delivers=client.stats.delivers, duplicates=client.stats.duplicates,
                        presence=client.presence, ignored_commands=client.stats.ignored_commands,
+                       presence_frames=client.stats.presence_frames, presence_batches=client.stats.presence_batches,
+                       receives_presence_batches=client.receives_presence_batches,
                        large_room_members=client.large_room_members, large_rooms=sorted(
                            name for name in client.room_members if client.is_large(name)),
                        seconds=round(time.monotonic() - start, 3))

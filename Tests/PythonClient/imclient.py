@@ -41,12 +41,13 @@ LEAVE, LEAVE_ACK = 17, 18
 LIST_ROOMS, ROOM_LIST = 19, 20
 HISTORY, HISTORY_PAGE = 21, 22
 PRESENCE = 23
+PRESENCE_BATCH = 25
 
 COMMAND_NAMES = {
     1: "HEARTBEAT", 2: "HEARTBEAT_ACK", 3: "LOGIN", 4: "LOGIN_ACK", 5: "LOGOUT", 6: "LOGOUT_ACK",
     7: "SEND", 8: "SEND_ACK", 9: "DELIVER", 10: "DELIVER_ACK", 11: "ABANDON", 12: "ABANDON_ACK",
     13: "ERROR", 15: "JOIN", 16: "JOIN_ACK", 17: "LEAVE", 18: "LEAVE_ACK", 19: "LIST_ROOMS",
-    20: "ROOM_LIST", 21: "HISTORY", 22: "HISTORY_PAGE", 23: "PRESENCE",
+    20: "ROOM_LIST", 21: "HISTORY", 22: "HISTORY_PAGE", 23: "PRESENCE", 25: "PRESENCE_BATCH",
 }
 
 # Section 4: status codes.
@@ -175,6 +176,8 @@ class Stats:
     server_heartbeats: int = 0
     delivers: int = 0
     duplicates: int = 0
+    presence_frames: int = 0   # PRESENCE: one notice each
+    presence_batches: int = 0  # PRESENCE_BATCH: many notices each (section 8)
     ignored_commands: list = field(default_factory=list)
 
 
@@ -184,7 +187,8 @@ class IMClient:
 
     def __init__(self, host: str, port: int, user: str, password: str = "", *, keepalive_seconds: int = 30,
                  heartbeat_interval: Optional[float] = None, answer_timeout: float = 10.0,
-                 client_name: str = "runloopim-python 1.0", log: Optional[Callable[[str], None]] = None):
+                 client_name: str = "runloopim-python 1.0", presence_batches: bool = True,
+                 log: Optional[Callable[[str], None]] = None):
         self.host, self.port = host, port
         self.user, self.password = user, password
         self.keepalive_seconds = keepalive_seconds
@@ -193,6 +197,10 @@ class IMClient:
         self.heartbeat_interval = heartbeat_interval if heartbeat_interval is not None else float(keepalive_seconds)
         self.answer_timeout = answer_timeout
         self.client_name = client_name
+        # Section 8: we read PRESENCE_BATCH, so we ask for it in LOGIN; the server says in LOGIN_ACK
+        # whether it sends them (False: behave as a client older than the field).
+        self.presence_batches = presence_batches
+        self.receives_presence_batches = False
         # Section 5: one random instance id per program instance, kept across its logins, so a login
         # after a half-open connection replaces that stale session instead of counting against the limit.
         self.client_instance = str(uuid.uuid4())
@@ -331,6 +339,12 @@ class IMClient:
         elif command == PRESENCE:
             notice = frame.decode(pb.PresenceNotice)
             self.presence.append((notice.user, notice.online))
+            self.stats.presence_frames += 1
+        elif command == PRESENCE_BATCH and self.presence_batches:
+            # The same notices as that many PRESENCE frames, in their order.
+            batch = frame.decode(pb.PresenceBatch)
+            self.presence.extend((notice.user, notice.online) for notice in batch.notices)
+            self.stats.presence_batches += 1
         elif command == ERROR:
             notice = frame.decode(pb.ErrorNotice)
             self.close()
@@ -383,7 +397,7 @@ class IMClient:
     def login(self) -> "pb.LoginResponse":
         request = pb.LoginRequest(user=self.user, password=self.password,
                                   keepalive_seconds=self.keepalive_seconds, client_name=self.client_name,
-                                  client_instance=self.client_instance)
+                                  client_instance=self.client_instance, presence_batches=self.presence_batches)
         answer = self._call(LOGIN, request)
         response = answer.decode(pb.LoginResponse)
         if answer.code != OK:
@@ -392,6 +406,7 @@ class IMClient:
             raise RequestFailed(LOGIN, answer, response.reason)
         self.logged_in = True
         self.session_id = response.session_id
+        self.receives_presence_batches = response.presence_batches
         if response.limits.max_send_body:
             self.max_send_body = response.limits.max_send_body
             self.max_message_id_bytes = response.limits.max_message_id_bytes

@@ -13,7 +13,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0frunloopim.proto\x12\x0crunloopim.v1\"\x96\x01\n\x0cLoginRequest\x12\x0c\n\x04user\x18\x01 \x01(\t\x12\x10\n\x08password\x18\x02 \x01(\t\x12\x19\n\x11keepalive_seconds\x18\x03 \x01(\r\x12\x13\n\x0b\x63lient_name\x18\x04 \x01(\t\x12\x17\n\x0f\x63lient_instance\x18\x05 \x01(\t\x12\x1d\n\x15\x65xisting_account_only\x18\x06 \x01(\x08\"\xeb\x01\n\rLoginResponse\x12\x0c\n\x04user\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x16\n\x0eserver_time_ms\x18\x03 \x01(\x04\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x19\n\x11keepalive_seconds\x18\x05 \x01(\r\x12\x16\n\x0eretry_after_ms\x18\x06 \x01(\r\x12+\n\x06limits\x18\x07 \x01(\x0b\x32\x1b.runloopim.v1.SessionLimits\x12\x17\n\x0f\x61\x63\x63ount_created\x18\x08 \x01(\x08\x12\x17\n\x0f\x61\x63\x63ount_unknown\x18\t \x01(\x08\"\xd5\x01\n\rSessionLimits\x12\x16\n\x0emax_frame_body\x18\x01 \x01(\r\x12\x15\n\rmax_send_body\x18\x02 \x01(\r\x12\x1c\n\x14max_message_id_bytes\x18\x03 \x01(\r\x12 \n\x18\x64\x65livery_window_messages\x18\x04 \x01(\r\x12\x1d\n\x15\x64\x65livery_window_bytes\x18\x05 \x01(\r\x12\x1a\n\x12max_rooms_per_user\x18\x06 \x01(\r\x12\x1a\n\x12large_room_members\x18\x07 \x01(\r\"\x96\x01\n\x0b\x43hatMessage\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04\x66rom\x18\x02 \x01(\t\x12\x0e\n\x04user\x18\x03 \x01(\tH\x00\x12\x0e\n\x04room\x18\x04 \x01(\tH\x00\x12\x0c\n\x04text\x18\x05 \x01(\t\x12\x0b\n\x03seq\x18\x06 \x01(\x04\x12\x12\n\nsent_at_ms\x18\x07 \x01(\x04\x12\x18\n\x10\x63onversation_seq\x18\x08 \x01(\x04\x42\x04\n\x02to\"N\n\x07SendAck\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0b\n\x03seq\x18\x02 \x01(\x04\x12\x12\n\nsent_at_ms\x18\x03 \x01(\x04\x12\x16\n\x0eretry_after_ms\x18\x04 \x01(\r\"\x1a\n\nDeliverAck\x12\x0c\n\x04seqs\x18\x01 \x03(\x04\"\x1d\n\x0e\x41\x62\x61ndonRequest\x12\x0b\n\x03ids\x18\x01 \x03(\t\"?\n\x0f\x41\x62\x61ndonResponse\x12,\n\x07results\x18\x01 \x03(\x0b\x32\x1b.runloopim.v1.AbandonResult\":\n\rAbandonResult\x12\n\n\x02id\x18\x01 \x01(\t\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x02 \x01(\x08\x12\x0b\n\x03seq\x18\x03 \x01(\x04\"6\n\x0b\x45rrorNotice\x12\x0f\n\x07message\x18\x01 \x01(\t\x12\x16\n\x0eretry_after_ms\x18\x02 \x01(\r\"\x1b\n\x0bRoomRequest\x12\x0c\n\x04room\x18\x01 \x01(\t\"9\n\x08RoomInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07members\x18\x02 \x01(\r\x12\x0e\n\x06joined\x18\x03 \x01(\x08\"0\n\x10ListRoomsRequest\x12\r\n\x05\x61\x66ter\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\r\"I\n\x08RoomList\x12%\n\x05rooms\x18\x01 \x03(\x0b\x32\x16.runloopim.v1.RoomInfo\x12\x16\n\x0emore_available\x18\x02 \x01(\x08\"[\n\x0eHistoryRequest\x12\x0e\n\x04user\x18\x01 \x01(\tH\x00\x12\x0e\n\x04room\x18\x02 \x01(\tH\x00\x12\x12\n\nbefore_seq\x18\x03 \x01(\x04\x12\r\n\x05limit\x18\x04 \x01(\rB\x06\n\x04with\"R\n\x0bHistoryPage\x12+\n\x08messages\x18\x01 \x03(\x0b\x32\x19.runloopim.v1.ChatMessage\x12\x16\n\x0emore_available\x18\x02 \x01(\x08\".\n\x0ePresenceNotice\x12\x0c\n\x04user\x18\x01 \x01(\t\x12\x0e\n\x06online\x18\x02 \x01(\x08\"O\n\x10MembershipNotice\x12\x0c\n\x04room\x18\x01 \x01(\t\x12\x0c\n\x04user\x18\x02 \x01(\t\x12\x0e\n\x06joined\x18\x03 \x01(\x08\x12\x0f\n\x07members\x18\x04 \x01(\rB\x05\xba\x02\x02IMb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0frunloopim.proto\x12\x0crunloopim.v1\"\xb0\x01\n\x0cLoginRequest\x12\x0c\n\x04user\x18\x01 \x01(\t\x12\x10\n\x08password\x18\x02 \x01(\t\x12\x19\n\x11keepalive_seconds\x18\x03 \x01(\r\x12\x13\n\x0b\x63lient_name\x18\x04 \x01(\t\x12\x17\n\x0f\x63lient_instance\x18\x05 \x01(\t\x12\x1d\n\x15\x65xisting_account_only\x18\x06 \x01(\x08\x12\x18\n\x10presence_batches\x18\x07 \x01(\x08\"\x85\x02\n\rLoginResponse\x12\x0c\n\x04user\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x16\n\x0eserver_time_ms\x18\x03 \x01(\x04\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x19\n\x11keepalive_seconds\x18\x05 \x01(\r\x12\x16\n\x0eretry_after_ms\x18\x06 \x01(\r\x12+\n\x06limits\x18\x07 \x01(\x0b\x32\x1b.runloopim.v1.SessionLimits\x12\x17\n\x0f\x61\x63\x63ount_created\x18\x08 \x01(\x08\x12\x17\n\x0f\x61\x63\x63ount_unknown\x18\t \x01(\x08\x12\x18\n\x10presence_batches\x18\n \x01(\x08\"\xd5\x01\n\rSessionLimits\x12\x16\n\x0emax_frame_body\x18\x01 \x01(\r\x12\x15\n\rmax_send_body\x18\x02 \x01(\r\x12\x1c\n\x14max_message_id_bytes\x18\x03 \x01(\r\x12 \n\x18\x64\x65livery_window_messages\x18\x04 \x01(\r\x12\x1d\n\x15\x64\x65livery_window_bytes\x18\x05 \x01(\r\x12\x1a\n\x12max_rooms_per_user\x18\x06 \x01(\r\x12\x1a\n\x12large_room_members\x18\x07 \x01(\r\"\x96\x01\n\x0b\x43hatMessage\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04\x66rom\x18\x02 \x01(\t\x12\x0e\n\x04user\x18\x03 \x01(\tH\x00\x12\x0e\n\x04room\x18\x04 \x01(\tH\x00\x12\x0c\n\x04text\x18\x05 \x01(\t\x12\x0b\n\x03seq\x18\x06 \x01(\x04\x12\x12\n\nsent_at_ms\x18\x07 \x01(\x04\x12\x18\n\x10\x63onversation_seq\x18\x08 \x01(\x04\x42\x04\n\x02to\"N\n\x07SendAck\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0b\n\x03seq\x18\x02 \x01(\x04\x12\x12\n\nsent_at_ms\x18\x03 \x01(\x04\x12\x16\n\x0eretry_after_ms\x18\x04 \x01(\r\"\x1a\n\nDeliverAck\x12\x0c\n\x04seqs\x18\x01 \x03(\x04\"\x1d\n\x0e\x41\x62\x61ndonRequest\x12\x0b\n\x03ids\x18\x01 \x03(\t\"?\n\x0f\x41\x62\x61ndonResponse\x12,\n\x07results\x18\x01 \x03(\x0b\x32\x1b.runloopim.v1.AbandonResult\":\n\rAbandonResult\x12\n\n\x02id\x18\x01 \x01(\t\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x02 \x01(\x08\x12\x0b\n\x03seq\x18\x03 \x01(\x04\"6\n\x0b\x45rrorNotice\x12\x0f\n\x07message\x18\x01 \x01(\t\x12\x16\n\x0eretry_after_ms\x18\x02 \x01(\r\"\x1b\n\x0bRoomRequest\x12\x0c\n\x04room\x18\x01 \x01(\t\"9\n\x08RoomInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07members\x18\x02 \x01(\r\x12\x0e\n\x06joined\x18\x03 \x01(\x08\"0\n\x10ListRoomsRequest\x12\r\n\x05\x61\x66ter\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\r\"I\n\x08RoomList\x12%\n\x05rooms\x18\x01 \x03(\x0b\x32\x16.runloopim.v1.RoomInfo\x12\x16\n\x0emore_available\x18\x02 \x01(\x08\"[\n\x0eHistoryRequest\x12\x0e\n\x04user\x18\x01 \x01(\tH\x00\x12\x0e\n\x04room\x18\x02 \x01(\tH\x00\x12\x12\n\nbefore_seq\x18\x03 \x01(\x04\x12\r\n\x05limit\x18\x04 \x01(\rB\x06\n\x04with\"R\n\x0bHistoryPage\x12+\n\x08messages\x18\x01 \x03(\x0b\x32\x19.runloopim.v1.ChatMessage\x12\x16\n\x0emore_available\x18\x02 \x01(\x08\".\n\x0ePresenceNotice\x12\x0c\n\x04user\x18\x01 \x01(\t\x12\x0e\n\x06online\x18\x02 \x01(\x08\">\n\rPresenceBatch\x12-\n\x07notices\x18\x01 \x03(\x0b\x32\x1c.runloopim.v1.PresenceNotice\"O\n\x10MembershipNotice\x12\x0c\n\x04room\x18\x01 \x01(\t\x12\x0c\n\x04user\x18\x02 \x01(\t\x12\x0e\n\x06joined\x18\x03 \x01(\x08\x12\x0f\n\x07members\x18\x04 \x01(\rB\x05\xba\x02\x02IMb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'runloopim_pb2', globals())
@@ -22,39 +22,41 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'\272\002\002IM'
   _LOGINREQUEST._serialized_start=34
-  _LOGINREQUEST._serialized_end=184
-  _LOGINRESPONSE._serialized_start=187
-  _LOGINRESPONSE._serialized_end=422
-  _SESSIONLIMITS._serialized_start=425
-  _SESSIONLIMITS._serialized_end=638
-  _CHATMESSAGE._serialized_start=641
-  _CHATMESSAGE._serialized_end=791
-  _SENDACK._serialized_start=793
-  _SENDACK._serialized_end=871
-  _DELIVERACK._serialized_start=873
-  _DELIVERACK._serialized_end=899
-  _ABANDONREQUEST._serialized_start=901
-  _ABANDONREQUEST._serialized_end=930
-  _ABANDONRESPONSE._serialized_start=932
-  _ABANDONRESPONSE._serialized_end=995
-  _ABANDONRESULT._serialized_start=997
-  _ABANDONRESULT._serialized_end=1055
-  _ERRORNOTICE._serialized_start=1057
-  _ERRORNOTICE._serialized_end=1111
-  _ROOMREQUEST._serialized_start=1113
-  _ROOMREQUEST._serialized_end=1140
-  _ROOMINFO._serialized_start=1142
-  _ROOMINFO._serialized_end=1199
-  _LISTROOMSREQUEST._serialized_start=1201
-  _LISTROOMSREQUEST._serialized_end=1249
-  _ROOMLIST._serialized_start=1251
-  _ROOMLIST._serialized_end=1324
-  _HISTORYREQUEST._serialized_start=1326
-  _HISTORYREQUEST._serialized_end=1417
-  _HISTORYPAGE._serialized_start=1419
-  _HISTORYPAGE._serialized_end=1501
-  _PRESENCENOTICE._serialized_start=1503
-  _PRESENCENOTICE._serialized_end=1549
-  _MEMBERSHIPNOTICE._serialized_start=1551
-  _MEMBERSHIPNOTICE._serialized_end=1630
+  _LOGINREQUEST._serialized_end=210
+  _LOGINRESPONSE._serialized_start=213
+  _LOGINRESPONSE._serialized_end=474
+  _SESSIONLIMITS._serialized_start=477
+  _SESSIONLIMITS._serialized_end=690
+  _CHATMESSAGE._serialized_start=693
+  _CHATMESSAGE._serialized_end=843
+  _SENDACK._serialized_start=845
+  _SENDACK._serialized_end=923
+  _DELIVERACK._serialized_start=925
+  _DELIVERACK._serialized_end=951
+  _ABANDONREQUEST._serialized_start=953
+  _ABANDONREQUEST._serialized_end=982
+  _ABANDONRESPONSE._serialized_start=984
+  _ABANDONRESPONSE._serialized_end=1047
+  _ABANDONRESULT._serialized_start=1049
+  _ABANDONRESULT._serialized_end=1107
+  _ERRORNOTICE._serialized_start=1109
+  _ERRORNOTICE._serialized_end=1163
+  _ROOMREQUEST._serialized_start=1165
+  _ROOMREQUEST._serialized_end=1192
+  _ROOMINFO._serialized_start=1194
+  _ROOMINFO._serialized_end=1251
+  _LISTROOMSREQUEST._serialized_start=1253
+  _LISTROOMSREQUEST._serialized_end=1301
+  _ROOMLIST._serialized_start=1303
+  _ROOMLIST._serialized_end=1376
+  _HISTORYREQUEST._serialized_start=1378
+  _HISTORYREQUEST._serialized_end=1469
+  _HISTORYPAGE._serialized_start=1471
+  _HISTORYPAGE._serialized_end=1553
+  _PRESENCENOTICE._serialized_start=1555
+  _PRESENCENOTICE._serialized_end=1601
+  _PRESENCEBATCH._serialized_start=1603
+  _PRESENCEBATCH._serialized_end=1665
+  _MEMBERSHIPNOTICE._serialized_start=1667
+  _MEMBERSHIPNOTICE._serialized_end=1746
 # @@protoc_insertion_point(module_scope)

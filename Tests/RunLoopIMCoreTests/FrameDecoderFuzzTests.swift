@@ -244,6 +244,15 @@ enum FuzzFrames {
             notice.joined = random.int(0...1) == 1
             notice.members = random.uint32()
             return message(command, notice, &random)
+        case .presenceBatch:
+            var batch = IMPresenceBatch()
+            batch.notices = (0..<random.int(0...4)).map { _ in
+                var notice = IMPresenceNotice()
+                notice.user = random.text(10)
+                notice.online = random.int(0...1) == 1
+                return notice
+            }
+            return message(command, batch, &random)
         }
     }
 

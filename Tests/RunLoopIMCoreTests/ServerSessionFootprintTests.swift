@@ -56,6 +56,30 @@ struct ServerSessionFootprintTests {
         #expect(IMServerSessionMachine(settings: .init(), now: start).loggedInUser == nil)
     }
 
+    @Test("LOGIN's keepalive and its presence_batches share a word: each read back as sent, the keepalive clamped only past 2³¹ − 1 s")
+    func keepaliveAndPresenceBatches() throws {
+        var settings = IMServerSessionMachine.Settings()
+        settings.maximumKeepalive = .seconds(60)
+        for (keepalive, batches) in [(UInt32(20), true), (20, false), (0, true), (.max, false), (.max, true)] {
+            var machine = IMServerSessionMachine(settings: settings, now: start)
+            var login = IMLoginRequest()
+            login.user = "ann"
+            login.keepaliveSeconds = keepalive
+            login.presenceBatches = batches
+            _ = machine.frameReceived(IMFrame(command: .login, serial: 1, message: login), now: start)
+            #expect(machine.sendsPresenceBatches == batches)
+            #expect(machine.announcedKeepaliveSeconds == min(keepalive, 0x7FFF_FFFF))
+            let actions = machine.loginAccepted(user: "ann", sessionID: "s", serverTimeMilliseconds: 0, now: start)
+            guard case .write(let ack) = actions.first else {
+                Issue.record("no LOGIN_ACK: \(actions)")
+                return
+            }
+            let response = try ack.decode(IMLoginResponse.self)
+            #expect(response.presenceBatches == batches)
+            #expect(response.keepaliveSeconds == (keepalive == 0 || keepalive > 60 ? 60 : keepalive))
+        }
+    }
+
     @Test("a session's machine and window are the sizes issue 22 cut them to")
     func sizes() {
         // 101 (120 before): the optional deadline and grant in 8 and 16 bytes (OptionalInstant), the phase last.

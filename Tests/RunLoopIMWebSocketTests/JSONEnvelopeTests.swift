@@ -32,6 +32,13 @@ struct JSONEnvelopeTests {
         #expect(try history.decode(IMHistoryRequest.self).beforeSeq == 41)
         #expect(try IMJSONEnvelope.decode(#"{"command":"HEARTBEAT","serial":3}"#) == IMFrame(command: .heartbeat, serial: 3))
         #expect(try IMJSONEnvelope.decode(#"{"command":"LIST_ROOMS","serial":4,"body":{}}"#) == IMFrame(command: .listRooms, serial: 4))
+        // The page asks for PRESENCE_BATCH and reads its notices as a list of PRESENCE bodies.
+        let asking = try IMJSONEnvelope.decode(#"{"command":"LOGIN","serial":5,"body":{"user":"ann","presenceBatches":true}}"#)
+        #expect(try asking.decode(IMLoginRequest.self).presenceBatches)
+        let batch = IMFrame.presenceBatches(of: [.presence(of: "ben", online: true), .presence(of: "cat", online: false)], bodyLimit: 100)[0]
+        #expect(
+            IMJSONEnvelope.encode(batch)
+                == #"{"command":"PRESENCE_BATCH","serial":0,"code":0,"body":{"notices":[{"user":"ben","online":true},{"user":"cat"}]}}"#)
     }
 
     @Test("strict: each malformed envelope is refused with the status code a binary frame would get, echoing the serial when readable")

@@ -76,8 +76,9 @@ function connect() {
   // A late event from an older socket changes nothing: every handler checks it is still the current one.
   ws.onopen = () => {
     if (ws !== app.ws) return;
+    // presenceBatches: we read PRESENCE_BATCH, so a login's snapshot comes in a few frames, not one a contact.
     request("LOGIN", { user: app.user, password: app.password, keepaliveSeconds: KEEPALIVE_SECONDS, clientName: "chat-node page",
-      clientInstance: CLIENT_INSTANCE });
+      clientInstance: CLIENT_INSTANCE, presenceBatches: true });
   };
   ws.onmessage = (event) => {
     if (ws !== app.ws) return;
@@ -200,7 +201,7 @@ function isPaused() {
 
 function received(frame) {
   const context = app.pending.get(frame.serial);
-  const isAnswer = context !== undefined && !["DELIVER", "PRESENCE", "MEMBERSHIP"].includes(frame.command);
+  const isAnswer = context !== undefined && !["DELIVER", "PRESENCE", "PRESENCE_BATCH", "MEMBERSHIP"].includes(frame.command);
   if (isAnswer) app.pending.delete(frame.serial);
   // Every frame proves the link; the deadline runs on only while answers are still owed.
   app.answerDeadline = app.pending.size > 0 ? Date.now() + ANSWER_TIMEOUT_MS : null;
@@ -219,7 +220,8 @@ function received(frame) {
     case "LEAVE_ACK": return roomAnswered(frame.command, code, body, context);
     case "ROOM_LIST": return showRooms(body.rooms || []);
     case "HISTORY_PAGE": return historyAnswered(code, body, context);
-    case "PRESENCE": return presence(body.user, body.online === true);
+    case "PRESENCE": return presence([body]);
+    case "PRESENCE_BATCH": return presence(body.notices || []);  // many PRESENCE notices, in their order
     case "MEMBERSHIP": return membership(body);
     case "ERROR":
       // tooManyConnections, shuttingDown: the node may say when to come back.
@@ -652,9 +654,12 @@ function membership(body) {
 
 // Presence comes for contacts only (people who share a room or a conversation), as states: a
 // snapshot after each login, changes after it. While disconnected the list is greyed (setConnection).
-function presence(user, online) {
-  if (online) app.onlineUsers.add(user);
-  else app.onlineUsers.delete(user);
+// A batch's notices are applied in order and the list drawn once, not once a notice.
+function presence(notices) {
+  for (const { user, online } of notices) {
+    if (online === true) app.onlineUsers.add(user);
+    else app.onlineUsers.delete(user);
+  }
   renderOnline();
 }
 

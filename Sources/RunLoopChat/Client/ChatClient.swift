@@ -77,6 +77,10 @@ public final class ChatClient {
         }
         connection.onResponse = { [weak self] _, serial, result in self?.answered(serial, result) }
         connection.onNotice = { [weak self] _, frame in self?.noticed(frame) }
+        // Every notice comes through here, and a batch is read as its notices: the server may send
+        // a login's presence in a few frames instead of one per contact. A connection logged in
+        // already gets them from its next login.
+        connection.readsPresenceBatches = true
         // A connection online already announced its size at a login this client did not see.
         _ = largeRooms.setSize(connection.largeRoomMembers)
     }
@@ -213,6 +217,11 @@ public final class ChatClient {
         case .presence:
             guard let notice = try? frame.presenceNotice() else { return }
             onPresence?(self, PresenceChange(user: notice.user, isOnline: notice.online))
+        case .presenceBatch:
+            // One callback per notice, in order, as single frames would give them: owners never see
+            // the batch.
+            guard let notices = try? frame.presenceBatchNotices() else { return }
+            for notice in notices { onPresence?(self, PresenceChange(user: notice.user, isOnline: notice.online)) }
         case .membership:
             guard let notice = try? frame.decode(IMMembershipNotice.self) else { return }
             let change = MembershipChange(notice)

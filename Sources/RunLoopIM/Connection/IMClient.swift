@@ -49,7 +49,7 @@ public final class IMClient {
     public var onDelivery: ((IMClient, String, IMDeliveryState) -> Void)?
     /// The answer to a ``request(_:body:)``, by serial: the frame, or why none will come.
     public var onResponse: ((IMClient, UInt32, Result<IMFrame, IMDisconnectReason>) -> Void)?
-    /// A notice from the server (PRESENCE).
+    /// A notice from the server: PRESENCE, MEMBERSHIP, and PRESENCE_BATCH when ``readsPresenceBatches`` asked for it.
     public var onNotice: ((IMClient, IMFrame) -> Void)?
     /// The server refused a message as too fast (SEND_ACK `rateLimited`): nothing is sent for the
     /// duration given, then every waiting message goes out again in order. Once per pause; the
@@ -119,6 +119,17 @@ public final class IMClient {
     /// unknown there. `nil`: not logged in yet, or the server has no such rule (or is older than the
     /// field). Kept across a drop until the next login says otherwise. Loop thread.
     public var largeRoomMembers: Int? { machine.largeRoomMembers }
+    /// Whether every LOGIN from now on asks for PRESENCE_BATCH frames (docs/PROTOCOL.md §8): turn it
+    /// on only when ``onNotice``'s owner reads them (a ``IMCommand/presenceBatch`` frame is many
+    /// PRESENCE notices). Starts as ``IMClientConfiguration/readsPresenceBatches``; a session already
+    /// logged in keeps what its login asked for. Loop thread.
+    public var readsPresenceBatches: Bool {
+        get { machine.readsPresenceBatches }
+        set { machine.readsPresenceBatches = newValue }
+    }
+    /// The last LOGIN_ACK said the server may carry this session's presence in PRESENCE_BATCH frames
+    /// (single PRESENCE frames may come too). Loop thread.
+    public var receivesPresenceBatches: Bool { machine.receivesPresenceBatches }
 
     /// Connects and logs in; from then on reconnects by itself until ``close()``. Idempotent.
     public func start() {

@@ -110,7 +110,8 @@ extension IMServer {
 
     /// A new session of `user` (or the sessions of a user whose audience changed): who of their
     /// audience is online now, so they need not wait for changes. The first page (at most
-    /// ``Settings/presenceSnapshotPage`` PRESENCE frames) goes at once, the others one a pass after
+    /// ``Settings/presenceSnapshotPage`` PRESENCE notices, in one PRESENCE_BATCH for a session that reads
+    /// them) goes at once, the others one a pass after
     /// it (with everyone as the audience, the first page only). Users online but not yet announced
     /// (this pass) come with the announcement.
     func sendPresenceSnapshot(to sessions: [IMServerSession], of user: String) {
@@ -123,7 +124,7 @@ extension IMServer {
             if self.presence.isNoted(user) { self.audiencesOfThisPass[user] = audience }
             let first = self.presence.snapshot(of: audience, for: user, limit: self.settings.presenceSnapshotPage)
             for session in sessions {
-                session.write(first.frames)
+                session.writePresence(first.frames)
                 let owed = self.snapshots.owe(session, of: user, members: first.rest?.members ?? [], from: first.rest?.next)
                 if owed { self.scheduleSnapshotPages() }
             }
@@ -143,7 +144,7 @@ extension IMServer {
         guard !isShuttingDown else { return snapshots = PresenceSnapshots() }
         let limit = settings.presenceSnapshotPage
         let (pages, more) = snapshots.nextPages { self.presence.page(of: $0, from: $1, for: $2, limit: limit) }
-        for (session, frames) in pages { session.write(frames) }
+        for (session, frames) in pages { session.writePresence(frames) }
         if more { scheduleSnapshotPages() }
     }
 

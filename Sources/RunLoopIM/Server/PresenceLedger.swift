@@ -98,8 +98,10 @@ struct PresenceLedger {
 /// to one flat list, and the flush writes the list in the order told. A session told of several
 /// users still gets them in one write: a server's link gathers the frames of a loop pass and writes
 /// them once at its end (``LinkWriteBatch``), so the outbox keeps no table of what each session is
-/// owed — a dictionary entry and an array for every recipient of every announcement. Only
-/// announcements to everyone (a server without an application) group by session.
+/// owed while it is told. The flush groups by session only for announcements to everyone (a server
+/// without an application) and for sessions that read PRESENCE_BATCH: those get what they were told
+/// in one frame (``IMServerSession/writePresence(_:)``), which saves their clients far more than the
+/// grouping costs — a frame read and decoded per notice.
 struct PresenceOutbox {
     /// The users' frames of this announcement, each once.
     private var frames: [IMFrame] = []
@@ -142,7 +144,7 @@ struct PresenceOutbox {
     @discardableResult
     func flush(to sessionsByUser: [String: UserSessions]) -> Int {
         if forEveryone.isEmpty {
-            for (session, index) in told { session.write(frames[index]) }
+            writeTold()
             return distinct.count
         }
         var owed: [ObjectIdentifier: [IMFrame]] = [:]
@@ -159,15 +161,47 @@ struct PresenceOutbox {
                 for session in userSessions {
                     let id = ObjectIdentifier(session)
                     written.insert(id)
-                    session.write((owed[id] ?? []) + theirs)
+                    session.writePresence((owed[id] ?? []) + theirs)
                 }
             }
         }
         var alsoWritten = 0
         for session in sessions where !written.contains(ObjectIdentifier(session)) {
-            session.write(owed[ObjectIdentifier(session)] ?? [])
+            session.writePresence(owed[ObjectIdentifier(session)] ?? [])
             alsoWritten += 1
         }
         return written.count + alsoWritten
+    }
+
+    /// Writes ``told`` in its order: a frame a session as told to sessions that read single
+    /// PRESENCE frames, and all a session was told in one batch to the others — grouped here, at
+    /// the flush, so that telling stays an append per recipient. A session owed one notice gets its
+    /// shared single frame: a batch of one would cost the node an array and a copy, and the client
+    /// the same read.
+    private func writeTold() {
+        var places: [ObjectIdentifier: Int] = [:]
+        places.reserveCapacity(distinct.count)
+        var owed: [(session: IMServerSession, first: Int, more: [Int])] = []
+        owed.reserveCapacity(distinct.count)
+        for (session, index) in told {
+            guard session.machine.sendsPresenceBatches else {
+                session.write(frames[index])
+                continue
+            }
+            let id = ObjectIdentifier(session)
+            if let place = places[id] {
+                owed[place].more.append(index)
+            } else {
+                places[id] = owed.count
+                owed.append((session, index, []))
+            }
+        }
+        for (session, first, more) in owed {
+            if more.isEmpty {
+                session.write(frames[first])
+            } else {
+                session.writePresence([frames[first]] + more.map { frames[$0] })
+            }
+        }
     }
 }

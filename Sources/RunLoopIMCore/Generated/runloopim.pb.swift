@@ -54,6 +54,11 @@ package nonisolated struct IMLoginRequest: Sendable {
   /// with the person before it logs in without the flag: a mistyped password never becomes an account's.
   package var existingAccountOnly: Bool = false
 
+  /// The client reads PRESENCE_BATCH (command 25): a server that sends them says so in
+  /// LoginResponse.presence_batches, and may then carry this session's presence in batches. A server
+  /// that does not know the field ignores it and sends single PRESENCE frames (docs/PROTOCOL.md §8, §11).
+  package var presenceBatches: Bool = false
+
   package var unknownFields = SwiftProtobuf.UnknownStorage()
 
   package init() {}
@@ -100,6 +105,10 @@ package nonisolated struct IMLoginResponse: Sendable {
   /// With authenticationFailed, answering a LOGIN with existing_account_only: no account has this name,
   /// and a LOGIN without the flag would make it. A server that makes no accounts never sets it.
   package var accountUnknown: Bool = false
+
+  /// With code 0: the client asked for presence_batches and this server sends them: this session's
+  /// presence may come as PRESENCE_BATCH as well as PRESENCE. Never set for a client that did not ask.
+  package var presenceBatches: Bool = false
 
   package var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -435,6 +444,21 @@ package nonisolated struct IMPresenceNotice: Sendable {
   package init() {}
 }
 
+/// PRESENCE_BATCH (server to client, no answer; only to a session whose LOGIN_ACK said
+/// presence_batches): many PRESENCE notices in one frame, to be applied in their order, exactly as
+/// that many PRESENCE frames would be. Each entry is a PresenceNotice's own encoding.
+package nonisolated struct IMPresenceBatch: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  package var notices: [IMPresenceNotice] = []
+
+  package var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  package init() {}
+}
+
 /// MEMBERSHIP (server to client, no answer): a member joined or left a room the receiving user is in.
 /// Sent to the room's other members online; a client that does not know the command ignores it.
 package nonisolated struct IMMembershipNotice: Sendable {
@@ -464,7 +488,7 @@ fileprivate nonisolated let _protobuf_package = "runloopim.v1"
 
 nonisolated extension IMLoginRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   package static let protoMessageName: String = _protobuf_package + ".LoginRequest"
-  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}user\0\u{1}password\0\u{3}keepalive_seconds\0\u{3}client_name\0\u{3}client_instance\0\u{3}existing_account_only\0")
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}user\0\u{1}password\0\u{3}keepalive_seconds\0\u{3}client_name\0\u{3}client_instance\0\u{3}existing_account_only\0\u{3}presence_batches\0")
 
   package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -478,6 +502,7 @@ nonisolated extension IMLoginRequest: SwiftProtobuf.Message, SwiftProtobuf._Mess
       case 4: try { try decoder.decodeSingularStringField(value: &self.clientName) }()
       case 5: try { try decoder.decodeSingularStringField(value: &self.clientInstance) }()
       case 6: try { try decoder.decodeSingularBoolField(value: &self.existingAccountOnly) }()
+      case 7: try { try decoder.decodeSingularBoolField(value: &self.presenceBatches) }()
       default: break
       }
     }
@@ -502,6 +527,9 @@ nonisolated extension IMLoginRequest: SwiftProtobuf.Message, SwiftProtobuf._Mess
     if self.existingAccountOnly != false {
       try visitor.visitSingularBoolField(value: self.existingAccountOnly, fieldNumber: 6)
     }
+    if self.presenceBatches != false {
+      try visitor.visitSingularBoolField(value: self.presenceBatches, fieldNumber: 7)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -512,6 +540,7 @@ nonisolated extension IMLoginRequest: SwiftProtobuf.Message, SwiftProtobuf._Mess
     if lhs.clientName != rhs.clientName {return false}
     if lhs.clientInstance != rhs.clientInstance {return false}
     if lhs.existingAccountOnly != rhs.existingAccountOnly {return false}
+    if lhs.presenceBatches != rhs.presenceBatches {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -519,7 +548,7 @@ nonisolated extension IMLoginRequest: SwiftProtobuf.Message, SwiftProtobuf._Mess
 
 nonisolated extension IMLoginResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   package static let protoMessageName: String = _protobuf_package + ".LoginResponse"
-  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}user\0\u{3}session_id\0\u{3}server_time_ms\0\u{1}reason\0\u{3}keepalive_seconds\0\u{3}retry_after_ms\0\u{1}limits\0\u{3}account_created\0\u{3}account_unknown\0")
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}user\0\u{3}session_id\0\u{3}server_time_ms\0\u{1}reason\0\u{3}keepalive_seconds\0\u{3}retry_after_ms\0\u{1}limits\0\u{3}account_created\0\u{3}account_unknown\0\u{3}presence_batches\0")
 
   package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -536,6 +565,7 @@ nonisolated extension IMLoginResponse: SwiftProtobuf.Message, SwiftProtobuf._Mes
       case 7: try { try decoder.decodeSingularMessageField(value: &self._limits) }()
       case 8: try { try decoder.decodeSingularBoolField(value: &self.accountCreated) }()
       case 9: try { try decoder.decodeSingularBoolField(value: &self.accountUnknown) }()
+      case 10: try { try decoder.decodeSingularBoolField(value: &self.presenceBatches) }()
       default: break
       }
     }
@@ -573,6 +603,9 @@ nonisolated extension IMLoginResponse: SwiftProtobuf.Message, SwiftProtobuf._Mes
     if self.accountUnknown != false {
       try visitor.visitSingularBoolField(value: self.accountUnknown, fieldNumber: 9)
     }
+    if self.presenceBatches != false {
+      try visitor.visitSingularBoolField(value: self.presenceBatches, fieldNumber: 10)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -586,6 +619,7 @@ nonisolated extension IMLoginResponse: SwiftProtobuf.Message, SwiftProtobuf._Mes
     if lhs._limits != rhs._limits {return false}
     if lhs.accountCreated != rhs.accountCreated {return false}
     if lhs.accountUnknown != rhs.accountUnknown {return false}
+    if lhs.presenceBatches != rhs.presenceBatches {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1220,6 +1254,36 @@ nonisolated extension IMPresenceNotice: SwiftProtobuf.Message, SwiftProtobuf._Me
   package static func ==(lhs: IMPresenceNotice, rhs: IMPresenceNotice) -> Bool {
     if lhs.user != rhs.user {return false}
     if lhs.online != rhs.online {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension IMPresenceBatch: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  package static let protoMessageName: String = _protobuf_package + ".PresenceBatch"
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}notices\0")
+
+  package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.notices) }()
+      default: break
+      }
+    }
+  }
+
+  package func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.notices.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.notices, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  package static func ==(lhs: IMPresenceBatch, rhs: IMPresenceBatch) -> Bool {
+    if lhs.notices != rhs.notices {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

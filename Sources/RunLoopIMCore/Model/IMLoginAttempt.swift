@@ -16,10 +16,13 @@ public struct IMLoginAttempt: Hashable, Sendable {
     /// Log in to an account that exists, never make one: a deployment that makes accounts at first
     /// login answers an unknown name with ``IMLoginVerdict/accountUnknown`` instead.
     public var existingAccountOnly: Bool
+    /// The client reads PRESENCE_BATCH frames (LOGIN's `presence_batches`): a server that sends them
+    /// may carry this session's presence in batches, and says so in LOGIN_ACK.
+    public var readsPresenceBatches: Bool
 
     public init(
         user: String, password: String, keepaliveSeconds: UInt32 = 0, clientName: String = "", clientInstance: String = "",
-        existingAccountOnly: Bool = false
+        existingAccountOnly: Bool = false, readsPresenceBatches: Bool = false
     ) {
         self.user = user
         self.password = password
@@ -27,5 +30,6 @@ public struct IMLoginAttempt: Hashable, Sendable {
         self.clientName = clientName
         self.clientInstance = clientInstance
         self.existingAccountOnly = existingAccountOnly
+        self.readsPresenceBatches = readsPresenceBatches
     }
 }

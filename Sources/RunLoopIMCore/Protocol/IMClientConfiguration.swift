@@ -18,6 +18,11 @@ public struct IMClientConfiguration: Sendable {
     /// ``IMClientMachine/isAccountUnknown`` set — so a client can have the person confirm a new
     /// account's password before it is made.
     public var existingAccountOnly = false
+    /// The owner reads PRESENCE_BATCH frames among its notices (``IMClient/onNotice``), so every LOGIN
+    /// asks for them (`presence_batches`): a server that sends them then carries this session's
+    /// presence in far fewer frames. Off by default: an owner that knows only PRESENCE would miss
+    /// the notices in a batch. RunLoopChat's `ChatClient` reads them and turns this on for its connection.
+    public var readsPresenceBatches = false
     /// How the client proves liveness while idle. Announced to the server as its keepalive.
     public var heartbeat: HeartbeatMode = .fixed(.seconds(30))
     /// Ping-pong: how long anything that expects an answer (heartbeat, message, login) may wait for

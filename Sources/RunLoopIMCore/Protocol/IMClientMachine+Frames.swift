@@ -37,7 +37,7 @@ extension IMClientMachine {
             }
         case .joinAck, .leaveAck, .roomList, .historyPage:
             if pendingRequests.remove(frame.serial) != nil { actions.append(.response(serial: frame.serial, frame)) }
-        case .presence, .membership:
+        case .presence, .membership, .presenceBatch:
             actions.append(.notice(frame))
         case .login, .logout, .send, .deliverAck, .abandon, .join, .leave, .listRooms, .history, nil:
             // Requests only a server handles, or a command from a newer protocol: ignored, so a
@@ -61,6 +61,7 @@ extension IMClientMachine {
         loginDeadline = nil
         onlineSince = now
         grantedKeepalive = response.keepaliveSeconds > 0 ? .seconds(Int64(response.keepaliveSeconds)) : nil
+        receivesPresenceBatches = response.presenceBatches
         adoptLimits(response)
         report(.online)
         settleOversize()

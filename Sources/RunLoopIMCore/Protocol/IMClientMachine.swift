@@ -108,6 +108,12 @@ public struct IMClientMachine: Sendable {
     /// The login was refused because no account has the name and it asked for an existing one
     /// (``IMClientConfiguration/existingAccountOnly``; LOGIN_ACK's `account_unknown`).
     public internal(set) var isAccountUnknown = false
+    /// Ask for PRESENCE_BATCH frames at every login from now on (LOGIN's `presence_batches`): set by
+    /// an owner that reads them among its notices. Starts as ``IMClientConfiguration/readsPresenceBatches``.
+    public var readsPresenceBatches: Bool
+    /// The last LOGIN_ACK 0 said the server may send this session PRESENCE_BATCH frames (it still
+    /// may send single PRESENCE frames too).
+    public internal(set) var receivesPresenceBatches = false
 
     public init(configuration: IMClientConfiguration) {
         precondition(configuration.maximumSendAttempts > 0, "maximumSendAttempts must be positive")
@@ -122,6 +128,7 @@ public struct IMClientMachine: Sendable {
         seen = RecentMessageIDs(capacity: configuration.deduplicationWindow)
         maximumSendBody = Self.assumedSendLimit(configuration)
         receiveLimit = configuration.maximumFrameBody
+        readsPresenceBatches = configuration.readsPresenceBatches
     }
 
     /// What a SEND body may be before the server has said: the frame limit less what the server adds.
@@ -145,7 +152,7 @@ public struct IMClientMachine: Sendable {
             user: configuration.user, password: configuration.password,
             keepaliveSeconds: UInt32(clamping: Int64(configuration.heartbeat.longestInterval.secondsDouble.rounded(.up))),
             clientName: configuration.clientName, clientInstance: configuration.clientInstance,
-            existingAccountOnly: configuration.existingAccountOnly)
+            existingAccountOnly: configuration.existingAccountOnly, readsPresenceBatches: readsPresenceBatches)
         let serial = takeSerial()
         phase = .loggingIn(opened, serial: serial)
         lastReceived = now

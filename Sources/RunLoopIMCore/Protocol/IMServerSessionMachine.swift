@@ -138,8 +138,18 @@ public struct IMServerSessionMachine: Sendable {
     // thousands of times (issue 22), hence the narrow types and the order that leaves no padding.
     package let shared: SharedSettings
     var nextSerial: UInt32 = 1
-    /// The keepalive the LOGIN announced, in seconds (the wire's width; 0: none announced).
-    var announcedKeepaliveSeconds: UInt32 = 0
+    /// What the LOGIN announced, in one word: the keepalive in seconds in the low 31 bits (0: none;
+    /// more than 2³¹ − 1 s is clamped there, the server's own bound being far below), and in the top bit
+    /// whether it asked for PRESENCE_BATCH — a flag of its own would grow every session by 8 bytes.
+    private var loginAnnouncement: UInt32 = 0
+    private static let presenceBatchesBit: UInt32 = 1 << 31
+
+    /// The keepalive the LOGIN announced, in seconds (0: none announced).
+    var announcedKeepaliveSeconds: UInt32 { loginAnnouncement & ~Self.presenceBatchesBit }
+
+    /// The LOGIN asked for PRESENCE_BATCH frames (`presence_batches`): the LOGIN_ACK says they come,
+    /// and the server batches this session's presence.
+    package var sendsPresenceBatches: Bool { loginAnnouncement & Self.presenceBatchesBit != 0 }
     /// The user the session logged in as: set when the login is accepted and kept after the end (the
     /// session's last reports name it), where ``user`` is only the user while online.
     package private(set) var loggedInUser: String?
@@ -281,7 +291,9 @@ public struct IMServerSessionMachine: Sendable {
                 guard request.user.utf8.count <= settings.maximumUserNameBytes else {
                     return fail(.badRequest, "user name over \(settings.maximumUserNameBytes) bytes", serial: frame.serial)
                 }
-                announcedKeepaliveSeconds = request.keepaliveSeconds
+                loginAnnouncement =
+                    min(request.keepaliveSeconds, ~Self.presenceBatchesBit)
+                    | (request.presenceBatches ? Self.presenceBatchesBit : 0)
                 phase = .authenticating(serial: frame.serial)
                 actions.append(.authenticate(IMLoginAttempt(request)))
             } catch {
@@ -321,7 +333,7 @@ public struct IMServerSessionMachine: Sendable {
         case (nil, _):
             return fail(.unknownCommand, "unknown command \(frame.header.command)", serial: frame.serial)
         case (.loginAck, _), (.sendAck, _), (.deliver, _), (.abandonAck, _), (.logoutAck, _), (.error, _),
-            (.joinAck, _), (.leaveAck, _), (.roomList, _), (.historyPage, _), (.presence, _), (.membership, _):
+            (.joinAck, _), (.leaveAck, _), (.roomList, _), (.historyPage, _), (.presence, _), (.membership, _), (.presenceBatch, _):
             return fail(.badRequest, "\(frame.command.map { "\($0)" } ?? "?") is a server's frame", serial: frame.serial)
         }
         return takeActions()
@@ -358,6 +370,7 @@ public struct IMServerSessionMachine: Sendable {
         response.serverTimeMs = serverTimeMilliseconds
         response.limits = settings.limits
         response.accountCreated = accountCreated
+        response.presenceBatches = sendsPresenceBatches
         actions.append(.write(IMFrame(command: .loginAck, serial: serial, message: response)))
         actions.append(.online(user: user))
         return takeActions()

@@ -11,22 +11,33 @@ extension IMChatMessage {
     }
 }
 
-/// Reads varints and byte runs off the front of a Protocol Buffers encoding that may be cut short.
+/// Reads varints and byte runs off the front of a Protocol Buffers encoding that may be cut short —
+/// or off one length-delimited field inside it (``init(bytes:from:to:)``), sharing the bytes.
 package struct ProtobufPrefixReader {
     let bytes: [UInt8]
-    var offset = 0
+    var offset: Int
+    /// Where reading stops: the end of the bytes, or of the field read.
+    let end: Int
 
     package init(bytes: [UInt8]) {
+        self.init(bytes: bytes, from: 0, to: bytes.count)
+    }
+
+    /// Reads `bytes[start..<end]` only.
+    package init(bytes: [UInt8], from start: Int, to end: Int) {
+        precondition(0 <= start && start <= end && end <= bytes.count, "a range inside the bytes")
         self.bytes = bytes
+        offset = start
+        self.end = end
     }
 
     /// Whether every byte was read.
-    package var isAtEnd: Bool { offset == bytes.count }
+    package var isAtEnd: Bool { offset == end }
 
     package mutating func readVarint() -> UInt64? {
         var value: UInt64 = 0
         var shift: UInt64 = 0
-        while offset < bytes.count, shift < 64 {
+        while offset < end, shift < 64 {
             let byte = bytes[offset]
             offset += 1
             value |= UInt64(byte & 0x7F) << shift
@@ -37,7 +48,7 @@ package struct ProtobufPrefixReader {
     }
 
     package mutating func take(_ count: UInt64) -> ArraySlice<UInt8>? {
-        guard count <= UInt64(bytes.count - offset) else { return nil }
+        guard count <= UInt64(end - offset) else { return nil }
         defer { offset += Int(count) }
         return bytes[offset..<(offset + Int(count))]
     }

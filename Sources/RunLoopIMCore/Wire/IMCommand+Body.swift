@@ -22,6 +22,7 @@ extension IMCommand {
         case .historyPage: return IMHistoryPage.self
         case .presence: return IMPresenceNotice.self
         case .membership: return IMMembershipNotice.self
+        case .presenceBatch: return IMPresenceBatch.self
         }
     }
 

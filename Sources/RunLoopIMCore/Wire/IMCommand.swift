@@ -49,12 +49,16 @@ public enum IMCommand: UInt16, Sendable, CaseIterable, CustomStringConvertible {
     case presence = 23
     /// Server → client: `MembershipNotice`, a member joined or left a room the user is in. No answer.
     case membership = 24
+    /// Server → client: `PresenceBatch`, many PRESENCE notices in one frame, applied in their order.
+    /// Sent only to a session whose login asked for them (LOGIN's `presence_batches`) and was told so
+    /// (LOGIN_ACK's `presence_batches`). No answer.
+    case presenceBatch = 25
 
     /// Answers and notices of the application layer (rooms, history, presence, membership): the protocol
     /// machines pass them through to the application.
     public var isApplicationReply: Bool {
         switch self {
-        case .joinAck, .leaveAck, .roomList, .historyPage, .presence, .membership: return true
+        case .joinAck, .leaveAck, .roomList, .historyPage, .presence, .membership, .presenceBatch: return true
         default: return false
         }
     }
@@ -92,6 +96,7 @@ public enum IMCommand: UInt16, Sendable, CaseIterable, CustomStringConvertible {
         case .historyPage: return "HISTORY_PAGE"
         case .presence: return "PRESENCE"
         case .membership: return "MEMBERSHIP"
+        case .presenceBatch: return "PRESENCE_BATCH"
         }
     }
 }

@@ -57,7 +57,8 @@ extension IMLoginAttempt {
     package init(_ wire: IMLoginRequest) {
         self.init(
             user: wire.user, password: wire.password, keepaliveSeconds: wire.keepaliveSeconds,
-            clientName: wire.clientName, clientInstance: wire.clientInstance, existingAccountOnly: wire.existingAccountOnly)
+            clientName: wire.clientName, clientInstance: wire.clientInstance, existingAccountOnly: wire.existingAccountOnly,
+            readsPresenceBatches: wire.presenceBatches)
     }
 
     package var wire: IMLoginRequest {
@@ -68,6 +69,7 @@ extension IMLoginAttempt {
         request.clientName = clientName
         request.clientInstance = clientInstance
         request.existingAccountOnly = existingAccountOnly
+        request.presenceBatches = readsPresenceBatches
         return request
     }
 }

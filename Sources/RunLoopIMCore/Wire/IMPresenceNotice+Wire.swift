@@ -14,12 +14,7 @@ extension IMPresenceNotice {
         bytes.reserveCapacity(length + 8)
         if length > 0 {
             bytes.append(0x0A)  // field 1 (user), length-delimited
-            var rest = UInt64(length)
-            while rest >= 0x80 {
-                bytes.append(UInt8(truncatingIfNeeded: rest) | 0x80)
-                rest >>= 7
-            }
-            bytes.append(UInt8(rest))
+            bytes.appendProtobufVarint(UInt64(length))
             bytes.append(contentsOf: user.utf8)
         }
         if online { bytes.append(contentsOf: [0x10, 0x01]) }  // field 2 (online), varint 1
@@ -32,6 +27,12 @@ extension IMPresenceNotice {
     /// refuses as the protocol says.
     package static func readUsualLayout(_ body: [UInt8]) -> (user: String, online: Bool)? {
         var reader = ProtobufPrefixReader(bytes: body)
+        return readUsualLayout(&reader)
+    }
+
+    /// The notice in what is left of `reader` (all of it), read as ``readUsualLayout(_:)`` reads a
+    /// body: a PRESENCE_BATCH's entries are read where they lie, without a copy each.
+    package static func readUsualLayout(_ reader: inout ProtobufPrefixReader) -> (user: String, online: Bool)? {
         var user = ""
         var online = false
         var key: UInt64?
@@ -81,5 +82,17 @@ extension IMFrame {
         if let notice = IMPresenceNotice.readUsualLayout(body) { return notice }
         let notice = try decode(IMPresenceNotice.self)
         return (notice.user, notice.online)
+    }
+}
+
+extension [UInt8] {
+    /// Appends `value` as a Protocol Buffers varint: seven bits a byte, low bits first.
+    package mutating func appendProtobufVarint(_ value: UInt64) {
+        var rest = value
+        while rest >= 0x80 {
+            append(UInt8(truncatingIfNeeded: rest) | 0x80)
+            rest >>= 7
+        }
+        append(UInt8(rest))
     }
 }

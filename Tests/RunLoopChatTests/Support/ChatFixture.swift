@@ -26,14 +26,16 @@ final class ChatFixture {
         bench.server.applicationHandler = application
     }
 
-    /// A started client of `user`, with its reports recorded; not waited for.
-    func client(_ user: String) -> (ChatClient, ChatRecorder) {
+    /// A started client of `user`, with its reports recorded; not waited for. Without
+    /// `readsPresenceBatches` its logins do not ask for PRESENCE_BATCH, as a client older than it.
+    func client(_ user: String, readsPresenceBatches: Bool = true) -> (ChatClient, ChatRecorder) {
         var configuration = IMClientConfiguration(user: user, password: "pw")
         configuration.heartbeat = .fixed(.seconds(5))
         configuration.answerTimeout = .seconds(5)
         configuration.backoff = ReconnectBackoff.Policy(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(400))
         let connection = bench.client(configuration, start: false)
         let chat = ChatClient(connection: connection)
+        connection.readsPresenceBatches = readsPresenceBatches
         let recorder = ChatRecorder(chat)
         clients.append(chat)
         chat.start()
@@ -41,8 +43,8 @@ final class ChatFixture {
     }
 
     /// A client of `user`, logged in.
-    func online(_ user: String) throws -> (ChatClient, ChatRecorder) {
-        let (chat, recorder) = client(user)
+    func online(_ user: String, readsPresenceBatches: Bool = true) throws -> (ChatClient, ChatRecorder) {
+        let (chat, recorder) = client(user, readsPresenceBatches: readsPresenceBatches)
         try #require(try spin(loop) { chat.state == .online })
         return (chat, recorder)
     }
