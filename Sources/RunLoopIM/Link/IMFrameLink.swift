@@ -6,12 +6,15 @@ public import RunLoopNet
 /// inside a call the owner made on the link.
 ///
 /// Made of closures, which the events hold (and the link holds the events), or of an owner that
-/// takes them as methods, held weakly: what it reports after that owner is gone goes nowhere.
+/// takes them as methods, held unowned: the owner closes or aborts its link (after which the link
+/// reports nothing) before it goes.
 public struct IMFrameLinkEvents {
-    /// The closures, when made of them (nothing else holds them).
+    /// The closures, when made of them: kept here (nothing else holds them), reached through `target`.
     private let closures: IMFrameLinkClosures?
-    /// The owner, when made of one: weak, since the owner holds the link.
-    private weak var owner: (any IMFrameLinkDelegate)?
+    /// Where the events go: the closures' box or the owner. Unowned, since the owner holds the link; not
+    /// weak, since a weak reference gives the owner a side table for the rest of its life (48 bytes,
+    /// and a cache line read on every event: an ``IMServer``'s idle sessions, issue 22).
+    private unowned(unsafe) let target: any IMFrameLinkDelegate
 
     public init(
         opened: @escaping () -> Void = {},
@@ -21,43 +24,49 @@ public struct IMFrameLinkEvents {
         failed: @escaping (_ error: IMFrameError, _ serial: UInt32) -> Void,
         closed: @escaping (IMLinkCloseReason) -> Void
     ) {
-        closures = IMFrameLinkClosures(
+        let closures = IMFrameLinkClosures(
             opened: opened, received: received, readEnded: readEnded, oversized: oversized, failed: failed, closed: closed)
+        self.closures = closures
+        target = closures
     }
 
-    /// Events that go to `owner`'s methods for as long as it lives: one reference where the closures
-    /// are six (an ``IMServer``'s sessions).
+    /// Events that go to `owner`'s methods: one reference where the closures are six (an
+    /// ``IMServer``'s sessions). The events do not keep `owner`: it must close or abort the link they
+    /// are given to before it goes — in its `deinit` at the latest.
     package init(owner: any IMFrameLinkDelegate) {
         closures = nil
-        self.owner = owner
-    }
-
-    private var target: (any IMFrameLinkDelegate)? {
-        if let closures { return closures }
-        return owner
+        target = owner
     }
 
     /// The link connected: frames may be sent. Only for a link that connects (a client's); one that
     /// was open from the start (accepted by a server) never calls it.
-    public func opened() { target?.linkOpened() }
+    public func opened() { withOwner { $0.linkOpened() } }
     /// A whole frame arrived.
-    public func received(_ frame: IMFrame) { target?.linkReceived(frame) }
+    public func received(_ frame: IMFrame) { withOwner { $0.linkReceived(frame) } }
     /// Every frame of one read was given to ``received(_:)``: what answers them all at once (one
     /// DELIVER_ACK for a read) goes out now.
-    public func readEnded() { target?.linkReadEnded() }
+    public func readEnded() { withOwner { $0.linkReadEnded() } }
     /// A frame whose body was over `limit` was read and dropped but for the first bytes of its body
     /// (``FrameDecoder/Event/oversized(_:bodyPrefix:)``): the receiver answers it and goes on. Only a
     /// link made to skip SENDs reports it; any other oversized frame is ``failed(_:_:)``.
     public func oversized(_ header: FrameHeader, _ bodyPrefix: [UInt8], _ limit: Int) {
-        target?.linkReceivedOversized(header, bodyPrefix: bodyPrefix, limit: limit)
+        withOwner { $0.linkReceivedOversized(header, bodyPrefix: bodyPrefix, limit: limit) }
     }
     /// The input broke the protocol below the frame level (framing, version, size, or the link's own
     /// encoding): the receiver answers ERROR `error.statusCode` (echoing `serial`, 0 when none was
     /// readable) and ends. The link delivers nothing more after it.
-    public func failed(_ error: IMFrameError, _ serial: UInt32) { target?.linkFailed(error, serial: serial) }
+    public func failed(_ error: IMFrameError, _ serial: UInt32) { withOwner { $0.linkFailed(error, serial: serial) } }
     /// The link closed underneath (the peer closed it, it failed); at most once, never after the owner
     /// called ``IMFrameLink/close(for:)`` or ``IMFrameLink/abort()``.
-    public func closed(_ reason: IMLinkCloseReason) { target?.linkClosed(reason) }
+    public func closed(_ reason: IMLinkCloseReason) { withOwner { $0.linkClosed(reason) } }
+
+    /// Calls `body` with the target held strongly until it returns: an event may end a server's
+    /// session, whose server then lets go of it (``IMServer``'s tables are its only holders) while its
+    /// method still runs. A call made on the unretained reference alone would free it mid-call.
+    private func withOwner(_ body: (any IMFrameLinkDelegate) -> Void) {
+        let owner = target
+        withExtendedLifetime(owner) { body(owner) }
+    }
 }
 
 /// The link under one IM connection, client or server side: frames in, frames out, in the peer's

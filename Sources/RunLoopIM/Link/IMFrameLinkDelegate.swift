@@ -1,7 +1,7 @@
 package import RunLoopIMCore
 
 /// An owner that takes a link's events as methods (``IMFrameLinkEvents/init(owner:)``): the link keeps
-/// one weak reference to it, 16 bytes, where six closures cost 96 — a server keeps one link per idle
+/// one unowned reference to it, 16 bytes, where six closures cost 96 — a server keeps one link per idle
 /// connection. Each method is the ``IMFrameLinkEvents`` member of the same meaning; loop thread.
 package protocol IMFrameLinkDelegate: AnyObject {
     func linkOpened()

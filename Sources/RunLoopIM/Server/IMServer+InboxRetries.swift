@@ -9,8 +9,7 @@ extension IMServer {
             inboxRetries[key]
             ?? {
                 let made = ProtocolTimer(loop: loop, modes: session.link.modes, label: "im.session inbox retry") {
-                    [weak self, weak session] in
-                    guard let session else { return }
+                    [weak self, session] in
                     self?.inboxRetries[ObjectIdentifier(session)]?.schedule(at: nil)
                     session.refill()
                 }

@@ -96,7 +96,7 @@ extension IMServer {
             if let instance { supersedeOlderLogin(of: instance, by: ticket) }
             if let evicted, let login = loginGate.waiting[evicted] {
                 loginGate.forget(evicted)
-                login.session?.loginRefused(
+                login.session.loginRefused(
                     .rateLimited, reason: "too many logins in progress; try again shortly",
                     retryAfter: loginGate.throttle.retryAfter(.server, now: now))
             }
@@ -131,7 +131,7 @@ extension IMServer {
         loginGate.isStartingChecks = true
         defer { loginGate.isStartingChecks = false }
         while let ticket = loginGate.throttle.nextCheck(now: loop.now) {
-            guard let login = loginGate.waiting[ticket], let session = login.session, !session.isEnded else {
+            guard let login = loginGate.waiting[ticket], !login.session.isEnded else {
                 // Its session ended between the queue and now: nothing to check.
                 _ = loginGate.throttle.checkFinished(ticket, .neither, now: loop.now)
                 loginGate.forget(ticket)
@@ -167,7 +167,7 @@ extension IMServer {
             loginGate.schedule(.release(ticket), at: now + hold)
             // The answer never waits past the session's login deadline: a client told "wrong
             // password" does not retry; one that timed out would.
-            let latest = login.session?.machine.loginDeadline.map { $0 - .milliseconds(250) } ?? now + hold
+            let latest = login.session.machine.loginDeadline.map { $0 - .milliseconds(250) } ?? now + hold
             let answerAt = min(now + hold, latest)
             if answerAt <= now {
                 answer(login, verdict)
@@ -200,7 +200,8 @@ extension IMServer {
     // MARK: Answers
 
     private func answer(_ login: LoginGate.Waiting, _ verdict: IMLoginVerdict) {
-        guard let session = login.session, !session.isEnded else { return }
+        let session = login.session
+        guard !session.isEnded else { return }
         let user: String
         switch verdict {
         case .refused(let code, let reason):
@@ -223,9 +224,9 @@ extension IMServer {
         guard let sessionAdmission else { return goOnline(session, as: user, instance: key, replacing: replaced) }
         // The replaced session still counts in the cluster until it ends, right after this one is online.
         let limit = settings.maximumSessionsPerUser.map { replaced == nil ? $0 : $0 + 1 }
-        callStore(timed: .admission, { sessionAdmission(user, limit, $0) }) { [weak self, weak session] admitted in
+        callStore(timed: .admission, { sessionAdmission(user, limit, $0) }) { [weak self, session] admitted in
             guard let self else { return }
-            guard let session, !session.isEnded else {
+            guard !session.isEnded else {
                 if admitted { self.onAdmittedSessionEnd?(user) }
                 return
             }

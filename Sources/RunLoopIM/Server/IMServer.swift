@@ -386,7 +386,7 @@ public final class IMServer {
             session.acknowledged(seqs)
         case .abandon:
             let ids = try frame.decode(IMAbandonRequest.self).ids
-            callStore(timed: .abandon, { self.store.abandon(ids, from: user, completion: $0) }) { [weak self, weak session] result in
+            callStore(timed: .abandon, { self.store.abandon(ids, from: user, completion: $0) }) { [weak self, session] result in
                 var response = IMAbandonResponse()
                 switch result {
                 case .success(let outcomes): response.results = outcomes.map(\.wire)
@@ -394,7 +394,7 @@ public final class IMServer {
                     // No outcome for any id: the client asks again, as after a lost answer.
                     self?.logger.error("abandon from \(user) not settled: \(failure)")
                 }
-                session?.write(IMFrame(command: .abandonAck, serial: frame.serial, message: response))
+                session.write(IMFrame(command: .abandonAck, serial: frame.serial, message: response))
             }
         case let command? where command.isApplicationRequest:
             guard let applicationHandler else {
@@ -402,8 +402,8 @@ public final class IMServer {
             }
             storeCallsOut += 1
             do {
-                try applicationHandler.answer(frame, from: user, on: self) { [weak self, weak session] answer in
-                    session?.write(answer)
+                try applicationHandler.answer(frame, from: user, on: self) { [weak self, session] answer in
+                    session.write(answer)
                     self?.storeCallAnswered()
                 }
             } catch {
@@ -417,6 +417,9 @@ public final class IMServer {
 
     /// Makes a store call and hands its answer to `then`, counting the call out until it is answered
     /// (``shutdown(completion:)`` waits for every answer). The answer may come before this returns.
+    /// Answers capture their session strongly, never weakly (a weak reference gives a session a side
+    /// table for life, 48 bytes, issue 22): the store answers on the loop's thread, and a session that
+    /// ended meanwhile drops what it is given.
     /// - Parameter timed: the kind of call `im_store_call_duration_seconds` files its time under, from
     ///   the call to its answer on the loop's clock; `nil`: not timed.
     func callStore<Answer>(timed kind: IMServerMetrics.StoreCall?, _ call: (@escaping (Answer) -> Void) -> Void, then: @escaping (Answer) -> Void) {
@@ -452,7 +455,7 @@ public final class IMServer {
         // unknown fields would be stored and delivered to every recipient unchecked.
         let sent = IMMessage(id: message.id, from: "", recipient: recipient, text: message.text, seq: 0, sentAtMilliseconds: 0)
         let now = wallClockMilliseconds()
-        callStore(timed: .store, { self.store.store(sent, from: user, nowMilliseconds: now, completion: $0) }) { [weak self, weak session] result in
+        callStore(timed: .store, { self.store.store(sent, from: user, nowMilliseconds: now, completion: $0) }) { [weak self, session] result in
             // SEND_ACK only now, after the commit. A session that ended meanwhile gets nothing: its
             // client sends the message again on its next connection, and storing is idempotent.
             self?.sendStored(result, ack: ack, serial: serial, to: session)
@@ -461,13 +464,13 @@ public final class IMServer {
 
     /// A SEND's answer from the store: SEND_ACK to the sender, and a new message live to every
     /// recipient online here, in the order the store answers.
-    private func sendStored(_ result: IMStoreResult, ack: IMSendAck, serial: UInt32, to session: IMServerSession?) {
+    private func sendStored(_ result: IMStoreResult, ack: IMSendAck, serial: UInt32, to session: IMServerSession) {
         var ack = ack
         switch result {
         case .stored(let stored, let recipients, let isNew):
             ack.seq = stored.seq
             ack.sentAtMs = stored.sentAtMilliseconds
-            session?.write(IMFrame(command: .sendAck, serial: serial, message: ack))
+            session.write(IMFrame(command: .sendAck, serial: serial, message: ack))
             if isNew {
                 metrics.messageStored()
                 onMessageStored?(self, stored)
@@ -480,7 +483,7 @@ public final class IMServer {
             // and a session that sent it already does not send it again.
             deliverStored(stored, to: recipients)
         case .refused(let code):
-            session?.write(IMFrame(command: .sendAck, serial: serial, code: code, message: ack))
+            session.write(IMFrame(command: .sendAck, serial: serial, code: code, message: ack))
         }
     }
 

@@ -31,8 +31,10 @@ public final class IMServerSession {
     private var wentOnline = false
     /// Its index in the server's open sessions, a ``PlacedArray``.
     var placeInOpen = PlacedArray<IMServer.OpenPlace>.notPlaced
-    /// This session's place in `deadlines`.
-    var deadline = SessionDeadlines.Slot()
+    /// This session's place in `deadlines`. Unchecked exclusivity: `SessionDeadlines` reads and writes
+    /// it several times for every renewal, each a runtime check otherwise; loop thread only, and no
+    /// access overlaps another.
+    @exclusivity(unchecked) var deadline = SessionDeadlines.Slot()
     /// What this connection owes the client from the user's inbox, and what waits for its DELIVER_ACK.
     private(set) var window: DeliveryWindow
     /// The client instance its login named, once online under it: with ``user``, its key in the
@@ -45,10 +47,19 @@ public final class IMServerSession {
         machine = IMServerSessionMachine(sharing: server.sessionSettings, now: link.loop.now)
         window = DeliveryWindow(maximumMessages: server.settings.deliveryWindowMessages, maximumBytes: server.settings.deliveryWindowBytes)
         deadlines = server.sessionDeadlines(for: link.modes)
-        // The link reports to this session's methods through one weak reference (IMFrameLinkDelegate):
+        // The link reports to this session's methods through one unowned reference (IMFrameLinkDelegate):
         // six closures, or a box holding the session weakly for them, cost every connection 120 bytes.
         link.open(IMFrameLinkEvents(owner: self))
         deadlines.schedule(self, at: machine.nextDeadline)
+    }
+
+    // Nothing refers to a session weakly: a single weak reference gives it a side table for life (48
+    // bytes, and a cache line each heartbeat, issue 22). The two that hold it unowned — its link's
+    // events and its deadlines' table — let go of it when it ends; a session its server let go without
+    // ending it makes them let go here, so neither is left pointing at freed memory.
+    deinit {
+        deadlines.forget(self)
+        if !isEnded { link.abort() }
     }
 
     /// The machine's deadline passed (``SessionDeadlines``).
@@ -101,8 +112,10 @@ public final class IMServerSession {
         guard let server, let user = machine.user, !isEnded, window.isRefillDue else { return }
         let asked = window.freeMessages
         window.readStarted()
+        // Held by the answer (no weak reference: see deinit), which the store gives on the loop's thread:
+        // a session that ended meanwhile only counts the read as done.
         server.callStore(timed: .inbox, { server.store.undelivered(for: user, after: self.window.sentThrough, limit: asked, completion: $0) }) {
-            [weak self] result in self?.inboxRead(result, asked: asked)
+            [self] result in inboxRead(result, asked: asked)
         }
     }
 

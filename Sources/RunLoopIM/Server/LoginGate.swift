@@ -10,7 +10,9 @@ import RunLoopNet
 final class LoginGate {
     /// A login between its LOGIN and its answer (and, after a wrong password, until its delay ends).
     struct Waiting {
-        weak var session: IMServerSession?
+        /// Held until the login is forgotten (an ended session is skipped where it is read): a weak
+        /// reference would give every session a side table for life, 48 bytes (issue 22).
+        let session: IMServerSession
         /// The session's peer, for the log even after the session is gone.
         let peer: SocketAddress?
         let request: IMLoginAttempt
@@ -84,9 +86,7 @@ final class LoginGate {
     /// Forgets a login whose answer was given and whose delay, if any, is over.
     func forget(_ ticket: LoginThrottle.Ticket) {
         guard let login = waiting.removeValue(forKey: ticket) else { return }
-        if let session = login.session, ticketOfSession[ObjectIdentifier(session)] == ticket {
-            ticketOfSession[ObjectIdentifier(session)] = nil
-        }
+        if ticketOfSession[ObjectIdentifier(login.session)] == ticket { ticketOfSession[ObjectIdentifier(login.session)] = nil }
         if let key = login.instance, newestLogin[key] == ticket { newestLogin[key] = nil }
         waiting.shrinkIfSparse()
         ticketOfSession.shrinkIfSparse()

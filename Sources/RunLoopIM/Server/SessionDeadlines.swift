@@ -11,18 +11,20 @@ import RunLoopNet
 /// leaves the old one to be dropped when it surfaces. A session's live entry is the one whose order is
 /// its ``Slot/queuedOrder``.
 ///
-/// Entries name their session by its place in a table of weak references, not by a weak reference of
-/// their own: the heap moves entries on every push and pop, and moving a weak reference is a runtime
-/// call (its side table's count), where a place is a plain integer. A session holds its place while it
-/// has a live entry; a freed place goes to the next session, and its old stale entries never match the
-/// newcomer's order.
+/// Entries name their session by its place in a table of unowned references, not by a reference of
+/// their own: the heap moves entries on every push and pop, where a place is a plain integer. A
+/// session holds its place while it has a live entry; a freed place goes to the next session, and its
+/// old stale entries never match the newcomer's order. The table holds its sessions unretained:
+/// a weak reference would give every session a side table (48 bytes, and a cache line touched on each
+/// heartbeat), and a session gives its place back before it goes — when it ends, or in its `deinit`
+/// should its server let it go first.
 ///
 /// The timer wakes only on tick boundaries (``tickNanoseconds``): with thousands of sessions some entry comes due every
 /// millisecond or two (each heartbeat's moved deadline resurfaces once), and a wake-up each would cost
 /// more than the deadlines are worth; one wake-up handles every entry due in its slice instead. A
 /// session is therefore told between its deadline and 250 ms after it (docs/PROTOCOL.md, section 6).
 ///
-/// Loop thread only, owned by its server; sessions are held weakly.
+/// Loop thread only, owned by its server; sessions are not kept alive by it.
 final class SessionDeadlines {
     /// What a session keeps of its deadline (inline in the session: no object of its own).
     struct Slot {
@@ -45,8 +47,16 @@ final class SessionDeadlines {
         fileprivate var place: UInt32 = 0
     }
 
+    /// Unretained, as an `Unmanaged` rather than an `unowned(unsafe)` optional: a struct holding an
+    /// optional `unowned` or `unowned(unsafe)` reference was copied wrongly by the standard library's
+    /// unspecialized code in a debug build (`places.enumerated()` in `dropStaleEntriesIfMost` looped
+    /// past the table or trapped "Not enough bits" on its index, MassDisconnectTests), which a weak
+    /// reference did not show.
     private struct Place {
-        weak var session: IMServerSession?
+        /// Set only while the session holds the place, which it gives back before its deinit ends.
+        var held: Unmanaged<IMServerSession>?
+
+        var session: IMServerSession? { held?.takeUnretainedValue() }
     }
 
     /// How far past its deadline a session may be told, in nanoseconds (250 ms): the timer's instants
@@ -91,6 +101,8 @@ final class SessionDeadlines {
     var capacity: Int { queue.capacity }
     /// Places in the table, held or free (for tests).
     var placeCount: Int { places.count }
+    /// Places a session holds (for tests).
+    var heldPlaceCount: Int { liveEntries }
     /// Bytes an entry takes in the queue (for tests).
     static var entryStride: Int { MemoryLayout<Entry>.stride }
 
@@ -103,7 +115,7 @@ final class SessionDeadlines {
         guard let instant else {
             // Its entry is stale from now on (an ended session's): dropped with the others once they
             // are most of the queue, not when each surfaces up to 1.5 keepalives later — until then
-            // each held its session's weak reference table, and a crowd's left the queue scattered.
+            // each held a place, and a crowd's left the queue scattered.
             if session.deadline.queued != nil {
                 release(session)
                 dropStaleEntriesIfMost()
@@ -113,6 +125,13 @@ final class SessionDeadlines {
         if let queued = session.deadline.queued, queued <= instant { return }
         push(session, at: instant)
         armForFirstEntry()
+    }
+
+    /// `session` is going (its deinit, its server having let it go without ending it): the place it
+    /// holds, if any, is given back, so the table never names freed memory.
+    func forget(_ session: IMServerSession) {
+        session.deadline.wanted = nil
+        if session.deadline.queued != nil { release(session) }
     }
 
     private func push(_ session: IMServerSession, at instant: LoopInstant) {
@@ -125,17 +144,17 @@ final class SessionDeadlines {
 
     private func takePlace(for session: IMServerSession) -> UInt32 {
         if let free = freePlaces.popLast() {
-            places[Int(free)].session = session
+            places[Int(free)].held = .passUnretained(session)
             return free
         }
-        places.append(Place(session: session))
+        places.append(Place(held: .passUnretained(session)))
         return UInt32(places.count - 1)
     }
 
     /// The session's live entry is gone (taken, or stale from now on): its place is free.
     private func release(_ session: IMServerSession) {
         session.deadline.queued = nil
-        places[Int(session.deadline.place)].session = nil
+        places[Int(session.deadline.place)].held = nil
         freePlaces.append(session.deadline.place)
     }
 
