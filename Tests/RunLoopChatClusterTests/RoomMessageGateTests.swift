@@ -11,7 +11,9 @@ struct RoomMessageGateTests {
     let clock = ManualClock(autoAdvances: false)
 
     func message(_ number: UInt64, in room: String = "r") -> IMMessage {
-        IMMessage(id: "m\(number)", from: "bob", recipient: .room(room), text: "\(number)", seq: 100 + number, sentAtMilliseconds: 1, conversationSeq: number)
+        IMMessage(
+            id: "m\(number)", from: "bob", recipient: .room(room), text: "\(number)", seq: 100 + number, sentAtMilliseconds: 1,
+            conversationSeq: number)
     }
 
     /// A gate whose room r was read at membership number 4.
