@@ -30,6 +30,21 @@ import Testing
         #expect(members == [RoomMember(name: "ann", joinedSeq: 1), RoomMember(name: "cat", joinedSeq: 5), RoomMember(name: "dan", joinedSeq: 6)])
     }
 
+    @Test("a JOIN refused for too many rooms takes no number: the room's next change has the next one")
+    func refusedJoinTakesNoNumber() async throws {
+        let database = try await ChatDatabase.start()
+        let (isRefused, next) = try await onLoopThread {
+            let store = try database.store()
+            _ = try store.committing(join: true, "town", "ann").get()
+            _ = try store.committing(join: true, "attic", "ben").get()
+            let refused = try store.committing(join: true, "attic", "ann", maximumRooms: 1)
+            let next = try store.committing(join: true, "attic", "cat").get()
+            return ((try? refused.get()) == nil, next.seq)
+        }
+        #expect(isRefused)
+        #expect(next == 2)
+    }
+
     @Test("a user's rooms are read with the number of the join that made them a member, direct conversations left out")
     func roomsOfUser() async throws {
         let database = try await ChatDatabase.start()
