@@ -15,12 +15,8 @@ struct ChatClusterMessageOrderTests {
         "alice leaves r on node B, and bob's next message, committed on node C after it, reaches node A first: A gives it to ann once, never to alice"
     )
     func messageFromAnotherNodeBeforeTheLeave() async throws {
-        try await withNodes(["a", "c"]) { servers, nodes in
-            let b = SlowBusNode(servers: servers)
-            defer { b.close() }
-            try wait("b's store and bus up") { b.isReady }
-            let (alice, ann) = try Self.tracked(on: nodes[0])
-            let bob = try nodes[1].member("bob", of: "r")
+        try await Self.withSlowBus(["a", "c"]) { nodes, b in
+            let (alice, ann, bob) = try Self.trackedWithBob(nodes)
             try bob.send("before", to: .room("r"))
             try wait("alice and ann have bob's first message") { alice.texts == ["before"] && ann.texts == ["before"] }
 
@@ -40,10 +36,7 @@ struct ChatClusterMessageOrderTests {
 
     @Test("a message committed on node B after alice's LEAVE there, published before it: A gives it to ann once, never to alice")
     func messageFromTheSameNodeBeforeTheLeave() async throws {
-        try await withNodes(["a"]) { servers, nodes in
-            let b = SlowBusNode(servers: servers)
-            defer { b.close() }
-            try wait("b's store and bus up") { b.isReady }
+        try await Self.withSlowBus(["a"]) { nodes, b in
             let (alice, ann) = try Self.tracked(on: nodes[0])
 
             let bobJoined = try b.commit(join: true, "r", "bob")
@@ -69,12 +62,8 @@ struct ChatClusterMessageOrderTests {
         "the LEAVE never comes (its node died before publishing): after the wait the members read the message from the store — ann gets it, alice does not — and the room's later messages pass"
     )
     func leaveThatNeverComes() async throws {
-        try await withNodes(["a", "c"]) { servers, nodes in
-            let b = SlowBusNode(servers: servers)
-            defer { b.close() }
-            try wait("b's store and bus up") { b.isReady }
-            let (alice, ann) = try Self.tracked(on: nodes[0])
-            let bob = try nodes[1].member("bob", of: "r")
+        try await Self.withSlowBus(["a", "c"]) { nodes, b in
+            let (alice, ann, bob) = try Self.trackedWithBob(nodes)
 
             _ = try b.commit(join: false, "r", "alice")
             b.close()
@@ -85,6 +74,22 @@ struct ChatClusterMessageOrderTests {
             _ = try RunLoop.current.run(.default, timeout: .milliseconds(200))
             #expect(alice.texts.isEmpty)
         }
+    }
+
+    /// Nodes `ids` and a ``SlowBusNode`` beside them, every one ready.
+    static func withSlowBus(_ ids: [String], _ body: @escaping @Sendable ([ChatNodeUnderTest], SlowBusNode) throws -> Void) async throws {
+        try await withNodes(ids) { servers, nodes in
+            let b = SlowBusNode(servers: servers)
+            defer { b.close() }
+            try wait("b's store and bus up") { b.isReady }
+            try body(nodes, b)
+        }
+    }
+
+    /// ``tracked(on:)`` on node A, and bob, a member of r too, on node C.
+    static func trackedWithBob(_ nodes: [ChatNodeUnderTest]) throws -> (TestClient, TestClient, TestClient) {
+        let (alice, ann) = try tracked(on: nodes[0])
+        return (alice, ann, try nodes[1].member("bob", of: "r"))
     }
 
     /// Alice and ann on `node`, both members of r, with their rooms loaded there (a direct message
