@@ -10,8 +10,10 @@ import RunLoopIMCore
 /// | `m` | a message: its ChatMessage Protocol Buffers encoding (docs/PROTOCOL.md §5) |
 /// | `u`, `r` | a membership's user and room; `u` a presence's or an away user |
 /// | `s` | a membership's or presence's state: `1` joined/online, `0` left/offline |
-/// | `q` | a membership's number in its room's membership order, in decimal |
+/// | `q` | a membership's number in its room's membership order, in decimal; a room message's: the room's at its commit |
 ///
+/// A message entry without `q` (a direct message, a resend, a node from before messages carried it)
+/// is read as a message whose number is not known.
 /// A membership entry without `q` (a node from before rooms numbered their changes) is not read: its
 /// notice could reach members who joined after it.
 struct BusEntry: Equatable, Sendable {
@@ -22,8 +24,8 @@ struct BusEntry: Equatable, Sendable {
     var fields: [[UInt8]] {
         var pairs: [(String, [UInt8])] = [("n", Array(origin.utf8))]
         switch event {
-        case .message(let message):
-            pairs = [("k", Array("m".utf8))] + pairs + [("m", message.encodedBytes)]
+        case .message(let message, let membershipSeq):
+            pairs = [("k", Array("m".utf8))] + pairs + [("m", message.encodedBytes)] + (membershipSeq.map { [("q", Array(String($0).utf8))] } ?? [])
         case .membership(let user, let room, let joined, let seq):
             pairs =
                 [("k", Array("j".utf8))] + pairs
@@ -64,7 +66,8 @@ struct BusEntry: Equatable, Sendable {
         switch text("k") {
         case "m":
             guard let bytes = values["m"], let message = IMMessage(encodedBytes: bytes) else { return nil }
-            self.init(origin: origin, event: .message(message))
+            // A malformed number is no number: the message still passes, as from an older node.
+            self.init(origin: origin, event: .message(message, membershipSeq: text("q").flatMap { UInt64($0) }))
         case "j":
             guard let user = text("u"), let room = text("r"), let joined = flag("s"), let seq = text("q").flatMap({ UInt64($0) }) else { return nil }
             self.init(origin: origin, event: .membership(user: user, room: room, joined: joined, seq: seq))

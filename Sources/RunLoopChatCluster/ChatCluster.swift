@@ -51,6 +51,10 @@ public final class ChatCluster {
         /// dropped and one ``ClusterEvent/catchUp`` is owed instead: memory stays bounded, and the other
         /// nodes re-read from the store what the dropped events stood for.
         public var maximumUnpublished = 10_000
+        /// How long a room message from the bus waits here for the room's JOINs and LEAVEs that
+        /// committed before it (``RoomMessageGate``). Past it the message goes to the room's members
+        /// through their inbox reads, and their standings in the room are read again.
+        public var roomOrderWait: Duration = .seconds(2)
 
         /// - Parameters:
         ///   - nodeID: unique among the live nodes (a restarted node may reuse its id).
@@ -75,8 +79,12 @@ public final class ChatCluster {
     public var logger: Logger
 
     private let store: any ClusterChatStore
+    /// The last room message this node committed, with the room's membership number at the commit:
+    /// the store tells it just before the server learns of the message (``committedHere(_:)``).
+    private var lastRoomCommit: (seq: UInt64, membershipSeq: UInt64)?
     private var sequencer: ConversationSequencer
     private var rooms = LocalRooms()
+    private var gate: RoomMessageGate
     private var away: PresenceGrace
     /// Admitted sessions per user on this node.
     private var sessions: [String: Int] = [:]
@@ -106,6 +114,9 @@ public final class ChatCluster {
         guard let self else { return }
         for check in self.rooms.checksToAsk() { self.ask(check) }
     }
+    private lazy var gateTimer = DeadlineTimer(loop: server.loop, modes: modes, label: "chat cluster room order") { [weak self] in
+        self?.roomOrderWaitEnded()
+    }
     private lazy var sequencerTimer = DeadlineTimer(loop: server.loop, modes: modes, label: "chat cluster sequencer") { [weak self] in
         guard let self else { return }
         self.perform(self.sequencer.tick(now: self.server.loop.now))
@@ -132,6 +143,7 @@ public final class ChatCluster {
         self.logger = logger
         sequencer = ConversationSequencer(configuration: configuration.sequencer)
         away = PresenceGrace(grace: configuration.stopGrace)
+        gate = RoomMessageGate(maximumWait: configuration.roomOrderWait)
         bus = ClusterBus(loop: server.loop, modes: modes, configuration: configuration.bus, logger: logger)
         presence = NodePresence(
             nodeID: configuration.bus.nodeID, loop: server.loop, modes: modes, redis: configuration.bus.redis,
@@ -154,6 +166,7 @@ public final class ChatCluster {
         sequencerTimer.cancel()
         republishTimer.cancel()
         checkRetryTimer.cancel()
+        gateTimer.cancel()
         hasLeft = true
         presence.leave { [weak self] in
             guard let self else { return completion() }
@@ -173,6 +186,7 @@ public final class ChatCluster {
         sequencerTimer.cancel()
         republishTimer.cancel()
         checkRetryTimer.cancel()
+        gateTimer.cancel()
         presence.close()
         bus.close()
     }
@@ -180,6 +194,7 @@ public final class ChatCluster {
     // MARK: hooks
 
     private func attach() {
+        store.onRoomMessageCommitted = { [weak self] message, membershipSeq in self?.lastRoomCommit = (message.seq, membershipSeq) }
         let stored = server.onMessageStored
         server.onMessageStored = { [weak self] server, message in
             stored?(server, message)
@@ -219,7 +234,9 @@ public final class ChatCluster {
     // MARK: messages
 
     private func committedHere(_ message: IMMessage) {
-        publish(.message(message))
+        let membershipSeq = lastRoomCommit.flatMap { $0.seq == message.seq ? $0.membershipSeq : nil }
+        lastRoomCommit = nil
+        publish(.message(message, membershipSeq: membershipSeq))
         // The server delivered it to its sessions already; the sequencer learns its number, and may
         // pass on others' messages that were waiting for it.
         perform(sequencer.receive(message, now: server.loop.now), skipping: message.seq)
@@ -227,10 +244,12 @@ public final class ChatCluster {
 
     private func busReported(_ report: ClusterBusReport) {
         switch report {
-        case .event(.message(let message), _):
+        case .event(.message(let message, let membershipSeq), _):
+            if case .room(let room) = message.recipient, let membershipSeq { gate.heard(room, seq: membershipSeq) }
             perform(sequencer.receive(message, now: server.loop.now))
         case .event(.membership(let user, let room, let joined, let seq), _):
             if let check = rooms.membershipChanged(user, room: room, joined: joined, seq: seq) { ask(check) }
+            pass(gate.changed(room, seq: seq))
             // The room's members here and the user now see each other's presence.
             if joined { server.presenceAudienceChanged(for: user) }
             (server.applicationHandler as? MembershipReporter)?.membershipChangedElsewhere(user, room: room, joined: joined, seq: seq, on: server)
@@ -258,7 +277,7 @@ public final class ChatCluster {
             store.rooms(of: user) { [weak self] result in
                 guard let self else { return }
                 switch result {
-                case .success(let joined): for check in self.rooms.loaded(user, rooms: joined) { self.ask(check) }
+                case .success(let joined): self.loaded(user, rooms: joined)
                 case .failure: self.rooms.loadFailed(user)  // logged by the store; the rooms known stay
                 }
             }
@@ -293,14 +312,54 @@ public final class ChatCluster {
         server.conversationMayHaveStarted(message)
         switch message.recipient {
         case .user(let name): server.deliverStored(message, to: [name])
-        case .room(let room): server.deliverStored(message, to: rooms.members(of: room).sorted())
+        case .room(let room):
+            guard !rooms.members(of: room).isEmpty else { return gate.forget(room) }
+            if gate.admit(message, room: room, now: server.loop.now) {
+                server.deliverStored(message, to: rooms.settledMembers(of: room))
+            } else {
+                armGateTimer()
+            }
         }
+    }
+
+    /// Room messages the gate let through now that the changes before them are known: to the room's
+    /// members as those changes left them.
+    private func pass(_ messages: [IMMessage]) {
+        for message in messages {
+            guard case .room(let room) = message.recipient else { continue }
+            server.deliverStored(message, to: rooms.settledMembers(of: room))
+        }
+        armGateTimer()
+    }
+
+    /// Room messages waited too long for a change before them: their members read them from the store,
+    /// and every standing in the room is read again (the change that never came may be a LEAVE).
+    private func roomOrderWaitEnded() {
+        for expiry in gate.expire(now: server.loop.now) {
+            logger.notice(
+                "a room's membership change did not come in time: its members here read their inboxes",
+                metadata: ["room": "\(expiry.room)", "messages": "\(expiry.messages.count)"])
+            server.rereadInboxes(of: rooms.members(of: expiry.room).sorted())
+            for check in rooms.recheck(expiry.room) { ask(check) }
+        }
+        armGateTimer()
+    }
+
+    private func armGateTimer() {
+        if let deadline = gate.nextDeadline { gateTimer.arm(at: deadline) } else { gateTimer.disarm() }
+    }
+
+    /// A user's rooms answered: each read also holds every change of its room up to the room's number.
+    private func loaded(_ user: String, rooms joined: [String: RoomJoin]) {
+        for check in rooms.loaded(user, rooms: joined.mapValues(\.joinedSeq)) { ask(check) }
+        for (room, join) in joined.sorted(by: { $0.key < $1.key }) { pass(gate.read(room, at: join.roomSeq)) }
     }
 
     // MARK: rooms
 
     private func membershipChangedHere(_ user: String, room: String, joined: Bool, seq: UInt64) {
         if let check = rooms.membershipChanged(user, room: room, joined: joined, seq: seq) { ask(check) }
+        pass(gate.changed(room, seq: seq))
         publish(.membership(user: user, room: room, joined: joined, seq: seq))
     }
 
@@ -311,7 +370,7 @@ public final class ChatCluster {
             guard let self else { return }
             switch result {
             case .success(let joined):
-                for check in self.rooms.loaded(user, rooms: joined) { self.ask(check) }
+                self.loaded(user, rooms: joined)
                 // Room messages committed between the login and now came to nobody here.
                 self.server.rereadInboxes(of: [user])
             case .failure:
@@ -324,12 +383,14 @@ public final class ChatCluster {
     /// Reads whether a user is in a room before a JOIN of theirs applies here (``LocalRooms``): one
     /// that came late may be older than their LEAVE.
     private func ask(_ check: RoomCheck) {
+        gate.awaitRead(check.room)
         store.standing(of: check.user, inRoom: check.room) { [weak self] result in
             guard let self, !self.hasLeft else { return }
             switch result {
             case .success(let standing):
                 // The room's messages that came while the check was out went to its other members only.
                 if self.rooms.checked(check, isMember: standing.isMember, seq: standing.seq) { self.server.rereadInboxes(of: [check.user]) }
+                self.pass(self.gate.read(check.room, at: standing.seq))
             case .failure:
                 // Logged by the store. Until the store answers, the user is not given the room here.
                 self.rooms.checkFailed(check)

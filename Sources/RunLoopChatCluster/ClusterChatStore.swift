@@ -13,12 +13,16 @@ public protocol ClusterChatStore: ChatStore {
         in conversation: IMConversation, after: UInt64, before: UInt64, completion: @escaping (Result<[IMMessage], IMStoreFailure>) -> Void)
     /// The rooms `user` is a member of: each room's name → the number of their join in the room's
     /// membership order (0 from before the store numbered changes), what tells a JOIN or LEAVE the bus
-    /// brings late from one that came after the read.
-    func rooms(of user: String, completion: @escaping (Result<[String: UInt64], IMStoreFailure>) -> Void)
+    /// brings late from one that came after the read, and the room's number at the read, from which
+    /// on the node must see the room's changes before it passes the room's messages to them.
+    func rooms(of user: String, completion: @escaping (Result<[String: RoomJoin], IMStoreFailure>) -> Void)
     /// Whether `user` is a member of `room`, with the room's membership number at that read: what
     /// tells a JOIN the bus brings late for a room the user's rooms did not show (they may have left
     /// it before that read) from one that came after it.
     func standing(of user: String, inRoom room: String, completion: @escaping (Result<RoomStanding, IMStoreFailure>) -> Void)
+    /// Runs when a new room message committed, before the store's completion, with the room's
+    /// membership number at the commit: what the message's bus entry carries.
+    var onRoomMessageCommitted: ((_ message: IMMessage, _ membershipSeq: UInt64) -> Void)? { get set }
 }
 
 /// The store nodes share is PostgreSQL's.

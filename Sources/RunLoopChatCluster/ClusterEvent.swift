@@ -6,8 +6,12 @@ public import RunLoopIMCore
 ///
 /// A value: it may cross threads.
 public enum ClusterEvent: Hashable, Sendable {
-    /// A stored message (its ``IMMessage/conversationSeq`` set), for the recipients' sessions.
-    case message(IMMessage)
+    /// A stored message (its ``IMMessage/conversationSeq`` set), for the recipients' sessions. A room
+    /// message carries the room's membership number at its commit (`membershipSeq`, as
+    /// ``membership(user:room:joined:seq:)`` numbers changes): every JOIN and LEAVE of the room
+    /// numbered at or below it committed before the message. `nil` for a direct message, a resend,
+    /// or from a node from before messages carried it.
+    case message(IMMessage, membershipSeq: UInt64? = nil)
     /// `user` joined (`joined` true) or left `room`, as change `seq` of the room's membership order
     /// (RunLoopChat's `MembershipCommit`): the other nodes tell it only to members whose own join is
     /// older, however late the event reaches them.
@@ -29,7 +33,7 @@ public enum ClusterEvent: Hashable, Sendable {
     /// presence orders per user.
     var orderingKey: String {
         switch self {
-        case .message(let message): return message.conversation.storageKey
+        case .message(let message, _): return message.conversation.storageKey
         case .membership(_, let room, _, _): return IMConversation.room(room).storageKey
         // `u:` is no storage key's prefix, so a user never shares a key with a conversation.
         case .presence(let user, _), .awayWithNode(let user): return "u:" + user

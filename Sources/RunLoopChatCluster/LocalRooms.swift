@@ -144,6 +144,24 @@ struct LocalRooms: Sendable {
         return asked.sorted { ($0.user, $0.room) < ($1.user, $1.room) }
     }
 
+    /// The tracked members of `room` whose standing there is not being checked: those a room message
+    /// may go to. One being checked may have left by a change the node has not seen; the check's
+    /// answer has them read their inbox.
+    func settledMembers(of room: String) -> [String] {
+        members(of: room).filter { checks[$0]?[room] == nil }.sorted()
+    }
+
+    /// A change of `room` the node waited for did not come (``RoomMessageGate``): it may be one of any
+    /// tracked user who stands there, so each of them is checked (not those being checked already).
+    mutating func recheck(_ room: String) -> [RoomCheck] {
+        var asked: [RoomCheck] = []
+        for (user, standings) in rooms where standings[room] != nil && checks[user]?[room] == nil {
+            checks[user, default: [:]][room] = Check()
+            asked.append(RoomCheck(user: user, room: room))
+        }
+        return asked.sorted { $0.user < $1.user }
+    }
+
     /// `user`'s last session here ended: no longer tracked.
     mutating func userLeft(_ user: String) {
         loading[user] = nil

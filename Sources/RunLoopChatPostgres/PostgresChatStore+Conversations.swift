@@ -96,13 +96,13 @@ extension PostgresChatStore {
     }
 
     /// The rooms `user` is a member of: each room's name → the number of the join that made them a
-    /// member (``RoomMember/joinedSeq``; 0 from before the store numbered changes). Loop thread only;
-    /// `completion` runs there once.
-    public func rooms(of user: String, completion: @escaping (Result<[String: UInt64], IMStoreFailure>) -> Void) {
+    /// member (``RoomMember/joinedSeq``; 0 from before the store numbered changes) and the room's
+    /// membership number at this read. Loop thread only; `completion` runs there once.
+    public func rooms(of user: String, completion: @escaping (Result<[String: RoomJoin], IMStoreFailure>) -> Void) {
         guard PostgresText.isStorable(user) else { return completion(.success([:])) }
         let statement = PostgresStatement(
             """
-            SELECT c.room, mb.joined_seq FROM members mb JOIN conversations c ON c.id = mb.conversation_id
+            SELECT c.room, mb.joined_seq, c.membership_seq FROM members mb JOIN conversations c ON c.id = mb.conversation_id
             WHERE mb."user" = $1 AND c.room IS NOT NULL
             """, [user])
         query(statement, "rooms of \(user)") { result in
@@ -110,8 +110,12 @@ extension PostgresChatStore {
                 result.map { rows in
                     // One member row per (user, conversation): a room's name comes once.
                     Dictionary(
-                        (0..<rows.count).compactMap { row in rows[row, 0].map { ($0, UInt64(clamping: rows.int(row, 1) ?? 0)) } },
-                        uniquingKeysWith: max)
+                        (0..<rows.count).compactMap { row in
+                            rows[row, 0].map {
+                                ($0, RoomJoin(joinedSeq: UInt64(clamping: rows.int(row, 1) ?? 0), roomSeq: UInt64(clamping: rows.int(row, 2) ?? 0)))
+                            }
+                        },
+                        uniquingKeysWith: { first, _ in first })
                 })
         }
     }

@@ -29,8 +29,13 @@ extension PostgresChatStore {
         transaction(send.statements, "message \(message.id) from \(sender)", expecting: Send.isRace) { result in
             switch result {
             case .success(let rows):
-                completion(
-                    send.outcome(inserted: rows[rows.count - 3].int(0, 0) == 1, found: rows[rows.count - 2], waiting: rows[rows.count - 1]))
+                let inserted = rows[rows.count - 3].int(0, 0) == 1
+                let outcome = send.outcome(inserted: inserted, found: rows[rows.count - 2], waiting: rows[rows.count - 1])
+                // Only a new message's number is the one at its commit (a resend reads the room's today).
+                if inserted, case .stored(let stored, _, _) = outcome, let number = Send.membershipSeq(rows[rows.count - 2]) {
+                    self.onRoomMessageCommitted?(stored, number)
+                }
+                completion(outcome)
             case .failure(let failure) where Send.isRace(failure):
                 // Stored meanwhile by another transaction that the (sender, id) lock did not hold
                 // back (a writer that does not take it): its row is the answer, as for any resend.

@@ -21,7 +21,7 @@ extension PostgresChatStore {
                 INSERT INTO conversations(key, room) SELECT $1::text, $2::text
                 WHERE NOT EXISTS (SELECT 1 FROM conversations WHERE key = $1) ON CONFLICT DO NOTHING
                 """, [key, room]),
-            nextMembershipSeq(key),
+            nextMembershipSeq(key, user, maximumRooms),
             // A member already in keeps their join's number.
             PostgresStatement(
                 """
@@ -146,8 +146,17 @@ extension PostgresChatStore {
     /// row's lock (as a send's number does), so a later change of the room waits for this
     /// transaction's commit and gets a larger number; the summary reads it back. (A LEAVE's is its
     /// own statement, guarded by the membership it ends.)
-    private func nextMembershipSeq(_ key: String) -> PostgresStatement {
-        PostgresStatement("UPDATE conversations SET membership_seq = membership_seq + 1 WHERE key = $1", [key])
+    private func nextMembershipSeq(_ key: String, _ user: String, _ maximumRooms: Int?) -> PostgresStatement {
+        // Not for a JOIN the room limit refuses: a number no node tells would hold the room's messages
+        // on every cluster node until they give up waiting for it (docs/CLUSTER.md).
+        PostgresStatement(
+            """
+            UPDATE conversations c SET membership_seq = membership_seq + 1
+            WHERE key = $1 AND ($3::bigint IS NULL
+                OR EXISTS (SELECT 1 FROM members WHERE "user" = $2 AND conversation_id = c.id)
+                OR (SELECT count(*) FROM members mb JOIN conversations r ON r.id = mb.conversation_id
+                    WHERE mb."user" = $2 AND r.room IS NOT NULL) < $3)
+            """, [key, user, maximumRooms.map(String.init)])
     }
 
     private static func commit(_ name: String, _ summary: PostgresRows) -> MembershipCommit {

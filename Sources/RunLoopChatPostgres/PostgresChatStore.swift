@@ -1,7 +1,7 @@
 public import Logging
 public import RunLoopChat
 import RunLoopIM
-import RunLoopIMCore
+public import RunLoopIMCore
 public import RunLoopKit
 public import RunLoopNet
 public import RunLoopPostgres
@@ -43,6 +43,14 @@ public final class PostgresChatStore: ChatStore {
     /// `unknownRecipient`. On by default with ``Authentication/accounts``.
     public var requiresKnownRecipients: Bool
     public var logger: Logger
+
+    /// Runs when a new room message committed, just before ``store(_:from:nowMilliseconds:completion:)``
+    /// completes, with the room's membership number at that commit (`conversations.membership_seq`,
+    /// read under the room row's lock the message's transaction holds): every JOIN and LEAVE of the
+    /// room numbered at or below it committed before the message. A cluster node puts it in the
+    /// message's bus entry, so that another node knows which changes it must have seen before it
+    /// passes the message on. Not for a resend, whose first commit it cannot see. Loop thread.
+    public var onRoomMessageCommitted: ((_ message: IMMessage, _ membershipSeq: UInt64) -> Void)?
 
     private let source: Source
     lazy var passwordWorkers = PasswordWorkers(count: passwordCheckThreads, loop: loop)

@@ -78,14 +78,19 @@ struct Send {
         return statements + readStatements
     }
 
-    /// The stored row of (sender, id) with whether the id is abandoned, then the members it waits for:
+    /// The stored row of (sender, id) with its room's membership number (read after the message's own
+    /// insert, under the room row's lock, so for a new message it is the number at its commit: every
+    /// JOIN and LEAVE numbered at or below it committed before the message, every later one after)
+    /// and whether the id is abandoned, then the members it waits for:
     /// those but the sender whose cursor is below it — every other member for a new message, those
     /// who have not acknowledged it for a resend (as the other stores answer).
     var readStatements: [PostgresStatement] {
         [
             PostgresStatement(
                 """
-                SELECT \(StoredMessage.columns), EXISTS (SELECT 1 FROM abandoned WHERE sender = $1 AND client_id = $2) AS abandoned
+                SELECT \(StoredMessage.columns),
+                    (SELECT c.membership_seq FROM conversations c WHERE c.id = m.conversation_id AND m.to_room IS NOT NULL) AS membership_seq,
+                    EXISTS (SELECT 1 FROM abandoned WHERE sender = $1 AND client_id = $2) AS abandoned
                 FROM (SELECT 1) AS one LEFT JOIN messages m ON m.sender = $1 AND m.client_id = $2
                 """, [sender, message.id]),
             PostgresStatement(
@@ -95,6 +100,13 @@ struct Send {
                 ORDER BY mb."user"
                 """, [sender, message.id])
         ]
+    }
+
+    /// The room's membership number in the stored row `found` (``readStatements``); `nil` for a direct
+    /// message or no row.
+    static func membershipSeq(_ found: PostgresRows) -> UInt64? {
+        guard found.count > 0 else { return nil }
+        return found[0, "membership_seq"].flatMap { UInt64($0) }
     }
 
     /// What the SEND is answered: the stored row (new or earlier), else refused — for good, since

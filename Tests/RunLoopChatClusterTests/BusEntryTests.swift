@@ -10,8 +10,10 @@ struct BusEntryTests {
     func roundTrip() {
         let message = IMMessage(
             id: "id-1", from: "ann", recipient: .user("bob"), text: "hi\u{0}there", seq: 42, sentAtMilliseconds: 1_700, conversationSeq: 7)
+        let inRoom = IMMessage(id: "id-2", from: "ann", recipient: .room("lobby"), text: "hi", seq: 43, sentAtMilliseconds: 1_701, conversationSeq: 3)
         let events: [ClusterEvent] = [
-            .message(message), .membership(user: "ann", room: "lobby", joined: true, seq: 1),
+            .message(message), .message(inRoom, membershipSeq: 12), .message(inRoom, membershipSeq: .max),
+            .membership(user: "ann", room: "lobby", joined: true, seq: 1),
             .membership(user: "ann", room: "lobby", joined: false, seq: .max),
             .presence(user: "bob", online: true), .presence(user: "bob", online: false), .awayWithNode(user: "bob"), .catchUp
         ]
@@ -38,6 +40,17 @@ struct BusEntryTests {
         #expect(
             BusEntry(fields: fields([("k", "j"), ("n", "a"), ("u", "bob"), ("r", "lobby"), ("s", "1"), ("q", "12")]))
                 == BusEntry(origin: "a", event: .membership(user: "bob", room: "lobby", joined: true, seq: 12)))
+    }
+
+    @Test("a room message's number is field q; an entry without one, or with a malformed one, is a message whose number is not known")
+    func messageNumber() {
+        let message = IMMessage(id: "id-2", from: "ann", recipient: .room("lobby"), text: "hi", seq: 43, sentAtMilliseconds: 1, conversationSeq: 3)
+        let numbered = BusEntry(origin: "a", event: .message(message, membershipSeq: 12)).fields
+        #expect(numbered.suffix(2) == [Array("q".utf8), Array("12".utf8)])
+        let plain = BusEntry(origin: "a", event: .message(message)).fields
+        #expect(!plain.contains(Array("q".utf8)), "a direct message, a resend: no number")
+        #expect(BusEntry(fields: plain) == BusEntry(origin: "a", event: .message(message, membershipSeq: nil)))
+        #expect(BusEntry(fields: plain + [Array("q".utf8), Array("-3".utf8)]) == BusEntry(origin: "a", event: .message(message)))
     }
 
     @Test("the shard is FNV-1a of the conversation's key: the same on every node, one stream per conversation")

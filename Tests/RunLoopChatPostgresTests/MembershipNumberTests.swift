@@ -30,6 +30,21 @@ import Testing
         #expect(members == [RoomMember(name: "ann", joinedSeq: 1), RoomMember(name: "cat", joinedSeq: 5), RoomMember(name: "dan", joinedSeq: 6)])
     }
 
+    @Test("a JOIN refused for too many rooms takes no number: the room's next change has the next one")
+    func refusedJoinTakesNoNumber() async throws {
+        let database = try await ChatDatabase.start()
+        let (isRefused, next) = try await onLoopThread {
+            let store = try database.store()
+            _ = try store.committing(join: true, "town", "ann").get()
+            _ = try store.committing(join: true, "attic", "ben").get()
+            let refused = try store.committing(join: true, "attic", "ann", maximumRooms: 1)
+            let next = try store.committing(join: true, "attic", "cat").get()
+            return ((try? refused.get()) == nil, next.seq)
+        }
+        #expect(isRefused)
+        #expect(next == 2)
+    }
+
     @Test("a user's rooms are read with the number of the join that made them a member, direct conversations left out")
     func roomsOfUser() async throws {
         let database = try await ChatDatabase.start()
@@ -42,11 +57,35 @@ import Testing
                 _ = try store.committing(join: join, room, user).get()
             }
             _ = try store.stored("hi", id: "d1", from: "ann", to: .user("ben"))
-            return (try store.joinedRooms("ann"), try store.joinedRooms("ben"), try store.joinedRooms("cat"))
+            return (try store.roomJoins("ann"), try store.roomJoins("ben"), try store.roomJoins("cat"))
         }
-        #expect(rooms.0 == ["attic": 4, "town": 1], "a repeated join keeps the first")
-        #expect(rooms.1 == ["attic": 1, "town": 2])
+        #expect(
+            rooms.0 == ["attic": RoomJoin(joinedSeq: 4, roomSeq: 4), "town": RoomJoin(joinedSeq: 1, roomSeq: 3)],
+            "a repeated join keeps the first, and takes the room's next number (it is told as any join)")
+        #expect(rooms.1 == ["attic": RoomJoin(joinedSeq: 1, roomSeq: 4), "town": RoomJoin(joinedSeq: 2, roomSeq: 3)])
         #expect(rooms.2.isEmpty)
+    }
+
+    @Test(
+        "a new room message is told with the room's membership number at its commit — the changes before it counted, none after; not a resend, not a direct message"
+    )
+    func messageMembershipNumber() async throws {
+        let database = try await ChatDatabase.start()
+        let told = try await onLoopThread {
+            let store = try database.store()
+            var told: [(String, UInt64)] = []
+            store.onRoomMessageCommitted = { message, number in told.append((message.id, number)) }
+            _ = try store.committing(join: true, "town", "ann").get()
+            _ = try store.committing(join: true, "town", "ben").get()
+            _ = try store.stored("one", id: "m1", from: "ann", to: .room("town"))
+            _ = try store.committing(join: false, "town", "ben").get()
+            _ = try store.stored("two", id: "m2", from: "ann", to: .room("town"))
+            _ = try store.stored("two", id: "m2", from: "ann", to: .room("town"))
+            _ = try store.stored("hi", id: "d1", from: "ann", to: .user("ben"))
+            return told
+        }
+        #expect(told.map(\.0) == ["m1", "m2"])
+        #expect(told.map(\.1) == [2, 3])
     }
 
     @Test("a user's standing in one room is read with the room's number then: member or not, a room left, a room not there")

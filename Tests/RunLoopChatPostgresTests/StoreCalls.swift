@@ -62,6 +62,11 @@ extension PostgresChatStore {
 
     /// `user`'s rooms with their joins' numbers (the cluster's read).
     func joinedRooms(_ user: String) throws -> [String: UInt64] {
+        try roomJoins(user).mapValues(\.joinedSeq)
+    }
+
+    /// `user`'s rooms with their joins' numbers and the rooms' numbers at the read.
+    func roomJoins(_ user: String) throws -> [String: RoomJoin] {
         try waitFor(loop) { rooms(of: user, completion: $0) }.get()
     }
 

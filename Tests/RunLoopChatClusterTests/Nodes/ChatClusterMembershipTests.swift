@@ -85,6 +85,8 @@ final class SlowBusNode {
     let database: ReconnectingLink<PostgresConnection>
     let store: PostgresChatStore
     let bus: ClusterBus
+    /// Each room message committed here: the room's membership number at its commit, by `seq`.
+    private(set) var membershipSeqs: [UInt64: UInt64] = [:]
 
     init(servers: SharedServers) {
         let loop = RunLoop.current
@@ -92,6 +94,7 @@ final class SlowBusNode {
         database = ReconnectingLink(policy: quickReconnect) { PostgresConnection(loop: loop, configuration: configuration) }
         store = PostgresChatStore(link: database, authentication: .open)
         bus = ClusterBus(configuration: ClusterBusConfiguration(nodeID: "b", redis: .unixSocket(servers.redis.socketPath)))
+        store.onRoomMessageCommitted = { [weak self] message, number in self?.membershipSeqs[message.seq] = number }
         database.start()
         bus.start()
     }

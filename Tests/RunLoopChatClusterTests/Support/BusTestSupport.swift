@@ -49,7 +49,7 @@ final class BusNode {
     /// The numbers of the messages reported, per conversation, in the order they came.
     var sequences: [IMConversation: [UInt64]] {
         var sequences: [IMConversation: [UInt64]] = [:]
-        for case .message(let message) in events { sequences[message.conversation, default: []].append(message.conversationSeq) }
+        for case .message(let message, _) in events { sequences[message.conversation, default: []].append(message.conversationSeq) }
         return sequences
     }
 
