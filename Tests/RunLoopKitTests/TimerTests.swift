@@ -1,6 +1,7 @@
 import Glibc
 import RunLoopKit
 import RunLoopTesting
+import Synchronization
 import Testing
 
 /// Timer semantics beyond the §9 scenarios: tolerance and coalescing, heap order under churn, re-dating.
@@ -158,11 +159,16 @@ import Testing
                 let timer = RunLoopTimer(after: .milliseconds(deadline)) { _ in trace.append("T") }
                 loop.add(timer, forMode: "M")
                 loop.add(trace.observer(), forMode: "M")
+                // A remover first scheduled after the run ended finds no sleep to wait for (it hung
+                // the CI run's AddressSanitizer step, the loop thread joining it): it removes the
+                // timer then, which has fired, and the attempt says nothing.
+                let runEnded = Atomic<Bool>(false)
                 let remover = JoinableThread {
-                    while !loop.isWaiting { usleep(200) }
+                    while !loop.isWaiting && !runEnded.load(ordering: .acquiring) { usleep(200) }
                     loop.remove(timer, forMode: "M")
                 }
                 try loop.run("M", timeout: .milliseconds(deadline + 50))
+                runEnded.store(true, ordering: .releasing)
                 remover.join()
                 keeper.invalidate()
                 return trace.events
