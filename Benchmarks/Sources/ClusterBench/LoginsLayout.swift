@@ -1,3 +1,4 @@
+import Glibc
 import RunLoopChat
 import RunLoopIMCore
 
@@ -20,16 +21,25 @@ struct LoginsLayout {
 
     /// The index of a user of this run's name, or `nil`.
     func index(of user: String) -> Int? {
-        // Every notice a client process receives is looked up here: the digits read off the UTF-8
-        // bytes, with no Substring and no generic integer parse (about 1,100 instructions a notice).
-        var digits = user.utf8[...]
-        guard digits.starts(with: label.utf8) else { return nil }
-        digits = digits.dropFirst(label.utf8.count)
-        guard !digits.isEmpty, digits.count <= 18 else { return nil }
+        // Every notice a client process receives is looked up here: the name's bytes read in place
+        // (a short name is held inline in the String, copied to the stack by `withUTF8`), where walking
+        // String.UTF8View index by index cost some 400 instructions a notice.
+        var user = user
+        return user.withUTF8 { name in
+            var label = label
+            return label.withUTF8 { label in index(ofUTF8: name, label: label) }
+        }
+    }
+
+    private func index(ofUTF8 name: UnsafeBufferPointer<UInt8>, label: UnsafeBufferPointer<UInt8>) -> Int? {
+        let digits = name.count - label.count
+        guard digits > 0, digits <= 18, label.isEmpty || memcmp(name.baseAddress!, label.baseAddress!, label.count) == 0 else {
+            return nil
+        }
         var index = 0
-        for byte in digits {
-            guard (0x30...0x39).contains(byte) else { return nil }
-            index = index * 10 + Int(byte - 0x30)
+        for byte in name[label.count...] {
+            guard byte &- 0x30 < 10 else { return nil }
+            index = index &* 10 &+ Int(byte &- 0x30)
         }
         return index < total ? index : nil
     }
