@@ -197,6 +197,39 @@ public struct IMClientMachine: Sendable {
         return takeActions()
     }
 
+    /// Whether `frame` is a notice (PRESENCE, PRESENCE_BATCH, MEMBERSHIP): all the machine does with
+    /// one is ``noticeReceived(generation:now:)``'s bookkeeping and reporting it as ``IMClientAction/notice(_:)``.
+    public static func isNotice(_ frame: IMFrame) -> Bool {
+        switch frame.command {
+        case .presence, .presenceBatch, .membership: return true
+        default: return false
+        }
+    }
+
+    /// What ``noticeReceived(generation:now:)`` decided.
+    public enum NoticeReceipt: Equatable, Sendable {
+        /// From a stale transport: dropped, as ``frameReceived(_:generation:now:)`` drops it.
+        case stale
+        /// Report it; ``nextDeadline`` is what it was.
+        case report
+        /// Report it; ``nextDeadline`` moved (the answer deadline started over, or ended).
+        case movedDeadline
+    }
+
+    /// A notice (``isNotice(_:)``) arrived on the transport of `generation`: exactly what
+    /// ``frameReceived(_:generation:now:)`` does with it, without an array of actions. Unless stale,
+    /// the owner reports it as `frameReceived`'s one action, ``IMClientAction/notice(_:)``, would, and
+    /// asks for ``nextDeadline`` only when it moved. A crowd's logins bring a client a notice per
+    /// contact: the action array was an allocation per frame, the deadline Duration arithmetic.
+    public mutating func noticeReceived(generation from: UInt64, now: LoopInstant) -> NoticeReceipt {
+        guard currentGeneration == from, isTransportOpen else { return .stale }
+        lastReceived = now
+        lateGrace.startOver()
+        let before = answerDeadline
+        refreshAnswerDeadline(now: now)
+        return answerDeadline == before ? .report : .movedDeadline
+    }
+
     /// Every frame of one read of the transport of `generation` was given to ``frameReceived(_:generation:now:)``:
     /// the DELIVER_ACK for what they delivered goes out now, in one frame.
     public mutating func endOfInput(generation from: UInt64, now: LoopInstant) -> [IMClientAction] {
@@ -607,15 +640,31 @@ public struct IMClientMachine: Sendable {
 
 /// Random (version 4) UUIDs as text, for message ids.
 package enum UUIDText {
+    /// A random (version 4) UUID in its lowercase 8-4-4-4-12 text form. Made for every client's
+    /// instance, every message sent without an id and every server session: written byte by byte
+    /// from two random words (a string per hex pair and their joins cost some 100,000 instructions).
     package static func random() -> String {
-        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255) }
-        bytes[6] = (bytes[6] & 0x0F) | 0x40
-        bytes[8] = (bytes[8] & 0x3F) | 0x80
-        let hex = bytes.map { byte in
-            let digits = Array("0123456789abcdef")
-            return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
+        var generator = SystemRandomNumberGenerator()
+        var bytes: (UInt64, UInt64) = (generator.next(), generator.next())
+        return withUnsafeBytes(of: &bytes) { raw in
+            let digits: StaticString = "0123456789abcdef"
+            return String(unsafeUninitializedCapacity: 36) { text in
+                var at = 0
+                for index in 0..<16 {
+                    var byte = raw[index]
+                    if index == 6 { byte = (byte & 0x0F) | 0x40 }
+                    if index == 8 { byte = (byte & 0x3F) | 0x80 }
+                    if index == 4 || index == 6 || index == 8 || index == 10 {
+                        text[at] = UInt8(ascii: "-")
+                        at += 1
+                    }
+                    text[at] = digits.utf8Start[Int(byte >> 4)]
+                    text[at + 1] = digits.utf8Start[Int(byte & 0x0F)]
+                    at += 2
+                }
+                return at
+            }
         }
-        return [hex[0..<4], hex[4..<6], hex[6..<8], hex[8..<10], hex[10..<16]].map { $0.joined() }.joined(separator: "-")
     }
 }
 
