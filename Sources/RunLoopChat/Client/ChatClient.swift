@@ -37,7 +37,9 @@ public final class ChatClient {
     /// One of this user's own messages moved on, by the id ``send(_:to:id:)`` returned.
     public var onDelivery: ((ChatClient, String, IMDeliveryState) -> Void)?
     /// A user came online or went offline (a snapshot of those online follows each login).
-    public var onPresence: ((ChatClient, PresenceChange) -> Void)?
+    // Read once per notice, a crowd's logins bring a client one per contact: unchecked, the runtime's
+    // exclusivity check cost more than the read (loop thread only; the closure is read out before it runs).
+    @exclusivity(unchecked) public var onPresence: ((ChatClient, PresenceChange) -> Void)?
     /// A member joined or left a room this user is in, with the room's member count after it.
     public var onMembership: ((ChatClient, MembershipChange) -> Void)?
     /// The connection's state changed.

@@ -50,19 +50,23 @@ public final class IMClient {
     /// The answer to a ``request(_:body:)``, by serial: the frame, or why none will come.
     public var onResponse: ((IMClient, UInt32, Result<IMFrame, IMDisconnectReason>) -> Void)?
     /// A notice from the server: PRESENCE, MEMBERSHIP, and PRESENCE_BATCH when ``readsPresenceBatches`` asked for it.
-    public var onNotice: ((IMClient, IMFrame) -> Void)?
+    @exclusivity(unchecked) public var onNotice: ((IMClient, IMFrame) -> Void)?
     /// The server refused a message as too fast (SEND_ACK `rateLimited`): nothing is sent for the
     /// duration given, then every waiting message goes out again in order. Once per pause; the
     /// messages put back report ``IMDeliveryState/queued`` through ``onDelivery``.
     public var onRateLimited: ((IMClient, Duration) -> Void)?
 
-    private(set) var machine: IMClientMachine
+    // What every frame read touches has its exclusivity unchecked (the runtime's check on each access
+    // cost more than a notice's own handling, issue 22): loop thread only, and no access spans a
+    // callback — the machine's inputs return their actions before any is carried out, and a callback
+    // is read out of its property before it runs.
+    @exclusivity(unchecked) private(set) var machine: IMClientMachine
     private let connector: IMConnector
-    private var transport: (any IMFrameLink)?
-    private var transportGeneration: UInt64 = 0
-    private var timer: ProtocolTimer!
+    @exclusivity(unchecked) private var transport: (any IMFrameLink)?
+    @exclusivity(unchecked) private var transportGeneration: UInt64 = 0
+    @exclusivity(unchecked) private var timer: ProtocolTimer!
     private var keepAlive: IMClient?
-    private var pendingWriteFailure: (UInt64, IMLinkFailure)?
+    @exclusivity(unchecked) private var pendingWriteFailure: (UInt64, IMLinkFailure)?
     private var followed: NetworkReachability?
     /// Callbacks never run inside one of the owner's own calls: they wait for the loop's next pass.
     private let callbacks: CallbackDeferral
@@ -239,6 +243,12 @@ public final class IMClient {
 
     private func apply(_ actions: [IMClientAction]) {
         for action in actions { perform(action) }
+        finishInput()
+    }
+
+    /// What follows every input's actions: a refused write's drop, the timer re-dated, the client let
+    /// go once closed for good.
+    private func finishInput() {
         if let (generation, error) = pendingWriteFailure {
             // A write refused by the transport (output queue full: the server does not read) ends
             // that connection like any transport failure; told after this batch, never inside it.
@@ -321,7 +331,12 @@ public final class IMClient {
                 received: { [weak self] frame in self?.received(frame, generation: generation) },
                 readEnded: { [weak self] in
                     guard let self, generation == self.transportGeneration else { return }
-                    self.apply(self.machine.endOfInput(generation: generation, now: self.loop.now))
+                    let actions = self.machine.endOfInput(generation: generation, now: self.loop.now)
+                    // Nothing to acknowledge (a read of notices): the machine changed nothing, and the
+                    // timer is at its deadline already — asking for it again cost a read some 600
+                    // instructions.
+                    guard !actions.isEmpty else { return }
+                    self.apply(actions)
                 },
                 failed: { [weak self] error, _ in
                     guard let self, generation == self.transportGeneration else { return }
@@ -337,6 +352,18 @@ public final class IMClient {
 
     private func received(_ frame: IMFrame, generation: UInt64) {
         guard generation == transportGeneration, let transport else { return }
+        if IMClientMachine.isNotice(frame) {
+            // A crowd's logins bring a client a notice per contact: reported as `frameReceived`'s one
+            // `.notice` action would be, without the array (an allocation per frame). A notice
+            // changes no frame limit.
+            let receipt = machine.noticeReceived(generation: generation, now: loop.now)
+            guard receipt != .stale else { return }
+            perform(.notice(frame))
+            // A notice writes nothing and moves no deadline but the answer's: when that stayed, the
+            // timer is where it was (a callback's own calls to the client set it themselves).
+            guard receipt == .movedDeadline else { return }
+            return finishInput()
+        }
         apply(machine.frameReceived(frame, generation: generation, now: loop.now))
         // LOGIN_ACK may announce a larger frame limit; the frames after it in this read already
         // count on it.

@@ -38,6 +38,7 @@ extension IMClientMachine {
         case .joinAck, .leaveAck, .roomList, .historyPage:
             if pendingRequests.remove(frame.serial) != nil { actions.append(.response(serial: frame.serial, frame)) }
         case .presence, .membership, .presenceBatch:
+            // What ``noticeReceived(generation:now:)`` does for these too, the same three (``isNotice(_:)``).
             actions.append(.notice(frame))
         case .login, .logout, .send, .deliverAck, .abandon, .join, .leave, .listRooms, .history, nil:
             // Requests only a server handles, or a command from a newer protocol: ignored, so a
