@@ -41,29 +41,8 @@ extension IMFrame {
     /// - Throws: ``IMFrameError/undecodableBody(command:reason:)`` for a body that is not a valid
     ///   encoding of a batch.
     package func presenceBatchNotices() throws(IMFrameError) -> [(user: String, online: Bool)] {
-        if let notices = Self.readUsualBatch(body) { return notices }
+        if let notices = PresenceNoticeReader.batch(body) { return notices }
         return try decode(IMPresenceBatch.self).notices.map { ($0.user, $0.online) }
-    }
-
-    /// `body` read as a batch when it holds entries only (field 1), each in the usual layout
-    /// (``IMPresenceNotice/readUsualLayout(_:)``); `nil` for anything else, which the generic decoder
-    /// reads or refuses.
-    private static func readUsualBatch(_ body: [UInt8]) -> [(user: String, online: Bool)]? {
-        var reader = ProtobufPrefixReader(bytes: body)
-        var notices: [(user: String, online: Bool)] = []
-        // Entries of short names take a dozen bytes: enough room for most batches in one go.
-        notices.reserveCapacity(body.count / 12)
-        while !reader.isAtEnd {
-            guard reader.readVarint() == 0x0A, let length = reader.readVarint(), length <= UInt64(reader.end - reader.offset) else {
-                return nil
-            }
-            let end = reader.offset + Int(length)
-            var entry = ProtobufPrefixReader(bytes: reader.bytes, from: reader.offset, to: end)
-            guard let notice = IMPresenceNotice.readUsualLayout(&entry) else { return nil }
-            notices.append(notice)
-            reader.offset = end
-        }
-        return notices
     }
 
     private static func varintSize(_ value: Int) -> Int {

@@ -26,46 +26,7 @@ extension IMPresenceNotice {
     /// order, a repeated or unknown field, a cut or invalid one), which the generic decoder reads or
     /// refuses as the protocol says.
     package static func readUsualLayout(_ body: [UInt8]) -> (user: String, online: Bool)? {
-        var reader = ProtobufPrefixReader(bytes: body)
-        return readUsualLayout(&reader)
-    }
-
-    /// The notice in what is left of `reader` (all of it), read as ``readUsualLayout(_:)`` reads a
-    /// body: a PRESENCE_BATCH's entries are read where they lie, without a copy each.
-    package static func readUsualLayout(_ reader: inout ProtobufPrefixReader) -> (user: String, online: Bool)? {
-        var user = ""
-        var online = false
-        var key: UInt64?
-        // The next field's key into `key` (`nil` at the end); false for a key cut short.
-        func readKey() -> Bool {
-            guard !reader.isAtEnd else {
-                key = nil
-                return true
-            }
-            key = reader.readVarint()
-            return key != nil
-        }
-        guard readKey() else { return nil }
-        if key == 0x0A {
-            guard let length = reader.readVarint(), let bytes = reader.take(length) else { return nil }
-            // ASCII is valid UTF-8 as it is: the generic validation costs some 900 instructions a
-            // name (callgrind), many times the rest of the notice.
-            if bytes.allSatisfy({ $0 < 0x80 }) {
-                user = String(decoding: bytes, as: UTF8.self)
-            } else {
-                guard let text = String(validating: bytes, as: UTF8.self) else { return nil }
-                user = text
-            }
-            guard readKey() else { return nil }
-        }
-        if key == 0x10 {
-            guard let value = reader.readVarint() else { return nil }
-            online = value != 0
-            guard readKey() else { return nil }
-        }
-        // Read to its end: anything else is the generic decoder's to judge.
-        guard key == nil else { return nil }
-        return (user, online)
+        body.withUnsafeBufferPointer { PresenceNoticeReader.notice(in: $0, from: 0, to: $0.count) }
     }
 }
 
