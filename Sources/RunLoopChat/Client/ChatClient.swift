@@ -78,7 +78,8 @@ public final class ChatClient {
             self.onStateChange?(self, state)
         }
         connection.onResponse = { [weak self] _, serial, result in self?.answered(serial, result) }
-        connection.onNotice = { [weak self] _, frame in self?.noticed(frame) }
+        // Once per notice frame: the weak reference as a value (`WeakReference`), not a checked box.
+        connection.onNotice = { [owner = WeakReference(self)] _, frame in owner.object?.noticed(frame) }
         // Every notice comes through here, and a batch is read as its notices: the server may send
         // a login's presence in a few frames instead of one per contact. A connection logged in
         // already gets them from its next login.

@@ -322,21 +322,23 @@ public final class IMClient {
         transportGeneration = generation
         let transport = connector(loop, modes, machine.configuration.maximumFrameBody)
         self.transport = transport
+        // The two callbacks of every read reach the client through a value, not a checked box.
+        let owner = WeakReference(self)
         transport.open(
             IMFrameLinkEvents(
                 opened: { [weak self] in
                     guard let self else { return }
                     self.apply(self.machine.transportOpened(generation: generation, now: self.loop.now))
                 },
-                received: { [weak self] frame in self?.received(frame, generation: generation) },
-                readEnded: { [weak self] in
-                    guard let self, generation == self.transportGeneration else { return }
-                    let actions = self.machine.endOfInput(generation: generation, now: self.loop.now)
-                    // Nothing to acknowledge (a read of notices): the machine changed nothing, and the
-                    // timer is at its deadline already — asking for it again cost a read some 600
+                received: { frame in owner.object?.received(frame, generation: generation) },
+                readEnded: {
+                    // Nothing to acknowledge (a read of notices): `endOfInput` would change nothing, and
+                    // the timer is at its deadline already — asking for it again cost a read some 600
                     // instructions.
-                    guard !actions.isEmpty else { return }
-                    self.apply(actions)
+                    guard let client = owner.object, generation == client.transportGeneration, client.machine.awaitsEndOfInput else {
+                        return
+                    }
+                    client.apply(client.machine.endOfInput(generation: generation, now: client.loop.now))
                 },
                 failed: { [weak self] error, _ in
                     guard let self, generation == self.transportGeneration else { return }

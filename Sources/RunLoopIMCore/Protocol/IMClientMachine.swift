@@ -230,6 +230,10 @@ public struct IMClientMachine: Sendable {
         return answerDeadline == before ? .report : .movedDeadline
     }
 
+    /// Whether ``endOfInput(generation:now:)`` has anything to do: deliveries wait for their
+    /// DELIVER_ACK. A read of notices leaves none, and its owner then skips the call (and the clock).
+    public var awaitsEndOfInput: Bool { !unacknowledged.isEmpty }
+
     /// Every frame of one read of the transport of `generation` was given to ``frameReceived(_:generation:now:)``:
     /// the DELIVER_ACK for what they delivered goes out now, in one frame.
     public mutating func endOfInput(generation from: UInt64, now: LoopInstant) -> [IMClientAction] {
