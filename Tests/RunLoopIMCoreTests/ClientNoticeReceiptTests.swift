@@ -51,7 +51,7 @@ struct ClientNoticeReceiptTests {
         var harness = ClientHarness()
         harness.goOnline()
         #expect(harness.machine.noticeReceived(generation: harness.generation, now: harness.now) == .report)
-        #expect(!harness.machine.awaitsEndOfInput)
+        #expect(!harness.machine.awaitsEndOfInput())
         #expect(harness.machine.endOfInput(generation: harness.generation, now: harness.now).isEmpty, "what the owner skips")
         var message = IMChatMessage()
         message.id = "m1"
@@ -59,10 +59,10 @@ struct ClientNoticeReceiptTests {
         message.seq = 9
         harness.record(
             harness.machine.frameReceived(IMFrame(command: .deliver, serial: 1, message: message), generation: harness.generation, now: harness.now))
-        #expect(harness.machine.awaitsEndOfInput)
+        #expect(harness.machine.awaitsEndOfInput())
         harness.record(harness.machine.endOfInput(generation: harness.generation, now: harness.now))
         #expect(try harness.lastWritten(.deliverAck)?.decode(IMDeliverAck.self).seqs == [9])
-        #expect(!harness.machine.awaitsEndOfInput)
+        #expect(!harness.machine.awaitsEndOfInput())
     }
 
     @Test("an old transport's notice is dropped and changes nothing")

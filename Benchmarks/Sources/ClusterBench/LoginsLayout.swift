@@ -11,6 +11,16 @@ struct LoginsLayout {
     let total: Int
     let rooms: Int
     let directEvery: Int
+    /// The label's bytes, made once: every notice's user is compared with them.
+    private let labelUTF8: [UInt8]
+
+    init(label: String, total: Int, rooms: Int, directEvery: Int) {
+        self.label = label
+        self.total = total
+        self.rooms = rooms
+        self.directEvery = directEvery
+        labelUTF8 = Array(label.utf8)
+    }
 
     /// Every account's password.
     static let password = "cluster"
@@ -25,10 +35,7 @@ struct LoginsLayout {
         // (a short name is held inline in the String, copied to the stack by `withUTF8`), where walking
         // String.UTF8View index by index cost some 400 instructions a notice.
         var user = user
-        return user.withUTF8 { name in
-            var label = label
-            return label.withUTF8 { label in index(ofUTF8: name, label: label) }
-        }
+        return user.withUTF8 { name in labelUTF8.withUnsafeBufferPointer { label in index(ofUTF8: name, label: label) } }
     }
 
     private func index(ofUTF8 name: UnsafeBufferPointer<UInt8>, label: UnsafeBufferPointer<UInt8>) -> Int? {

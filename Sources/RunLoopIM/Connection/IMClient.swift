@@ -335,7 +335,7 @@ public final class IMClient {
                     // Nothing to acknowledge (a read of notices): `endOfInput` would change nothing, and
                     // the timer is at its deadline already — asking for it again cost a read some 600
                     // instructions.
-                    guard let client = owner.object, generation == client.transportGeneration, client.machine.awaitsEndOfInput else {
+                    guard let client = owner.object, generation == client.transportGeneration, client.machine.awaitsEndOfInput() else {
                         return
                     }
                     client.apply(client.machine.endOfInput(generation: generation, now: client.loop.now))

@@ -232,7 +232,9 @@ public struct IMClientMachine: Sendable {
 
     /// Whether ``endOfInput(generation:now:)`` has anything to do: deliveries wait for their
     /// DELIVER_ACK. A read of notices leaves none, and its owner then skips the call (and the clock).
-    public var awaitsEndOfInput: Bool { !unacknowledged.isEmpty }
+    /// Mutating, though it changes nothing, for the reason ``deadlineInPlace()`` is: a computed
+    /// property read from another module copied the whole machine, once per read.
+    public mutating func awaitsEndOfInput() -> Bool { !unacknowledged.isEmpty }
 
     /// Every frame of one read of the transport of `generation` was given to ``frameReceived(_:generation:now:)``:
     /// the DELIVER_ACK for what they delivered goes out now, in one frame.
