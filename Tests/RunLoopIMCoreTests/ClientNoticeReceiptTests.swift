@@ -39,11 +39,23 @@ struct ClientNoticeReceiptTests {
                 if receipt == .report { #expect(fast.machine.nextDeadline == before) }
             }
             #expect(general.disconnects.isEmpty && fast.disconnects.isEmpty, "every notice kept the link alive")
-            general.advance(by: .seconds(40))
-            fast.advance(by: .seconds(40))
-            #expect(fast.log == general.log)
-            #expect(general.disconnects == (awaitsAnswer ? [.answerTimeout(.seconds(5))] : []))
+            // Then silence: both drop at the same instant — an awaited answer 5 s after the last notice.
+            let lastNotice = general.now
+            let dropped = Self.dropInstant(&general)
+            let fastDropped = Self.dropInstant(&fast)
+            #expect(dropped != nil && fastDropped == dropped)
+            #expect(fast.disconnects == general.disconnects)
+            if awaitsAnswer { #expect(dropped == lastNotice + .seconds(5)) }
         }
+    }
+
+    /// When the machine drops the connection, a second at a time for a minute at most.
+    static func dropInstant(_ harness: inout ClientHarness) -> LoopInstant? {
+        for _ in 0..<60 {
+            harness.advance(by: .seconds(1))
+            if !harness.disconnects.isEmpty { return harness.now }
+        }
+        return nil
     }
 
     @Test("a read of notices leaves nothing for endOfInput; a delivery does until its DELIVER_ACK")
@@ -51,7 +63,8 @@ struct ClientNoticeReceiptTests {
         var harness = ClientHarness()
         harness.goOnline()
         #expect(harness.machine.noticeReceived(generation: harness.generation, now: harness.now) == .report)
-        #expect(!harness.machine.awaitsEndOfInput())
+        let afterNotice = harness.machine.awaitsEndOfInput()
+        #expect(!afterNotice)
         #expect(harness.machine.endOfInput(generation: harness.generation, now: harness.now).isEmpty, "what the owner skips")
         var message = IMChatMessage()
         message.id = "m1"
@@ -59,10 +72,12 @@ struct ClientNoticeReceiptTests {
         message.seq = 9
         harness.record(
             harness.machine.frameReceived(IMFrame(command: .deliver, serial: 1, message: message), generation: harness.generation, now: harness.now))
-        #expect(harness.machine.awaitsEndOfInput())
+        let afterDelivery = harness.machine.awaitsEndOfInput()
+        #expect(afterDelivery)
         harness.record(harness.machine.endOfInput(generation: harness.generation, now: harness.now))
         #expect(try harness.lastWritten(.deliverAck)?.decode(IMDeliverAck.self).seqs == [9])
-        #expect(!harness.machine.awaitsEndOfInput())
+        let afterAck = harness.machine.awaitsEndOfInput()
+        #expect(!afterAck)
     }
 
     @Test("an old transport's notice is dropped and changes nothing")
