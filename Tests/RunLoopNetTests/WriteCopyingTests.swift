@@ -34,10 +34,10 @@ import Testing
             let connection = try #require(server)
             // More than the two small socket buffers hold: the kernel takes a part, the rest is queued.
             let first = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
-            try first.withUnsafeBytes { bytes throws(NetError) in try connection.write(copying: bytes) }
+            try writeCopying(first, to: connection)
             outcome.queuedAfterFirst = connection.bufferedOutputBytes
             let second: [UInt8] = [0xA1, 0xA2, 0xA3]
-            try second.withUnsafeBytes { bytes throws(NetError) in try connection.write(copying: bytes) }
+            try writeCopying(second, to: connection)
             outcome.queuedAfterSecond = connection.bufferedOutputBytes
             let third: [UInt8] = [0xB1, 0xB2]
             try connection.write(third)
@@ -46,7 +46,7 @@ import Testing
             try spin(loop) { outcome.received.count >= outcome.expected.count }
             connection.close(immediately: true)
             do throws(NetError) {
-                try [UInt8(1)].withUnsafeBytes { bytes throws(NetError) in try connection.write(copying: bytes) }
+                try writeCopying([1], to: connection)
             } catch {
                 outcome.refusalAfterClose = error
             }
@@ -74,7 +74,7 @@ import Testing
             reader.connect(to: "127.0.0.1", port: listener.port)
             try spin(loop) { server != nil && reader.state == .connected }
             let connection = try #require(server)
-            try [UInt8](repeating: 5, count: 16).withUnsafeBytes { bytes throws(NetError) in try connection.write(copying: bytes) }
+            try writeCopying([UInt8](repeating: 5, count: 16), to: connection)
             let queued = connection.bufferedOutputBytes
             try spin(loop) { received.count >= 16 }
             connection.close(immediately: true)
@@ -84,4 +84,18 @@ import Testing
         #expect(queued == 0)
         #expect(received == [UInt8](repeating: 5, count: 16))
     }
+}
+
+/// `connection.write(copying:)` from an array's memory. The failure is carried out of the closure:
+/// a typed-throwing closure passed to `withUnsafeBytes` crashed the compiler (Swift 6.3.1, IRGen).
+private func writeCopying(_ bytes: [UInt8], to connection: TCPConnection) throws(NetError) {
+    var failure: NetError?
+    bytes.withUnsafeBytes { raw in
+        do throws(NetError) {
+            try connection.write(copying: raw)
+        } catch {
+            failure = error
+        }
+    }
+    if let failure { throw failure }
 }
