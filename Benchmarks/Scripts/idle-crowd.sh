@@ -32,7 +32,7 @@ start_crowd() {
     local ramp_start=$SECONDS
     local pacing=()
     [ "$paced" -eq 1 ] && pacing=(--paced 1)
-    "$bin/cluster-bench" idle --ports "$2" --pids "$server" --label idle --count "$count" --heartbeat "$heartbeat" \
+    "${client_pin[@]}" "$bin/cluster-bench" idle --ports "$2" --pids "$server" --label idle --count "$count" --heartbeat "$heartbeat" \
         --ready-timeout 900 "${pacing[@]}" --stop-file "$work/$crowd_label.stop" >"$work/$crowd_label-clients.txt" 2>&1 &
     clients=$!
     started+=($clients)

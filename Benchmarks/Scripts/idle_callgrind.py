@@ -6,7 +6,7 @@ one) / (heartbeats in the long − in the short), so what each window pays regar
 loop's timers, the stall detector's second) drops out, as in `fanout.sh --callgrind`. Heartbeats are
 counted in the dumps themselves: calls of the session machine's `frameReceived` or `heartbeatReceived`
 (one per frame read, and an idle logged-in client sends only HEARTBEATs, which the session hands to the
-second) and of `sendto` (one per answer).
+second, or to `heartbeatAnswered`) and of `sendto` (one per answer).
 
     idle_callgrind.py SHORT.callgrind LONG.callgrind
 """
@@ -14,7 +14,7 @@ import re
 import subprocess
 import sys
 
-COUNTED = [("frameReceived", re.compile(r"IMServerSessionMachineV(13frameReceived|17heartbeatReceived)")),
+COUNTED = [("frameReceived", re.compile(r"IMServerSessionMachineV(13frameReceived|17heartbeatReceived|17heartbeatAnswered)")),
            ("sendto", re.compile(r"^(__libc_)?sendto$|^send$|^__send$")),
            ("passes", re.compile(r"^epoll_wait$"))]
 

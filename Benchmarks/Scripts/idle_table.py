@@ -133,6 +133,12 @@ def main():
             per = calls(key)
             table.row(f"system calls per heartbeat ({seconds} s after the window, perf): {label}",
                       lambda f, per=per: f"{per(f):.2f}", per if key in ("all", "epoll_wait") else None)
+    if base == "floor":
+        print()
+        for name in table.others:
+            print(f"**{name} ÷ floor, server CPU per heartbeat: "
+                  + ratio(per_heartbeat_us(servers[name], servers[name]["server_cpu_ms"]),
+                          per_heartbeat_us(servers[base], servers[base]["server_cpu_ms"])) + "**")
     return 0
 
 

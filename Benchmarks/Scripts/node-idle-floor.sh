@@ -24,7 +24,7 @@ run_floor_idle() {
     echo
     echo "$label: Floor/idle-floor.c $* ($("$floor_cc" --version | head -1), -O2)"
     echo "load:    $(cut -d' ' -f1-3 /proc/loadavg) (before this run)"
-    "$work/idle-floor" "$@" >"$work/$label.out" 2>"$work/$label.err" &
+    "${server_pin[@]}" "$work/idle-floor" "$@" >"$work/$label.out" 2>"$work/$label.err" &
     server=$!
     started+=($server)
     local port=""
@@ -40,6 +40,7 @@ run_floor_idle() {
         return 1
     fi
     start_crowd "$label" "$port"
+    print_pinning "$label"
     open_window
     sleep "$seconds"
     close_window

@@ -32,7 +32,7 @@ EOF
     echo
     echo "broker:  $("$broker" -h 2>/dev/null | head -1), $work/mosquitto.conf: max_connections -1, persistence false"
     echo "load:    $(cut -d' ' -f1-3 /proc/loadavg) (before mosquitto's run)"
-    "$broker" -c "$work/mosquitto.conf" >"$work/mosquitto.err" 2>&1 &
+    "${server_pin[@]}" "$broker" -c "$work/mosquitto.conf" >"$work/mosquitto.err" 2>&1 &
     local pid=$!
     started+=($pid)
     for _ in $(seq 100); do
@@ -44,11 +44,12 @@ EOF
         cat "$work/mosquitto.err" "$work/mosquitto.log" >&2
         return 1
     fi
-    timeout $((900 + settle + seconds + syscalls + 60)) python3 Scripts/mqtt_idle.py --port "$port" --pid "$pid" \
+    "${client_pin[@]}" timeout $((900 + settle + seconds + syscalls + 60)) python3 Scripts/mqtt_idle.py --port "$port" --pid "$pid" \
         --count "$count" --keepalive "$heartbeat" --settle "$settle" --seconds "$seconds" \
         --extra-seconds $((syscalls > 0 ? syscalls + 3 : 0)) >"$work/mosquitto.txt" 2>&1 &
     local crowd=$!
     started+=($crowd)
+    server=$pid print_pinning mosquitto "$crowd"
     if [ "$syscalls" -gt 0 ]; then
         # The window's figures are out: the crowd stays for the count.
         until grep -q '^idle\.server_cpu_ms ' "$work/mosquitto.txt" 2>/dev/null; do

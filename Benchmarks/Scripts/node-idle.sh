@@ -47,6 +47,14 @@
 #   spread evenly over each period on any server (as mqtt_idle.py spreads its pings) — the default with
 #   --floor or --mosquitto; unpaced, the logins go as fast as the server takes them and the heartbeats
 #   come in a burst as long as the logins took (the default alone, as in the results before 2026-11-27)
+#   --pin: every server on CPU 0 and its clients on CPU 1 (`taskset`; the node, the floor and mosquitto
+#   alike, and with --heaptrack or --callgrind the tool with its server). A real node's clients are on
+#   other machines and share neither its core nor its caches; unpinned on this 2-core VM, the scheduler
+#   moves the node and the client process between the cores, and the same binary's user time per
+#   heartbeat varied 4× between runs (IM-RESULTS, "Main after `mem7` and `batch9`"). Pinning keeps them
+#   apart, not other work off CPU 0: say the machine's load beside the figures. The table then ends
+#   with each server ÷ the floor per heartbeat (with --floor).
+#   Scripts/node-idle.sh --pin --floor --count 8000   the pinned pair: node, then floor, same crowd
 #   NODE_BENCH_BIN=DIR Scripts/node-idle.sh       chat-node and cluster-bench from DIR, not built here
 #
 # Setup only: the node runs with scrypt cost 4 (default 14), so 19,000 first logins (registrations)
@@ -71,6 +79,7 @@ floor_batch_ms=""
 hang_up=false
 callgrind=false
 strace=false
+pin=false
 while [ $# -gt 0 ]; do
     case "$1" in
     --count) count="$2"; shift ;;
@@ -88,7 +97,8 @@ while [ $# -gt 0 ]; do
     --hang-up) hang_up=true ;;
     --callgrind) callgrind=true ;;
     --strace) strace=true ;;
-    *) echo "usage: $0 [--count N] [--seconds S] [--heartbeat S] [--settle S] [--heaptrack] [--perf] [--hang-up] [--callgrind] [--strace] [--floor] [--floor-batch-ms M]… [--mosquitto] [--syscalls S] [--paced|--unpaced]" >&2; exit 2 ;;
+    --pin) pin=true ;;
+    *) echo "usage: $0 [--count N] [--seconds S] [--heartbeat S] [--settle S] [--heaptrack] [--perf] [--hang-up] [--callgrind] [--strace] [--floor] [--floor-batch-ms M]… [--mosquitto] [--syscalls S] [--paced|--unpaced] [--pin]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -102,21 +112,43 @@ if [ -z "$paced" ]; then
     if $floor || $mosquitto; then paced=1; else paced=0; fi
 fi
 
+# The commands' prefixes that pin a server and its clients (--pin); empty otherwise.
+server_pin=()
+client_pin=()
+if $pin; then
+    if [ "$(nproc)" -lt 2 ]; then
+        echo "--pin needs two CPUs (this machine has $(nproc))" >&2
+        exit 2
+    fi
+    server_pin=(taskset -c 0)
+    client_pin=(taskset -c 1)
+fi
+
+# With --pin, where the server (the pid in "server") and the client process run, as the kernel says:
+# taskset's word, not the script's intent.
+print_pinning() {
+    [ ${#server_pin[@]} -gt 0 ] || return 0
+    local server_cpus client_cpus
+    server_cpus="$(taskset -cp "$server" 2>/dev/null | sed 's/.*: //')"
+    client_cpus="$(taskset -cp "${2:-$clients}" 2>/dev/null | sed 's/.*: //')"
+    echo "pinned:  $1 on CPU ${server_cpus:-?}, its clients on CPU ${client_cpus:-?}"
+}
+
 source Scripts/node-bench-setup.sh node-idle
 
 flags=(serve --host 127.0.0.1 --port 0 --no-http --database "$work/chat.db" --max-connections "$count"
     --scrypt-cost 4 --log-level notice)
 echo "node:    chat-node ${flags[*]}"
 if $heaptrack; then
-    heaptrack -o "$work/node" "$bin/chat-node" "${flags[@]}" >"$work/node.out" 2>"$work/node.err" &
+    "${server_pin[@]}" heaptrack -o "$work/node" "$bin/chat-node" "${flags[@]}" >"$work/node.out" 2>"$work/node.err" &
 elif $callgrind; then
     # Valgrind cannot read the DWARF 5 Swift writes: a copy without debug information keeps its symbols.
     # Counting starts switched off, so the logins (scrypt) run at valgrind's uninstrumented pace.
     objcopy --strip-debug "$bin/chat-node" "$work/chat-node" || exit 1
-    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/node.callgrind" \
+    "${server_pin[@]}" valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/node.callgrind" \
         "$work/chat-node" "${flags[@]}" >"$work/node.out" 2>"$work/node.err" &
 else
-    "$bin/chat-node" "${flags[@]}" >"$work/node.out" 2>"$work/node.err" &
+    "${server_pin[@]}" "$bin/chat-node" "${flags[@]}" >"$work/node.out" 2>"$work/node.err" &
 fi
 started+=($!)
 wait_for_node_port
@@ -126,6 +158,7 @@ $heaptrack || node="${started[0]}"
 server="$node"
 source Scripts/idle-crowd.sh
 start_crowd node "$port"
+print_pinning chat-node
 open_window
 if $callgrind; then
     # Two windows, S then 2S, each dumped on its own (the dump resets the counts).

@@ -105,7 +105,7 @@ public final class TCPConnection {
     /// Receives input as it arrives, whenever no read request (``read(exactly:timeout:_:)``,
     /// ``read(upTo:maximumLength:timeout:_:)``) is pending. Setting it delivers what is already buffered
     /// on the loop's next pass.
-    public var onData: ((TCPConnection, [UInt8]) -> Void)? {
+    @exclusivity(unchecked) public var onData: ((TCPConnection, [UInt8]) -> Void)? {
         didSet { if onData != nil, !input.isEmpty { scheduleDeferredPass() } }
     }
     /// Runs when the peer has finished sending and ``allowsHalfClosure`` keeps the connection open.
@@ -175,7 +175,8 @@ public final class TCPConnection {
 
     // MARK: internal state (loop thread only)
     //
-    // What a read or a write touches has its exclusivity unchecked: each access paid a runtime check
+    // What a read or a write touches has its exclusivity unchecked (and ``onData`` above, read twice a
+    // delivery): each access paid a runtime check
     // (swift_beginAccess), some twenty a heartbeat on an idle server's connection, ~1,600 instructions
     // (issue 22, IM-RESULTS "idle"). Loop thread only, and no access overlaps another of the same
     // property: callbacks run between accesses, never inside one (deliverInput copies the request and

@@ -13,6 +13,17 @@ struct FrameDecoderTests {
         #expect(IMFrame(command: .send, serial: 1, message: message).encoded().count > bytes.count)
     }
 
+    @Test("a header's bytes, appended or laid out on the stack, are each field big-endian at its offset")
+    func headerFieldsAtTheirOffsets() {
+        let header = FrameHeader(bodyLength: 0x1122_3344, version: 0x5566, command: 0x7788, serial: 0x99AA_BBCC, code: 0xDDEE_FF01)
+        let wire: [UInt8] = [0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE, 0xFF, 0x01]
+        var appended: [UInt8] = [0xF0]
+        header.append(to: &appended)
+        #expect(appended == [0xF0] + wire)
+        #expect(header.withEncodedBytes { Array($0) } == wire)
+        #expect(wire.withUnsafeBytes { FrameHeader(reading: $0, at: 0) } == header)
+    }
+
     @Test("between reads a decoder holds no buffer: an array read whole is taken as it is and let go")
     func holdsNothingBetweenReads() throws {
         let frames = [IMFrame(command: .heartbeat, serial: 1), IMFrame(command: .heartbeat, serial: 2)]

@@ -29,6 +29,22 @@ struct ServerHeartbeatTests {
         #expect(direct.heartbeatReceived(serial: 8, now: later) == nil)
     }
 
+    @Test("heartbeatAnswered gives heartbeatReceived's answer and the deadline it leaves; none once ended")
+    func heartbeatAnsweredWithDeadline() {
+        var combined = onlineMachine(keepalive: 30)
+        var separate = combined
+        let later = start + .seconds(20)
+        let (ack, next) = combined.heartbeatAnswered(serial: 9, now: later)
+        #expect(ack == separate.heartbeatReceived(serial: 9, now: later))
+        #expect(ack == IMFrame(command: .heartbeatAck, serial: 9))
+        #expect(next == separate.nextDeadline)
+        #expect(next == later + .seconds(45))
+        #expect(combined.nextDeadline == next)
+        _ = combined.transportClosed("gone")
+        let (lateAck, lateNext) = combined.heartbeatAnswered(serial: 10, now: later + .seconds(1))
+        #expect(lateAck == nil && lateNext == nil)
+    }
+
     @Test("the keepalive deadline, within the bounds, is where the timer ends the session, not a nanosecond before")
     func deadlineWithinBounds() throws {
         // 0: the longest honoured; past the bounds: clamped to them.

@@ -144,7 +144,18 @@ public final class ByteStreamFrameLink<Stream: IMByteStream>: IMFrameLink, IMFra
     /// each heartbeat (issue 22).
     public func sendAlone(_ frame: IMFrame) throws(IMLinkFailure) {
         guard batch != nil, gathered.isEmpty, !isClosed else { return try send(frame) }
-        try write(frame.encoded())
+        // A frame with no body on TCP (a heartbeat's answer): its header goes from the stack, with no
+        // array made and freed for its 16 bytes (issue 22).
+        guard frame.body.isEmpty, let tcp = connection as? TCPConnection else { return try write(frame.encoded()) }
+        var failure: NetError?
+        frame.header.withEncodedBytes { bytes in
+            do throws(NetError) {
+                try tcp.write(copying: bytes)
+            } catch {
+                failure = error
+            }
+        }
+        if let failure { throw TCPConnection.linkFailure(failure) }
     }
 
     public func send(_ frames: [IMFrame]) throws(IMLinkFailure) {

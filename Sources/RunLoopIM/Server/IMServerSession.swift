@@ -23,7 +23,9 @@ public final class IMServerSession {
     /// The server's timer for the machine's deadlines, shared by its sessions.
     private let deadlines: SessionDeadlines
     /// Its last field is one byte: the flags and the place below fill the padding after it.
-    private(set) var machine: IMServerSessionMachine
+    /// Unchecked exclusivity: two runtime checks a heartbeat otherwise. Loop thread only, and the
+    /// machine is pure: none of its calls reaches back into the session.
+    @exclusivity(unchecked) private(set) var machine: IMServerSessionMachine
     private(set) var isEnded = false
     /// Set by the server when the login it is answering made the account: LOGIN_ACK says so.
     var accountCreated = false
@@ -266,10 +268,13 @@ extension IMServerSession: IMFrameLinkDelegate {
         guard frame.command == .heartbeat else { return apply(machine.frameReceived(frame, now: link.loop.now)) }
         // Every idle connection's only frame: answered without the machine's action list, and written
         // at once rather than at the pass's end when nothing else waits for this link.
-        if let ack = machine.heartbeatReceived(serial: frame.serial, now: link.loop.now) {
+        let (ack, next) = machine.heartbeatAnswered(serial: frame.serial, now: link.loop.now)
+        if let ack {
             write(bytes: FrameHeader.size + ack.body.count) { () throws(IMLinkFailure) in try link.sendAlone(ack) }
         }
-        deadlines.schedule(self, at: machine.nextDeadline)
+        // A write that ended the session (a slow reader, a failed link) ended its machine too, whose
+        // deadline is then none: what `next` said before the write no longer holds.
+        deadlines.schedule(self, at: isEnded ? nil : next)
     }
 
     package func linkReceivedOversized(_ header: FrameHeader, bodyPrefix: [UInt8], limit: Int) {

@@ -348,6 +348,15 @@ public struct IMServerSessionMachine: Sendable {
         return IMFrame(command: .heartbeatAck, serial: serial)
     }
 
+    /// ``heartbeatReceived(serial:now:)``, with the ``nextDeadline`` it leaves, in one mutating call. A
+    /// class that holds the machine in a stored property (``IMServer``'s session) and reads the deadline
+    /// through the getter copies the whole machine for the call — a retain and a release of every
+    /// reference it holds, ~180 instructions of each heartbeat (issue 22, IM-RESULTS "idle9").
+    public mutating func heartbeatAnswered(serial: UInt32, now: LoopInstant) -> (ack: IMFrame?, nextDeadline: LoopInstant?) {
+        let ack = heartbeatReceived(serial: serial, now: now)
+        return (ack, nextDeadline)
+    }
+
     /// A frame arrived: the silence deadline starts over, and with it the grace for late input.
     private mutating func trafficArrived(now: LoopInstant) {
         lastReceived = now

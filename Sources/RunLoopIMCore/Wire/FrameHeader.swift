@@ -47,11 +47,26 @@ public struct FrameHeader: Hashable, Sendable, CustomStringConvertible {
 
     /// Appends the header's 16 bytes to `buffer`.
     func append(to buffer: inout [UInt8]) {
-        Self.append(bodyLength, to: &buffer)
-        Self.append(version, to: &buffer)
-        Self.append(command, to: &buffer)
-        Self.append(serial, to: &buffer)
-        Self.append(code, to: &buffer)
+        // Appended at once as typed bytes: each field appended as raw bytes took the standard library's
+        // byte-by-byte path, some 100 instructions a field — 570 of a heartbeat's answer (issue 22,
+        // IM-RESULTS "idle9").
+        withEncodedBytes { raw in
+            raw.withMemoryRebound(to: UInt8.self) { buffer.append(contentsOf: $0) }
+        }
+    }
+
+    /// Calls `body` with the header's 16 bytes on the wire, laid out on the stack: a frame with no body
+    /// (a heartbeat's answer) is written from them without an array.
+    package func withEncodedBytes<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+        var bytes: (UInt64, UInt64) = (0, 0)
+        withUnsafeMutableBytes(of: &bytes) { raw in
+            raw.storeBytes(of: bodyLength.bigEndian, toByteOffset: 0, as: UInt32.self)
+            raw.storeBytes(of: version.bigEndian, toByteOffset: 4, as: UInt16.self)
+            raw.storeBytes(of: command.bigEndian, toByteOffset: 6, as: UInt16.self)
+            raw.storeBytes(of: serial.bigEndian, toByteOffset: 8, as: UInt32.self)
+            raw.storeBytes(of: code.bigEndian, toByteOffset: 12, as: UInt32.self)
+        }
+        return withUnsafeBytes(of: &bytes) { raw in body(UnsafeRawBufferPointer(rebasing: raw[..<FrameHeader.size])) }
     }
 
     public var description: String {
@@ -60,9 +75,5 @@ public struct FrameHeader: Hashable, Sendable, CustomStringConvertible {
 
     private static func load<T: FixedWidthInteger>(_ bytes: UnsafeRawBufferPointer, _ offset: Int, as: T.Type) -> T {
         T(bigEndian: bytes.loadUnaligned(fromByteOffset: offset, as: T.self))
-    }
-
-    private static func append<T: FixedWidthInteger>(_ value: T, to buffer: inout [UInt8]) {
-        withUnsafeBytes(of: value.bigEndian) { buffer.append(contentsOf: $0) }
     }
 }
