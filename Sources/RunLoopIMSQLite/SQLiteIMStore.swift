@@ -123,22 +123,6 @@ public final class SQLiteIMStore: SynchronousChatStore {
     /// change's transaction, which the summary then reads back.
     static let nextMembershipSeqSQL = "UPDATE conversations SET membership_seq = membership_seq + 1 WHERE key = ?"
 
-    public func contacts(of user: String, roomsOfAtMost maximumRoomMembers: Int) -> Result<[String], IMStatusCode> {
-        userNames(
-            Self.contactsSQL, [.text(user), .integer(Int64(clamping: maximumRoomMembers))], what: "contacts of \(user)")
-    }
-
-    /// ``contacts(of:roomsOfAtMost:)``'s read, three index reads: the user's memberships (the primary
-    /// key); whether each room has a member past the limit (a room is large when the members index
-    /// has a row at that offset: at most limit + 1 entries stepped, not a count of the room); the
-    /// members of each conversation kept. A direct conversation has two members, never past a limit.
-    static let contactsSQL = """
-        SELECT DISTINCT other.user FROM members mb JOIN members other ON other.conversation_id = mb.conversation_id
-        WHERE mb.user = ?1 AND other.user <> mb.user
-          AND (SELECT 1 FROM members n WHERE n.conversation_id = mb.conversation_id LIMIT 1 OFFSET ?2) IS NULL
-        ORDER BY other.user
-        """
-
     public func members(ofRoom room: String) -> Result<[RoomMember], IMStatusCode> {
         var members: [RoomMember] = []
         do {
@@ -153,20 +137,6 @@ public final class SQLiteIMStore: SynchronousChatStore {
             return .failure(.internalError)
         }
         return .success(members)
-    }
-
-    /// The first column of each row, in order; a failure is logged as `what` not read.
-    private func userNames(_ sql: String, _ parameters: [SQLiteDatabase.Value], what: String) -> Result<[String], IMStatusCode> {
-        var users: [String] = []
-        do {
-            try database.query(sql, parameters) { row in
-                if let name = row.text(0) { users.append(name) }
-            }
-        } catch {
-            logger.error("\(what) not read: \(error)")
-            return .failure(.internalError)
-        }
-        return .success(users)
     }
 
     public func history(_ query: HistoryQuery, for user: String, limit: Int) -> Result<HistoryPage, IMStatusCode> {

@@ -56,9 +56,10 @@ struct PresenceCadenceTests {
     }
 
     @Test(
-        "on the manual clock with a budget of 20 writes a second: after writing to 4 sessions the next waits 200 ms, not 100; two users told to 7 sessions (12 frames) wait 350 ms"
+        "on the manual clock with a budget of 20 writes a second: after writing to 4 sessions the next waits 200 ms, not 100; two users told to 7 sessions (12 frames) wait 350 ms — sessions reading single frames or batches",
+        arguments: [false, true]
     )
-    func crowdPacedByItsWrites() async throws {
+    func crowdPacedByItsWrites(batches: Bool) async throws {
         try await onManualClockLoop(autoAdvances: false) { loop, clock in
             var settings = IMServer.Settings.withoutLoginLimits
             settings.presenceInterval = .milliseconds(100)
@@ -76,7 +77,7 @@ struct PresenceCadenceTests {
                 let peer = MemoryLinkPeer()
                 peer.keepsFrames = user.hasPrefix("w")
                 server.adopt(peer.serverEnd)
-                peer.logIn(user)
+                peer.logIn(user, readsPresenceBatches: batches)
                 peers.append(peer)
             }
             for watcher in watchers {
@@ -86,7 +87,8 @@ struct PresenceCadenceTests {
             }
             let w1 = peers[0]
             func seen() -> [String] {
-                w1.received(.presence).compactMap { try? $0.presenceNotice() }.filter(\.online).map(\.user)
+                // Single or batched: the flush counts a session once either way.
+                PresenceBatchTests.notices(w1).filter { $0.hasSuffix(" online") }.map { String($0.dropLast(" online".count)) }
             }
             try #require(announced.map(\.user) == watchers)
             try #require(seen() == ["w2", "w3", "w4"])

@@ -110,8 +110,6 @@ struct PresenceOutbox {
     private var forEveryone: [IMFrame] = []
     /// Where each user's own frame is in ``forEveryone``: their sessions are not told of themselves.
     private var position: [String: Int] = [:]
-    /// The sessions told, each once: what the flush's writes are (``PresenceCadence`` paces by them).
-    private var distinct: Set<ObjectIdentifier> = []
 
     /// The most notices an announcement cut at its bound (``IMServer/Settings/presenceAudiencePerPass``)
     /// holds for its next passes before it writes them: five passes' worth at the chat node's bound,
@@ -125,10 +123,8 @@ struct PresenceOutbox {
     mutating func add(_ frame: IMFrame, for sessions: some Sequence<IMServerSession>) {
         let index = frames.count
         let before = told.count
-        for session in sessions {
-            told.append((session, index))
-            distinct.insert(ObjectIdentifier(session))
-        }
+        // An append per recipient and nothing else: the sessions are told apart once, at the flush.
+        for session in sessions { told.append((session, index)) }
         if told.count > before { frames.append(frame) }
     }
 
@@ -143,10 +139,7 @@ struct PresenceOutbox {
     /// link writes them together).
     @discardableResult
     func flush(to sessionsByUser: [String: UserSessions]) -> Int {
-        if forEveryone.isEmpty {
-            writeTold()
-            return distinct.count
-        }
+        if forEveryone.isEmpty { return writeTold() }
         var owed: [ObjectIdentifier: [IMFrame]] = [:]
         var sessions: [IMServerSession] = []
         for (session, index) in told {
@@ -177,18 +170,22 @@ struct PresenceOutbox {
     /// PRESENCE frames, and all a session was told in one batch to the others — grouped here, at
     /// the flush, so that telling stays an append per recipient. A session owed one notice gets its
     /// shared single frame: a batch of one would cost the node an array and a copy, and the client
-    /// the same read.
-    private func writeTold() {
+    /// the same read. Returns how many sessions were written to, each once (what ``PresenceCadence``
+    /// paces by): the look-up that groups a session's notices counts them too, so telling keeps no
+    /// set of the sessions told.
+    private func writeTold() -> Int {
         var places: [ObjectIdentifier: Int] = [:]
-        places.reserveCapacity(distinct.count)
         var owed: [(session: IMServerSession, first: Int, more: [Int])] = []
-        owed.reserveCapacity(distinct.count)
+        // One place per session: a session that reads single frames is written at once, in the
+        // order told, and its place only counts it.
+        let single = -1
         for (session, index) in told {
+            let id = ObjectIdentifier(session)
             guard session.machine.sendsPresenceBatches else {
+                if places[id] == nil { places[id] = single }
                 session.write(frames[index])
                 continue
             }
-            let id = ObjectIdentifier(session)
             if let place = places[id] {
                 owed[place].more.append(index)
             } else {
@@ -203,5 +200,6 @@ struct PresenceOutbox {
                 session.writePresence([frames[first]] + more.map { frames[$0] })
             }
         }
+        return places.count
     }
 }
