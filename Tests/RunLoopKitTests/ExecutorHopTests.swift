@@ -66,8 +66,9 @@ import Testing
         defer { host.stop() }
         let waiter = Waiter(loop: host.loop)
         _ = await waiter.touch()
-        // Loop passes, counted with the public observer: before, each resume took three (the
-        // resume and two re-enqueues at the hops after it), and an empty one before sleeping.
+        // Loop passes, counted with the public observer: with every job run with the loop as task
+        // executor, each resume took two passes with a job (the resume, and the re-enqueue at the
+        // hop after it) and an empty one before sleeping — 601 jobs and 903 passes for 300 resumes.
         let passes = LockedBox(0)
         let observer = RunLoopObserver(activities: .beforeSources, repeats: true) { _, _ in passes.update { $0 += 1 } }
         host.performAndWait { host.loop.add(observer, forMode: .common) }
@@ -81,7 +82,7 @@ import Testing
         // The call, each resume and the return: no job for a hop between them.
         #expect(after.queued - before.queued <= rounds + 4)
         #expect(after.reruns == before.reruns)
-        #expect(passes.get() < 3 * rounds)
+        #expect(passes.get() <= 5 * rounds / 2)
     }
 
     @Test("a task preferring the loop, on an actor of the loop, resumed from another thread: one job per resume, on the loop")
