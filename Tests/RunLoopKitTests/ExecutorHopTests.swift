@@ -31,13 +31,16 @@ import Testing
     final class Resumer: Sendable {
         private let handed = LockedBox<[UnsafeContinuation<Void, Never>]>([])
 
-        init(rounds: Int) {
+        init(rounds: Int, loop: RunLoop) {
             startThread { [handed] in
                 var resumed = 0
                 while resumed < rounds {
                     var taken: [UnsafeContinuation<Void, Never>] = []
                     handed.update { swap(&taken, &$0) }
-                    for continuation in taken { continuation.resume() }
+                    for continuation in taken {
+                        waitForTheAwaitUnderThreadSanitizer(on: loop)
+                        continuation.resume()
+                    }
                     resumed += taken.count
                     if taken.isEmpty { sleep(milliseconds: 0) }
                 }
@@ -74,7 +77,7 @@ import Testing
         host.performAndWait { host.loop.add(observer, forMode: .common) }
         let rounds = 300
         let before = Self.counters(of: host)
-        await Task.detached { await waiter.wait(rounds, on: Resumer(rounds: rounds)) }.value
+        await Task.detached { await waiter.wait(rounds, on: Resumer(rounds: rounds, loop: host.loop)) }.value
         let after = Self.counters(of: host)
         host.performAndWait { observer.invalidate() }
 
@@ -95,7 +98,7 @@ import Testing
         let rounds = 300
         let before = Self.counters(of: host)
         let (onLoop, preference) = await Task(executorPreference: loop) { () async -> (Bool, Bool) in
-            await waiter.wait(rounds, on: Resumer(rounds: rounds))
+            await waiter.wait(rounds, on: Resumer(rounds: rounds, loop: loop))
             let preference = withUnsafeCurrentTask { $0?.unownedTaskExecutor == loop.asUnownedTaskExecutor() }
             return (loop.isCurrentThread, preference)
         }.value
@@ -119,7 +122,7 @@ import Testing
         let rounds = 50
         let offThread = await Task(executorPreference: loop) { () async -> Int in
             var offThread = 0
-            let resumer = Resumer(rounds: rounds)
+            let resumer = Resumer(rounds: rounds, loop: loop)
             for _ in 0..<rounds {
                 if await !waiter.touch() { offThread += 1 }
                 if !loop.isCurrentThread { offThread += 1 }
