@@ -99,7 +99,10 @@ import Testing
             while resumed < rounds {
                 var taken: [UnsafeContinuation<Void, Never>] = []
                 handing.update { swap(&taken, &$0) }
-                for continuation in taken { continuation.resume() }
+                for continuation in taken {
+                    waitForTheAwaitUnderThreadSanitizer(on: host.loop)
+                    continuation.resume()
+                }
                 resumed += taken.count
                 if taken.isEmpty { sleep(milliseconds: 0) }
             }
