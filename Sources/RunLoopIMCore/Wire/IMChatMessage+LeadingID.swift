@@ -35,16 +35,9 @@ package struct ProtobufPrefixReader {
     package var isAtEnd: Bool { offset == end }
 
     package mutating func readVarint() -> UInt64? {
-        var value: UInt64 = 0
-        var shift: UInt64 = 0
-        while offset < end, shift < 64 {
-            let byte = bytes[offset]
-            offset += 1
-            value |= UInt64(byte & 0x7F) << shift
-            if byte & 0x80 == 0 { return value }
-            shift += 7
-        }
-        return nil
+        var position = offset
+        defer { offset = position }
+        return bytes.withUnsafeBufferPointer { ProtobufVarint.read($0, &position, end) }
     }
 
     package mutating func take(_ count: UInt64) -> ArraySlice<UInt8>? {

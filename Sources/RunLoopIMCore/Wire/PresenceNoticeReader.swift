@@ -72,18 +72,8 @@ enum PresenceNoticeReader {
         return key
     }
 
-    /// A Protocol Buffers varint at `offset`, at most ten bytes, before `end`; `nil` when cut short.
     private static func varint(_ bytes: UnsafeBufferPointer<UInt8>, _ offset: inout Int, _ end: Int) -> UInt64? {
-        var value: UInt64 = 0
-        var shift: UInt64 = 0
-        while offset < end, shift < 64 {
-            let byte = bytes[offset]
-            offset += 1
-            value |= UInt64(byte & 0x7F) << shift
-            if byte & 0x80 == 0 { return value }
-            shift += 7
-        }
-        return nil
+        ProtobufVarint.read(bytes, &offset, end)
     }
 
     private static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
