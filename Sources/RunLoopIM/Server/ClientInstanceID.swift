@@ -1,3 +1,5 @@
+import RunLoopIMCore
+
 /// A client instance as its LOGIN names it (docs/PROTOCOL.md §5: at most 64 bytes), kept for every
 /// online session with one: a UUID in lowercase canonical text — what `IMClient` and the Python test
 /// client send — as its 16 bytes, anything else as its text. As text, a UUID cost every session an
@@ -18,7 +20,7 @@ struct ClientInstanceID: Hashable {
     var text: String {
         switch storage {
         case .text(let text): return text
-        case .uuid(let high, let low): return Self.uuidText(high: high, low: low)
+        case .uuid(let high, let low): return UUIDText.text(high: high, low: low)
         }
     }
 
@@ -64,18 +66,5 @@ struct ClientInstanceID: Hashable {
             digits += 1
         }
         return words
-    }
-
-    private static func uuidText(high: UInt64, low: UInt64) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(36)
-        for index in 0..<32 {
-            if hyphenOffsets.contains(bytes.count) { bytes.append(UInt8(ascii: "-")) }
-            let word = index < 16 ? high : low
-            let shift = UInt64(60 - 4 * (index % 16))
-            bytes.append(digits[Int((word >> shift) & 0xF)])
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }
