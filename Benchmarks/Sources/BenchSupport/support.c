@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -102,3 +103,11 @@ size_t bs_heap_in_use(void) {
 }
 
 void bs_heap_trim(void) { malloc_trim(0); }
+
+int bs_pin_current_thread(int cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    // pid 0: the calling thread, not the process (Linux's affinity is per thread).
+    return sched_setaffinity(0, sizeof set, &set);
+}

@@ -60,6 +60,9 @@ actor Pinned {
         for _ in 0..<count { await Task.yield() }
     }
 
+    /// Binds the executor's thread to `cpu` (a job runs on that thread, so the binding is done there).
+    func pinThread(to cpu: Int32) { precondition(bs_pin_current_thread(cpu) == 0, "sched_setaffinity") }
+
     /// `count` jobs enqueued from the benchmark thread: each wait is resumed from there.
     func resumedFromOutside(_ count: Int, _ handOff: HandOff) async {
         for _ in 0..<count { await withUnsafeContinuation { handOff.put($0) } }
@@ -121,19 +124,36 @@ func processCPUMicroseconds() -> Int {
     getrusage(RUSAGE_SELF.rawValue, &usage)
     return (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1_000_000 + usage.ru_utime.tv_usec + usage.ru_stime.tv_usec
 }
+// EXECUTOR_BENCH_PIN="E,B": every executor's thread on CPU E, the benchmark thread on CPU B. Unpinned, the
+// scheduler decides run by run whether a woken thread lands on its waker's core or an idle vCPU must be
+// woken (on this project's VM the two cost ~10–17 against ~35–45 µs, and every executor flips between
+// them); pinned apart, every round trip crosses cores for every executor alike. A DispatchQueue has no
+// thread of its own: the pool thread that runs the pinning job is bound, later jobs may run on others.
+let pinning: (executor: Int32, bench: Int32)? = {
+    guard let text = getenv("EXECUTOR_BENCH_PIN").map({ String(cString: $0) }) else { return nil }
+    let cpus = text.split(separator: ",").compactMap { Int32($0) }
+    precondition(cpus.count == 2, "EXECUTOR_BENCH_PIN=executor-cpu,bench-cpu")
+    return (cpus[0], cpus[1])
+}()
 let chain = 100_000
 let roundTrips = 20_000
 
 print("executor-bench: median of \(repetitions) repetitions (after one warm-up), nanoseconds per job")
 print("same thread: a task on the executor yields \(chain) times (each yield enqueues it again from the executor's thread)")
 print("other thread: the benchmark thread resumes the pinned task \(roundTrips) times (enqueue from another thread, run, hand back)")
+let systems = makeSystems()
+if let pinning {
+    precondition(bs_pin_current_thread(pinning.bench) == 0, "sched_setaffinity")
+    print("pinned: each executor's thread on CPU \(pinning.executor), the benchmark thread on CPU \(pinning.bench)")
+}
 print()
-for system in makeSystems() {
+for system in systems {
     if let only, only != system.name {
         system.stop()
         continue
     }
     let actor = Pinned(system.executor)
+    if let pinning { runAndWait(actor) { await $0.pinThread(to: pinning.executor) } }
     let sameThread = measure(repetitions: repetitions, operations: chain) {
         runAndWait(actor) { await $0.yieldChain(chain) }
     }

@@ -37,5 +37,7 @@ void bs_close(int fd);
 size_t bs_heap_in_use(void);
 /// Gives the allocator's free memory back to the system (malloc_trim(0)).
 void bs_heap_trim(void);
+/// Binds the calling thread (only it) to CPU `cpu`. Returns 0, or -1 with errno.
+int bs_pin_current_thread(int cpu);
 
 #endif
