@@ -25,6 +25,9 @@ test_targets=${RUNLOOPKIT_TEST_TARGETS:-RunLoopKitTests,RunLoopNetTests,RunLoopW
 # server (RelayRestartTests), openssl for certificates (TLSLoopbackTests, SecureWebSocketTests) and
 # loop-demo (MainDispatchQueueTests);
 # the plain and thread-sanitizer passes of .ci/run still run them.
+# The crowd and differential tests of one loop run a smaller size here, as under the thread sanitizer
+# (`scaledUnderSanitizers` in RunLoopTesting; .ci/run says why): at their plain size four of them took
+# three minutes each beside the others, and the slowest set this step's length (230 s, 2026-11-27).
 spawning='PythonClientTests|RelayRestartTests|TLSLoopbackTests|SecureWebSocketTests|MainDispatchQueueTests'
 arguments=(--sanitize=address --scratch-path .build-asan --skip "$spawning")
 

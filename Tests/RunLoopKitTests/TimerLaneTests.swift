@@ -10,7 +10,9 @@ import Testing
     /// earliest timer, every due batch, the sole due timer, the wake bound and the count agree at every
     /// step. Phases fill the lane in order (a burst), churn it (cancels from the middle, re-dates of
     /// timers in it, deadlines before and after its back), and drain it (it empties and refills).
-    @Test(arguments: [UInt64(1), 2, 3])
+    /// Under a sanitizer one seed: each seed's run goes through every path (the counts below say so),
+    /// and the others only repeat them for the sanitizer (a minute of the thread sanitizer's CI run).
+    @Test(arguments: scaledUnderSanitizers(plain: [UInt64(1), 2, 3], sanitized: [1]))
     func answersLikeTheHeapAlone(seed: UInt64) async throws {
         let report = try await onLoopThread { LaneDifferential.run(seed: seed, steps: 6_000) }
         #expect(report.failures.isEmpty, "\(report.failures.prefix(5))")
