@@ -101,6 +101,86 @@ import Testing
         #expect(closedAfter == .seconds(17), "last byte at 12 s, then 5 s of silence")
     }
 
+    /// Without an idle timeout, arrivals stamp no time (no clock read per read); one set later counts
+    /// from when it was set — not from the accept, and not from the last byte read before it.
+    @Test func anIdleTimeoutSetAfterArrivalsCountsFromWhenItWasSet() async throws {
+        let (reason, closedAfter, received) = try await onManualClockLoop { loop, clock in
+            var reason: CloseReason?
+            var closedAfter: Duration?
+            var received = 0
+            var acceptedAt: LoopInstant?
+            var server: TCPConnection?
+            let listener = TCPListener()
+            defer { listener.close() }
+            listener.onAccept = { _, connection in
+                acceptedAt = loop.now
+                server = connection
+                connection.onData = { _, chunk in received += chunk.count }
+                connection.onClose = { _, why in
+                    reason = why
+                    closedAfter = acceptedAt.map { loop.now - $0 }
+                }
+            }
+            try listener.listen()
+            let client = TCPConnection()
+            client.connect(to: "127.0.0.1", port: listener.port, timeout: nil)
+            // Bytes at 2, 4 and 6 s with no timeout; at 20 s a 5 s idle timeout; then silence.
+            var sent = 0
+            loop.add(
+                RunLoopTimer(after: .seconds(2), repeating: .seconds(2)) { timer in
+                    try? client.write([1])
+                    sent += 1
+                    if sent == 3 { timer.invalidate() }
+                }, forMode: .common)
+            loop.add(RunLoopTimer(after: .seconds(20)) { _ in server?.readTimeout = .seconds(5) }, forMode: .common)
+            try spin(loop, for: .seconds(120)) { reason != nil }
+            client.close()
+            return (reason, closedAfter, received)
+        }
+        #expect(received == 3)
+        #expect(reason == .failed(.timedOut(.read)))
+        #expect(closedAfter == .seconds(25), "set at 20 s, then 5 s of silence")
+    }
+
+    /// A deadline armed for an earlier wait is not moved on each arrival: the timer fires at the old
+    /// instant and re-dates itself from the last arrival. Bytes every second for 30 s under a 5 s idle
+    /// timeout keep the connection open; the silence after them closes it 5 s after the last.
+    @Test func steadyArrivalsKeepALazilyReDatedIdleTimeoutFromFiring() async throws {
+        let (reason, closedAfter, received) = try await onManualClockLoop { loop, clock in
+            var reason: CloseReason?
+            var closedAfter: Duration?
+            var received = 0
+            var acceptedAt: LoopInstant?
+            let listener = TCPListener()
+            defer { listener.close() }
+            listener.onAccept = { _, connection in
+                acceptedAt = loop.now
+                connection.readTimeout = .seconds(5)
+                connection.onData = { _, chunk in received += chunk.count }
+                connection.onClose = { _, why in
+                    reason = why
+                    closedAfter = acceptedAt.map { loop.now - $0 }
+                }
+            }
+            try listener.listen()
+            let client = TCPConnection()
+            client.connect(to: "127.0.0.1", port: listener.port, timeout: nil)
+            var sent = 0
+            loop.add(
+                RunLoopTimer(after: .seconds(1), repeating: .seconds(1)) { timer in
+                    try? client.write([1])
+                    sent += 1
+                    if sent == 30 { timer.invalidate() }
+                }, forMode: .common)
+            try spin(loop, for: .seconds(120)) { reason != nil }
+            client.close()
+            return (reason, closedAfter, received)
+        }
+        #expect(received == 30)
+        #expect(reason == .failed(.timedOut(.read)))
+        #expect(closedAfter == .seconds(35), "last byte at 30 s, then 5 s of silence")
+    }
+
     @Test func aReadTimeoutMissedByABusyLoopWaitsForTheBytesThatArrived() async throws {
         let (received, reason, silence, asked) = try await onManualClockLoop { loop, clock in
             var received = 0
