@@ -2,15 +2,16 @@
 import Glibc
 #endif
 
-/// One receive buffer per thread, shared by every connection whose loop runs there, and one spare
-/// array for the bytes a read hands on.
+/// One receive buffer per thread, shared by every connection whose loop runs there, one spare
+/// array for the bytes a read hands on, and one for what a reader above makes of them (an IM link's
+/// frame bodies).
 ///
 /// A read pass needs `readChunkSize` bytes (64 KiB by default) only while it copies from the socket
 /// into the connection's input, and `withUnsafeTemporaryAllocation` puts a buffer that large on the
 /// heap: a `malloc` and a `free` per read. A thread runs one read pass at a time and nothing calls out
 /// of one (the bytes are delivered after the buffer is let go), so the buffer is never in use twice.
 /// It is freed when the thread ends.
-enum ReadScratch {
+package enum ReadScratch {
     static func withBuffer<Result>(byteCount: Int, _ body: (UnsafeMutableRawBufferPointer) -> Result) -> Result {
         let holder: ScratchBuffer
         if let pointer = pthread_getspecific(scratchKey) {
@@ -47,6 +48,35 @@ enum ReadScratch {
         bytes = []
     }
 
+    /// Bodies kept between frames at most: a larger one (a burst's history page) goes, and one
+    /// still shared when the next frame empties it is copied at no more than this size.
+    private static let bodyLimit = 4 * 1024
+
+    /// The thread's spare frame body (empty, with the room of the last one kept), for
+    /// `FrameDecoder.nextEvent(bodyStorage:)`; an empty array on a thread that never read.
+    ///
+    /// A frame's body used to be a new array per frame, freed once the frame was handled: some 400
+    /// instructions of a presence notice's frame (issue 22, IM-RESULTS "cread"). One spare per
+    /// thread, like the input's, and none per connection: an idle connection holds no body.
+    package static func takeSpareBody() -> [UInt8] {
+        guard let holder = existingHolder else { return [] }
+        var body: [UInt8] = []
+        swap(&body, &holder.spareBody)
+        return body
+    }
+
+    /// Keeps `body`'s storage as the thread's spare body (up to ``bodyLimit`` of room); `body` is
+    /// left empty. Not emptied here: the next frame empties it, so a body its receiver kept is
+    /// copied only if another frame comes.
+    package static func keepSpareBody(_ body: inout [UInt8]) {
+        guard body.capacity > 0, body.capacity <= bodyLimit, let holder = existingHolder else {
+            body = []
+            return
+        }
+        swap(&body, &holder.spareBody)
+        body = []
+    }
+
     /// The thread's holder, if a read made it (threads that never read keep no spare).
     private static var existingHolder: ScratchBuffer? {
         pthread_getspecific(scratchKey).map { Unmanaged<ScratchBuffer>.fromOpaque($0).takeUnretainedValue() }
@@ -57,6 +87,7 @@ enum ReadScratch {
 private final class ScratchBuffer {
     private var storage = UnsafeMutableRawBufferPointer(start: nil, count: 0)
     var spare: [UInt8] = []
+    var spareBody: [UInt8] = []
 
     func buffer(_ byteCount: Int) -> UnsafeMutableRawBufferPointer {
         if storage.count < byteCount {

@@ -17,7 +17,9 @@ extension TCPConnection {
         var onWritabilityChanged: ((TCPConnection, Bool) -> Void)?
         var shouldTimeoutRead: ((TCPConnection, Duration) -> Duration?)?
         var shouldTimeoutWrite: ((TCPConnection, Duration) -> Duration?)?
-        var readTimeout: Duration?
+        // What every read looks at has its exclusivity unchecked (a runtime check each, issue 22): loop
+        // thread only, and no callback runs inside an access.
+        @exclusivity(unchecked) var readTimeout: Duration?
         var writeTimeout = RareState.defaultWriteTimeout
         var lingerTimeout = RareState.defaultLingerTimeout
         var label: String?
@@ -27,9 +29,9 @@ extension TCPConnection {
         var resolutionGeneration = 0
         var connectTimer: DeadlineTimer?
         var writeTimer: DeadlineTimer?
-        var readTimer: DeadlineTimer?
+        @exclusivity(unchecked) var readTimer: DeadlineTimer?
         /// Time granted past the read and write deadlines in the current wait (a grace, `shouldTimeout…`).
-        var readExtension = Duration.zero
+        @exclusivity(unchecked) var readExtension = Duration.zero
         var writeExtension = Duration.zero
         /// Late, not silent: one grace per read wait for bytes that were waiting unread.
         var readSilence = SilenceDeadline(renewal: .perWait)

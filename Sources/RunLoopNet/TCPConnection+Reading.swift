@@ -99,7 +99,9 @@ extension TCPConnection {
 
     /// Buffered input at which reading pauses: the input limit, or more if the first request needs it.
     var inputThreshold: Int {
-        max(limits.inputLimit, readRequests.first?.need ?? 0)
+        // The first request's need read in place: `readRequests.first` copied the request, a retain and
+        // release of each closure it holds, on every read.
+        readRequests.isEmpty ? limits.inputLimit : max(limits.inputLimit, readRequests[0].need)
     }
 
     /// The read source fired: take what the socket has (a few chunks at most, so one busy connection
@@ -129,10 +131,13 @@ extension TCPConnection {
             }
         }
         if received > 0 {
-            if readRequests.isEmpty {
-                // An idle timeout counts from the last arrival; the timer catches up lazily.
+            // An idle timeout counts from the last arrival; the timer catches up lazily (it fires at
+            // the deadline it was armed for and re-dates itself from this stamp). Without an idle
+            // timeout the stamp is never read — setting one starts a new wait — so a connection
+            // without one (an IM link: its heartbeat judges the peer) reads no clock per read.
+            if readRequests.isEmpty, let rare = rareState, rare.readTimeout != nil {
                 readWaitStart = loop.now
-                rareState?.readExtension = .zero
+                rare.readExtension = .zero
             }
             deliverInput()
             guard state == .connected else { return }
@@ -242,10 +247,12 @@ extension TCPConnection {
     private var readDeadline: LoopInstant? {
         guard state == .connected, !isInputClosed, !isReadingPaused else { return nil }
         let timeout: Duration?
-        if let request = readRequests.first {
-            timeout = request.timeout ?? readTimeout
+        if readRequests.isEmpty {
+            // No request and no idle timeout (no rare state: none was ever set): nothing is waited for.
+            guard onData != nil, let rare = rareState else { return nil }
+            timeout = rare.readTimeout
         } else {
-            timeout = onData != nil ? readTimeout : nil
+            timeout = readRequests[0].timeout ?? readTimeout
         }
         guard let timeout else { return nil }
         return readWaitStart + timeout + (rareState?.readExtension ?? .zero)

@@ -7,7 +7,9 @@ import Logging
 /// Loop thread only, like the connections that hold it.
 final class TCPConnectionSettings {
     let options: TCPOptions
-    var limits: TCPBufferLimits
+    /// Read several times a read (the chunk size, the input limit): its exclusivity unchecked, as the
+    /// connection's own hot fields (loop thread only; no callback runs inside an access).
+    @exclusivity(unchecked) var limits: TCPBufferLimits
     var logger: Logger
 
     init(options: TCPOptions, limits: TCPBufferLimits, logger: Logger) {

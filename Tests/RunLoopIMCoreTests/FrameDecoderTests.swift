@@ -24,6 +24,42 @@ struct FrameDecoderTests {
         #expect(wire.withUnsafeBytes { FrameHeader(reading: $0, at: 0) } == header)
     }
 
+    @Test("a body is made in the storage given: its room reused and taken; one a receiver still shares stays as it was")
+    func bodyInTheStorageGiven() throws {
+        let frames = [
+            IMFrame(rawCommand: 7, serial: 1, body: [1, 2, 3]), IMFrame(rawCommand: 7, serial: 2, body: [4, 5]),
+            IMFrame(rawCommand: 7, serial: 3, body: [])
+        ]
+        let stream = frames.flatMap { $0.encoded() }
+        var decoder = FrameDecoder()
+        decoder.append(Array(stream[..<10]))
+        var storage = [UInt8](repeating: 0xAA, count: 64)
+        let room = storage.withUnsafeBufferPointer { $0.baseAddress }
+        let incomplete = try decoder.nextEvent(bodyStorage: &storage)
+        #expect(incomplete == nil)
+        #expect(storage.count == 64, "no frame: the storage stays the caller's")
+        decoder.append(Array(stream[10...]))
+        guard case .frame(var first)? = try decoder.nextEvent(bodyStorage: &storage) else {
+            Issue.record("no first frame")
+            return
+        }
+        #expect(first == frames[0])
+        #expect(storage.isEmpty && storage.capacity == 0, "the frame took the storage")
+        #expect(first.body.withUnsafeBufferPointer { $0.baseAddress } == room, "made in the storage's room")
+        // The receiver keeps the body; the reader takes the frame's array back for the next frame.
+        let kept = first.body
+        swap(&storage, &first.body)
+        guard case .frame(let second)? = try decoder.nextEvent(bodyStorage: &storage) else {
+            Issue.record("no second frame")
+            return
+        }
+        #expect(second == frames[1])
+        #expect(kept == [1, 2, 3], "a shared storage is copied, not written over")
+        let third = try decoder.nextEvent(bodyStorage: &storage)
+        #expect(third == .frame(frames[2]))
+        #expect(try decoder.nextEvent() == nil)
+    }
+
     @Test("between reads a decoder holds no buffer: an array read whole is taken as it is and let go")
     func holdsNothingBetweenReads() throws {
         let frames = [IMFrame(command: .heartbeat, serial: 1), IMFrame(command: .heartbeat, serial: 2)]

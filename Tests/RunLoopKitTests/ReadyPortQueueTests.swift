@@ -50,6 +50,71 @@ import Testing
         #expect(queue.isEmpty, "prepending nothing leaves the queue empty")
     }
 
+    @Test func takesInDispatchOrderWhateverTheQueueOrder() throws {
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        defer { ends.forEach { close($0) } }
+        let store = try ModeStore(mode: "queue", wakePort: WakeUpPort(), loopID: ObjectIdentifier(Self.self))
+        // Sequence i has order orders[i]; queued in a scrambled order, taken by (order, sequence).
+        let orders = (0..<200).map { [0, 3, -2, 0, 1, Int.max, Int.min][$0 % 7] }
+        let all = try orders.enumerated().map { index, order in
+            PortRegistration(
+                source: try RunLoopPortSource(fileDescriptor: ends[0], order: order) { _, _ in }, store: store,
+                sequence: UInt64(index))
+        }
+        let expected = all.indices.sorted { orders[$0] < orders[$1] || (orders[$0] == orders[$1] && $0 < $1) }
+        var queue = ReadyPortQueue()
+        for index in (0..<200).map({ ($0 * 77) % 200 }) { queue.append(all[index]) }
+        var taken: [PortRegistration] = [all[0]]
+        queue.takeAllInOrder(into: &taken)
+        #expect(taken.count == 201 && taken[0] === all[0], "appended behind what the array held")
+        #expect(taken.dropFirst().map { Int($0.sequence) } == expected)
+        #expect(queue.isEmpty && taken.allSatisfy { $0.nextReady == nil })
+
+        // Queued in dispatch order already (no sort): taken as queued; then one out of place.
+        for index in expected { queue.append(all[index]) }
+        var inOrder: [PortRegistration] = []
+        queue.takeAllInOrder(into: &inOrder)
+        #expect(inOrder.map { Int($0.sequence) } == expected)
+        for index in expected.dropFirst() { queue.append(all[index]) }
+        queue.append(all[expected[0]])
+        var lastFirst: [PortRegistration] = []
+        queue.takeAllInOrder(into: &lastFirst)
+        #expect(lastFirst.map { Int($0.sequence) } == expected)
+
+        // Equal orders: by sequence, however queued.
+        for index in [12, 5, 19, 0] { queue.append(all[index * 7]) }
+        var ties: [PortRegistration] = []
+        queue.takeAllInOrder(into: &ties)
+        #expect(ties.map(\.sequence) == [0, 35, 84, 133])
+    }
+
+    @Test func takingInOrderHandsEachRetainToTheArray() throws {
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        defer { ends.forEach { close($0) } }
+        let store = try ModeStore(mode: "queue", wakePort: WakeUpPort(), loopID: ObjectIdentifier(Self.self))
+        var queue = ReadyPortQueue()
+        var watched: [Weak] = []
+        do {
+            let made = try registrations(3, in: store, fd: ends[0])
+            watched = made.map(Weak.init)
+            for registration in made.reversed() { queue.append(registration) }
+        }
+        #expect(watched.allSatisfy { $0.registration != nil }, "the queue keeps them")
+        do {
+            var taken: [PortRegistration] = []
+            queue.takeAllInOrder(into: &taken)
+            #expect(taken.map(\.sequence) == [0, 1, 2])
+        }
+        #expect(watched.allSatisfy { $0.registration == nil }, "the array held the only retain")
+    }
+
+    private struct Weak {
+        weak var registration: PortRegistration?
+        init(_ registration: PortRegistration) { self.registration = registration }
+    }
+
     @Test func holdsOneRetainPerQueuedRegistrationUntilTaken() throws {
         var ends: [Int32] = [0, 0]
         #expect(pipe(&ends) == 0)

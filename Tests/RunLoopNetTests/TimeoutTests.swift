@@ -64,17 +64,24 @@ import Testing
         #expect(outcome.clientReason == .peerClosed)
     }
 
-    @Test func arrivingBytesPushTheIdleReadTimeoutBack() async throws {
-        let (reason, closedAfter, received) = try await onManualClockLoop { loop, clock in
+    /// An accepted connection with a `timeout` idle read timeout (set in `onAccept`, or `setAt` after
+    /// the start) and a client that writes a byte every `every`, `bytes` times: why the server's side
+    /// closed, how long after its accept, and the bytes it read.
+    private func idleTimeout(
+        _ timeout: Duration, setAt: Duration? = nil, bytes: Int, every: Duration
+    ) async throws -> (reason: CloseReason?, closedAfter: Duration?, received: Int) {
+        try await onManualClockLoop { loop, _ in
             var reason: CloseReason?
             var closedAfter: Duration?
             var received = 0
             var acceptedAt: LoopInstant?
+            var server: TCPConnection?
             let listener = TCPListener()
             defer { listener.close() }
             listener.onAccept = { _, connection in
                 acceptedAt = loop.now
-                connection.readTimeout = .seconds(5)
+                server = connection
+                if setAt == nil { connection.readTimeout = timeout }
                 connection.onData = { _, chunk in received += chunk.count }
                 connection.onClose = { _, why in
                     reason = why
@@ -84,21 +91,48 @@ import Testing
             try listener.listen()
             let client = TCPConnection()
             client.connect(to: "127.0.0.1", port: listener.port, timeout: nil)
-            // One byte every 4 s, three times: each arrival restarts the 5 s wait.
             var sent = 0
-            let ticker = RunLoopTimer(after: .seconds(4), repeating: .seconds(4)) { timer in
+            let ticker = RunLoopTimer(after: every, repeating: every) { timer in
                 try? client.write([1])
                 sent += 1
-                if sent == 3 { timer.invalidate() }
+                if sent == bytes { timer.invalidate() }
             }
             loop.add(ticker, forMode: .common)
+            if let setAt {
+                loop.add(RunLoopTimer(after: setAt) { _ in server?.readTimeout = timeout }, forMode: .common)
+            }
             try spin(loop, for: .seconds(120)) { reason != nil }
             client.close()
             return (reason, closedAfter, received)
         }
+    }
+
+    @Test func arrivingBytesPushTheIdleReadTimeoutBack() async throws {
+        // One byte every 4 s, three times: each arrival restarts the 5 s wait.
+        let (reason, closedAfter, received) = try await idleTimeout(.seconds(5), bytes: 3, every: .seconds(4))
         #expect(received == 3)
         #expect(reason == .failed(.timedOut(.read)))
         #expect(closedAfter == .seconds(17), "last byte at 12 s, then 5 s of silence")
+    }
+
+    /// Without an idle timeout, arrivals stamp no time (no clock read per read); one set later counts
+    /// from when it was set — not from the accept, and not from the last byte read before it.
+    @Test func anIdleTimeoutSetAfterArrivalsCountsFromWhenItWasSet() async throws {
+        // Bytes at 2, 4 and 6 s with no timeout; at 20 s a 5 s idle timeout; then silence.
+        let (reason, closedAfter, received) = try await idleTimeout(.seconds(5), setAt: .seconds(20), bytes: 3, every: .seconds(2))
+        #expect(received == 3)
+        #expect(reason == .failed(.timedOut(.read)))
+        #expect(closedAfter == .seconds(25), "set at 20 s, then 5 s of silence")
+    }
+
+    /// A deadline armed for an earlier wait is not moved on each arrival: the timer fires at the old
+    /// instant and re-dates itself from the last arrival. Bytes every second for 30 s under a 5 s idle
+    /// timeout keep the connection open; the silence after them closes it 5 s after the last.
+    @Test func steadyArrivalsKeepALazilyReDatedIdleTimeoutFromFiring() async throws {
+        let (reason, closedAfter, received) = try await idleTimeout(.seconds(5), bytes: 30, every: .seconds(1))
+        #expect(received == 30)
+        #expect(reason == .failed(.timedOut(.read)))
+        #expect(closedAfter == .seconds(35), "last byte at 30 s, then 5 s of silence")
     }
 
     @Test func aReadTimeoutMissedByABusyLoopWaitsForTheBytesThatArrived() async throws {

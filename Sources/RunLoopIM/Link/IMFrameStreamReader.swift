@@ -1,4 +1,5 @@
 public import RunLoopIMCore
+import RunLoopNet
 
 /// The read half of a link over a byte stream: bytes in any split become the link's events — whole
 /// frames by their length prefix, oversized SENDs skipped where the decoder may, a broken stream
@@ -36,10 +37,12 @@ public struct IMFrameStreamReader {
         decoder.append(bytes)
     }
 
-    package mutating func next() -> Step {
+    /// What the buffered bytes complete next; a frame's body is written into `bodyStorage`'s room
+    /// (``FrameDecoder/nextEvent(bodyStorage:)``).
+    package mutating func next(bodyStorage: inout [UInt8]) -> Step {
         let event: FrameDecoder.Event?
         do {
-            event = try decoder.nextEvent()
+            event = try decoder.nextEvent(bodyStorage: &bodyStorage)
         } catch {
             return .failed(error, serial: decoder.failedSerial ?? 0)
         }
@@ -64,11 +67,21 @@ extension IMFrameStreamReading {
     ///
     /// Each step's access to the reader ends before its event is reported: the owner may raise the
     /// limit (``IMFrameStreamReader/raiseLimit(to:)``) while handling a frame.
+    ///
+    /// Each frame's body is made in the thread's spare body (``ReadScratch``) and taken back once
+    /// the frame was handled: no allocation and no free a frame. A receiver that kept the body keeps
+    /// it intact; the next frame's is then made anew (copy on write).
     package func read(_ bytes: [UInt8], reportingTo events: IMFrameLinkEvents, while isReporting: () -> Bool) {
         frameReader.append(bytes)
+        var spare = ReadScratch.takeSpareBody()
+        defer { ReadScratch.keepSpareBody(&spare) }
         while isReporting() {
-            switch frameReader.next() {
-            case .frame(let frame): events.received(frame)
+            switch frameReader.next(bodyStorage: &spare) {
+            case .frame(var frame):
+                events.received(frame)
+                // Taken out of the frame, not copied: a copy would leave the body shared, and
+                // emptying it for the next frame would then allocate.
+                swap(&spare, &frame.body)
             case .oversized(let header, let prefix, let limit): events.oversized(header, prefix, limit)
             case .failed(let error, let serial): return events.failed(error, serial)
             case .needsMore: return events.readEnded()

@@ -142,6 +142,16 @@ public struct FrameDecoder: Sendable {
     /// The next complete frame or skipped oversized frame, or `nil` until more bytes arrive.
     /// - Throws: as ``next()``, for a body over ``skippableBodyLength`` or of a command that is not skippable.
     public mutating func nextEvent() throws(IMFrameError) -> Event? {
+        var storage: [UInt8] = []
+        return try nextEvent(bodyStorage: &storage)
+    }
+
+    /// As ``nextEvent()``, with a frame's body written into `bodyStorage`'s room instead of a new
+    /// array (a frame returned takes it: `bodyStorage` is left empty). A reader that takes each body
+    /// back once its frame was handled (an IM link, one per thread) reads frames with no allocation
+    /// and no free each, some 400 instructions a frame (issue 22, IM-RESULTS "cread"). A storage
+    /// still shared with an earlier receiver is copied when emptied: one allocation, as before.
+    package mutating func nextEvent(bodyStorage: inout [UInt8]) throws(IMFrameError) -> Event? {
         switch unusual {
         case nil: break
         case .failed(let error, _)?: throw error
@@ -167,11 +177,16 @@ public struct FrameDecoder: Sendable {
             }
             start += FrameHeader.size
             unusual = .skipping(Skip(header: header, remaining: Int(header.bodyLength)))
-            return try nextEvent()
+            return try nextEvent(bodyStorage: &bodyStorage)
         }
         let end = start + FrameHeader.size + Int(header.bodyLength)
         guard buffer.count >= end else { return nil }
-        let body = Array(buffer[(start + FrameHeader.size)..<end])
+        var body: [UInt8] = []
+        swap(&body, &bodyStorage)
+        body.removeAll(keepingCapacity: true)
+        buffer.withUnsafeBufferPointer { bytes in
+            body.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[(start + FrameHeader.size)..<end]))
+        }
         start = end
         compactIfWorthIt()
         return .frame(IMFrame(header: header, body: body))

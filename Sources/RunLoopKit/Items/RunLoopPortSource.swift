@@ -176,9 +176,4 @@ final class PortRegistration {
             }
         }
     }
-
-    @inline(__always)
-    static func precedes(_ a: PortRegistration, _ b: PortRegistration) -> Bool {
-        a.source.order < b.source.order || (a.source.order == b.source.order && a.sequence < b.sequence)
-    }
 }

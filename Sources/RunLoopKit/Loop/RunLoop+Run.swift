@@ -530,8 +530,7 @@ extension RunLoop {
         if let sole = store.readyPorts.takeSole() { return perform(sole, in: store) }
         var ready = store.spareReadyPorts
         store.spareReadyPorts = []
-        store.readyPorts.takeAll(into: &ready)
-        if ready.count > 1 { ready.sort(by: PortRegistration.precedes) }
+        store.readyPorts.takeAllInOrder(into: &ready)
         var handled = false
         var index = 0
         while index < ready.count {
