@@ -141,6 +141,22 @@ public final class SQLiteDatabase {
         return Int(sqlite3_stmt_status(statement, SQLITE_STMTSTATUS_RUN, 1))
     }
 
+    /// Where the database's contents stand: equal stamps mean nothing was written in between — no
+    /// commit by another connection (`PRAGMA data_version`, which changes with each), no row
+    /// inserted, updated or deleted through this one (`sqlite3_total_changes64`, triggers' rows
+    /// among them; a write rolled back counts too). What a cache of reads is kept by.
+    struct ChangeStamp: Equatable {
+        let dataVersion: Int64
+        let totalChanges: Int64
+    }
+
+    /// The stamp now (``ChangeStamp``).
+    func changeStamp() throws(SQLiteError) -> ChangeStamp {
+        var dataVersion: Int64 = 0
+        try query("PRAGMA data_version") { dataVersion = $0.integer(0) }
+        return ChangeStamp(dataVersion: dataVersion, totalChanges: sqlite3_total_changes64(handle))
+    }
+
     /// Rows changed by the last INSERT, UPDATE or DELETE.
     public var changes: Int { Int(sqlite3_changes(handle)) }
     /// The rowid of the last INSERT.

@@ -27,6 +27,8 @@ public final class SQLiteIMStore: SynchronousChatStore {
     /// `unknownRecipient`. On by default when ``accounts`` is set.
     public var requiresKnownRecipients: Bool
     public var logger: Logger
+    /// Conversations' members as last read, while the database is unchanged (SQLiteIMStore+Contacts).
+    var conversationMembers = ConversationMembers()
 
     /// Opens or creates the store at `path` (":memory:" for a throwaway one), upgrading a file of an
     /// older schema in one transaction. Another program's SQLite file is refused unwritten (``admit(_:)``).

@@ -33,6 +33,28 @@ struct PresenceBatchWireTests {
         #expect(IMFrame.presenceBatches(of: [], bodyLimit: 100).isEmpty)
     }
 
+    @Test(
+        "notices encoded straight from names make the same frames, byte for byte, as their PRESENCE frames do, cut at every bound alike",
+        arguments: [1, 8, 20, 40, 100, 200, 16_384])
+    func straightFromNames(bodyLimit: Int) {
+        // Empty, one byte, 127 and 128 bytes (a two-byte length), non-ASCII, ordinary.
+        let names =
+            ["", "a", String(repeating: "n", count: 127), String(repeating: "m", count: 128), "zoë", "мир", "user7", "u"]
+            + (0..<30).map { "user\($0)" }
+        for online in [true, false] {
+            let singles = names.map { IMFrame.presence(of: $0, online: online) }
+            var writer = PresenceBatchWriter(bodyLimit: bodyLimit, notices: names.count)
+            for name in names { writer.append(user: name, online: online) }
+            let made = writer.finish()
+            #expect(made == IMFrame.presenceBatches(of: singles, bodyLimit: bodyLimit), "limit \(bodyLimit), online \(online)")
+            #expect(writer.finish().isEmpty, "a finished writer holds nothing")
+        }
+        for name in names {
+            #expect(IMPresenceNotice.encodedLength(user: name, online: true) == IMPresenceNotice.encoded(user: name, online: true).count)
+            #expect(IMPresenceNotice.encodedLength(user: name, online: false) == IMPresenceNotice.encoded(user: name, online: false).count)
+        }
+    }
+
     @Test("a batch in another layout is read as SwiftProtobuf reads it; a broken one is refused as it refuses it")
     func otherLayouts() throws {
         let bodies: [[UInt8]] = [

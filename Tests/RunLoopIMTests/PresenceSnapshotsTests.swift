@@ -17,19 +17,15 @@ struct PresenceSnapshotsTests {
         return ledger
     }
 
-    static func names(_ frames: [IMFrame]) -> [String] {
-        frames.compactMap { try? $0.decode(IMPresenceNotice.self).user }
-    }
-
     @Test("a page holds at most its limit of the members online, not the user, and says where the next one starts")
     func page() {
         let ledger = Self.ledger(online: ["a", "b", "me", "d", "e"])
         let members = ["a", "offline", "b", "me", "d", "e"]
         let first = ledger.page(of: members, from: 0, for: "me", limit: 2)
-        #expect(Self.names(first.frames) == ["a", "b"])
+        #expect(first.users == ["a", "b"])
         #expect(first.next == 3)
         let second = ledger.page(of: members, from: 3, for: "me", limit: 2)
-        #expect(Self.names(second.frames) == ["d", "e"])
+        #expect(second.users == ["d", "e"])
         #expect(second.next == nil)
     }
 
@@ -39,7 +35,7 @@ struct PresenceSnapshotsTests {
         let members = ["a", "b", "c"]
         _ = ledger.note("b")
         _ = ledger.settle { $0 != "b" }
-        #expect(Self.names(ledger.page(of: members, from: 0, for: "me", limit: 10).frames) == ["a", "c"])
+        #expect(ledger.page(of: members, from: 0, for: "me", limit: 10).users == ["a", "c"])
     }
 
     @Test("each pass gives each recipient one page at most, until every snapshot is sent")
@@ -55,7 +51,7 @@ struct PresenceSnapshotsTests {
         var more = true
         while more {
             let pass = snapshots.nextPages { ledger.page(of: $0, from: $1, for: $2, limit: 3) }
-            pages.append(pass.pages.map(\.frames.count))
+            pages.append(pass.pages.map(\.users.count))
             more = pass.more
         }
         #expect(pages == [[3, 3], [1, 3], [1]])
@@ -72,7 +68,7 @@ struct PresenceSnapshotsTests {
         let replacementSchedules = snapshots.owe(one, of: "one", members: ["m5"], from: 0)
         #expect(!replacementSchedules)
         let pass = snapshots.nextPages { ledger.page(of: $0, from: $1, for: $2, limit: 3) }
-        #expect(pass.pages.map { Self.names($0.frames) } == [["m5"]])
+        #expect(pass.pages.map(\.users) == [["m5"]])
         #expect(!pass.more)
 
         do {
@@ -87,10 +83,10 @@ struct PresenceSnapshotsTests {
     func everyoneGetsTheFirstPage() {
         let ledger = Self.ledger(online: (0..<6).map { "m\($0)" })
         let snapshot = ledger.snapshot(of: .everyone, for: "m0", limit: 3)
-        #expect(snapshot.frames.count == 3 && snapshot.rest == nil)
-        #expect(!Self.names(snapshot.frames).contains("m0"))
+        #expect(snapshot.users.count == 3 && snapshot.rest == nil)
+        #expect(!snapshot.users.contains("m0"))
         let ofUsers = ledger.snapshot(of: .users((0..<6).map { "m\($0)" }), for: "m0", limit: 3)
-        #expect(Self.names(ofUsers.frames) == ["m1", "m2", "m3"] && ofUsers.rest?.next == 4)
+        #expect(ofUsers.users == ["m1", "m2", "m3"] && ofUsers.rest?.next == 4)
     }
 
     @Test("a snapshot whose first page was all of it owes nothing, and drops the one it replaces")

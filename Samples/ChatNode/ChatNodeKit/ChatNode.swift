@@ -305,7 +305,7 @@ public final class ChatNode {
         let sqlite = sqliteStore
         let heapTrimmer = HeapTrimmer(
             loop: loop, logger: logger, sessions: { [weak server] in server?.sessionCount ?? 0 },
-            releaseCaches: { [weak sqlite] in sqlite?.database.releaseMemory() })
+            releaseCaches: { [weak sqlite] in sqlite?.releaseMemory() })
         self.heapTrimmer = heapTrimmer
         heapTrimmer.start()
     }

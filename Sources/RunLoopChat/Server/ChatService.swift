@@ -142,8 +142,9 @@ public struct ChatService: IMApplicationHandler, Sendable {
     /// (``Settings/largeRoomMembers``) or a direct conversation with them
     /// (``ChatStore/contacts(of:roomsOfAtMost:completion:)``), read from the store at each change and
     /// login. Nothing is cached here, so a JOIN or LEAVE on any node and a first direct message count
-    /// at once; the read is the store's indexes (memory; SQLite's and PostgreSQL's member keys). A
-    /// store that failed: nobody — presence is a state, the next change corrects it.
+    /// at once; the read is the store's indexes (memory; SQLite's and PostgreSQL's member keys, SQLite
+    /// keeping what it read only while nothing is written). A store that failed: nobody — presence is
+    /// a state, the next change corrects it.
     public func presenceAudience(of user: String, on server: IMServer, completion: @escaping (IMPresenceAudience) -> Void) {
         guard let store = server.store as? any ChatStore else { return completion(.users([])) }
         store.contacts(of: user, roomsOfAtMost: settings.largeRoomMembers) { completion(.users((try? $0.get()) ?? [])) }

@@ -124,7 +124,7 @@ extension IMServer {
             if self.presence.isNoted(user) { self.audiencesOfThisPass[user] = audience }
             let first = self.presence.snapshot(of: audience, for: user, limit: self.settings.presenceSnapshotPage)
             for session in sessions {
-                session.writePresence(first.frames)
+                session.writePresence(online: first.users)
                 let owed = self.snapshots.owe(session, of: user, members: first.rest?.members ?? [], from: first.rest?.next)
                 if owed { self.scheduleSnapshotPages() }
             }
@@ -144,7 +144,7 @@ extension IMServer {
         guard !isShuttingDown else { return snapshots = PresenceSnapshots() }
         let limit = settings.presenceSnapshotPage
         let (pages, more) = snapshots.nextPages { self.presence.page(of: $0, from: $1, for: $2, limit: limit) }
-        for (session, frames) in pages { session.writePresence(frames) }
+        for (session, users) in pages { session.writePresence(online: users) }
         if more { scheduleSnapshotPages() }
     }
 
@@ -201,13 +201,12 @@ extension IMServer {
         case .users(let users):
             // Every contact costs its look-up (and was read from the store), online or not.
             presenceAudienceOfThisPass += users.count
-            // Lazily: the audience's sessions are not gathered into an array of their own first.
-            // The table held once, not read through `self` (an exclusivity check) per contact.
-            let sessionsByUser = byUser
-            let sessions = users.lazy.filter { $0 != user }.flatMap { sessionsByUser[$0] ?? [] }
             if presenceOutbox != nil {
-                presenceOutbox?.add(frame, for: sessions)
+                // The table passed once, not read through `self` (an exclusivity check) per contact.
+                presenceOutbox?.add(frame, forSessionsOf: users, but: user, in: byUser)
             } else {
+                let sessionsByUser = byUser
+                let sessions = users.lazy.filter { $0 != user }.flatMap { sessionsByUser[$0] ?? [] }
                 // An audience answered after its announcement (a store across the network): its
                 // writes count towards the pace all the same.
                 var written = 0

@@ -61,31 +61,35 @@ struct PresenceLedger {
     /// The frame that states `user`'s presence as last announced.
     func frame(of user: String) -> IMFrame { Self.frame(user, online: announced.contains(user)) }
 
-    /// The first page of a snapshot of `audience` for `user` (at most `limit` frames), and where the
-    /// rest of it starts, if there is a rest. Everyone as the audience (a server without an
+    /// The first page of a snapshot of `audience` for `user` (at most `limit` users online), and where
+    /// the rest of it starts, if there is a rest. Everyone as the audience (a server without an
     /// application) gets the first page only: the whole of everyone online would make each login
-    /// cost what everyone online does.
-    func snapshot(of audience: IMPresenceAudience, for user: String, limit: Int) -> (frames: [IMFrame], rest: (members: [String], next: Int)?) {
+    /// cost what everyone online does. The page is names, not frames: each session's writer encodes
+    /// them as it reads them (``IMServerSession/writePresence(online:)``).
+    func snapshot(of audience: IMPresenceAudience, for user: String, limit: Int) -> (users: [String], rest: (members: [String], next: Int)?) {
         switch audience {
-        case .everyone: return (announced.lazy.filter { $0 != user }.prefix(limit).map { Self.frame($0, online: true) }, nil)
+        case .everyone: return (Array(announced.lazy.filter { $0 != user }.prefix(limit)), nil)
         case .users(let users):
             let first = page(of: users, from: 0, for: user, limit: limit)
-            return (first.frames, first.next.map { (users, $0) })
+            return (first.users, first.next.map { (users, $0) })
         }
     }
 
     /// One page of a snapshot for `user`: the users of `members` from `start` on who are announced
-    /// online (not `user`), at most `limit` frames, and where the next page starts (`nil`: this was
+    /// online (not `user`), at most `limit` of them, and where the next page starts (`nil`: this was
     /// the last). Pages read the ledger when they are made, so a later page never contradicts an
     /// announcement made since.
-    func page(of members: [String], from start: Int, for user: String, limit: Int) -> (frames: [IMFrame], next: Int?) {
-        var frames: [IMFrame] = []
+    func page(of members: [String], from start: Int, for user: String, limit: Int) -> (users: [String], next: Int?) {
+        let most = max(1, limit)
+        var online: [String] = []
+        // Room for the page at once (a temporary array), not a regrowth at every doubling.
+        online.reserveCapacity(min(most, max(0, members.count - start)))
         var index = start
-        while index < members.count, frames.count < max(1, limit) {
-            if members[index] != user, announced.contains(members[index]) { frames.append(Self.frame(members[index], online: true)) }
+        while index < members.count, online.count < most {
+            if members[index] != user, announced.contains(members[index]) { online.append(members[index]) }
             index += 1
         }
-        return (frames, index < members.count ? index : nil)
+        return (online, index < members.count ? index : nil)
     }
 
     static func frame(_ user: String, online: Bool) -> IMFrame { .presence(of: user, online: online) }
@@ -98,10 +102,9 @@ struct PresenceLedger {
 /// to one flat list, and the flush writes the list in the order told. A session told of several
 /// users still gets them in one write: a server's link gathers the frames of a loop pass and writes
 /// them once at its end (``LinkWriteBatch``), so the outbox keeps no table of what each session is
-/// owed while it is told. The flush groups by session only for announcements to everyone (a server
-/// without an application) and for sessions that read PRESENCE_BATCH: those get what they were told
-/// in one frame (``IMServerSession/writePresence(_:)``), which saves their clients far more than the
-/// grouping costs — a frame read and decoded per notice.
+/// owed while it is told. The flush groups by session (by slot, not by hash look-up): sessions that
+/// read PRESENCE_BATCH get what they were told in one frame (``IMServerSession/writePresence(_:told:)``),
+/// which saves their clients far more than the grouping costs — a frame read and decoded per notice.
 struct PresenceOutbox {
     /// The users' frames of this announcement, each once.
     private var frames: [IMFrame] = []
@@ -119,12 +122,16 @@ struct PresenceOutbox {
     /// The notices held: a frame for a session each (or one for everyone).
     var notices: Int { told.count + forEveryone.count }
 
-    /// `frame` for each of `sessions`.
-    mutating func add(_ frame: IMFrame, for sessions: some Sequence<IMServerSession>) {
+    /// `frame` for each session of `users` in `sessionsByUser` but those of `user` (whose presence it
+    /// states).
+    mutating func add(_ frame: IMFrame, forSessionsOf users: [String], but user: String, in sessionsByUser: [String: UserSessions]) {
         let index = frames.count
         let before = told.count
         // An append per recipient and nothing else: the sessions are told apart once, at the flush.
-        for session in sessions { told.append((session, index)) }
+        for contact in users where contact != user {
+            guard let sessions = sessionsByUser[contact] else { continue }
+            for session in sessions { told.append((session, index)) }
+        }
         if told.count > before { frames.append(frame) }
     }
 
@@ -166,40 +173,66 @@ struct PresenceOutbox {
         return written.count + alsoWritten
     }
 
-    /// Writes ``told`` in its order: a frame a session as told to sessions that read single
-    /// PRESENCE frames, and all a session was told in one batch to the others — grouped here, at
-    /// the flush, so that telling stays an append per recipient. A session owed one notice gets its
-    /// shared single frame: a batch of one would cost the node an array and a copy, and the client
-    /// the same read. Returns how many sessions were written to, each once (what ``PresenceCadence``
-    /// paces by): the look-up that groups a session's notices counts them too, so telling keeps no
-    /// set of the sessions told.
+    /// Writes ``told``: each session's frames in the order told (``IMServerSession/writePresence(_:told:)``:
+    /// one at a time to sessions that read single PRESENCE frames, a lone notice as its frame, the
+    /// others in batches), grouped here, at the flush, so that telling stays an append per
+    /// recipient. Returns how many sessions were written to, each once (what ``PresenceCadence``
+    /// paces by).
+    ///
+    /// The grouping is a counting sort over slots: a session's slot (in the order first told) is
+    /// found through a table indexed by its place among the server's open sessions
+    /// (``IMServerSession/placeInOpen``, a small integer), not by a hash look-up per notice. Places
+    /// are read before anything is written, as a write that ends a session moves another into its
+    /// place. A session ended since it was told (no place) is passed over: nothing reaches it.
     private func writeTold() -> Int {
-        var places: [ObjectIdentifier: Int] = [:]
-        var owed: [(session: IMServerSession, first: Int, more: [Int])] = []
-        // One place per session: a session that reads single frames is written at once, in the
-        // order told, and its place only counts it.
-        let single = -1
-        for (session, index) in told {
-            let id = ObjectIdentifier(session)
-            guard session.machine.sendsPresenceBatches else {
-                if places[id] == nil { places[id] = single }
-                session.write(frames[index])
-                continue
-            }
-            if let place = places[id] {
-                owed[place].more.append(index)
-            } else {
-                places[id] = owed.count
-                owed.append((session, index, []))
-            }
+        // Each entry's session's place (-1: none), read once: a class's field is an access check each time.
+        var slotOfEntry: [Int32] = []
+        slotOfEntry.reserveCapacity(told.count)
+        var highest: Int32 = -1
+        for entry in told {
+            let place = entry.session.placeInOpen
+            let known = place == PlacedArray<IMServer.OpenPlace>.notPlaced ? -1 : Int32(place)
+            slotOfEntry.append(known)
+            highest = max(highest, known)
         }
-        for (session, first, more) in owed {
-            if more.isEmpty {
-                session.write(frames[first])
-            } else {
-                session.writePresence([frames[first]] + more.map { frames[$0] })
+        guard highest >= 0 else { return 0 }
+        var slotOfPlace = [Int32](repeating: -1, count: Int(highest) + 1)
+        var sessions: [IMServerSession] = []
+        // Each slot's notices, then (summed) where its part of `order` ends.
+        var ends: [Int32] = []
+        for entry in told.indices {
+            let place = Int(slotOfEntry[entry])
+            guard place >= 0 else { continue }
+            var slot = slotOfPlace[place]
+            if slot < 0 {
+                slot = Int32(sessions.count)
+                slotOfPlace[place] = slot
+                sessions.append(told[entry].session)
+                ends.append(0)
             }
+            ends[Int(slot)] += 1
+            slotOfEntry[entry] = slot
         }
-        return places.count
+        var total: Int32 = 0
+        for slot in ends.indices {
+            total += ends[slot]
+            ends[slot] = total
+        }
+        // Filled from the back, so that each session's frames keep the order told.
+        var order = [Int32](repeating: 0, count: Int(total))
+        var next = ends
+        for entry in told.indices.reversed() {
+            let slot = Int(slotOfEntry[entry])
+            guard slot >= 0 else { continue }
+            next[slot] -= 1
+            order[Int(next[slot])] = Int32(told[entry].frame)
+        }
+        var start = 0
+        for (slot, session) in sessions.enumerated() {
+            let end = Int(ends[slot])
+            session.writePresence(frames, told: order[start..<end])
+            start = end
+        }
+        return sessions.count
     }
 }

@@ -32,14 +32,14 @@ struct PresenceSnapshots<Recipient: AnyObject> {
     /// user), in the order the snapshots started; finished snapshots and those of recipients gone
     /// are dropped. Returns the pages to write, and whether more remain for another pass.
     mutating func nextPages(
-        _ page: (_ members: [String], _ from: Int, _ user: String) -> (frames: [IMFrame], next: Int?)
-    ) -> (pages: [(recipient: Recipient, frames: [IMFrame])], more: Bool) {
-        var pages: [(recipient: Recipient, frames: [IMFrame])] = []
+        _ page: (_ members: [String], _ from: Int, _ user: String) -> (users: [String], next: Int?)
+    ) -> (pages: [(recipient: Recipient, users: [String])], more: Bool) {
+        var pages: [(recipient: Recipient, users: [String])] = []
         var remaining: [Snapshot] = []
         for var snapshot in owed {
             guard let recipient = snapshot.recipient else { continue }
             let made = page(snapshot.members, snapshot.next, snapshot.user)
-            if !made.frames.isEmpty { pages.append((recipient, made.frames)) }
+            if !made.users.isEmpty { pages.append((recipient, made.users)) }
             guard let next = made.next else { continue }
             snapshot.next = next
             remaining.append(snapshot)

@@ -9,16 +9,17 @@ extension IMPresenceNotice {
     /// The encoding of "`user` is online" (or offline): the bytes `serializedBytes()` gives for the
     /// same notice.
     package static func encoded(user: String, online: Bool) -> [UInt8] {
-        let length = user.utf8.count
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(length + 8)
-        if length > 0 {
-            bytes.append(0x0A)  // field 1 (user), length-delimited
-            bytes.appendProtobufVarint(UInt64(length))
-            bytes.append(contentsOf: user.utf8)
-        }
-        if online { bytes.append(contentsOf: [0x10, 0x01]) }  // field 2 (online), varint 1
+        bytes.reserveCapacity(user.utf8.count + 8)
+        bytes.appendPresenceNotice(user: user, online: online)
         return bytes
+    }
+
+    /// How many bytes ``encoded(user:online:)`` gives, without making them: a batch entry's length
+    /// comes before the notice.
+    package static func encodedLength(user: String, online: Bool) -> Int {
+        let length = user.utf8.count
+        return (length > 0 ? 1 + [UInt8].protobufVarintSize(UInt64(length)) + length : 0) + (online ? 2 : 0)
     }
 
     /// `body` read as a notice when it holds the user (field 1) then the state (field 2), each at
@@ -47,6 +48,32 @@ extension IMFrame {
 }
 
 extension [UInt8] {
+    /// Appends the encoding of "`user` is online" (or offline): the one writer of a notice's bytes,
+    /// for PRESENCE bodies and for the entries of a PRESENCE_BATCH made straight from names.
+    package mutating func appendPresenceNotice(user: String, online: Bool) {
+        let length = user.utf8.count
+        if length > 0 {
+            append(0x0A)  // field 1 (user), length-delimited
+            appendProtobufVarint(UInt64(length))
+            append(contentsOf: user.utf8)
+        }
+        if online {
+            append(0x10)  // field 2 (online), varint
+            append(0x01)
+        }
+    }
+
+    /// How many bytes ``appendProtobufVarint(_:)`` writes for `value`.
+    package static func protobufVarintSize(_ value: UInt64) -> Int {
+        var size = 1
+        var rest = value >> 7
+        while rest > 0 {
+            size += 1
+            rest >>= 7
+        }
+        return size
+    }
+
     /// Appends `value` as a Protocol Buffers varint: seven bits a byte, low bits first.
     package mutating func appendProtobufVarint(_ value: UInt64) {
         var rest = value
