@@ -162,11 +162,9 @@ public final class ActivityRecorder: @unchecked Sendable {
         let observer = RunLoopObserver(activities: .allActivities, order: .min, label: "ActivityRecorder") {
             [unowned self] _, activity in record(activity, on: loop)
         }
-        let ownItem = ObjectIdentifier(observer)
-        let callouts = RunLoopCalloutObserver(label: "ActivityRecorder") { [unowned self] callout in
-            guard callout.item != ownItem else { return }
-            record(callout, on: loop)
-        }
+        let callouts = RunLoopCalloutObserver(
+            label: "ActivityRecorder", reportsBeginnings: true, ignoring: [ObjectIdentifier(observer)]
+        ) { [unowned self] callout in record(callout, on: loop) }
         locked {
             self.loop = loop
             observers = [observer]

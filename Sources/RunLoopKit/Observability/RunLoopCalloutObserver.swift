@@ -46,6 +46,9 @@ public final class RunLoopCalloutObserver: @unchecked Sendable {
     /// returns.
     public let reportsBeginnings: Bool
     let callback: (RunLoop.Callout) -> Void
+    /// Items whose callouts this observer is not told of: its owner's own observers, say. When every
+    /// callout observer of the loop ignores an item, its callouts are not measured at all.
+    let ignoredItems: [ObjectIdentifier]
     private let valid = Atomic<Bool>(true)
     let attachment = LoopAttachment()
 
@@ -59,6 +62,27 @@ public final class RunLoopCalloutObserver: @unchecked Sendable {
         self.label = label
         self.reportsBeginnings = reportsBeginnings
         self.callback = callback
+        ignoredItems = []
+    }
+
+    /// An observer that is not told of the callouts of `ignoring`'s items (the observers of the tool
+    /// that made it): the loop measures and reports none of them when no other callout observer wants
+    /// them.
+    package init(
+        label: String?, reportsBeginnings: Bool, ignoring ignoredItems: [ObjectIdentifier],
+        _ callback: @escaping (RunLoop.Callout) -> Void
+    ) {
+        self.label = label
+        self.reportsBeginnings = reportsBeginnings
+        self.callback = callback
+        self.ignoredItems = ignoredItems
+    }
+
+    /// Whether the callouts of the item `identifier` names are kept from this observer.
+    @inline(__always)
+    func ignores(_ identifier: ObjectIdentifier?) -> Bool {
+        guard let identifier, !ignoredItems.isEmpty else { return false }
+        return ignoredItems.contains(identifier)
     }
 
     public var isValid: Bool { valid.load(ordering: .acquiring) }
@@ -101,21 +125,33 @@ extension RunLoop {
             body()
             return
         }
-        reportedCallOut(kind, item: item(), label: label(), mode: mode(), clock: clock(), body)
+        reportedCallOut(kind, item: item().map(ObjectIdentifier.init), label: label, mode: mode, clock: clock, body)
     }
 
+    /// The description of the callout is taken only once some observer is to hear of it.
     private func reportedCallOut(
-        _ kind: CalloutKind, item: AnyObject?, label: String?, mode: Mode, clock: LoopClock, _ body: () -> Void
+        _ kind: CalloutKind, item identifier: ObjectIdentifier?, label describeLabel: () -> String?,
+        mode describeMode: () -> Mode, clock readClock: () -> LoopClock, _ body: () -> Void
     ) {
         let observers = lock.withLock { calloutObservers }
-        let identifier = item.map(ObjectIdentifier.init)
+        // A tool's own observers (the stall detector's, three callouts a pass) are not measured unless
+        // some observer is to hear of them.
+        if identifier != nil && observers.allSatisfy({ $0.ignores(identifier) }) {
+            body()
+            return
+        }
+        let label = describeLabel()
+        let mode = describeMode()
+        let clock = readClock()
         let start = clock.now
-        if observers.contains(where: \.reportsBeginnings) {
+        if observers.contains(where: { $0.reportsBeginnings }) {
             let began = Callout(kind: kind, label: label, item: identifier, mode: mode, depth: depth, start: start, end: nil)
-            for observer in observers where observer.reportsBeginnings && observer.isValid { observer.callback(began) }
+            for observer in observers where observer.reportsBeginnings && observer.isValid && !observer.ignores(identifier) {
+                observer.callback(began)
+            }
         }
         body()
         let ended = Callout(kind: kind, label: label, item: identifier, mode: mode, depth: depth, start: start, end: clock.now)
-        for observer in observers where observer.isValid { observer.callback(ended) }
+        for observer in observers where observer.isValid && !observer.ignores(identifier) { observer.callback(ended) }
     }
 }
