@@ -93,8 +93,10 @@ struct ClientNetworkNamespaceTests {
                 let stateMark = log.states.count
                 let attemptMark = fixture.attempts.count
                 let acceptMark = fixture.accepts.count
-                let down = loop.now
                 try pair.setClientLink(up: false)
+                // Timed from the moment the ip command returned: spawning it on a loaded machine took over a
+                // second in CI, and the loop thread runs nothing of the client's until the command is back.
+                let down = loop.now
                 try spin(loop, for: .seconds(10)) { !log.disconnects.isEmpty }
                 outcome.detection = log.disconnects.first.map { $0.0 - down }
                 outcome.stateAfterDrop = client.state
@@ -114,8 +116,10 @@ struct ClientNetworkNamespaceTests {
                 // 5. The link comes back: online within a second, the queued message goes out once.
                 let upMark = log.states.count
                 let onlineMark = log.onlineAt.count
-                let up = loop.now
                 try pair.setClientLink(up: true)
+                // Timed from the moment the ip command returned: spawning it on a loaded machine took over a
+                // second in CI, and the loop thread runs nothing of the client's until the command is back.
+                let up = loop.now
                 try spin(loop, for: .seconds(10)) { log.onlineAt.count > onlineMark }
                 outcome.reconnect = log.onlineAt.count > onlineMark ? log.onlineAt[onlineMark] - up : nil
                 try spin(loop, for: .seconds(10)) {
@@ -197,8 +201,10 @@ struct ClientNetworkNamespaceTests {
                 let stateMark = log.states.count
                 let attemptMark = fixture.attempts.count
                 let acceptMark = fixture.accepts.count
-                let down = loop.now
                 try pair.setClientLink(up: false)
+                // Timed from the moment the ip command returned: spawning it on a loaded machine took over a
+                // second in CI, and the loop thread runs nothing of the client's until the command is back.
+                let down = loop.now
                 try spin(loop, for: .seconds(10)) { !log.disconnects.isEmpty }
                 outcome.detection = log.disconnects.first.map { $0.0 - down }
                 outcome.stateAfterDrop = client.state
@@ -211,8 +217,10 @@ struct ClientNetworkNamespaceTests {
                 outcome.disconnects = log.disconnects.map(\.1)
 
                 let upMark = log.states.count
-                let up = loop.now
                 try pair.setClientLink(up: true)
+                // Timed from the moment the ip command returned: spawning it on a loaded machine took over a
+                // second in CI, and the loop thread runs nothing of the client's until the command is back.
+                let up = loop.now
                 try spin(loop, for: .seconds(10)) { log.onlineAt.count > 1 }
                 outcome.reconnect = log.onlineAt.count > 1 ? log.onlineAt[1] - up : nil
                 outcome.statesAfterUp = Array(log.states[upMark...])
@@ -262,8 +270,10 @@ struct ClientNetworkNamespaceTests {
                 outcome.acceptsWhileDown = fixture.accepts.count
                 outcome.secondWhileDown = log.deliveries[second] ?? []
 
-                let up = loop.now
                 try pair.setClientLink(up: true)
+                // Timed from the moment the ip command returned: spawning it on a loaded machine took over a
+                // second in CI, and the loop thread runs nothing of the client's until the command is back.
+                let up = loop.now
                 outcome.cameOnline = try spin(loop, for: .seconds(10)) { !log.onlineAt.isEmpty }
                 outcome.reconnect = log.onlineAt.first.map { $0 - up }
                 try spin(loop, for: .seconds(10)) { log.deliveries[second]?.last?.isFinal == true }
@@ -312,8 +322,10 @@ struct ClientNetworkNamespaceTests {
 
                 let stateMark = log.states.count
                 let attemptMark = fixture.attempts.count
-                let down = loop.now
                 try pair.setServerLink(up: false)
+                // Timed from the moment the ip command returned: spawning it on a loaded machine took over a
+                // second in CI, and the loop thread runs nothing of the client's until the command is back.
+                let down = loop.now
                 try spin(loop, for: .seconds(10)) { !log.disconnects.isEmpty }
                 outcome.detection = log.disconnects.first.map { $0.0 - down }
                 outcome.stateAfterDrop = client.state
@@ -323,8 +335,10 @@ struct ClientNetworkNamespaceTests {
                 outcome.disconnects = log.disconnects.map(\.1)
 
                 let upMark = log.states.count
-                let up = loop.now
                 try pair.setServerLink(up: true)
+                // Timed from the moment the ip command returned: spawning it on a loaded machine took over a
+                // second in CI, and the loop thread runs nothing of the client's until the command is back.
+                let up = loop.now
                 try spin(loop, for: .seconds(10)) { log.onlineAt.count > 1 }
                 outcome.attemptAfterUp = fixture.attempts.count > attemptMark ? fixture.attempts[attemptMark] - up : nil
                 outcome.reconnect = log.onlineAt.count > 1 ? log.onlineAt[1] - up : nil
